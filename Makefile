@@ -1,0 +1,104 @@
+# modelfs - see README.md.  `make run`, `make test`; everything else is
+# for developers.  Sources are found by wildcard, so a new module or
+# operator file needs no edit here.
+
+CC       ?= cc
+BUILD    ?= build
+SAN      ?=
+OPT      ?= -O2
+
+PKGS      := fuse3 jansson
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CFLAGS   := -std=gnu11 -Wall -Wextra -Werror $(OPT) -g -fopenmp -pthread \
+            -D_GNU_SOURCE -DFUSE_USE_VERSION=314 \
+            -Isrc -Iexec -Ifs -I$(BUILD)/gen $(PKG_CFLAGS) \
+            -I/usr/include/x86_64-linux-gnu/openblas-pthread \
+            -MMD -MP $(EXTRA_CFLAGS)
+LDLIBS   := $(PKG_LIBS) -linotifytools -lopenblas -ldnnl -lclblast -lOpenCL \
+            -lm -lpthread -fopenmp
+
+ifeq ($(SAN),1)
+CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+endif
+
+LIB_SRC  := $(wildcard src/*.c exec/*.c exec/ops/*.c fs/*.c)
+LIB_SRC  := $(filter-out src/main.c,$(LIB_SRC))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/kernels_embedded.o
+OP_SRC   := $(wildcard exec/ops/*.c)
+KERNELS  := $(wildcard kernels/*.cl)
+
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TOOL_SRC := $(wildcard tests/tools/*.c)
+TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+
+.PHONY: all deps run test unit conformance e2e asan clean bench fuzz models check-models docs
+all: modelfs
+
+# The binary lives at the top for `make run`; sanitizer builds stay in
+# their own tree.
+ifeq ($(BUILD),build)
+MODELFS := modelfs
+else
+MODELFS := $(BUILD)/modelfs
+endif
+
+modelfs: $(MODELFS)
+
+$(MODELFS): $(BUILD)/obj/src/main.o $(BUILD)/libmodelfs.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libmodelfs.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/obj/%.o: %.c | $(BUILD)/gen/op_table.inc
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# Operator registry: every `MFS_OP(Name, version, ...)` line in exec/ops/.
+$(BUILD)/gen/op_table.inc: $(OP_SRC) Makefile
+	@mkdir -p $(dir $@)
+	@sed -n 's/^MFS_OP(\([A-Za-z0-9_]*\), *\([0-9]*\),.*/MFS_OP_ENTRY(\1, \2)/p; s/^MFS_OP_DOMAIN("[^"]*", *\([A-Za-z0-9_]*\), *\([0-9]*\),.*/MFS_OP_ENTRY(\1, \2)/p' $(OP_SRC) > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+# OpenCL sources embedded as C strings (kernels/*.cl -> one table).
+$(BUILD)/gen/kernels_embedded.c: $(KERNELS) scripts/embed-kernels.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed-kernels.sh $(KERNELS) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/kernels_embedded.o: $(BUILD)/gen/kernels_embedded.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libmodelfs.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmodelfs.a -lcmocka $(LDLIBS)
+
+$(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libmodelfs.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmodelfs.a $(LDLIBS)
+
+unit-bins: $(UNIT_BIN) $(TOOL_BIN)
+
+deps:
+	@sh scripts/install-deps.sh
+
+# `make run`: set up, build, mount the examples at ./mnt.
+run: deps all
+	@sh scripts/run-examples.sh
+
+# `make test`: set up, build (plain and ASan+UBSan), run every suite and
+# print one summary line.
+test: deps
+	$(MAKE) all unit-bins
+	$(MAKE) BUILD=build/asan SAN=1 OPT=-O1 unit-bins build/asan/modelfs
+	sh tests/run-all.sh
+
+clean:
+	rm -rf build modelfs
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

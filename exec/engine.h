@@ -1,0 +1,65 @@
+/* engine.h - the public face of exec/: compile an ONNX graph once, then run
+ * it on a backend (the CPU today; OpenCL joins through backend.h).
+ *
+ * A compiled mfs_model is immutable and may be shared by many threads.  An
+ * mfs_exec is one execution context (its buffers, its operator states) on
+ * one backend; it runs one request at a time, so a server keeps one per
+ * concurrent instance (Triton's instance_group count).
+ */
+#ifndef MFS_ENGINE_H
+#define MFS_ENGINE_H
+
+#include "onnx.h"
+#include "tensor.h"
+
+/* A graph input or output as a server sees it: dims[i] == -1 is variable. */
+typedef struct mfs_io_desc {
+	char *name;
+	mfs_dtype dtype;
+	int rank;
+	int64_t dims[MFS_MAX_RANK];
+} mfs_io_desc;
+
+typedef struct mfs_model mfs_model;
+typedef struct mfs_exec mfs_exec;
+typedef struct mfs_backend mfs_backend;
+
+/* Compile: pick an operator definition for every node (by domain, op type
+ * and the model's opset), order the nodes, fold constants, infer static
+ * shapes, apply graph rewrites (layout, fusion) and compute buffer
+ * lifetimes.  Takes ownership of onnx (freed on failure too).  label names
+ * the model in messages ("resnet18 v1").  Fails with -ENOTSUP naming the
+ * first unsupported operator, or -EINVAL naming the bad node. */
+int mfs_model_compile(onnx_model *onnx, const char *label, mfs_model **out,
+		      mfs_error *err);
+
+/* Read and compile a model file; label as above. */
+int mfs_model_load(const char *path, const char *label, mfs_model **out,
+		   mfs_error *err);
+
+void mfs_model_free(mfs_model *m);
+
+int mfs_model_n_inputs(const mfs_model *m);     /* initializers excluded */
+int mfs_model_n_outputs(const mfs_model *m);
+const mfs_io_desc *mfs_model_input(const mfs_model *m, int i);
+const mfs_io_desc *mfs_model_output(const mfs_model *m, int i);
+const char *mfs_model_label(const mfs_model *m);
+
+/* A new execution context on backend (NULL = the CPU backend). */
+int mfs_exec_new(const mfs_model *m, mfs_backend *backend, mfs_exec **out,
+		 mfs_error *err);
+void mfs_exec_free(mfs_exec *e);
+
+/* Run once.  inputs[i] matches mfs_model_input(m, i) (dtype exactly; shape
+ * checked against the fixed dims); a NULL data pointer with numel 0 is
+ * fine.  outputs[] (mfs_model_n_outputs entries) are filled with new tensors
+ * the caller owns and frees with mfs_tensor_release().  On error nothing in
+ * outputs needs freeing.  -EINVAL for bad inputs, -EIO (or the operator's
+ * errno) when an operator fails; err names the node. */
+int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
+		 mfs_error *err);
+
+/* Set the compute threads used by operators, OpenMP and OpenBLAS. */
+void mfs_engine_set_threads(int n);
+
+#endif

@@ -1,0 +1,101 @@
+/* op.h - how an operator is written.  Read exec/OPERATORS-HOWTO.md first.
+ *
+ * One operator (or one small family of trivially related ones) per file in
+ * exec/ops/, registered with one line:
+ *
+ *     MFS_OP(Relu, 6, .infer = unary_infer, .run = relu_run);
+ *
+ * The build collects every MFS_OP line (see the Makefile) into the registry,
+ * so adding an operator never touches another file.  The registry chooses,
+ * for a model importing opset V of a domain, the definition with the largest
+ * since_version <= V.  Register a new line only where the semantics change
+ * (Clip 6 vs 11, Squeeze 1 vs 13 ...).
+ *
+ * Contract of the callbacks (all return 0 or a negative errno and fill
+ * ctx->err; none may crash on any input a model or request can supply):
+ *
+ * infer   Required.  Given ctx->in[i] (dtype, shape, layout; data non-NULL
+ *         only when the value is known: a constant at load, always at run),
+ *         validate attributes and inputs and set dtype and shape of every
+ *         ctx->out[i].  If an output shape depends on input data that is not
+ *         known (data == NULL), return MFS_SHAPE_DEPENDS_ON_DATA: the engine
+ *         then infers again at run time.  Must not allocate output data.
+ * prepare Optional.  Called once per node per execution context after the
+ *         first successful infer, to build *ctx->state (packed weights, a
+ *         oneDNN primitive).  If shapes change between runs, prepare is
+ *         called again with the old state still in *ctx->state: reuse or
+ *         rebuild it.
+ * run     Required.  Output tensors arrive allocated with the inferred shape
+ *         (data not zeroed).  Inputs are read-only.  May use OpenMP.
+ * release Optional.  Frees a state built by prepare.
+ */
+#ifndef MFS_OP_H
+#define MFS_OP_H
+
+#include "onnx.h"
+#include "tensor.h"
+
+#define MFS_SHAPE_DEPENDS_ON_DATA 1
+
+struct mfs_op_def;
+
+typedef struct mfs_op_ctx {
+	const struct mfs_op_def *def;
+	const onnx_node *node;       /* attributes: onnx_attr_int() & co */
+	int64_t opset;               /* the model's opset for this domain */
+	int n_in;
+	mfs_tensor **in;             /* in[i] == NULL: optional input omitted */
+	int n_out;
+	mfs_tensor **out;            /* out[i] == NULL: output not requested */
+	void **state;                /* per node, per execution context */
+	mfs_error *err;
+} mfs_op_ctx;
+
+/* Flags describing what an operator tolerates. */
+enum {
+	/* Output 0 may share input 0's data (Reshape, Squeeze, Identity...):
+	 * the engine then skips run when it could alias. */
+	MFS_OP_VIEW = 1u << 0,
+	/* Accepts NHWC inputs and produces its outputs in the layout of its
+	 * first input (elementwise ops, Conv, pools, BatchNormalization). */
+	MFS_OP_NHWC_OK = 1u << 1,
+	/* Result depends on more than the inputs (random ops): never fold. */
+	MFS_OP_NONDETERMINISTIC = 1u << 2,
+};
+
+typedef struct mfs_op_def {
+	const char *domain;          /* "" = ai.onnx */
+	const char *op_type;
+	int since_version;
+	unsigned flags;
+	int (*infer)(mfs_op_ctx *ctx);
+	int (*prepare)(mfs_op_ctx *ctx);
+	int (*run)(mfs_op_ctx *ctx);
+	void (*release)(void *state);
+} mfs_op_def;
+
+#define MFS_OP_DOMAIN(dom, name, ver, ...)                                   \
+	const mfs_op_def mfs_op_def_##name##_##ver = {                        \
+		.domain = dom, .op_type = #name, .since_version = ver,        \
+		__VA_ARGS__ }
+#define MFS_OP(name, ver, ...) MFS_OP_DOMAIN("", name, ver, __VA_ARGS__)
+
+/* Registry lookup: the definition for (domain, op_type) with the largest
+ * since_version <= opset, or NULL. */
+const mfs_op_def *mfs_op_find(const char *domain, const char *op_type,
+			      int64_t opset);
+/* All registered definitions (for docs/OPERATORS.md and tests). */
+const mfs_op_def *const *mfs_op_all(int *count);
+
+/* Helpers shared by operators (exec/op_util.c). */
+
+/* Numpy-style broadcast of two shapes; -EINVAL with message if impossible. */
+int mfs_broadcast_shape(const mfs_shape *a, const mfs_shape *b, mfs_shape *out,
+			mfs_error *err);
+/* Normalise a possibly negative axis against rank; -EINVAL if out of range. */
+int mfs_norm_axis(int64_t axis, int rank, int *out, mfs_error *err);
+/* Fail with a message naming the node: "Conv 'conv1': ..." */
+int mfs_op_fail(mfs_op_ctx *ctx, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

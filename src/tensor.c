@@ -1,0 +1,277 @@
+#include "tensor.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct dtype_info {
+	mfs_dtype dt;
+	size_t size;
+	const char *kserve;
+	const char *config;
+	const char *onnx;
+} dtype_table[] = {
+	{ MFS_DT_FLOAT, 4, "FP32", "TYPE_FP32", "float" },
+	{ MFS_DT_UINT8, 1, "UINT8", "TYPE_UINT8", "uint8" },
+	{ MFS_DT_INT8, 1, "INT8", "TYPE_INT8", "int8" },
+	{ MFS_DT_UINT16, 2, "UINT16", "TYPE_UINT16", "uint16" },
+	{ MFS_DT_INT16, 2, "INT16", "TYPE_INT16", "int16" },
+	{ MFS_DT_INT32, 4, "INT32", "TYPE_INT32", "int32" },
+	{ MFS_DT_INT64, 8, "INT64", "TYPE_INT64", "int64" },
+	{ MFS_DT_STRING, 0, "BYTES", "TYPE_STRING", "string" },
+	{ MFS_DT_BOOL, 1, "BOOL", "TYPE_BOOL", "bool" },
+	{ MFS_DT_FLOAT16, 2, "FP16", "TYPE_FP16", "float16" },
+	{ MFS_DT_DOUBLE, 8, "FP64", "TYPE_FP64", "double" },
+	{ MFS_DT_UINT32, 4, "UINT32", "TYPE_UINT32", "uint32" },
+	{ MFS_DT_UINT64, 8, "UINT64", "TYPE_UINT64", "uint64" },
+	{ MFS_DT_BFLOAT16, 2, "BF16", "TYPE_BF16", "bfloat16" },
+};
+#define N_DTYPES (sizeof(dtype_table) / sizeof(dtype_table[0]))
+
+static const struct dtype_info *dtype_lookup(mfs_dtype dt)
+{
+	for (size_t i = 0; i < N_DTYPES; i++)
+		if (dtype_table[i].dt == dt)
+			return &dtype_table[i];
+	return NULL;
+}
+
+size_t mfs_dtype_size(mfs_dtype dt)
+{
+	const struct dtype_info *d = dtype_lookup(dt);
+	return d ? d->size : 0;
+}
+
+const char *mfs_dtype_kserve_name(mfs_dtype dt)
+{
+	const struct dtype_info *d = dtype_lookup(dt);
+	return d ? d->kserve : NULL;
+}
+
+const char *mfs_dtype_config_name(mfs_dtype dt)
+{
+	const struct dtype_info *d = dtype_lookup(dt);
+	return d ? d->config : NULL;
+}
+
+const char *mfs_dtype_onnx_name(mfs_dtype dt)
+{
+	const struct dtype_info *d = dtype_lookup(dt);
+	return d ? d->onnx : "undefined";
+}
+
+mfs_dtype mfs_dtype_from_kserve(const char *name)
+{
+	for (size_t i = 0; name && i < N_DTYPES; i++)
+		if (strcmp(dtype_table[i].kserve, name) == 0)
+			return dtype_table[i].dt;
+	return MFS_DT_UNDEFINED;
+}
+
+mfs_dtype mfs_dtype_from_config(const char *name)
+{
+	for (size_t i = 0; name && i < N_DTYPES; i++)
+		if (strcmp(dtype_table[i].config, name) == 0)
+			return dtype_table[i].dt;
+	return MFS_DT_UNDEFINED;
+}
+
+int64_t mfs_shape_numel(const mfs_shape *s)
+{
+	int64_t n = 1;
+	for (int i = 0; i < s->rank; i++) {
+		if (s->dims[i] < 0)
+			return -1;
+		n *= s->dims[i];
+	}
+	return n;
+}
+
+bool mfs_shape_equal(const mfs_shape *a, const mfs_shape *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->dims[i] != b->dims[i])
+			return false;
+	return true;
+}
+
+char *mfs_shape_format(const mfs_shape *s, char *buf, size_t size)
+{
+	size_t used = 0;
+	if (size == 0)
+		return buf;
+	buf[0] = '\0';
+	used += (size_t)snprintf(buf, size, "[");
+	for (int i = 0; i < s->rank && used < size; i++)
+		used += (size_t)snprintf(buf + used, size - used, "%s%lld",
+					 i ? "," : "", (long long)s->dims[i]);
+	if (used < size)
+		snprintf(buf + used, size - used, "]");
+	return buf;
+}
+
+int mfs_tensor_alloc(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
+		     mfs_error *err)
+{
+	size_t esize = mfs_dtype_size(dt);
+	size_t n = 1;
+
+	memset(t, 0, sizeof(*t));
+	if (esize == 0)
+		return mfs_fail(err, ENOTSUP, "unsupported tensor data type %s",
+				mfs_dtype_onnx_name(dt));
+	if (shape->rank < 0 || shape->rank > MFS_MAX_RANK)
+		return mfs_fail(err, EINVAL, "tensor rank %d is outside 0..%d",
+				shape->rank, MFS_MAX_RANK);
+	for (int i = 0; i < shape->rank; i++) {
+		if (shape->dims[i] < 0)
+			return mfs_fail(err, EINVAL, "tensor dim %d is negative", i);
+		if (shape->dims[i] && n > SIZE_MAX / esize / (size_t)shape->dims[i])
+			return mfs_fail(err, EINVAL, "tensor size overflows");
+		n *= (size_t)shape->dims[i];
+	}
+	t->dtype = dt;
+	t->shape = *shape;
+	t->nbytes = n * esize;
+	if (t->nbytes) {
+		t->data = calloc(1, t->nbytes);
+		if (!t->data)
+			return mfs_fail(err, ENOMEM, "out of memory allocating %zu bytes",
+					t->nbytes);
+		t->owns_data = true;
+	}
+	return 0;
+}
+
+void mfs_tensor_release(mfs_tensor *t)
+{
+	if (!t)
+		return;
+	if (t->owns_data)
+		free(t->data);
+	memset(t, 0, sizeof(*t));
+}
+
+int mfs_tensor_copy(mfs_tensor *dst, const mfs_tensor *src, mfs_error *err)
+{
+	int rc = mfs_tensor_alloc(dst, src->dtype, &src->shape, err);
+	if (rc)
+		return rc;
+	dst->layout = src->layout;
+	if (src->nbytes)
+		memcpy(dst->data, src->data, src->nbytes);
+	return 0;
+}
+
+float mfs_half_to_float(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+	uint32_t exp = (h >> 10) & 0x1f;
+	uint32_t mant = h & 0x3ff;
+	uint32_t bits;
+	float f;
+
+	if (exp == 0) {
+		if (mant == 0) {
+			bits = sign;
+		} else {
+			/* subnormal: value = mant * 2^-24 */
+			f = (float)mant * 5.9604644775390625e-8f;
+			return sign ? -f : f;
+		}
+	} else if (exp == 31) {
+		bits = sign | 0x7f800000u | (mant << 13);
+	} else {
+		bits = sign | ((exp + 112) << 23) | (mant << 13);
+	}
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+uint16_t mfs_float_to_half(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	uint32_t sign = (x >> 16) & 0x8000;
+	uint32_t absx = x & 0x7fffffffu;
+
+	if (absx >= 0x7f800000u) /* inf or nan */
+		return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
+	if (absx >= 0x477ff000u) /* rounds to >= 65520: overflow to inf */
+		return (uint16_t)(sign | 0x7c00);
+	if (absx < 0x38800000u) { /* below smallest normal half: subnormal */
+		float a;
+		memcpy(&a, &absx, 4);
+		/* round to nearest even multiple of 2^-24 */
+		float scaled = a * 16777216.0f;
+		uint32_t m = (uint32_t)lrintf(scaled);
+		return (uint16_t)(sign | m);
+	}
+	/* normal: rebias exponent and round mantissa to nearest even */
+	uint32_t mant = absx & 0x7fffff;
+	uint32_t exp = (absx >> 23) - 112;
+	uint32_t h = (exp << 10) | (mant >> 13);
+	uint32_t rest = mant & 0x1fff;
+	if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+		h++;
+	return (uint16_t)(sign | h);
+}
+
+float mfs_bf16_to_float(uint16_t b)
+{
+	uint32_t bits = (uint32_t)b << 16;
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+uint16_t mfs_float_to_bf16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	if ((x & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((x >> 16) | 0x40);
+	x += 0x7fff + ((x >> 16) & 1);
+	return (uint16_t)(x >> 16);
+}
+
+double mfs_tensor_get_f64(const mfs_tensor *t, int64_t i)
+{
+	const void *p = t->data;
+	switch (t->dtype) {
+	case MFS_DT_FLOAT: return ((const float *)p)[i];
+	case MFS_DT_DOUBLE: return ((const double *)p)[i];
+	case MFS_DT_FLOAT16: return mfs_half_to_float(((const uint16_t *)p)[i]);
+	case MFS_DT_BFLOAT16: return mfs_bf16_to_float(((const uint16_t *)p)[i]);
+	case MFS_DT_UINT8: return ((const uint8_t *)p)[i];
+	case MFS_DT_INT8: return ((const int8_t *)p)[i];
+	case MFS_DT_UINT16: return ((const uint16_t *)p)[i];
+	case MFS_DT_INT16: return ((const int16_t *)p)[i];
+	case MFS_DT_INT32: return ((const int32_t *)p)[i];
+	case MFS_DT_INT64: return (double)((const int64_t *)p)[i];
+	case MFS_DT_UINT32: return ((const uint32_t *)p)[i];
+	case MFS_DT_UINT64: return (double)((const uint64_t *)p)[i];
+	case MFS_DT_BOOL: return ((const uint8_t *)p)[i] ? 1 : 0;
+	default: return 0;
+	}
+}
+
+int64_t mfs_tensor_get_i64(const mfs_tensor *t, int64_t i)
+{
+	const void *p = t->data;
+	switch (t->dtype) {
+	case MFS_DT_INT64: return ((const int64_t *)p)[i];
+	case MFS_DT_INT32: return ((const int32_t *)p)[i];
+	case MFS_DT_UINT64: return (int64_t)((const uint64_t *)p)[i];
+	case MFS_DT_UINT32: return ((const uint32_t *)p)[i];
+	case MFS_DT_INT16: return ((const int16_t *)p)[i];
+	case MFS_DT_UINT16: return ((const uint16_t *)p)[i];
+	case MFS_DT_INT8: return ((const int8_t *)p)[i];
+	case MFS_DT_UINT8: return ((const uint8_t *)p)[i];
+	case MFS_DT_BOOL: return ((const uint8_t *)p)[i] ? 1 : 0;
+	default: return (int64_t)mfs_tensor_get_f64(t, i);
+	}
+}

@@ -1,0 +1,94 @@
+/* tensor.h - typed n-dimensional arrays shared by the codecs, the configs
+ * and the engine.
+ *
+ * Data types use ONNX's TensorProto.DataType numbers so that ONNX files,
+ * test data and the engine need no translation.  A tensor's data is dense,
+ * row-major (C order), little-endian (the host order on every target here).
+ */
+#ifndef MFS_TENSOR_H
+#define MFS_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef enum mfs_dtype {
+	MFS_DT_UNDEFINED = 0,
+	MFS_DT_FLOAT = 1,
+	MFS_DT_UINT8 = 2,
+	MFS_DT_INT8 = 3,
+	MFS_DT_UINT16 = 4,
+	MFS_DT_INT16 = 5,
+	MFS_DT_INT32 = 6,
+	MFS_DT_INT64 = 7,
+	MFS_DT_STRING = 8,     /* recognised only to be refused as unsupported */
+	MFS_DT_BOOL = 9,       /* one byte, 0 or 1 */
+	MFS_DT_FLOAT16 = 10,
+	MFS_DT_DOUBLE = 11,
+	MFS_DT_UINT32 = 12,
+	MFS_DT_UINT64 = 13,
+	MFS_DT_BFLOAT16 = 16,
+} mfs_dtype;
+
+/* Bytes per element; 0 for UNDEFINED, STRING and unknown values. */
+size_t mfs_dtype_size(mfs_dtype dt);
+/* KServe v2 name ("FP32", "INT64", "BOOL"...); NULL if none. */
+const char *mfs_dtype_kserve_name(mfs_dtype dt);
+/* Triton config name ("TYPE_FP32"...); NULL if none. */
+const char *mfs_dtype_config_name(mfs_dtype dt);
+/* ONNX name ("float", "int64"...), for messages; never NULL. */
+const char *mfs_dtype_onnx_name(mfs_dtype dt);
+/* Inverses; return MFS_DT_UNDEFINED when the name is unknown. */
+mfs_dtype mfs_dtype_from_kserve(const char *name);
+mfs_dtype mfs_dtype_from_config(const char *name);
+
+#define MFS_MAX_RANK 8
+
+typedef struct mfs_shape {
+	int rank;                       /* 0 = scalar */
+	int64_t dims[MFS_MAX_RANK];     /* -1 = unknown/variable (specs only) */
+} mfs_shape;
+
+/* Number of elements (1 for a scalar); -1 if any dim is negative. */
+int64_t mfs_shape_numel(const mfs_shape *s);
+bool mfs_shape_equal(const mfs_shape *a, const mfs_shape *b);
+/* "[1,3,224,224]" into buf (always NUL-terminated); returns buf. */
+char *mfs_shape_format(const mfs_shape *s, char *buf, size_t size);
+
+typedef enum mfs_layout {
+	MFS_LAYOUT_PLAIN = 0,  /* ONNX order, e.g. NCHW */
+	MFS_LAYOUT_NHWC = 1,   /* rank-4 data stored N,H,W,C; shape still NCHW */
+} mfs_layout;
+
+typedef struct mfs_tensor {
+	mfs_dtype dtype;
+	mfs_shape shape;       /* logical (ONNX) shape */
+	mfs_layout layout;     /* how data is stored; PLAIN outside the engine */
+	void *data;            /* numel * dtype_size bytes; may be NULL if numel 0 */
+	size_t nbytes;
+	bool owns_data;        /* mfs_tensor_release() frees data */
+} mfs_tensor;
+
+/* Allocate zeroed storage for dtype/shape; the tensor owns it.
+ * Returns 0 or -ENOMEM/-EINVAL (overflow, bad dtype) with err filled. */
+int mfs_tensor_alloc(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
+		     mfs_error *err);
+/* Free owned data and reset to an empty tensor; safe on a zeroed tensor. */
+void mfs_tensor_release(mfs_tensor *t);
+/* Deep copy (dst owns its data). */
+int mfs_tensor_copy(mfs_tensor *dst, const mfs_tensor *src, mfs_error *err);
+
+/* IEEE half and bfloat16 conversions. */
+float mfs_half_to_float(uint16_t h);
+uint16_t mfs_float_to_half(float f);
+float mfs_bf16_to_float(uint16_t b);
+uint16_t mfs_float_to_bf16(float f);
+
+/* Element i of any numeric tensor as double / int64 (for shape inputs,
+ * text codecs and tests). */
+double mfs_tensor_get_f64(const mfs_tensor *t, int64_t i);
+int64_t mfs_tensor_get_i64(const mfs_tensor *t, int64_t i);
+
+#endif
