@@ -1,3 +1,11 @@
-/* placeholder entry point until the CLI module lands (see src/cli.c) */
-#include <stdio.h>
-int main(void) { puts("modelfs: under construction"); return 1; }
+/* main.c - dispatch to the command (see commands.h). */
+#include <string.h>
+
+#include "commands.h"
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "run") == 0)
+		return mfs_cmd_run(argc - 1, argv + 1);
+	return mfs_cmd_mount(argc, argv);
+}

@@ -1,0 +1,35 @@
+/* model_load.h - one model version made ready to serve: its configuration
+ * read and completed from the graph, and the graph compiled.  Used by
+ * `modelfs run` and by the daemon's loader; nothing here is FUSE-specific. */
+#ifndef MFS_MODEL_LOAD_H
+#define MFS_MODEL_LOAD_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "engine.h"
+
+typedef struct mfs_loaded_version {
+	char *model_name;
+	int64_t version;
+	char *model_path;          /* REPO/name/version/<default_model_filename> */
+	mfs_model_config config;   /* completed: every input/output known */
+	mfs_model *graph;
+	double load_seconds;       /* wall time of read + compile */
+} mfs_loaded_version;
+
+/* Read the model's config (config.pbtxt or config.json, or none) and
+ * return it in *cfg (initialised by this call; release with
+ * mfs_config_release).  -EINVAL names the file, line and field. */
+int mfs_load_config(const char *repo_root, const char *model_name,
+		    mfs_model_config *cfg, mfs_error *err);
+
+/* Load one version: config, model file, compile, complete the config.
+ * Errors name the model, the version and the file.  *out is freed with
+ * mfs_loaded_version_free. */
+int mfs_load_version(const char *repo_root, const char *model_name,
+		     int64_t version, mfs_loaded_version **out, mfs_error *err);
+
+void mfs_loaded_version_free(mfs_loaded_version *v);
+
+#endif
