@@ -11,7 +11,7 @@ PKGS      := fuse3 jansson
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-CFLAGS   := -std=gnu11 -Wall -Wextra -Werror $(OPT) -g -fopenmp -pthread \
+CFLAGS   := -std=gnu11 -Wall -Wextra -Werror -Wno-format-truncation $(OPT) -g -fopenmp -pthread \
             -D_GNU_SOURCE -DFUSE_USE_VERSION=314 \
             -Isrc -Iexec -Ifs -I$(BUILD)/gen $(PKG_CFLAGS) \
             -I/usr/include/x86_64-linux-gnu/openblas-pthread \
