@@ -84,6 +84,14 @@ $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libmodelfs.a
 
 unit-bins: $(UNIT_BIN) $(TOOL_BIN)
 
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libmodelfs.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmodelfs.a $(LDLIBS)
+
+# `make bench`: ratios against ONNX Runtime and raw OpenBLAS, same run.
+bench: deps all $(BUILD)/bench/bench_engine
+	sh bench/run-bench.sh
+
 deps:
 	@sh scripts/install-deps.sh
 
