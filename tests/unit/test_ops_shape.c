@@ -32,6 +32,12 @@ __attribute__((weak)) float onnx_attr_float(const onnx_node *n, const char *name
 	const onnx_attr *a = onnx_node_attr(n, name);
 	return a ? a->f : def;
 }
+__attribute__((weak)) const char *onnx_attr_string(const onnx_node *n, const char *name,
+						  const char *def)
+{
+	const onnx_attr *a = onnx_node_attr(n, name);
+	return a ? a->s : def;
+}
 __attribute__((weak)) size_t onnx_attr_ints(const onnx_node *n, const char *name,
 					    const int64_t **vals)
 {
