@@ -117,16 +117,11 @@ int mfs_tensor_check(const mfs_tensor *t, const mfs_tensor_spec *spec,
 	return 0;
 }
 
-/* The .pb codec lives in codec_pb.c (the ONNX reader's module). */
+/* The .pb codec is codec_pb.c, beside the ONNX reader it uses. */
 typedef int (*decode_fn)(const void *, size_t, const mfs_tensor_spec *,
 			 mfs_tensor *, mfs_error *);
 typedef int (*encode_fn)(const mfs_tensor *, const char *, char **, size_t *,
 			 mfs_error *);
-
-/* Until the ONNX reader lands codec_pb.c, .pb is refused (weak symbols:
- * a null entry below). */
-#pragma weak mfs_codec_pb_decode
-#pragma weak mfs_codec_pb_encode
 
 static const decode_fn decoders[MFS_FMT_COUNT] = {
 	[MFS_FMT_NPY] = mfs_codec_npy_decode,
@@ -156,9 +151,6 @@ int mfs_tensor_decode(mfs_format fmt, const void *buf, size_t len,
 	if ((int)fmt < 0 || fmt >= MFS_FMT_COUNT)
 		return mfs_fail(err, EINVAL, "input '%s': unknown tensor file format",
 				spec_name(spec));
-	if (!decoders[fmt])
-		return mfs_fail(err, ENOTSUP, "input '%s': .%s files are not built in",
-				spec_name(spec), format_ext[fmt]);
 	if (!buf && len)
 		return mfs_fail(err, EINVAL, "input '%s': no data", spec_name(spec));
 	if (!buf)
@@ -193,9 +185,6 @@ int mfs_tensor_encode(mfs_format fmt, const mfs_tensor *t, const char *name,
 	if ((int)fmt < 0 || fmt >= MFS_FMT_COUNT)
 		return mfs_fail(err, EINVAL, "output '%s': unknown tensor file format",
 				shown);
-	if (!encoders[fmt])
-		return mfs_fail(err, ENOTSUP, "output '%s': .%s files are not built in",
-				shown, format_ext[fmt]);
 	esize = mfs_dtype_size(t->dtype);
 	n = mfs_shape_numel(&t->shape);
 	if (esize == 0)
