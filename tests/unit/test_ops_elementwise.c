@@ -13,32 +13,6 @@
 
 #include "op.h"
 
-/* Attribute getters live in the ONNX reader; until it is linked these weak
- * versions stand in (the reader's strong ones win when present). */
-__attribute__((weak)) const onnx_attr *onnx_node_attr(const onnx_node *n, const char *name)
-{
-	for (int i = 0; i < n->n_attrs; i++)
-		if (strcmp(n->attrs[i].name, name) == 0)
-			return &n->attrs[i];
-	return NULL;
-}
-__attribute__((weak)) int64_t onnx_attr_int(const onnx_node *n, const char *name, int64_t def)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	return a ? a->i : def;
-}
-__attribute__((weak)) float onnx_attr_float(const onnx_node *n, const char *name, float def)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	return a ? a->f : def;
-}
-__attribute__((weak)) const char *onnx_attr_string(const onnx_node *n, const char *name,
-						  const char *def)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	return a ? a->s : def;
-}
-
 /* ---- calling an operator ------------------------------------------- */
 
 typedef struct call {
