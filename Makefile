@@ -11,13 +11,20 @@ PKGS      := fuse3 jansson
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-CFLAGS   := -std=gnu11 -Wall -Wextra -Werror $(OPT) -g -fopenmp -pthread \
+CFLAGS   := -std=gnu11 -Wall -Wextra -Werror -Wno-format-truncation $(OPT) -g -fopenmp -pthread \
             -D_GNU_SOURCE -DFUSE_USE_VERSION=314 \
             -Isrc -Iexec -Ifs -I$(BUILD)/gen $(PKG_CFLAGS) \
             -I/usr/include/x86_64-linux-gnu/openblas-pthread \
             -MMD -MP $(EXTRA_CFLAGS)
 LDLIBS   := $(PKG_LIBS) -linotifytools -lopenblas -ldnnl -lclblast -lOpenCL \
             -lm -lpthread -fopenmp
+
+# SAN=fuzz: the library built by clang for libFuzzer targets (make fuzz).
+ifeq ($(SAN),fuzz)
+CFLAGS   += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+            -fno-sanitize-recover=undefined -Wno-unknown-warning-option
+LDFLAGS  += -fsanitize=address,undefined
+endif
 
 ifeq ($(SAN),1)
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -84,6 +91,14 @@ $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libmodelfs.a
 
 unit-bins: $(UNIT_BIN) $(TOOL_BIN)
 
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libmodelfs.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmodelfs.a $(LDLIBS)
+
+# `make bench`: ratios against ONNX Runtime and raw OpenBLAS, same run.
+bench: deps all $(BUILD)/bench/bench_engine
+	sh bench/run-bench.sh
+
 deps:
 	@sh scripts/install-deps.sh
 
@@ -97,6 +112,37 @@ test: deps
 	$(MAKE) all unit-bins
 	$(MAKE) BUILD=build/asan SAN=1 OPT=-O1 unit-bins build/asan/modelfs
 	sh tests/run-all.sh
+
+# Fuzzing (libFuzzer, clang).  Every tests/fuzz/fuzz_<name>.c defines
+# LLVMFuzzerTestOneInput and is linked with the library built by clang in
+# build/fuzz.  Seeds: tests/fuzz/corpus/<name>/ (committed, small); the
+# growing corpus lives in build/fuzz/corpus/<name>/; crashers are written
+# to tests/fuzz/regressions/<name>/ and replayed by every fuzz-smoke.
+#   make fuzz [FUZZ_SECS=600] [FUZZ_TARGETS="onnx_model ..."]
+#   make fuzz-smoke      (replay regressions and corpus, then 20 s each)
+FUZZ_CC     ?= clang
+FUZZ_SECS   ?= 600
+FUZZ_SMOKE_SECS ?= 20
+FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_TARGETS ?= $(FUZZ_SRC:tests/fuzz/fuzz_%.c=%)
+FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+
+.PHONY: fuzz fuzz-smoke fuzz-bins fuzz-targets
+fuzz-bins:
+	$(MAKE) --no-print-directory BUILD=build/fuzz CC=$(FUZZ_CC) SAN=fuzz OPT=-O1 fuzz-targets
+
+fuzz-targets: $(FUZZ_BIN)
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libmodelfs.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/fuzz -fsanitize=fuzzer,address,undefined \
+		-o $@ $< $(BUILD)/libmodelfs.a $(LDLIBS)
+
+fuzz: fuzz-bins
+	sh tests/fuzz/run-fuzz.sh run $(FUZZ_SECS) $(FUZZ_TARGETS)
+
+fuzz-smoke: fuzz-bins
+	sh tests/fuzz/run-fuzz.sh smoke $(FUZZ_SMOKE_SECS) $(FUZZ_TARGETS)
 
 clean:
 	rm -rf build modelfs
