@@ -132,6 +132,8 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 	v->version = lv->version;
 	v->load_seconds = lv->load_seconds;
 	v->refs = 1;
+	v->n_graph_inputs = mfs_model_n_inputs(lv->graph);
+	v->n_graph_outputs = mfs_model_n_outputs(lv->graph);
 	snprintf(v->device, sizeof(v->device), "cpu");
 	int r_ = 0;
 	char label[256];
@@ -171,8 +173,8 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 	};
 	mfs_runner runner = {
 		.run = run_instance, .ctx = v,
-		.n_inputs = mfs_model_n_inputs(lv->graph),
-		.n_outputs = mfs_model_n_outputs(lv->graph),
+		.n_inputs = v->n_graph_inputs,
+		.n_outputs = v->n_graph_outputs,
 	};
 	r_ = mfs_sched_queue_new(r->sched, &qc, &runner, &v->queue, err);
 	if (r_ < 0)

@@ -46,6 +46,8 @@ typedef struct mfs_version {
 	int64_t version;
 	mfs_loaded_version *lv;        /* config (completed) and graph */
 	const mfs_model_config *config;   /* = &lv->config */
+	int n_graph_inputs;            /* the engine's view: what a run takes and gives */
+	int n_graph_outputs;
 	char device[64];               /* "cpu" */
 	double load_seconds;
 	mfs_stats stats;

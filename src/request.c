@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -117,22 +116,6 @@ static void free_request(mfs_request *r)
 	free(r);
 }
 
-static int graph_input_index(const mfs_model *g, const char *name)
-{
-	for (int i = 0; i < mfs_model_n_inputs(g); i++)
-		if (strcmp(mfs_model_input(g, i)->name, name) == 0)
-			return i;
-	return -1;
-}
-
-static int graph_output_index(const mfs_model *g, const char *name)
-{
-	for (int i = 0; i < mfs_model_n_outputs(g); i++)
-		if (strcmp(mfs_model_output(g, i)->name, name) == 0)
-			return i;
-	return -1;
-}
-
 int mfs_request_new(mfs_version *v, const char *name, uint64_t max_bytes,
 		    mfs_request **out, mfs_error *err)
 {
@@ -147,9 +130,8 @@ int mfs_request_new(mfs_version *v, const char *name, uint64_t max_bytes,
 	r->max_bytes = max_bytes;
 	r->n_in = r->cfg->n_inputs;
 	r->n_out = r->cfg->n_outputs;
-	const mfs_model *g = v->lv->graph;
-	r->n_gin = mfs_model_n_inputs(g);
-	r->n_gout = mfs_model_n_outputs(g);
+	r->n_gin = v->n_graph_inputs;
+	r->n_gout = v->n_graph_outputs;
 	r->name = strdup(name);
 	r->in = calloc((size_t)r->n_in + 1, sizeof(*r->in));
 	r->out_graph_idx = calloc((size_t)r->n_out + 1, sizeof(int));
@@ -162,16 +144,16 @@ int mfs_request_new(mfs_version *v, const char *name, uint64_t max_bytes,
 		return mfs_fail(err, ENOMEM, "out of memory");
 	}
 	for (int i = 0; i < r->n_in; i++) {
-		r->in[i].graph_idx = graph_input_index(g, r->cfg->inputs[i].name);
-		if (r->in[i].graph_idx < 0) {
+		r->in[i].graph_idx = r->cfg->inputs[i].graph_index;
+		if (r->in[i].graph_idx < 0 || r->in[i].graph_idx >= r->n_gin) {
 			free_request(r);
 			return mfs_fail(err, EINVAL, "config input '%s' is not an input of the graph",
 					v->config->inputs[i].name);
 		}
 	}
 	for (int i = 0; i < r->n_out; i++) {
-		r->out_graph_idx[i] = graph_output_index(g, r->cfg->outputs[i].name);
-		if (r->out_graph_idx[i] < 0) {
+		r->out_graph_idx[i] = r->cfg->outputs[i].graph_index;
+		if (r->out_graph_idx[i] < 0 || r->out_graph_idx[i] >= r->n_gout) {
 			free_request(r);
 			return mfs_fail(err, EINVAL, "config output '%s' is not an output of the graph",
 					v->config->outputs[i].name);
@@ -299,6 +281,11 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 	for (int i = 0; i < r->n_in; i++) {
 		input_slot *s = &r->in[i];
 		if (s->present) {
+			/* The model may see another shape (config reshape); the
+			 * data is the same row-major bytes. */
+			mfs_shape model_shape;
+			if (mfs_config_input_to_model(r->cfg, i, &s->t.shape, &model_shape, err) == 0)
+				s->t.shape = model_shape;
 			r->run_in[s->graph_idx] = s->t;
 			s->t = (mfs_tensor){ 0 };
 		}
@@ -369,6 +356,12 @@ int mfs_request_commit_file(mfs_request *r, const char *filename,
 		rc = mfs_fail(err, EINVAL, "input '%s': batch of %" PRId64 " exceeds max_batch_size %d",
 			      name, t.shape.dims[0], r->cfg->max_batch_size);
 		mfs_tensor_release(&t);
+	}
+	if (rc == 0) {
+		mfs_shape model_shape;
+		rc = mfs_config_input_to_model(r->cfg, idx, &t.shape, &model_shape, err);
+		if (rc < 0)
+			mfs_tensor_release(&t);
 	}
 	if (rc < 0) {
 		if (rc != -ENOMEM)
@@ -625,6 +618,13 @@ static void job_done(mfs_job *job)
 	r->tr.batch_requests = job->batch_requests;
 	if (job->status == 0) {
 		r->state = MFS_REQ_DONE;
+		for (int i = 0; i < r->n_out; i++) {
+			mfs_tensor *t = &r->run_out[r->out_graph_idx[i]];
+			mfs_shape client;
+			mfs_error e;
+			if (mfs_config_output_from_model(r->cfg, i, &t->shape, &client, &e) == 0)
+				t->shape = client;
+		}
 	} else {
 		r->state = MFS_REQ_FAILED;
 		for (int i = 0; i < r->n_gout; i++)
