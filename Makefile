@@ -11,7 +11,7 @@ PKGS      := fuse3 jansson
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-CFLAGS   := -std=gnu11 -Wall -Wextra -Werror $(OPT) -g -fopenmp -pthread \
+CFLAGS   := -std=gnu11 -Wall -Wextra -Werror -Wno-format-truncation $(OPT) -g -fopenmp -pthread \
             -D_GNU_SOURCE -DFUSE_USE_VERSION=314 \
             -Isrc -Iexec -Ifs -I$(BUILD)/gen $(PKG_CFLAGS) \
             -I/usr/include/x86_64-linux-gnu/openblas-pthread \
@@ -83,6 +83,14 @@ $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libmodelfs.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmodelfs.a $(LDLIBS)
 
 unit-bins: $(UNIT_BIN) $(TOOL_BIN)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libmodelfs.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmodelfs.a $(LDLIBS)
+
+# `make bench`: ratios against ONNX Runtime and raw OpenBLAS, same run.
+bench: deps all $(BUILD)/bench/bench_engine
+	sh bench/run-bench.sh
 
 deps:
 	@sh scripts/install-deps.sh

@@ -1,0 +1,198 @@
+/* bench_engine.c - time the modelfs engine on one model, and raw OpenBLAS.
+ *
+ *   bench_engine --describe MODEL.onnx [--batch N]
+ *       print the inputs as JSON (for the ONNX Runtime peer)
+ *   bench_engine MODEL.onnx [--batch N] [--iters N] [--threads N]
+ *       run the model on deterministic inputs; print {"median_ms","min_ms"}
+ *   bench_engine --sgemm N [--iters N] [--threads N]
+ *       raw cblas_sgemm N x N x N; print {"median_ms","gflops"}
+ *
+ * Variable dims are set to --batch for the first dim and 1 elsewhere; the
+ * inputs are filled the same way as bench/ort_bench.js fills them.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cblas.h>
+
+#include "engine.h"
+
+#define MAX_IO 32
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static const char *js_dtype(mfs_dtype dt)
+{
+	switch (dt) {
+	case MFS_DT_FLOAT: return "float32";
+	case MFS_DT_DOUBLE: return "float64";
+	case MFS_DT_INT64: return "int64";
+	case MFS_DT_INT32: return "int32";
+	case MFS_DT_INT8: return "int8";
+	case MFS_DT_UINT8: return "uint8";
+	case MFS_DT_BOOL: return "bool";
+	default: return NULL;
+	}
+}
+
+static void concrete_shape(const mfs_io_desc *d, int batch, mfs_shape *s)
+{
+	s->rank = d->rank;
+	for (int i = 0; i < d->rank; i++)
+		s->dims[i] = d->dims[i] >= 0 ? d->dims[i] : (i == 0 ? batch : 1);
+}
+
+static void fill(mfs_tensor *t)
+{
+	int64_t n = mfs_shape_numel(&t->shape);
+	for (int64_t i = 0; i < n; i++) {
+		switch (t->dtype) {
+		case MFS_DT_FLOAT: ((float *)t->data)[i] = (float)sin((double)i); break;
+		case MFS_DT_DOUBLE: ((double *)t->data)[i] = sin((double)i); break;
+		case MFS_DT_INT64: ((int64_t *)t->data)[i] = i % 7; break;
+		case MFS_DT_INT32: ((int32_t *)t->data)[i] = (int32_t)(i % 7); break;
+		default: ((uint8_t *)t->data)[i * (int64_t)mfs_dtype_size(t->dtype)] = (uint8_t)(i % 7);
+		}
+	}
+}
+
+static void report(double *times, int iters, double flops)
+{
+	qsort(times, (size_t)iters, sizeof(double), cmp_double);
+	printf("{\"median_ms\": %.4f, \"min_ms\": %.4f", times[iters / 2], times[0]);
+	if (flops > 0)
+		printf(", \"gflops\": %.1f", flops / (times[iters / 2] * 1e6));
+	printf("}\n");
+}
+
+static int bench_sgemm(int n, int iters)
+{
+	float *a = malloc(sizeof(float) * (size_t)n * n);
+	float *b = malloc(sizeof(float) * (size_t)n * n);
+	float *c = malloc(sizeof(float) * (size_t)n * n);
+	double *times = calloc((size_t)iters, sizeof(double));
+
+	for (long i = 0; i < (long)n * n; i++) {
+		a[i] = (float)sin((double)i);
+		b[i] = (float)cos((double)i);
+	}
+	for (int i = -2; i < iters; i++) {
+		double t0 = now_ms();
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+			    a, n, b, n, 0.0f, c, n);
+		if (i >= 0)
+			times[i] = now_ms() - t0;
+	}
+	report(times, iters, 2.0 * n * n * n);
+	free(a);
+	free(b);
+	free(c);
+	free(times);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = NULL;
+	int describe = 0, batch = 1, iters = 20, threads = 2, sgemm = 0;
+	mfs_error err;
+	mfs_model *model;
+	mfs_exec *exec;
+	mfs_tensor in[MAX_IO], out[MAX_IO];
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--describe") == 0)
+			describe = 1;
+		else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
+			batch = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
+			iters = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+			threads = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--sgemm") == 0 && i + 1 < argc)
+			sgemm = atoi(argv[++i]);
+		else
+			path = argv[i];
+	}
+	if (iters < 1)
+		iters = 1;
+	mfs_engine_set_threads(threads);
+	if (sgemm)
+		return bench_sgemm(sgemm, iters);
+	if (!path) {
+		fprintf(stderr, "usage: bench_engine [--describe] MODEL.onnx [--batch N] [--iters N] [--threads N] | --sgemm N\n");
+		return 2;
+	}
+	if (mfs_model_load(path, path, &model, &err)) {
+		fprintf(stderr, "bench_engine: %s\n", err.msg);
+		return 1;
+	}
+	int n_in = mfs_model_n_inputs(model), n_out = mfs_model_n_outputs(model);
+	if (n_in > MAX_IO || n_out > MAX_IO) {
+		fprintf(stderr, "bench_engine: too many inputs or outputs\n");
+		return 1;
+	}
+	if (describe) {
+		printf("[");
+		for (int i = 0; i < n_in; i++) {
+			const mfs_io_desc *d = mfs_model_input(model, i);
+			mfs_shape s;
+			concrete_shape(d, batch, &s);
+			printf("%s{\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [", i ? ", " : "",
+			       d->name, js_dtype(d->dtype) ? js_dtype(d->dtype) : "unsupported");
+			for (int k = 0; k < s.rank; k++)
+				printf("%s%lld", k ? ", " : "", (long long)s.dims[k]);
+			printf("]}");
+		}
+		printf("]\n");
+		mfs_model_free(model);
+		return 0;
+	}
+	for (int i = 0; i < n_in; i++) {
+		const mfs_io_desc *d = mfs_model_input(model, i);
+		mfs_shape s;
+		concrete_shape(d, batch, &s);
+		if (mfs_tensor_alloc(&in[i], d->dtype, &s, &err)) {
+			fprintf(stderr, "bench_engine: %s\n", err.msg);
+			return 1;
+		}
+		fill(&in[i]);
+	}
+	if (mfs_exec_new(model, NULL, &exec, &err)) {
+		fprintf(stderr, "bench_engine: %s\n", err.msg);
+		return 1;
+	}
+	double *times = calloc((size_t)iters, sizeof(double));
+	for (int i = -3; i < iters; i++) {
+		double t0 = now_ms();
+		if (mfs_exec_run(exec, in, out, &err)) {
+			fprintf(stderr, "bench_engine: %s\n", err.msg);
+			return 1;
+		}
+		if (i >= 0)
+			times[i] = now_ms() - t0;
+		for (int k = 0; k < n_out; k++)
+			mfs_tensor_release(&out[k]);
+	}
+	report(times, iters, 0);
+	free(times);
+	for (int i = 0; i < n_in; i++)
+		mfs_tensor_release(&in[i]);
+	mfs_exec_free(exec);
+	mfs_model_free(model);
+	return 0;
+}

@@ -1,0 +1,1060 @@
+/* onnx_reader.c - ModelProto (protobuf wire format) into onnx.h's structs.
+ *
+ * Why a reader of our own rather than protobuf-c with a compiled schema:
+ *  - The engine uses a small, frozen subset of onnx.proto (about 40 fields
+ *    in 10 messages).  Mapping them by hand is ~1000 lines; protobuf-c
+ *    would add a code generator to the build, a generated copy of
+ *    onnx.proto, and a second set of structs we would still have to
+ *    convert into the engine's (with dtype and shape checks) anyway.
+ *  - Hostile files: protobuf-c unpacks the whole message tree up front,
+ *    allocating per repeated element as declared, and it lets a
+ *    TensorProto's dims disagree with its data.  Here every length is
+ *    checked against the bytes left in its enclosing message (pb_wire.c),
+ *    every array is sized by a counting pass over bytes that are really
+ *    there, a tensor's declared shape must match the data it carries
+ *    before anything is allocated (onnx_tensor.c), and nesting (graphs in
+ *    If/Loop attributes) is bounded by MAX_GRAPH_DEPTH.  The limits are
+ *    in one place and the fuzz targets (tests/fuzz/) exercise them.
+ *  - Error messages can say where the problem is: each level prefixes its
+ *    context ("graph 'main': node 3 (Conv 'c1'): attribute 'pads': ...").
+ *  - Unknown fields are skipped by wire type, so newer ONNX files load.
+ *
+ * Not supported (each a clear -ENOTSUP, never silently ignored):
+ * sparse initializers, string tensors, segmented tensors, attributes of
+ * type TENSORS/GRAPHS/SPARSE_TENSOR(S)/TYPE_PROTO(S), and attribute
+ * references (ref_attr_name, only meaningful inside ONNX functions).
+ */
+#include "onnx.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pb_wire.h"
+
+/* If/Loop/Scan bodies nest graphs; real models go 2-3 deep. */
+#define MAX_GRAPH_DEPTH 32
+/* Protobuf's own limit for one message; larger weights go to external
+ * data files. */
+#define MAX_MODEL_BYTES ((size_t)2 << 30)
+
+typedef struct rd {
+	const char *base_dir;
+	mfs_error *err;
+	int depth;
+} rd;
+
+static int parse_graph(rd *c, const uint8_t *buf, size_t len, onnx_graph *g);
+
+/* Errors name where they are ("graph 'g': node 3 (...): attribute ..."),
+ * but only for the outer graphs: a message has 1 KiB, and the innermost
+ * part, which says what is wrong, must survive deep nesting. */
+#define CONTEXT_DEPTH 3
+static bool want_context(const rd *c)
+{
+	return c->depth <= CONTEXT_DEPTH;
+}
+static void graph_release(onnx_graph *g);
+
+static int malformed(rd *c, const char *what, const char *why)
+{
+	return mfs_fail(c->err, EINVAL, "malformed %s: %s", what, why);
+}
+
+static int wrong_wire(rd *c, const char *msg, const char *field,
+		      const pb_field *f)
+{
+	return mfs_fail(c->err, EINVAL, "%s.%s (field %u) has wire type %s",
+			msg, field, f->num, pb_wire_type_name(f->wt));
+}
+
+static int oom(rd *c)
+{
+	return mfs_fail(c->err, ENOMEM, "out of memory");
+}
+
+/* Copy a string field (replacing *dst). */
+static int get_string(rd *c, const pb_field *f, const char *msg,
+		      const char *field, char **dst)
+{
+	char *s;
+	int rc;
+
+	if (f->wt != PB_WT_LEN)
+		return wrong_wire(c, msg, field, f);
+	rc = pb_strdup(f->data, f->len, &s);
+	if (rc == -ENOMEM)
+		return oom(c);
+	if (rc)
+		return mfs_fail(c->err, EINVAL, "%s.%s contains a NUL byte",
+				msg, field);
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+static int get_varint(rd *c, const pb_field *f, const char *msg,
+		      const char *field, int64_t *dst)
+{
+	if (f->wt != PB_WT_VARINT)
+		return wrong_wire(c, msg, field, f);
+	*dst = (int64_t)f->u;
+	return 0;
+}
+
+/* A missing string reads as "" so users need no NULL checks. */
+static int default_string(rd *c, char **s)
+{
+	if (!*s && !(*s = strdup("")))
+		return oom(c);
+	return 0;
+}
+
+/* Count occurrences of each field number below `nmax` in a message (the
+ * counting pass that sizes arrays by what the bytes really hold). */
+static int count_fields(rd *c, const uint8_t *buf, size_t len,
+			const char *what, long long *counts, uint32_t nmax)
+{
+	pb_reader r = pb_reader_init(buf, len);
+	pb_field f;
+	const char *why = NULL;
+	int rc;
+
+	while ((rc = pb_next(&r, &f, &why)) > 0)
+		if (f.num < nmax)
+			counts[f.num]++;
+	if (rc < 0)
+		return malformed(c, what, why);
+	return 0;
+}
+
+static void *alloc_array(long long n, size_t size)
+{
+	if (n <= 0)
+		return NULL;
+	if (n > INT_MAX || (unsigned long long)n > SIZE_MAX / size)
+		return NULL;
+	return calloc((size_t)n, size);
+}
+
+/* ValueInfoProto / TypeProto ------------------------------------------- */
+
+static int parse_dim(rd *c, const uint8_t *buf, size_t len,
+		     onnx_value_info *v, int i)
+{
+	pb_reader r = pb_reader_init(buf, len);
+	pb_field f;
+	const char *why = NULL;
+	int rc;
+
+	v->dims[i] = -1;
+	while ((rc = pb_next(&r, &f, &why)) > 0) {
+		rc = 0;
+		if (f.num == 1) {              /* dim_value */
+			int64_t d = -1;
+			rc = get_varint(c, &f, "Dimension", "dim_value", &d);
+			if (rc)
+				return rc;
+			v->dims[i] = d >= 0 ? d : -1;
+			free(v->dim_params[i]);
+			v->dim_params[i] = NULL;
+		} else if (f.num == 2) {       /* dim_param */
+			rc = get_string(c, &f, "Dimension", "dim_param",
+					&v->dim_params[i]);
+			if (rc)
+				return rc;
+			v->dims[i] = -1;
+		}
+	}
+	if (rc < 0)
+		return malformed(c, "TensorShapeProto.Dimension", why);
+	return 0;
+}
+
+static int parse_shape(rd *c, const uint8_t *buf, size_t len,
+		       onnx_value_info *v)
+{
+	pb_reader r = pb_reader_init(buf, len);
+	pb_field f;
+	const char *why = NULL;
+	int rc;
+
+	v->has_shape = true;
+	v->rank = 0;
+	while ((rc = pb_next(&r, &f, &why)) > 0) {
+		rc = 0;
+		if (f.num != 1)
+			continue;
+		if (f.wt != PB_WT_LEN)
+			return wrong_wire(c, "TensorShapeProto", "dim", &f);
+		if (v->rank >= MFS_MAX_RANK)
+			return mfs_fail(c->err, ENOTSUP,
+					"shape has more than %d dims", MFS_MAX_RANK);
+		rc = parse_dim(c, f.data, f.len, v, v->rank);
+		v->rank++;
+		if (rc)
+			return rc;
+	}
+	if (rc < 0)
+		return malformed(c, "TensorShapeProto", why);
+	return 0;
+}
+
+static int parse_tensor_type(rd *c, const uint8_t *buf, size_t len,
+			     onnx_value_info *v)
+{
+	pb_reader r = pb_reader_init(buf, len);
+	pb_field f;
+	const char *why = NULL;
+	int64_t et = 0;
+	int rc;
+
+	while ((rc = pb_next(&r, &f, &why)) > 0) {
+		rc = 0;
+		if (f.num == 1) {
+			rc = get_varint(c, &f, "TypeProto.Tensor", "elem_type", &et);
+			if (rc)
+				return rc;
+			if (et < 0 || et > 255)
+				return mfs_fail(c->err, EINVAL,
+						"elem_type %lld is invalid",
+						(long long)et);
+			v->dtype = (mfs_dtype)et;
+		} else if (f.num == 2) {
+			if (f.wt != PB_WT_LEN)
+				return wrong_wire(c, "TypeProto.Tensor", "shape", &f);
+			for (int i = 0; i < v->rank; i++) {
+				free(v->dim_params[i]);
+				v->dim_params[i] = NULL;
+			}
+			rc = parse_shape(c, f.data, f.len, v);
+			if (rc)
+				return rc;
+		}
+	}
+	if (rc < 0)
+		return malformed(c, "TypeProto.Tensor", why);
+	return 0;
+}
+
+static int parse_value_info(rd *c, const uint8_t *buf, size_t len,
+			    onnx_value_info *v)
+{
+	pb_reader r = pb_reader_init(buf, len);
+	pb_field f;
+	const char *why = NULL;
+	int rc;
+
+	while ((rc = pb_next(&r, &f, &why)) > 0) {
+		rc = 0;
+		if (f.num == 1) {
+			rc = get_string(c, &f, "ValueInfoProto", "name", &v->name);
+		} else if (f.num == 2) {
+			if (f.wt != PB_WT_LEN)
+				return wrong_wire(c, "ValueInfoProto", "type", &f);
+			/* TypeProto: only tensor_type (1) describes a tensor;
+			 * sequence/map/optional/sparse leave dtype UNDEFINED. */
+			pb_reader t = pb_reader_init(f.data, f.len);
+			pb_field tf;
+			while ((rc = pb_next(&t, &tf, &why)) > 0) {
+				rc = 0;
+				if (tf.num != 1)
+					continue;
+				if (tf.wt != PB_WT_LEN)
+					return wrong_wire(c, "TypeProto",
+							  "tensor_type", &tf);
+				rc = parse_tensor_type(c, tf.data, tf.len, v);
+				if (rc)
+					return rc;
+			}
+			if (rc < 0)
+				return malformed(c, "TypeProto", why);
+		}
+		if (rc)
+			return rc;
+	}
+	if (rc < 0)
+		return malformed(c, "ValueInfoProto", why);
+	return default_string(c, &v->name);
+}
+
+static void value_info_release(onnx_value_info *v)
+{
+	free(v->name);
+	for (int i = 0; i < MFS_MAX_RANK; i++)
+		free(v->dim_params[i]);
+	memset(v, 0, sizeof(*v));
+}
+
+/* AttributeProto ------------------------------------------------------- */
+
+enum {
+	AT_NAME = 1, AT_F = 2, AT_I = 3, AT_S = 4, AT_T = 5, AT_G = 6,
+	AT_FLOATS = 7, AT_INTS = 8, AT_STRINGS = 9, AT_TENSORS = 10,
+	AT_GRAPHS = 11, AT_TP = 14, AT_TYPE_PROTOS = 15, AT_TYPE = 20,
+	AT_REF_ATTR_NAME = 21, AT_SPARSE_TENSOR = 22, AT_SPARSE_TENSORS = 23,
+	AT_NFIELDS = 24
+};
+
+static int parse_attr(rd *c, const uint8_t *buf, size_t len, onnx_attr *a)
+{
+	long long counts[AT_NFIELDS] = { 0 };
+	pb_reader r = pb_reader_init(buf, len);
+	pb_field f;
+	const char *why = NULL;
+	bool seen[AT_NFIELDS] = { false };
+	int64_t type = 0;
+	int rc;
+
+	/* Counting pass: arrays are sized by elements really present. */
+	while ((rc = pb_next(&r, &f, &why)) > 0) {
+		rc = 0;
+		if (f.num == AT_FLOATS) {
+			if (f.wt == PB_WT_I32)
+				counts[AT_FLOATS]++;
+			else if (f.wt == PB_WT_LEN && f.len % 4 == 0)
+				counts[AT_FLOATS] += (long long)(f.len / 4);
+			else
+				return wrong_wire(c, "AttributeProto", "floats", &f);
+		} else if (f.num == AT_INTS) {
+			if (f.wt == PB_WT_VARINT) {
+				counts[AT_INTS]++;
+			} else if (f.wt == PB_WT_LEN) {
+				long long n = pb_count_varints(f.data, f.len, &why);
+				if (n < 0)
+					return malformed(c, "AttributeProto.ints", why);
+				counts[AT_INTS] += n;
+			} else {
+				return wrong_wire(c, "AttributeProto", "ints", &f);
+			}
+		} else if (f.num == AT_STRINGS) {
+			counts[AT_STRINGS]++;
+		}
+	}
+	if (rc < 0)
+		return malformed(c, "AttributeProto", why);
+	if (counts[AT_FLOATS] &&
+	    !(a->floats = alloc_array(counts[AT_FLOATS], sizeof(float))))
+		return oom(c);
+	if (counts[AT_INTS] &&
+	    !(a->ints = alloc_array(counts[AT_INTS], sizeof(int64_t))))
+		return oom(c);
+	if (counts[AT_STRINGS] &&
+	    !(a->strings = alloc_array(counts[AT_STRINGS], sizeof(char *))))
+		return oom(c);
+
+	r = pb_reader_init(buf, len);
+	while ((rc = pb_next(&r, &f, &why)) > 0) {
+		rc = 0;
+		if (f.num < AT_NFIELDS)
+			seen[f.num] = true;
+		switch (f.num) {
+		case AT_NAME:
+			rc = get_string(c, &f, "AttributeProto", "name", &a->name);
+			break;
+		case AT_TYPE:
+			rc = get_varint(c, &f, "AttributeProto", "type", &type);
+			break;
+		case AT_F:
+			if (f.wt != PB_WT_I32)
+				return wrong_wire(c, "AttributeProto", "f", &f);
+			{
+				uint32_t bits = (uint32_t)f.u;
+				memcpy(&a->f, &bits, 4);
+			}
+			break;
+		case AT_I:
+			rc = get_varint(c, &f, "AttributeProto", "i", &a->i);
+			break;
+		case AT_S: {
+			if (f.wt != PB_WT_LEN)
+				return wrong_wire(c, "AttributeProto", "s", &f);
+			/* bytes: may hold NULs, so keep the length. */
+			char *s = malloc(f.len + 1);
+			if (!s)
+				return oom(c);
+			if (f.len)
+				memcpy(s, f.data, f.len);
+			s[f.len] = '\0';
+			free(a->s);
+			a->s = s;
+			a->s_len = f.len;
+			break;
+		}
+		case AT_T:
+			if (f.wt != PB_WT_LEN)
+				return wrong_wire(c, "AttributeProto", "t", &f);
+			mfs_tensor_release(&a->t);
+			rc = onnx_tensor_decode(f.data, f.len, c->base_dir, &a->t,
+						NULL, c->err);
+			break;
+		case AT_G:
+			if (f.wt != PB_WT_LEN)
+				return wrong_wire(c, "AttributeProto", "g", &f);
+			if (a->g) {
+				graph_release(a->g);
+				free(a->g);
+			}
+			a->g = calloc(1, sizeof(*a->g));
+			if (!a->g)
+				return oom(c);
+			rc = parse_graph(c, f.data, f.len, a->g);
+			break;
+		case AT_FLOATS:
+			if (f.wt == PB_WT_I32) {
+				uint32_t bits = (uint32_t)f.u;
+				memcpy(&a->floats[a->n_floats++], &bits, 4);
+			} else {
+				memcpy(&a->floats[a->n_floats], f.data, f.len);
+				a->n_floats += f.len / 4;
+			}
+			break;
+		case AT_INTS:
+			if (f.wt == PB_WT_VARINT) {
+				a->ints[a->n_ints++] = (int64_t)f.u;
+			} else {
+				pb_reader p = pb_reader_init(f.data, f.len);
+				uint64_t v;
+				while (p.p < p.end) {
+					if (pb_read_varint(&p, &v, &why))
+						return malformed(c, "AttributeProto.ints", why);
+					a->ints[a->n_ints++] = (int64_t)v;
+				}
+			}
+			break;
+		case AT_STRINGS: {
+			if (f.wt != PB_WT_LEN)
+				return wrong_wire(c, "AttributeProto", "strings", &f);
+			char *s = malloc(f.len + 1);
+			if (!s)
+				return oom(c);
+			if (f.len)
+				memcpy(s, f.data, f.len);
+			s[f.len] = '\0';
+			a->strings[a->n_strings++] = s;
+			break;
+		}
+		case AT_REF_ATTR_NAME:
+			return mfs_fail(c->err, ENOTSUP,
+					"attribute references (ref_attr_name) are not supported");
+		case AT_TENSORS:
+		case AT_GRAPHS:
+		case AT_TP:
+		case AT_TYPE_PROTOS:
+		case AT_SPARSE_TENSOR:
+		case AT_SPARSE_TENSORS:
+			return mfs_fail(c->err, ENOTSUP,
+					"attribute values of type %s are not supported",
+					f.num == AT_TENSORS ? "TENSORS" :
+					f.num == AT_GRAPHS ? "GRAPHS" :
+					f.num == AT_TP ? "TYPE_PROTO" :
+					f.num == AT_TYPE_PROTOS ? "TYPE_PROTOS" :
+					f.num == AT_SPARSE_TENSOR ? "SPARSE_TENSOR" :
+					"SPARSE_TENSORS");
+		default:
+			break;
+		}
+		if (rc)
+			return rc;
+	}
+	if (rc < 0)
+		return malformed(c, "AttributeProto", why);
+	if (!a->name || !*a->name)
+		return mfs_fail(c->err, EINVAL, "attribute without a name");
+
+	/* IR version 1 files carry no type: take it from the value given. */
+	if (type == 0) {
+		type = seen[AT_F] ? ONNX_ATTR_FLOAT :
+		       seen[AT_I] ? ONNX_ATTR_INT :
+		       seen[AT_S] ? ONNX_ATTR_STRING :
+		       seen[AT_T] ? ONNX_ATTR_TENSOR :
+		       seen[AT_G] ? ONNX_ATTR_GRAPH :
+		       seen[AT_FLOATS] ? ONNX_ATTR_FLOATS :
+		       seen[AT_INTS] ? ONNX_ATTR_INTS :
+		       seen[AT_STRINGS] ? ONNX_ATTR_STRINGS : 0;
+		if (type == 0)
+			return mfs_fail(c->err, EINVAL,
+					"attribute '%s' has neither a type nor a value",
+					a->name);
+	}
+	switch (type) {
+	case ONNX_ATTR_FLOAT: case ONNX_ATTR_INT: case ONNX_ATTR_STRING:
+	case ONNX_ATTR_FLOATS: case ONNX_ATTR_INTS: case ONNX_ATTR_STRINGS:
+		break;
+	case ONNX_ATTR_TENSOR:
+		if (!seen[AT_T])
+			return mfs_fail(c->err, EINVAL,
+					"attribute '%s' of type TENSOR has no tensor",
+					a->name);
+		break;
+	case ONNX_ATTR_GRAPH:
+		if (!a->g)
+			return mfs_fail(c->err, EINVAL,
+					"attribute '%s' of type GRAPH has no graph",
+					a->name);
+		break;
+	default:
+		return mfs_fail(c->err, ENOTSUP,
+				"attribute '%s' has unsupported type %lld",
+				a->name, (long long)type);
+	}
+	a->type = (onnx_attr_type)type;
+	if (type == ONNX_ATTR_STRING && !a->s && !(a->s = strdup("")))
+		return oom(c);
+	return 0;
+}
+
+static void attr_release(onnx_attr *a)
+{
+	free(a->name);
+	free(a->s);
+	mfs_tensor_release(&a->t);
+	if (a->g) {
+		graph_release(a->g);
+		free(a->g);
+	}
+	free(a->floats);
+	free(a->ints);
+	for (size_t i = 0; i < a->n_strings; i++)
+		free(a->strings[i]);
+	free(a->strings);
+	memset(a, 0, sizeof(*a));
+}
+
+/* NodeProto ------------------------------------------------------------ */
+
+enum { ND_INPUT = 1, ND_OUTPUT = 2, ND_NAME = 3, ND_OP_TYPE = 4,
+       ND_ATTRIBUTE = 5, ND_DOMAIN = 7, ND_NFIELDS = 8 };
+
+static int parse_node(rd *c, const uint8_t *buf, size_t len, onnx_node *n)
+{
+	long long counts[ND_NFIELDS] = { 0 };
+	pb_reader r;
+	pb_field f;
+	const char *why = NULL;
+	int rc;
+
+	rc = count_fields(c, buf, len, "NodeProto", counts, ND_NFIELDS);
+	if (rc)
+		return rc;
+	if ((counts[ND_INPUT] &&
+	     !(n->inputs = alloc_array(counts[ND_INPUT], sizeof(char *)))) ||
+	    (counts[ND_OUTPUT] &&
+	     !(n->outputs = alloc_array(counts[ND_OUTPUT], sizeof(char *)))) ||
+	    (counts[ND_ATTRIBUTE] &&
+	     !(n->attrs = alloc_array(counts[ND_ATTRIBUTE], sizeof(onnx_attr)))))
+		return oom(c);
+
+	r = pb_reader_init(buf, len);
+	while ((rc = pb_next(&r, &f, &why)) > 0) {
+		rc = 0;
+		switch (f.num) {
+		case ND_INPUT:
+			rc = get_string(c, &f, "NodeProto", "input",
+					&n->inputs[n->n_inputs]);
+			if (!rc)
+				n->n_inputs++;
+			break;
+		case ND_OUTPUT:
+			rc = get_string(c, &f, "NodeProto", "output",
+					&n->outputs[n->n_outputs]);
+			if (!rc)
+				n->n_outputs++;
+			break;
+		case ND_NAME:
+			rc = get_string(c, &f, "NodeProto", "name", &n->name);
+			break;
+		case ND_OP_TYPE:
+			rc = get_string(c, &f, "NodeProto", "op_type", &n->op_type);
+			break;
+		case ND_DOMAIN:
+			rc = get_string(c, &f, "NodeProto", "domain", &n->domain);
+			break;
+		case ND_ATTRIBUTE: {
+			if (f.wt != PB_WT_LEN)
+				return wrong_wire(c, "NodeProto", "attribute", &f);
+			onnx_attr *a = &n->attrs[n->n_attrs++];
+			rc = parse_attr(c, f.data, f.len, a);
+			if (rc && want_context(c))
+				mfs_error_prefix(c->err, "attribute %d%s%s%s: ",
+						 n->n_attrs - 1,
+						 a->name ? " '" : "",
+						 a->name ? a->name : "",
+						 a->name ? "'" : "");
+			break;
+		}
+		default:
+			break;
+		}
+		if (rc)
+			return rc;
+	}
+	if (rc < 0)
+		return malformed(c, "NodeProto", why);
+	if (!n->op_type || !*n->op_type)
+		return mfs_fail(c->err, EINVAL, "node has no op_type");
+	if ((rc = default_string(c, &n->name)) ||
+	    (rc = default_string(c, &n->domain)))
+		return rc;
+	return 0;
+}
+
+static void node_release(onnx_node *n)
+{
+	free(n->name);
+	free(n->op_type);
+	free(n->domain);
+	for (int i = 0; i < n->n_inputs; i++)
+		free(n->inputs[i]);
+	free(n->inputs);
+	for (int i = 0; i < n->n_outputs; i++)
+		free(n->outputs[i]);
+	free(n->outputs);
+	for (int i = 0; i < n->n_attrs; i++)
+		attr_release(&n->attrs[i]);
+	free(n->attrs);
+	memset(n, 0, sizeof(*n));
+}
+
+/* GraphProto ----------------------------------------------------------- */
+
+enum { GR_NODE = 1, GR_NAME = 2, GR_INITIALIZER = 5, GR_INPUT = 11,
+       GR_OUTPUT = 12, GR_VALUE_INFO = 13, GR_SPARSE_INITIALIZER = 15,
+       GR_NFIELDS = 16 };
+
+static int parse_initializer(rd *c, const pb_field *f, onnx_initializer *in)
+{
+	int rc;
+
+	if (f->wt != PB_WT_LEN)
+		return wrong_wire(c, "GraphProto", "initializer", f);
+	rc = onnx_tensor_decode(f->data, f->len, c->base_dir, &in->tensor,
+				&in->name, c->err);
+	if (rc) {
+		/* Take the name alone, so the message can say which. */
+		pb_reader r = pb_reader_init(f->data, f->len);
+		pb_field e;
+		const char *why;
+		while (pb_next(&r, &e, &why) > 0)
+			if (e.num == 8 && e.wt == PB_WT_LEN) {
+				free(in->name);
+				if (pb_strdup(e.data, e.len, &in->name))
+					in->name = NULL;
+			}
+		return rc;
+	}
+	if (!in->name || !*in->name)
+		return mfs_fail(c->err, EINVAL, "initializer without a name");
+	return 0;
+}
+
+static int parse_graph_body(rd *c, const uint8_t *buf, size_t len,
+			    onnx_graph *g)
+{
+	long long counts[GR_NFIELDS] = { 0 };
+	pb_reader r;
+	pb_field f;
+	const char *why = NULL;
+	int rc;
+
+	/* Counting pass; it also takes the name first, so that errors in
+	 * nodes (serialized before the name) can say which graph. */
+	r = pb_reader_init(buf, len);
+	while ((rc = pb_next(&r, &f, &why)) > 0) {
+		rc = 0;
+		if (f.num < GR_NFIELDS)
+			counts[f.num]++;
+		if (f.num == GR_NAME &&
+		    (rc = get_string(c, &f, "GraphProto", "name", &g->name)))
+			return rc;
+	}
+	if (rc < 0)
+		return malformed(c, "GraphProto", why);
+	if (counts[GR_SPARSE_INITIALIZER])
+		return mfs_fail(c->err, ENOTSUP,
+				"sparse initializers are not supported");
+	if ((counts[GR_NODE] &&
+	     !(g->nodes = alloc_array(counts[GR_NODE], sizeof(onnx_node)))) ||
+	    (counts[GR_INITIALIZER] &&
+	     !(g->initializers = alloc_array(counts[GR_INITIALIZER],
+					     sizeof(onnx_initializer)))) ||
+	    (counts[GR_INPUT] &&
+	     !(g->inputs = alloc_array(counts[GR_INPUT],
+				       sizeof(onnx_value_info)))) ||
+	    (counts[GR_OUTPUT] &&
+	     !(g->outputs = alloc_array(counts[GR_OUTPUT],
+					sizeof(onnx_value_info)))) ||
+	    (counts[GR_VALUE_INFO] &&
+	     !(g->value_infos = alloc_array(counts[GR_VALUE_INFO],
+					    sizeof(onnx_value_info)))))
+		return oom(c);
+
+	r = pb_reader_init(buf, len);
+	while ((rc = pb_next(&r, &f, &why)) > 0) {
+		rc = 0;
+		onnx_value_info *v = NULL;
+		const char *what = NULL;
+		int idx = 0;
+
+		switch (f.num) {
+		case GR_NODE: {
+			if (f.wt != PB_WT_LEN) {
+				rc = wrong_wire(c, "GraphProto", "node", &f);
+				break;
+			}
+			onnx_node *n = &g->nodes[g->n_nodes++];
+			rc = parse_node(c, f.data, f.len, n);
+			if (rc && want_context(c))
+				mfs_error_prefix(c->err, "node %d (%s '%s'): ",
+						 g->n_nodes - 1,
+						 n->op_type ? n->op_type : "?",
+						 n->name ? n->name : "");
+			break;
+		}
+		case GR_INITIALIZER: {
+			onnx_initializer *in = &g->initializers[g->n_initializers++];
+			rc = parse_initializer(c, &f, in);
+			if (rc && want_context(c))
+				mfs_error_prefix(c->err, "initializer %d%s%s%s: ",
+						 g->n_initializers - 1,
+						 in->name ? " '" : "",
+						 in->name ? in->name : "",
+						 in->name ? "'" : "");
+			break;
+		}
+		case GR_INPUT:
+			v = &g->inputs[g->n_inputs++];
+			what = "input";
+			idx = g->n_inputs - 1;
+			break;
+		case GR_OUTPUT:
+			v = &g->outputs[g->n_outputs++];
+			what = "output";
+			idx = g->n_outputs - 1;
+			break;
+		case GR_VALUE_INFO:
+			v = &g->value_infos[g->n_value_infos++];
+			what = "value_info";
+			idx = g->n_value_infos - 1;
+			break;
+		default:
+			break;
+		}
+		if (v) {
+			if (f.wt != PB_WT_LEN)
+				rc = wrong_wire(c, "GraphProto", what, &f);
+			else
+				rc = parse_value_info(c, f.data, f.len, v);
+			if (rc && want_context(c))
+				mfs_error_prefix(c->err, "%s %d%s%s%s: ", what, idx,
+						 v->name ? " '" : "",
+						 v->name ? v->name : "",
+						 v->name ? "'" : "");
+		}
+		if (rc)
+			return rc;
+	}
+	if (rc < 0)
+		return malformed(c, "GraphProto", why);
+	return default_string(c, &g->name);
+}
+
+static int parse_graph(rd *c, const uint8_t *buf, size_t len, onnx_graph *g)
+{
+	int rc;
+
+	if (c->depth >= MAX_GRAPH_DEPTH)
+		return mfs_fail(c->err, EINVAL,
+				"graphs nested more than %d deep", MAX_GRAPH_DEPTH);
+	c->depth++;
+	rc = parse_graph_body(c, buf, len, g);
+	if (rc && g->name && *g->name && want_context(c))
+		mfs_error_prefix(c->err, "graph '%s': ", g->name);
+	c->depth--;
+	return rc;
+}
+
+static void graph_release(onnx_graph *g)
+{
+	free(g->name);
+	for (int i = 0; i < g->n_nodes; i++)
+		node_release(&g->nodes[i]);
+	free(g->nodes);
+	for (int i = 0; i < g->n_initializers; i++) {
+		free(g->initializers[i].name);
+		mfs_tensor_release(&g->initializers[i].tensor);
+	}
+	free(g->initializers);
+	for (int i = 0; i < g->n_inputs; i++)
+		value_info_release(&g->inputs[i]);
+	free(g->inputs);
+	for (int i = 0; i < g->n_outputs; i++)
+		value_info_release(&g->outputs[i]);
+	free(g->outputs);
+	for (int i = 0; i < g->n_value_infos; i++)
+		value_info_release(&g->value_infos[i]);
+	free(g->value_infos);
+	memset(g, 0, sizeof(*g));
+}
+
+/* ModelProto ----------------------------------------------------------- */
+
+enum { MD_IR_VERSION = 1, MD_PRODUCER_NAME = 2, MD_GRAPH = 7,
+       MD_OPSET_IMPORT = 8, MD_NFIELDS = 9 };
+
+static int parse_opset(rd *c, const pb_field *f, onnx_opset *o)
+{
+	pb_reader r;
+	pb_field e;
+	const char *why = NULL;
+	int rc;
+
+	if (f->wt != PB_WT_LEN)
+		return wrong_wire(c, "ModelProto", "opset_import", f);
+	r = pb_reader_init(f->data, f->len);
+	while ((rc = pb_next(&r, &e, &why)) > 0) {
+		rc = 0;
+		if (e.num == 1)
+			rc = get_string(c, &e, "OperatorSetIdProto", "domain",
+					&o->domain);
+		else if (e.num == 2)
+			rc = get_varint(c, &e, "OperatorSetIdProto", "version",
+					&o->version);
+		if (rc)
+			return rc;
+	}
+	if (rc < 0)
+		return malformed(c, "OperatorSetIdProto", why);
+	return default_string(c, &o->domain);
+}
+
+static int parse_model(rd *c, const uint8_t *buf, size_t len, onnx_model *m)
+{
+	long long counts[MD_NFIELDS] = { 0 };
+	pb_reader r;
+	pb_field f;
+	const char *why = NULL;
+	int rc;
+
+	rc = count_fields(c, buf, len, "ModelProto", counts, MD_NFIELDS);
+	if (rc)
+		return rc;
+	if (counts[MD_GRAPH] == 0)
+		return mfs_fail(c->err, EINVAL, "not an ONNX model (no graph)");
+	if (counts[MD_GRAPH] > 1)
+		return mfs_fail(c->err, EINVAL, "ModelProto has %lld graphs",
+				counts[MD_GRAPH]);
+	if (counts[MD_OPSET_IMPORT] &&
+	    !(m->opsets = alloc_array(counts[MD_OPSET_IMPORT],
+				      sizeof(onnx_opset))))
+		return oom(c);
+
+	r = pb_reader_init(buf, len);
+	while ((rc = pb_next(&r, &f, &why)) > 0) {
+		rc = 0;
+		switch (f.num) {
+		case MD_IR_VERSION:
+			rc = get_varint(c, &f, "ModelProto", "ir_version",
+					&m->ir_version);
+			break;
+		case MD_PRODUCER_NAME:
+			rc = get_string(c, &f, "ModelProto", "producer_name",
+					&m->producer_name);
+			break;
+		case MD_OPSET_IMPORT:
+			rc = parse_opset(c, &f, &m->opsets[m->n_opsets++]);
+			break;
+		case MD_GRAPH:
+			if (f.wt != PB_WT_LEN)
+				return wrong_wire(c, "ModelProto", "graph", &f);
+			m->graph = calloc(1, sizeof(*m->graph));
+			if (!m->graph)
+				return oom(c);
+			rc = parse_graph(c, f.data, f.len, m->graph);
+			break;
+		default:
+			break;
+		}
+		if (rc)
+			return rc;
+	}
+	if (rc < 0)
+		return malformed(c, "ModelProto", why);
+	return default_string(c, &m->producer_name);
+}
+
+int onnx_model_load_buffer(const void *buf, size_t len, const char *base_dir,
+			   onnx_model **out, mfs_error *err)
+{
+	rd c = { .base_dir = base_dir, .err = err, .depth = 0 };
+	onnx_model *m;
+	int rc;
+
+	*out = NULL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	rc = parse_model(&c, buf, len, m);
+	if (rc) {
+		onnx_model_free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+/* Read a whole regular file (read(), not mmap: a file truncated while we
+ * read it must give an error, not SIGBUS). */
+static int read_file(const char *path, uint8_t **data, size_t *len,
+		     mfs_error *err)
+{
+	struct stat st;
+	uint8_t *buf = NULL;
+	size_t size, done = 0;
+	int fd;
+
+	*data = NULL;
+	*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return mfs_fail(err, errno == ENOENT ? ENOENT :
+				errno == EACCES ? EACCES : EIO,
+				"%s", strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return mfs_fail(err, EINVAL, "not a regular file");
+	}
+	if ((uint64_t)st.st_size > MAX_MODEL_BYTES) {
+		close(fd);
+		return mfs_fail(err, EINVAL,
+				"file is %lld bytes, over protobuf's 2 GiB limit (large weights belong in external data files)",
+				(long long)st.st_size);
+	}
+	size = (size_t)st.st_size;
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		close(fd);
+		return mfs_fail(err, ENOMEM, "out of memory reading %zu bytes",
+				size);
+	}
+	while (done < size) {
+		ssize_t n = read(fd, buf + done, size - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int e = errno;
+			close(fd);
+			free(buf);
+			return mfs_fail(err, EIO, "read failed: %s",
+					n < 0 ? strerror(e) : "file shrank");
+		}
+		done += (size_t)n;
+	}
+	close(fd);
+	*data = buf;
+	*len = size;
+	return 0;
+}
+
+int onnx_model_load_file(const char *path, onnx_model **out, mfs_error *err)
+{
+	char dir[PATH_MAX];
+	const char *slash;
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	*out = NULL;
+	slash = strrchr(path, '/');
+	if (!slash) {
+		strcpy(dir, ".");
+	} else if (slash == path) {
+		strcpy(dir, "/");
+	} else {
+		if ((size_t)(slash - path) >= sizeof(dir))
+			return mfs_fail(err, EINVAL, "%s: path too long", path);
+		memcpy(dir, path, (size_t)(slash - path));
+		dir[slash - path] = '\0';
+	}
+	rc = read_file(path, &buf, &len, err);
+	if (!rc) {
+		rc = onnx_model_load_buffer(buf, len, dir, out, err);
+		free(buf);
+	}
+	if (rc)
+		mfs_error_prefix(err, "%s: ", path);
+	return rc;
+}
+
+void onnx_model_free(onnx_model *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->n_opsets; i++)
+		free(m->opsets[i].domain);
+	free(m->opsets);
+	free(m->producer_name);
+	if (m->graph) {
+		graph_release(m->graph);
+		free(m->graph);
+	}
+	free(m);
+}
+
+int64_t onnx_model_opset(const onnx_model *m, const char *domain)
+{
+	bool want_default = !domain || !*domain || !strcmp(domain, "ai.onnx");
+
+	for (int i = 0; i < m->n_opsets; i++) {
+		const char *d = m->opsets[i].domain;
+		bool is_default = !d || !*d || !strcmp(d, "ai.onnx");
+		if (want_default ? is_default : (d && !strcmp(d, domain)))
+			return m->opsets[i].version;
+	}
+	return 0;
+}
+
+/* Attribute getters ---------------------------------------------------- */
+
+const onnx_attr *onnx_node_attr(const onnx_node *n, const char *name)
+{
+	for (int i = 0; i < n->n_attrs; i++)
+		if (n->attrs[i].name && !strcmp(n->attrs[i].name, name))
+			return &n->attrs[i];
+	return NULL;
+}
+
+int64_t onnx_attr_int(const onnx_node *n, const char *name, int64_t def)
+{
+	const onnx_attr *a = onnx_node_attr(n, name);
+	return a && a->type == ONNX_ATTR_INT ? a->i : def;
+}
+
+float onnx_attr_float(const onnx_node *n, const char *name, float def)
+{
+	const onnx_attr *a = onnx_node_attr(n, name);
+	return a && a->type == ONNX_ATTR_FLOAT ? a->f : def;
+}
+
+const char *onnx_attr_string(const onnx_node *n, const char *name,
+			     const char *def)
+{
+	const onnx_attr *a = onnx_node_attr(n, name);
+	return a && a->type == ONNX_ATTR_STRING ? a->s : def;
+}
+
+size_t onnx_attr_ints(const onnx_node *n, const char *name,
+		      const int64_t **vals)
+{
+	const onnx_attr *a = onnx_node_attr(n, name);
+	if (!a || a->type != ONNX_ATTR_INTS) {
+		*vals = NULL;
+		return 0;
+	}
+	*vals = a->ints;
+	return a->n_ints;
+}

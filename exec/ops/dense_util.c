@@ -1,0 +1,211 @@
+/* dense_util.c - window geometry, the oneDNN engine, layout copies (see
+ * dense_util.h). */
+#include <pthread.h>
+#include <string.h>
+
+#include "dense_util.h"
+
+static int read_ints(mfs_op_ctx *ctx, const char *name, size_t want,
+		     int64_t def, int64_t min, int64_t *out)
+{
+	const int64_t *v;
+	size_t n = onnx_attr_ints(ctx->node, name, &v);
+
+	if (n == 0) {
+		for (size_t i = 0; i < want; i++)
+			out[i] = def;
+		return 0;
+	}
+	if (n != want)
+		return mfs_op_fail(ctx, EINVAL, "attribute %s has %zu values, expected %zu",
+				   name, n, want);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] < min || v[i] > (int64_t)1 << 40)
+			return mfs_op_fail(ctx, EINVAL, "attribute %s[%zu] = %lld is out of range",
+					   name, i, (long long)v[i]);
+		out[i] = v[i];
+	}
+	return 0;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+	return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+int mfs_window_init(mfs_op_ctx *ctx, const mfs_shape *x, const int64_t *kernel,
+		    bool allow_dilations, bool ceil_mode, mfs_window *w)
+{
+	int nsp = x->rank - 2;
+	int64_t pads[2 * MFS_WIN_MAX], kattr[MFS_WIN_MAX];
+	const int64_t *kv;
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	if (nsp < 1 || nsp > MFS_WIN_MAX)
+		return mfs_op_fail(ctx, ENOTSUP,
+				   "input of rank %d: only 1-D, 2-D and 3-D windows (rank 3 to 5) are supported",
+				   x->rank);
+	w->nsp = nsp;
+	for (int i = 0; i < nsp; i++) {
+		w->in[i] = x->dims[2 + i];
+		if (w->in[i] < 0)
+			return mfs_op_fail(ctx, EINVAL, "spatial dimension %d is unknown", i);
+	}
+
+	size_t nk = onnx_attr_ints(ctx->node, "kernel_shape", &kv);
+	if (nk && nk != (size_t)nsp)
+		return mfs_op_fail(ctx, EINVAL,
+				   "kernel_shape has %zu values for %d spatial dims", nk, nsp);
+	if (!kernel && !nk)
+		return mfs_op_fail(ctx, EINVAL, "attribute kernel_shape is required");
+	if (nk && (rc = read_ints(ctx, "kernel_shape", nsp, 1, 1, kattr)) < 0)
+		return rc;
+	for (int i = 0; i < nsp; i++) {
+		if (kernel && nk && kernel[i] != kattr[i])
+			return mfs_op_fail(ctx, EINVAL,
+					   "kernel_shape[%d] = %lld but the weights have %lld",
+					   i, (long long)kattr[i], (long long)kernel[i]);
+		w->k[i] = kernel ? kernel[i] : kattr[i];
+		if (w->k[i] < 1)
+			return mfs_op_fail(ctx, EINVAL, "kernel extent %lld is not positive",
+					   (long long)w->k[i]);
+	}
+	if ((rc = read_ints(ctx, "strides", nsp, 1, 1, w->stride)) < 0)
+		return rc;
+	if (allow_dilations) {
+		if ((rc = read_ints(ctx, "dilations", nsp, 1, 1, w->dil)) < 0)
+			return rc;
+	} else {
+		for (int i = 0; i < nsp; i++)
+			w->dil[i] = 1;
+	}
+	if ((rc = read_ints(ctx, "pads", 2 * nsp, 0, 0, pads)) < 0)
+		return rc;
+
+	const char *ap = onnx_attr_string(ctx->node, "auto_pad", "NOTSET");
+	bool same_upper = !strcmp(ap, "SAME_UPPER"), same_lower = !strcmp(ap, "SAME_LOWER");
+	bool valid = !strcmp(ap, "VALID");
+	if (!same_upper && !same_lower && !valid && strcmp(ap, "NOTSET") && *ap)
+		return mfs_op_fail(ctx, EINVAL, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", ap);
+
+	for (int i = 0; i < nsp; i++) {
+		int64_t dk = (w->k[i] - 1) * w->dil[i] + 1;
+		if (same_upper || same_lower) {
+			w->out[i] = ceil_div(w->in[i], w->stride[i]);
+			int64_t total = (w->out[i] - 1) * w->stride[i] + dk - w->in[i];
+			if (total < 0)
+				total = 0;
+			w->pad_b[i] = same_upper ? total / 2 : total - total / 2;
+			w->pad_e[i] = total - w->pad_b[i];
+		} else {
+			w->pad_b[i] = valid ? 0 : pads[i];
+			w->pad_e[i] = valid ? 0 : pads[nsp + i];
+			int64_t span = w->in[i] + w->pad_b[i] + w->pad_e[i] - dk;
+			if (span < 0)
+				return mfs_op_fail(ctx, EINVAL,
+						   "spatial dim %d: input %lld (padded %lld) is smaller than the window %lld",
+						   i, (long long)w->in[i],
+						   (long long)(w->in[i] + w->pad_b[i] + w->pad_e[i]),
+						   (long long)dk);
+			if (ceil_mode) {
+				w->out[i] = ceil_div(span, w->stride[i]) + 1;
+				/* The last window must start inside the input or
+				 * its leading padding. */
+				if ((w->out[i] - 1) * w->stride[i] >= w->in[i] + w->pad_b[i])
+					w->out[i]--;
+			} else {
+				w->out[i] = span / w->stride[i] + 1;
+			}
+		}
+		if (w->out[i] < 1 && w->in[i] > 0)
+			return mfs_op_fail(ctx, EINVAL, "spatial dim %d: empty output", i);
+	}
+	return 0;
+}
+
+int64_t mfs_window_out_size(const mfs_window *w)
+{
+	int64_t n = 1;
+	for (int i = 0; i < w->nsp; i++)
+		n *= w->out[i];
+	return n;
+}
+
+int64_t mfs_window_k_size(const mfs_window *w)
+{
+	int64_t n = 1;
+	for (int i = 0; i < w->nsp; i++)
+		n *= w->k[i];
+	return n;
+}
+
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static dnnl_engine_t engine;
+static dnnl_status_t engine_status;
+
+static void engine_create(void)
+{
+	engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
+	if (engine_status != dnnl_success)
+		engine = NULL;
+}
+
+/* The engine lives as long as the process: primitives built from it may
+ * outlive any one model, and oneDNN's engine is cheap and thread-safe. */
+dnnl_engine_t mfs_dnnl_engine(mfs_error *err)
+{
+	pthread_once(&engine_once, engine_create);
+	if (!engine)
+		mfs_fail(err, EIO, "oneDNN: cannot create the CPU engine (%s)",
+			 mfs_dnnl_status_str(engine_status));
+	return engine;
+}
+
+const char *mfs_dnnl_status_str(dnnl_status_t s)
+{
+	switch (s) {
+	case dnnl_success: return "success";
+	case dnnl_out_of_memory: return "out of memory";
+	case dnnl_invalid_arguments: return "invalid arguments";
+	case dnnl_unimplemented: return "no implementation for these parameters";
+	case dnnl_iterator_ends: return "iterator ends";
+	case dnnl_runtime_error: return "runtime error";
+	case dnnl_not_required: return "not required";
+	default: return "unknown status";
+	}
+}
+
+void mfs_nchw_to_nhwc(const float *src, float *dst, int64_t n, int64_t c, int64_t s)
+{
+	#pragma omp parallel for collapse(2) schedule(static)
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t p = 0; p < s; p++) {
+			const float *x = src + b * c * s + p;
+			float *y = dst + (b * s + p) * c;
+			for (int64_t ch = 0; ch < c; ch++)
+				y[ch] = x[ch * s];
+		}
+}
+
+void mfs_nhwc_to_nchw(const float *src, float *dst, int64_t n, int64_t c, int64_t s)
+{
+	#pragma omp parallel for collapse(2) schedule(static)
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t ch = 0; ch < c; ch++) {
+			const float *x = src + b * s * c + ch;
+			float *y = dst + (b * c + ch) * s;
+			for (int64_t p = 0; p < s; p++)
+				y[p] = x[p * c];
+		}
+}
+
+int mfs_check_layout(mfs_op_ctx *ctx, const mfs_tensor *t, const char *what)
+{
+	if (t->layout == MFS_LAYOUT_PLAIN)
+		return 0;
+	if (t->layout == MFS_LAYOUT_NHWC && t->shape.rank == 4)
+		return 0;
+	return mfs_op_fail(ctx, EINVAL, "%s: layout %d with rank %d is not supported",
+			   what, (int)t->layout, t->shape.rank);
+}

@@ -1,0 +1,68 @@
+/* dense_util.h - what the compute-heavy operators (Conv, ConvTranspose, the
+ * pools, the normalisations) share: sliding-window geometry from ONNX
+ * attributes, the process-wide oneDNN engine, NCHW<->NHWC copies.
+ *
+ * Window geometry follows the ONNX operator spec:
+ *   dk  = (k - 1) * dilation + 1
+ *   NOTSET      out = floor((in + pad_b + pad_e - dk) / stride) + 1
+ *               (ceil instead of floor with ceil_mode, minus one when the
+ *               last window would start in the end padding, as PyTorch and
+ *               ONNX Runtime do)
+ *   VALID       pads 0, out = floor((in - dk) / stride) + 1
+ *   SAME_UPPER  out = ceil(in / stride), total pad = max(0, (out-1)*stride
+ *   SAME_LOWER  + dk - in), the odd element at the end (UPPER) or the
+ *               beginning (LOWER).
+ */
+#ifndef MFS_DENSE_UTIL_H
+#define MFS_DENSE_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <dnnl.h>
+
+#include "op.h"
+
+#define MFS_WIN_MAX 3   /* spatial dims supported: 1-D, 2-D, 3-D */
+
+typedef struct mfs_window {
+	int nsp;                       /* number of spatial dims */
+	int64_t in[MFS_WIN_MAX];       /* input spatial extent */
+	int64_t k[MFS_WIN_MAX];        /* kernel extent */
+	int64_t stride[MFS_WIN_MAX];
+	int64_t dil[MFS_WIN_MAX];      /* ONNX dilation (1 = dense) */
+	int64_t pad_b[MFS_WIN_MAX];    /* padding before / after */
+	int64_t pad_e[MFS_WIN_MAX];
+	int64_t out[MFS_WIN_MAX];      /* output spatial extent */
+} mfs_window;
+
+/* Fill w for input shape x (N, C, spatial...).  kernel: the kernel extents
+ * (from the weights for Conv), or NULL to read the required kernel_shape
+ * attribute.  When kernel is given and kernel_shape is present they must
+ * agree.  Reads strides, dilations (when allow_dilations), pads, auto_pad.
+ * Every bad attribute is a clear -EINVAL naming the node; an output extent
+ * below 1 too. */
+int mfs_window_init(mfs_op_ctx *ctx, const mfs_shape *x, const int64_t *kernel,
+		    bool allow_dilations, bool ceil_mode, mfs_window *w);
+
+/* Product of the output extents / kernel extents. */
+int64_t mfs_window_out_size(const mfs_window *w);
+int64_t mfs_window_k_size(const mfs_window *w);
+
+/* The oneDNN CPU engine, created once per process; NULL with err filled
+ * when oneDNN cannot create it. */
+dnnl_engine_t mfs_dnnl_engine(mfs_error *err);
+
+/* Human-readable oneDNN status for messages. */
+const char *mfs_dnnl_status_str(dnnl_status_t s);
+
+/* Copy between plain N,C,S and N,S,C storage (S = product of spatial
+ * dims), float elements.  OpenMP over N*S. */
+void mfs_nchw_to_nhwc(const float *src, float *dst, int64_t n, int64_t c, int64_t s);
+void mfs_nhwc_to_nchw(const float *src, float *dst, int64_t n, int64_t c, int64_t s);
+
+/* Checks an input's layout against what the operator can read: PLAIN
+ * always, NHWC only for rank 4. */
+int mfs_check_layout(mfs_op_ctx *ctx, const mfs_tensor *t, const char *what);
+
+#endif

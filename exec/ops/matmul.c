@@ -1,0 +1,210 @@
+/* MatMul (1, 13): numpy matmul semantics.
+ *
+ * A 1-D first operand is a row vector (a 1 is prepended, then dropped from
+ * the result), a 1-D second operand a column vector (a 1 appended, then
+ * dropped); the leading "batch" dims broadcast.  FP32 goes to
+ * cblas_sgemm, FP64 to cblas_dgemm; the integer types use a plain loop
+ * (wrapping arithmetic, as numpy does).
+ *
+ * When the second operand has no batch (rank <= 2, the usual weight matrix
+ * of a linear layer), the batch of the first operand is contiguous rows of
+ * one big [batch*M, K] matrix: one sgemm over all of it instead of one per
+ * batch item.
+ */
+#include <cblas.h>
+#include <string.h>
+
+#include "op.h"
+
+typedef struct mm_geom {
+	int64_t m, k, n;
+	int batch_rank;                   /* rank of the broadcast batch */
+	int64_t batch[MFS_MAX_RANK];      /* broadcast batch dims */
+	int64_t a_bstride[MFS_MAX_RANK];  /* matrix strides per batch dim (0 = broadcast) */
+	int64_t b_bstride[MFS_MAX_RANK];
+	int64_t nbatch;
+	bool b_single;                    /* B has no batch of its own */
+} mm_geom;
+
+static bool mm_dtype_ok(mfs_dtype dt)
+{
+	return dt == MFS_DT_FLOAT || dt == MFS_DT_DOUBLE || dt == MFS_DT_INT32 ||
+	       dt == MFS_DT_INT64 || dt == MFS_DT_UINT32 || dt == MFS_DT_UINT64;
+}
+
+/* Shapes of A and B -> geometry and output shape. */
+static int mm_geometry(mfs_op_ctx *ctx, const mfs_shape *as, const mfs_shape *bs,
+		       mm_geom *g, mfs_shape *out)
+{
+	mfs_shape a = *as, b = *bs;
+	bool a_vec = a.rank == 1, b_vec = b.rank == 1;
+
+	if (a.rank < 1 || b.rank < 1)
+		return mfs_op_fail(ctx, EINVAL, "operands must have rank >= 1 (got %d and %d)",
+				   a.rank, b.rank);
+	if (a_vec) {
+		a.rank = 2;
+		a.dims[1] = a.dims[0];
+		a.dims[0] = 1;
+	}
+	if (b_vec) {
+		b.rank = 2;
+		b.dims[1] = 1;
+	}
+	memset(g, 0, sizeof(*g));
+	g->m = a.dims[a.rank - 2];
+	g->k = a.dims[a.rank - 1];
+	g->n = b.dims[b.rank - 1];
+	if (b.dims[b.rank - 2] != g->k) {
+		char sa[128], sb[128];
+		return mfs_op_fail(ctx, EINVAL, "shapes %s and %s: inner dimensions differ",
+				   mfs_shape_format(as, sa, sizeof(sa)),
+				   mfs_shape_format(bs, sb, sizeof(sb)));
+	}
+	mfs_shape ab = { .rank = a.rank - 2 }, bb = { .rank = b.rank - 2 }, ob;
+	memcpy(ab.dims, a.dims, sizeof(int64_t) * ab.rank);
+	memcpy(bb.dims, b.dims, sizeof(int64_t) * bb.rank);
+	int rc = mfs_broadcast_shape(&ab, &bb, &ob, ctx->err);
+	if (rc < 0)
+		return mfs_op_fail(ctx, EINVAL, "batch dimensions: %s", ctx->err->msg);
+	if (ob.rank + 2 > MFS_MAX_RANK)
+		return mfs_op_fail(ctx, EINVAL, "result rank exceeds %d", MFS_MAX_RANK);
+
+	g->batch_rank = ob.rank;
+	g->nbatch = 1;
+	g->b_single = true;
+	int64_t sa = g->m * g->k, sb = g->k * g->n;
+	for (int i = ob.rank - 1; i >= 0; i--) {
+		int ia = i - (ob.rank - ab.rank), ib = i - (ob.rank - bb.rank);
+		int64_t da = ia >= 0 ? ab.dims[ia] : 1, db = ib >= 0 ? bb.dims[ib] : 1;
+		g->batch[i] = ob.dims[i];
+		g->a_bstride[i] = da == 1 ? 0 : sa;
+		g->b_bstride[i] = db == 1 ? 0 : sb;
+		if (db != 1)
+			g->b_single = false;
+		sa *= da;
+		sb *= db;
+		g->nbatch *= ob.dims[i];
+	}
+
+	out->rank = 0;
+	for (int i = 0; i < ob.rank; i++)
+		out->dims[out->rank++] = ob.dims[i];
+	if (!a_vec)
+		out->dims[out->rank++] = g->m;
+	if (!b_vec)
+		out->dims[out->rank++] = g->n;
+	return 0;
+}
+
+static int matmul_infer(mfs_op_ctx *ctx)
+{
+	const mfs_tensor *a = ctx->in[0], *b = ctx->in[1];
+	mm_geom g;
+
+	if (!a || !b)
+		return mfs_op_fail(ctx, EINVAL, "needs two inputs");
+	if (a->dtype != b->dtype)
+		return mfs_op_fail(ctx, EINVAL, "operand types differ (%s and %s)",
+				   mfs_dtype_onnx_name(a->dtype), mfs_dtype_onnx_name(b->dtype));
+	if (!mm_dtype_ok(a->dtype))
+		return mfs_op_fail(ctx, ENOTSUP, "type %s is not supported",
+				   mfs_dtype_onnx_name(a->dtype));
+	if (a->layout != MFS_LAYOUT_PLAIN || b->layout != MFS_LAYOUT_PLAIN)
+		return mfs_op_fail(ctx, EINVAL, "operands must be in plain layout");
+	ctx->out[0]->dtype = a->dtype;
+	return mm_geometry(ctx, &a->shape, &b->shape, &g, &ctx->out[0]->shape);
+}
+
+/* Integer product, C = A * B for one batch item (row-major, wrapping). */
+#define MM_INT_LOOP(T, UT)                                                     \
+	static void mm_##T(const T *a, const T *b, T *c, int64_t m, int64_t k, \
+			   int64_t n)                                          \
+	{                                                                      \
+		for (int64_t i = 0; i < m; i++) {                              \
+			UT *row = (UT *)(c + i * n);                           \
+			for (int64_t j = 0; j < n; j++)                        \
+				row[j] = 0;                                    \
+			for (int64_t p = 0; p < k; p++) {                      \
+				UT av = (UT)a[i * k + p];                      \
+				const T *brow = b + p * n;                     \
+				for (int64_t j = 0; j < n; j++)                \
+					row[j] += av * (UT)brow[j];            \
+			}                                                      \
+		}                                                              \
+	}
+MM_INT_LOOP(int32_t, uint32_t)
+MM_INT_LOOP(int64_t, uint64_t)
+
+static void mm_one(mfs_dtype dt, const void *a, const void *b, void *c,
+		   int64_t m, int64_t k, int64_t n)
+{
+	switch (dt) {
+	case MFS_DT_FLOAT:
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,
+			    1.0f, a, (int)(k ? k : 1), b, (int)(n ? n : 1), 0.0f, c, (int)(n ? n : 1));
+		break;
+	case MFS_DT_DOUBLE:
+		cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,
+			    1.0, a, (int)(k ? k : 1), b, (int)(n ? n : 1), 0.0, c, (int)(n ? n : 1));
+		break;
+	case MFS_DT_INT32:
+	case MFS_DT_UINT32:
+		mm_int32_t(a, b, c, m, k, n);
+		break;
+	default: /* INT64, UINT64 */
+		mm_int64_t(a, b, c, m, k, n);
+		break;
+	}
+}
+
+static int matmul_run(mfs_op_ctx *ctx)
+{
+	const mfs_tensor *a = ctx->in[0], *b = ctx->in[1];
+	mfs_tensor *y = ctx->out[0];
+	mfs_shape os;
+	mm_geom g;
+	int rc = mm_geometry(ctx, &a->shape, &b->shape, &g, &os);
+	if (rc < 0)
+		return rc;
+	size_t es = mfs_dtype_size(a->dtype);
+	int64_t total = g.nbatch * g.m * g.n;
+
+	if (total == 0)
+		return 0;
+	if (g.k == 0) {
+		memset(y->data, 0, (size_t)total * es);
+		return 0;
+	}
+	if (g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX ||
+	    g.nbatch * g.m > INT32_MAX)
+		return mfs_op_fail(ctx, EINVAL, "matrix dimensions exceed the BLAS interface");
+
+	/* B without a batch and A's batch not broadcast: one product over
+	 * all rows at once. */
+	bool a_full = true;
+	for (int i = 0; i < g.batch_rank; i++)
+		if (g.batch[i] != 1 && g.a_bstride[i] == 0)
+			a_full = false;
+	if (g.b_single && a_full) {
+		mm_one(a->dtype, a->data, b->data, y->data, g.nbatch * g.m, g.k, g.n);
+		return 0;
+	}
+
+	for (int64_t bi = 0; bi < g.nbatch; bi++) {
+		int64_t rem = bi, offa = 0, offb = 0;
+		for (int i = g.batch_rank - 1; i >= 0; i--) {
+			int64_t idx = rem % g.batch[i];
+			rem /= g.batch[i];
+			offa += idx * g.a_bstride[i];
+			offb += idx * g.b_bstride[i];
+		}
+		mm_one(a->dtype, (const char *)a->data + offa * es,
+		       (const char *)b->data + offb * es,
+		       (char *)y->data + bi * g.m * g.n * es, g.m, g.k, g.n);
+	}
+	return 0;
+}
+
+MFS_OP(MatMul, 1, .infer = matmul_infer, .run = matmul_run);
+MFS_OP(MatMul, 13, .infer = matmul_infer, .run = matmul_run);

@@ -1,0 +1,32 @@
+/* codec_pb.c - `.pb` tensor files: one ONNX TensorProto, as in the ONNX
+ * test data (SPEC section 6).
+ *
+ * Decoding accepts every encoding the ONNX reader does (raw_data or the
+ * typed fields).  External data is refused: a file a client writes must
+ * not make the daemon read other files.  The name stored in the file is
+ * ignored (the file's own name names the tensor), and the dtype/shape
+ * check against spec is left to the dispatcher (mfs_tensor_check), which
+ * requires the datatype to match exactly.  Encoding writes dims,
+ * data_type, name and raw_data, the form onnx.numpy_helper produces.
+ */
+#include "codec_impl.h"
+
+#include "onnx.h"
+
+int mfs_codec_pb_decode(const void *buf, size_t len,
+			const mfs_tensor_spec *spec, mfs_tensor *out,
+			mfs_error *err)
+{
+	(void)spec;   /* the dispatcher checks and names the tensor */
+	return onnx_tensor_decode(buf, len, NULL, out, NULL, err);
+}
+
+int mfs_codec_pb_encode(const mfs_tensor *t, const char *name, char **buf,
+			size_t *len, mfs_error *err)
+{
+	void *p = NULL;
+	int rc = onnx_tensor_encode(t, name, &p, len, err);
+
+	*buf = p;
+	return rc;
+}

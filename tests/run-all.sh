@@ -1,0 +1,95 @@
+#!/bin/sh
+# Run every test suite of modelfs and end with one line "N passed, M failed".
+# Called by `make test` after both builds (plain and ASan+UBSan) exist.
+# Each suite's full output goes to build/test-logs/<suite>.log; this script
+# prints one line per suite.  Suites whose prerequisites are not built yet
+# are reported as failed, not skipped: a missing suite is a defect.
+LOGS=build/test-logs
+DATA=/usr/share/libonnx-testdata/data
+mkdir -p "$LOGS"
+TOTAL_PASS=0
+TOTAL_FAIL=0
+
+record() { # suite passed failed
+	TOTAL_PASS=$((TOTAL_PASS + $2))
+	TOTAL_FAIL=$((TOTAL_FAIL + $3))
+	printf '%-28s %5d passed, %3d failed   (log: %s)\n' "$1" "$2" "$3" "$LOGS/$1.log"
+}
+
+# cmocka binaries: count the PASSED/FAILED lines; a crash counts as a failure.
+run_unit() { # suite builddir
+	suite=$1; dir=$2; p=0; f=0
+	: > "$LOGS/$suite.log"
+	for t in "$dir"/tests/test_*; do
+		[ -x "$t" ] || continue
+		out=$("$t" 2>&1); rc=$?
+		printf '%s\n' "$out" >> "$LOGS/$suite.log"
+		tp=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | tail -1)
+		tf=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | tail -1)
+		tp=${tp:-0}; tf=${tf:-0}
+		if [ "$rc" -ne 0 ] && [ "$tf" -eq 0 ]; then
+			tf=1
+			echo "$t exited $rc" >> "$LOGS/$suite.log"
+		fi
+		p=$((p + tp)); f=$((f + tf))
+	done
+	[ $((p + f)) -gt 0 ] || { f=1; echo "no unit tests found in $dir/tests" >> "$LOGS/$suite.log"; }
+	record "$suite" $p $f
+}
+
+# The ONNX backend test data: the counts are the cases of the committed
+# expected-pass list (a regression fails), the per-folder figures go to the log.
+run_conformance() { # suite tool
+	suite=$1; tool=$2
+	if [ ! -x "$tool" ]; then
+		echo "$tool not built" > "$LOGS/$suite.log"; record "$suite" 0 1; return
+	fi
+	"$tool" --expected tests/conformance/expected-pass.txt \
+		--write-passing "$LOGS/$suite.passing" \
+		"$DATA/node" "$DATA/pytorch-converted" "$DATA/pytorch-operator" "$DATA/simple" \
+		> "$LOGS/$suite.log" 2>&1
+	rc=$?
+	grep -E '^(node|pytorch-converted|pytorch-operator|simple):' "$LOGS/$suite.log" | sed 's/^/    /'
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOGS/$suite.log" | tail -1)
+	p=$(echo "$line" | cut -d' ' -f1); f=$(echo "$line" | cut -d' ' -f3)
+	p=${p:-0}; f=${f:-1}
+	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	record "$suite" "$p" "$f"
+}
+
+# bats suites: count TAP "ok"/"not ok" lines.
+run_bats() { # suite modelfs-binary files...
+	suite=$1; bin=$2; shift 2
+	if [ $# -eq 0 ] || [ ! -e "$1" ]; then
+		echo "no bats files" > "$LOGS/$suite.log"; record "$suite" 0 1; return
+	fi
+	MODELFS=$bin bats --tap "$@" > "$LOGS/$suite.log" 2>&1
+	rc=$?
+	p=$(grep -c '^ok ' "$LOGS/$suite.log"); f=$(grep -c '^not ok ' "$LOGS/$suite.log")
+	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	record "$suite" "$p" "$f"
+}
+
+# A make target that is one test: passes when it exits 0.
+run_target() { # suite target
+	if make --no-print-directory "$2" > "$LOGS/$1.log" 2>&1; then
+		record "$1" 1 0
+	else
+		record "$1" 0 1
+	fi
+}
+
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+
+run_unit unit build
+run_conformance conformance build/tools/conformance
+run_bats e2e "$PWD/modelfs" tests/e2e/*.bats
+run_unit unit-asan build/asan
+run_conformance conformance-asan build/asan/tools/conformance
+run_bats e2e-asan "$PWD/build/asan/modelfs" tests/e2e/*.bats
+run_target fuzz-regressions fuzz-smoke
+run_target real-models check-models
+
+echo "$TOTAL_PASS passed, $TOTAL_FAIL failed"
+[ "$TOTAL_FAIL" -eq 0 ]

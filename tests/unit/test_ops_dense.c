@@ -1,0 +1,751 @@
+/* Unit tests for the compute-heavy operators (exec/ops/{matmul,gemm,conv,
+ * ...}.c): each operator is called through the registry with a hand-built
+ * node, no engine, and compared with a naive loop written here. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "op.h"
+
+/* Until the ONNX reader (which defines the attribute getters) lands: weak
+ * stand-ins with the documented semantics; the reader's win when linked. */
+__attribute__((weak)) const onnx_attr *onnx_node_attr(const onnx_node *n, const char *name)
+{
+	for (int i = 0; i < n->n_attrs; i++)
+		if (strcmp(n->attrs[i].name, name) == 0)
+			return &n->attrs[i];
+	return NULL;
+}
+__attribute__((weak)) int64_t onnx_attr_int(const onnx_node *n, const char *name, int64_t def)
+{
+	const onnx_attr *a = onnx_node_attr(n, name);
+	return a && a->type == ONNX_ATTR_INT ? a->i : def;
+}
+__attribute__((weak)) float onnx_attr_float(const onnx_node *n, const char *name, float def)
+{
+	const onnx_attr *a = onnx_node_attr(n, name);
+	return a && a->type == ONNX_ATTR_FLOAT ? a->f : def;
+}
+__attribute__((weak)) const char *onnx_attr_string(const onnx_node *n, const char *name, const char *def)
+{
+	const onnx_attr *a = onnx_node_attr(n, name);
+	return a && a->type == ONNX_ATTR_STRING ? a->s : def;
+}
+__attribute__((weak)) size_t onnx_attr_ints(const onnx_node *n, const char *name, const int64_t **vals)
+{
+	const onnx_attr *a = onnx_node_attr(n, name);
+	if (!a || a->type != ONNX_ATTR_INTS)
+		return 0;
+	*vals = a->ints;
+	return a->n_ints;
+}
+
+/* ---- a hand-built node --------------------------------------------------- */
+
+#define MAX_ATTRS 16
+
+typedef struct tnode {
+	onnx_node node;
+	onnx_attr attrs[MAX_ATTRS];
+	int64_t ints[MAX_ATTRS][16];
+	char *out_name;
+} tnode;
+
+static void tn_init(tnode *t, const char *op)
+{
+	memset(t, 0, sizeof(*t));
+	t->node.op_type = (char *)op;
+	t->node.name = (char *)"n0";
+	t->node.domain = (char *)"";
+	t->node.attrs = t->attrs;
+	t->out_name = (char *)"y";
+	t->node.outputs = &t->out_name;
+	t->node.n_outputs = 1;
+}
+
+static onnx_attr *tn_attr(tnode *t, const char *name, onnx_attr_type type)
+{
+	assert_true(t->node.n_attrs < MAX_ATTRS);
+	onnx_attr *a = &t->attrs[t->node.n_attrs++];
+	a->name = (char *)name;
+	a->type = type;
+	return a;
+}
+
+static void tn_int(tnode *t, const char *name, int64_t v)
+{
+	tn_attr(t, name, ONNX_ATTR_INT)->i = v;
+}
+
+static void tn_float(tnode *t, const char *name, float v)
+{
+	tn_attr(t, name, ONNX_ATTR_FLOAT)->f = v;
+}
+
+static void tn_str(tnode *t, const char *name, const char *v)
+{
+	onnx_attr *a = tn_attr(t, name, ONNX_ATTR_STRING);
+	a->s = (char *)v;
+	a->s_len = strlen(v);
+}
+
+static void tn_ints(tnode *t, const char *name, int n, ...)
+{
+	int idx = t->node.n_attrs;
+	onnx_attr *a = tn_attr(t, name, ONNX_ATTR_INTS);
+	va_list ap;
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		t->ints[idx][i] = va_arg(ap, int64_t);
+	va_end(ap);
+	a->ints = t->ints[idx];
+	a->n_ints = (size_t)n;
+}
+
+/* ---- tensors ------------------------------------------------------------ */
+
+static uint64_t rng_state = 88172645463325252ull;
+
+static float frand(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (float)((rng_state >> 11) % 2001) / 1000.0f - 1.0f;
+}
+
+static mfs_shape shp(int rank, ...)
+{
+	mfs_shape s = { .rank = rank };
+	va_list ap;
+	va_start(ap, rank);
+	for (int i = 0; i < rank; i++)
+		s.dims[i] = va_arg(ap, int64_t);
+	va_end(ap);
+	return s;
+}
+
+static void t_alloc(mfs_tensor *t, mfs_dtype dt, mfs_shape s)
+{
+	mfs_error err = { 0 };
+	memset(t, 0, sizeof(*t));
+	assert_int_equal(mfs_tensor_alloc(t, dt, &s, &err), 0);
+}
+
+static void t_rand(mfs_tensor *t, mfs_shape s)
+{
+	t_alloc(t, MFS_DT_FLOAT, s);
+	float *d = t->data;
+	for (int64_t i = 0; i < mfs_shape_numel(&s); i++)
+		d[i] = frand();
+}
+
+/* ---- calling an operator ------------------------------------------------ */
+
+typedef struct call {
+	const mfs_op_def *def;
+	mfs_op_ctx ctx;
+	mfs_tensor *in[8];
+	mfs_tensor *out[4];
+	void *state;
+	mfs_error err;
+} call;
+
+static void call_setup(call *c, tnode *t, int64_t opset, mfs_tensor **in, int n_in,
+		       mfs_tensor **out, int n_out)
+{
+	memset(c, 0, sizeof(*c));
+	c->def = mfs_op_find("", t->node.op_type, opset);
+	assert_non_null(c->def);
+	for (int i = 0; i < n_in; i++)
+		c->in[i] = in[i];
+	for (int i = 0; i < n_out; i++)
+		c->out[i] = out[i];
+	c->ctx = (mfs_op_ctx){ .def = c->def, .node = &t->node, .opset = opset,
+			       .n_in = n_in, .in = c->in, .n_out = n_out, .out = c->out,
+			       .state = &c->state, .err = &c->err };
+}
+
+/* infer, allocate outputs (keeping their preset layout), prepare, run. */
+static int call_run(call *c)
+{
+	int rc = c->def->infer(&c->ctx);
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < c->ctx.n_out; i++) {
+		mfs_tensor *o = c->out[i];
+		if (!o)
+			continue;
+		mfs_layout l = o->layout;
+		mfs_shape s = o->shape;
+		mfs_dtype dt = o->dtype;
+		mfs_tensor_release(o);
+		t_alloc(o, dt, s);
+		o->layout = l;
+	}
+	if (c->def->prepare && (rc = c->def->prepare(&c->ctx)) < 0)
+		return rc;
+	return c->def->run(&c->ctx);
+}
+
+static void call_done(call *c)
+{
+	if (c->def->release && c->state)
+		c->def->release(c->state);
+	c->state = NULL;
+}
+
+static void assert_close(const float *a, const float *b, int64_t n, float tol)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float d = fabsf(a[i] - b[i]);
+		if (d > tol * (1.0f + fabsf(b[i]))) {
+			print_error("element %lld: got %g, expected %g\n", (long long)i,
+				    (double)a[i], (double)b[i]);
+			fail();
+		}
+	}
+}
+
+/* ---- MatMul ------------------------------------------------------------- */
+
+static void ref_matmul(const float *a, const float *b, float *y, int64_t m, int64_t k, int64_t n)
+{
+	for (int64_t i = 0; i < m; i++)
+		for (int64_t j = 0; j < n; j++) {
+			double s = 0;
+			for (int64_t p = 0; p < k; p++)
+				s += (double)a[i * k + p] * b[p * n + j];
+			y[i * n + j] = (float)s;
+		}
+}
+
+static void test_matmul_2d_and_batched(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor a, b, y = { 0 };
+	call c;
+
+	tn_init(&t, "MatMul");
+	/* [2,3,4,5] x [5,6] -> one sgemm over the whole batch */
+	t_rand(&a, shp(4, 2L, 3L, 4L, 5L));
+	t_rand(&b, shp(2, 5L, 6L));
+	mfs_tensor *in[] = { &a, &b }, *out[] = { &y };
+	call_setup(&c, &t, 13, in, 2, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.shape.rank, 4);
+	assert_int_equal(y.shape.dims[3], 6);
+	float ref[24 * 6];
+	ref_matmul(a.data, b.data, ref, 24, 5, 6);
+	assert_close(y.data, ref, 24 * 6, 1e-5f);
+	call_done(&c);
+	mfs_tensor_release(&a);
+	mfs_tensor_release(&b);
+
+	/* broadcasting batch: [2,1,3,4] x [3,4,2] -> [2,3,3,2] */
+	t_rand(&a, shp(4, 2L, 1L, 3L, 4L));
+	t_rand(&b, shp(3, 3L, 4L, 2L));
+	call_setup(&c, &t, 13, in, 2, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.shape.rank, 4);
+	assert_int_equal(y.shape.dims[0], 2);
+	assert_int_equal(y.shape.dims[1], 3);
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 3; j++) {
+			float r[6];
+			ref_matmul((float *)a.data + i * 12, (float *)b.data + j * 8, r, 3, 4, 2);
+			assert_close((float *)y.data + (i * 3 + j) * 6, r, 6, 1e-5f);
+		}
+	call_done(&c);
+	mfs_tensor_release(&a);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&y);
+}
+
+static void test_matmul_vectors(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor a, b, y = { 0 };
+	call c;
+	mfs_tensor *in[] = { &a, &b }, *out[] = { &y };
+
+	tn_init(&t, "MatMul");
+	/* [4] x [4] -> scalar */
+	t_rand(&a, shp(1, 4L));
+	t_rand(&b, shp(1, 4L));
+	call_setup(&c, &t, 13, in, 2, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.shape.rank, 0);
+	float r;
+	ref_matmul(a.data, b.data, &r, 1, 4, 1);
+	assert_close(y.data, &r, 1, 1e-5f);
+	call_done(&c);
+	mfs_tensor_release(&b);
+
+	/* [4] x [2,4,3] -> [2,3] */
+	t_rand(&b, shp(3, 2L, 4L, 3L));
+	call_setup(&c, &t, 13, in, 2, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.shape.rank, 2);
+	assert_int_equal(y.shape.dims[0], 2);
+	assert_int_equal(y.shape.dims[1], 3);
+	float r2[6];
+	ref_matmul(a.data, b.data, r2, 1, 4, 3);
+	ref_matmul(a.data, (float *)b.data + 12, r2 + 3, 1, 4, 3);
+	assert_close(y.data, r2, 6, 1e-5f);
+	call_done(&c);
+	mfs_tensor_release(&a);
+	mfs_tensor_release(&b);
+
+	/* [3,4] x [5]: mismatch is an error, not a crash */
+	t_rand(&a, shp(2, 3L, 4L));
+	t_rand(&b, shp(1, 5L));
+	call_setup(&c, &t, 13, in, 2, out, 1);
+	assert_int_equal(call_run(&c), -EINVAL);
+	assert_non_null(strstr(c.err.msg, "MatMul 'n0'"));
+	call_done(&c);
+	mfs_tensor_release(&a);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&y);
+}
+
+static void test_matmul_int64(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor a, b, y = { 0 };
+	call c;
+	mfs_tensor *in[] = { &a, &b }, *out[] = { &y };
+
+	tn_init(&t, "MatMul");
+	t_alloc(&a, MFS_DT_INT64, shp(2, 2L, 3L));
+	t_alloc(&b, MFS_DT_INT64, shp(2, 3L, 2L));
+	int64_t *ad = a.data, *bd = b.data;
+	for (int i = 0; i < 6; i++) {
+		ad[i] = i + 1;
+		bd[i] = 10 * (i - 2);
+	}
+	call_setup(&c, &t, 13, in, 2, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	int64_t *yd = y.data;
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 2; j++) {
+			int64_t s = 0;
+			for (int p = 0; p < 3; p++)
+				s += ad[i * 3 + p] * bd[p * 2 + j];
+			assert_int_equal(yd[i * 2 + j], s);
+		}
+	call_done(&c);
+	mfs_tensor_release(&a);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&y);
+}
+
+/* ---- Gemm --------------------------------------------------------------- */
+
+static void gemm_case(int ta, int tb, float alpha, float beta, mfs_shape cshape)
+{
+	const int64_t M = 5, K = 7, N = 3;
+	tnode t;
+	mfs_tensor a, b, cc, y = { 0 };
+	call c;
+
+	tn_init(&t, "Gemm");
+	tn_int(&t, "transA", ta);
+	tn_int(&t, "transB", tb);
+	tn_float(&t, "alpha", alpha);
+	tn_float(&t, "beta", beta);
+	t_rand(&a, ta ? shp(2, K, M) : shp(2, M, K));
+	t_rand(&b, tb ? shp(2, N, K) : shp(2, K, N));
+	bool has_c = cshape.rank >= 0;
+	if (has_c)
+		t_rand(&cc, cshape);
+	mfs_tensor *in[] = { &a, &b, has_c ? &cc : NULL }, *out[] = { &y };
+	call_setup(&c, &t, 13, in, 3, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.shape.dims[0], M);
+	assert_int_equal(y.shape.dims[1], N);
+	const float *A = a.data, *B = b.data, *C = has_c ? cc.data : NULL;
+	float ref[M * N];
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++) {
+			double s = 0;
+			for (int64_t p = 0; p < K; p++)
+				s += (double)(ta ? A[p * M + i] : A[i * K + p]) *
+				     (tb ? B[j * K + p] : B[p * N + j]);
+			s *= alpha;
+			if (C) {
+				int64_t ci = 0;
+				if (cshape.rank == 2)
+					ci = (cshape.dims[0] == 1 ? 0 : i) * cshape.dims[1] +
+					     (cshape.dims[1] == 1 ? 0 : j);
+				else if (cshape.rank == 1)
+					ci = cshape.dims[0] == 1 ? 0 : j;
+				s += beta * C[ci];
+			}
+			ref[i * N + j] = (float)s;
+		}
+	assert_close(y.data, ref, M * N, 1e-5f);
+	call_done(&c);
+	mfs_tensor_release(&a);
+	mfs_tensor_release(&b);
+	if (has_c)
+		mfs_tensor_release(&cc);
+	mfs_tensor_release(&y);
+}
+
+static void test_gemm(void **st)
+{
+	(void)st;
+	mfs_shape none = { .rank = -1 };
+	gemm_case(0, 0, 1.0f, 1.0f, none);
+	gemm_case(1, 0, 0.5f, 2.0f, shp(2, 5L, 3L));
+	gemm_case(0, 1, 1.0f, 1.0f, shp(1, 3L));
+	gemm_case(1, 1, 2.0f, -1.0f, shp(2, 5L, 1L));
+	gemm_case(0, 0, 1.0f, 0.5f, shp(0));
+	gemm_case(1, 1, 1.0f, 1.0f, shp(2, 1L, 3L));
+}
+
+static void test_gemm_bad(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor a, b, cc, y = { 0 };
+	call c;
+
+	tn_init(&t, "Gemm");
+	t_rand(&a, shp(2, 4L, 3L));
+	t_rand(&b, shp(2, 4L, 2L));
+	mfs_tensor *in[] = { &a, &b }, *out[] = { &y };
+	call_setup(&c, &t, 13, in, 2, out, 1);
+	assert_int_equal(call_run(&c), -EINVAL);
+	assert_non_null(strstr(c.err.msg, "inner dimensions"));
+	call_done(&c);
+	mfs_tensor_release(&b);
+	/* C that does not broadcast */
+	t_rand(&b, shp(2, 3L, 2L));
+	t_rand(&cc, shp(1, 4L));
+	mfs_tensor *in3[] = { &a, &b, &cc };
+	call_setup(&c, &t, 13, in3, 3, out, 1);
+	assert_int_equal(call_run(&c), -EINVAL);
+	assert_non_null(strstr(c.err.msg, "broadcast"));
+	call_done(&c);
+	mfs_tensor_release(&a);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&cc);
+	mfs_tensor_release(&y);
+}
+
+/* ---- Conv --------------------------------------------------------------- */
+
+typedef struct conv_case {
+	int nsp;
+	int64_t n, c, m, group;
+	int64_t in[3], k[3], stride[3], dil[3], pb[3], pe[3];
+	const char *auto_pad;     /* NULL: explicit pads */
+	bool bias;
+} conv_case;
+
+/* Naive N-D convolution (spatial dims widened to 3). */
+static void ref_conv(const conv_case *cc, const int64_t out[3], const float *x,
+		     const float *w, const float *b, float *y)
+{
+	int off = 3 - cc->nsp;
+	int64_t in[3], k[3], s[3], d[3], p[3], o[3];
+	for (int i = 0; i < 3; i++) {
+		int j = i - off;
+		in[i] = j >= 0 ? cc->in[j] : 1;
+		k[i] = j >= 0 ? cc->k[j] : 1;
+		s[i] = j >= 0 ? cc->stride[j] : 1;
+		d[i] = j >= 0 ? cc->dil[j] : 1;
+		p[i] = j >= 0 ? cc->pb[j] : 0;
+		o[i] = j >= 0 ? out[j] : 1;
+	}
+	int64_t cg = cc->c / cc->group, mg = cc->m / cc->group;
+	for (int64_t n = 0; n < cc->n; n++)
+	for (int64_t m = 0; m < cc->m; m++)
+	for (int64_t z = 0; z < o[0]; z++)
+	for (int64_t yy = 0; yy < o[1]; yy++)
+	for (int64_t xx = 0; xx < o[2]; xx++) {
+		double acc = b ? b[m] : 0;
+		int64_t g = m / mg;
+		for (int64_t ci = 0; ci < cg; ci++)
+		for (int64_t kz = 0; kz < k[0]; kz++)
+		for (int64_t ky = 0; ky < k[1]; ky++)
+		for (int64_t kx = 0; kx < k[2]; kx++) {
+			int64_t iz = z * s[0] - p[0] + kz * d[0];
+			int64_t iy = yy * s[1] - p[1] + ky * d[1];
+			int64_t ix = xx * s[2] - p[2] + kx * d[2];
+			if (iz < 0 || iz >= in[0] || iy < 0 || iy >= in[1] || ix < 0 || ix >= in[2])
+				continue;
+			acc += (double)x[(((n * cc->c + g * cg + ci) * in[0] + iz) * in[1] + iy) * in[2] + ix] *
+			       w[(((m * cg + ci) * k[0] + kz) * k[1] + ky) * k[2] + kx];
+		}
+		y[(((n * cc->m + m) * o[0] + z) * o[1] + yy) * o[2] + xx] = (float)acc;
+	}
+}
+
+static void to_nhwc(const float *src, float *dst, int64_t n, int64_t c, int64_t s)
+{
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t ch = 0; ch < c; ch++)
+			for (int64_t p = 0; p < s; p++)
+				dst[(b * s + p) * c + ch] = src[(b * c + ch) * s + p];
+}
+
+/* Run one case through the operator (layouts xl/yl) and compare. */
+static void conv_check(const conv_case *cc, mfs_layout xl, mfs_layout yl)
+{
+	tnode t;
+	mfs_tensor x, w, b, y = { 0 };
+	call c;
+	int nsp = cc->nsp;
+
+	tn_init(&t, "Conv");
+	if (cc->group != 1)
+		tn_int(&t, "group", cc->group);
+	int idx = t.node.n_attrs;
+	onnx_attr *a;
+	a = tn_attr(&t, "strides", ONNX_ATTR_INTS);
+	memcpy(t.ints[idx], cc->stride, sizeof(int64_t) * nsp);
+	a->ints = t.ints[idx++]; a->n_ints = nsp;
+	a = tn_attr(&t, "dilations", ONNX_ATTR_INTS);
+	memcpy(t.ints[idx], cc->dil, sizeof(int64_t) * nsp);
+	a->ints = t.ints[idx++]; a->n_ints = nsp;
+	if (cc->auto_pad) {
+		tn_str(&t, "auto_pad", cc->auto_pad);
+	} else {
+		a = tn_attr(&t, "pads", ONNX_ATTR_INTS);
+		memcpy(t.ints[idx], cc->pb, sizeof(int64_t) * nsp);
+		memcpy(t.ints[idx] + nsp, cc->pe, sizeof(int64_t) * nsp);
+		a->ints = t.ints[idx]; a->n_ints = 2 * nsp;
+	}
+
+	mfs_shape xs = { .rank = 2 + nsp, .dims = { cc->n, cc->c } };
+	mfs_shape ws = { .rank = 2 + nsp, .dims = { cc->m, cc->c / cc->group } };
+	for (int i = 0; i < nsp; i++) {
+		xs.dims[2 + i] = cc->in[i];
+		ws.dims[2 + i] = cc->k[i];
+	}
+	t_rand(&x, xs);
+	t_rand(&w, ws);
+	if (cc->bias)
+		t_rand(&b, shp(1, cc->m));
+
+	/* expected output geometry (SAME pads resolved here independently) */
+	conv_case r = *cc;
+	int64_t out[3];
+	for (int i = 0; i < nsp; i++) {
+		int64_t dk = (cc->k[i] - 1) * cc->dil[i] + 1;
+		if (cc->auto_pad && strncmp(cc->auto_pad, "SAME", 4) == 0) {
+			out[i] = (cc->in[i] + cc->stride[i] - 1) / cc->stride[i];
+			int64_t tot = (out[i] - 1) * cc->stride[i] + dk - cc->in[i];
+			if (tot < 0) tot = 0;
+			r.pb[i] = strcmp(cc->auto_pad, "SAME_UPPER") == 0 ? tot / 2 : tot - tot / 2;
+		} else if (cc->auto_pad) {
+			r.pb[i] = 0;
+			out[i] = (cc->in[i] - dk) / cc->stride[i] + 1;
+		} else {
+			out[i] = (cc->in[i] + cc->pb[i] + cc->pe[i] - dk) / cc->stride[i] + 1;
+		}
+	}
+	int64_t osz = cc->n * cc->m;
+	for (int i = 0; i < nsp; i++)
+		osz *= out[i];
+	float *ref = malloc(sizeof(float) * osz);
+	ref_conv(&r, out, x.data, w.data, cc->bias ? b.data : NULL, ref);
+
+	if (xl == MFS_LAYOUT_NHWC) {
+		float *tmp = malloc(x.nbytes);
+		to_nhwc(x.data, tmp, cc->n, cc->c, cc->in[0] * cc->in[1]);
+		memcpy(x.data, tmp, x.nbytes);
+		free(tmp);
+		x.layout = MFS_LAYOUT_NHWC;
+	}
+	y.layout = yl;
+	mfs_tensor *in[] = { &x, &w, cc->bias ? &b : NULL }, *outs[] = { &y };
+	call_setup(&c, &t, 11, in, 3, outs, 1);
+	int rc = call_run(&c);
+	if (rc)
+		print_error("%s\n", c.err.msg);
+	assert_int_equal(rc, 0);
+	assert_int_equal(y.shape.rank, 2 + nsp);
+	for (int i = 0; i < nsp; i++)
+		assert_int_equal(y.shape.dims[2 + i], out[i]);
+	if (yl == MFS_LAYOUT_NHWC) {
+		float *tmp = malloc(sizeof(float) * osz);
+		to_nhwc(ref, tmp, cc->n, cc->m, out[0] * out[1]);
+		free(ref);
+		ref = tmp;
+	}
+	assert_close(y.data, ref, osz, 1e-4f);
+	/* a second run reuses the state (weights already reordered) */
+	memset(y.data, 0, y.nbytes);
+	assert_int_equal(c.def->run(&c.ctx), 0);
+	assert_close(y.data, ref, osz, 1e-4f);
+	call_done(&c);
+	free(ref);
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	if (cc->bias)
+		mfs_tensor_release(&b);
+	mfs_tensor_release(&y);
+}
+
+static const conv_case conv_cases[] = {
+	/* 2-D basics */
+	{ 2, 1, 3, 4, 1, { 7, 6 }, { 3, 3 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, NULL, true },
+	{ 2, 2, 4, 8, 1, { 9, 9 }, { 3, 3 }, { 2, 2 }, { 1, 1 }, { 0, 1 }, { 1, 0 }, NULL, false },
+	{ 2, 1, 8, 16, 1, { 5, 5 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 0, 0 }, { 0, 0 }, NULL, true },
+	{ 2, 1, 8, 8, 1, { 8, 7 }, { 1, 1 }, { 2, 2 }, { 1, 1 }, { 0, 0 }, { 0, 0 }, NULL, false },
+	/* groups, depthwise, depthwise with multiplier */
+	{ 2, 1, 6, 4, 2, { 6, 6 }, { 3, 3 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, NULL, true },
+	{ 2, 2, 8, 8, 8, { 7, 7 }, { 3, 3 }, { 2, 2 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, NULL, true },
+	{ 2, 1, 4, 8, 4, { 6, 5 }, { 3, 3 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, NULL, false },
+	/* dilation, auto_pad */
+	{ 2, 1, 3, 5, 1, { 10, 9 }, { 3, 2 }, { 1, 2 }, { 2, 3 }, { 2, 0 }, { 1, 3 }, NULL, true },
+	{ 2, 1, 3, 4, 1, { 7, 8 }, { 3, 3 }, { 2, 2 }, { 1, 1 }, { 0 }, { 0 }, "SAME_UPPER", true },
+	{ 2, 1, 3, 4, 1, { 7, 8 }, { 4, 4 }, { 1, 3 }, { 1, 1 }, { 0 }, { 0 }, "SAME_LOWER", false },
+	{ 2, 1, 3, 4, 1, { 7, 8 }, { 3, 2 }, { 2, 1 }, { 1, 1 }, { 0 }, { 0 }, "VALID", true },
+	/* 1-D and 3-D */
+	{ 1, 2, 3, 4, 1, { 11 }, { 3 }, { 2 }, { 1 }, { 1 }, { 2 }, NULL, true },
+	{ 1, 1, 4, 4, 2, { 9 }, { 2 }, { 1 }, { 3 }, { 0 }, { 0 }, NULL, false },
+	{ 3, 1, 2, 3, 1, { 5, 6, 4 }, { 3, 3, 2 }, { 1, 2, 1 }, { 1, 1, 2 }, { 1, 1, 0 }, { 1, 0, 1 }, NULL, true },
+};
+
+static void conv_all_cases(void)
+{
+	for (size_t i = 0; i < sizeof(conv_cases) / sizeof(conv_cases[0]); i++) {
+		const conv_case *cc = &conv_cases[i];
+		conv_check(cc, MFS_LAYOUT_PLAIN, MFS_LAYOUT_PLAIN);
+		if (cc->nsp == 2) {
+			conv_check(cc, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC);
+			conv_check(cc, MFS_LAYOUT_NHWC, MFS_LAYOUT_PLAIN);
+			conv_check(cc, MFS_LAYOUT_PLAIN, MFS_LAYOUT_NHWC);
+		}
+	}
+}
+
+static void test_conv_onednn(void **st)
+{
+	(void)st;
+	unsetenv("MFS_CONV");
+	conv_all_cases();
+}
+
+static void test_conv_im2col(void **st)
+{
+	(void)st;
+	setenv("MFS_CONV", "im2col", 1);
+	conv_all_cases();
+	unsetenv("MFS_CONV");
+}
+
+/* Both paths on the same data agree with each other (beyond the naive
+ * reference): a ResNet-like 3x3 layer. */
+static void test_conv_paths_agree(void **st)
+{
+	(void)st;
+	conv_case cc = { 2, 1, 32, 32, 1, { 14, 14 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
+			 { 1, 1 }, { 1, 1 }, NULL, true };
+	tnode t;
+	mfs_tensor x, w, b, y1 = { 0 }, y2 = { 0 };
+	call c;
+
+	tn_init(&t, "Conv");
+	tn_ints(&t, "pads", 4, 1L, 1L, 1L, 1L);
+	t_rand(&x, shp(4, cc.n, cc.c, 14L, 14L));
+	t_rand(&w, shp(4, cc.m, cc.c, 3L, 3L));
+	t_rand(&b, shp(1, cc.m));
+	mfs_tensor *in[] = { &x, &w, &b }, *o1[] = { &y1 }, *o2[] = { &y2 };
+	unsetenv("MFS_CONV");
+	call_setup(&c, &t, 11, in, 3, o1, 1);
+	assert_int_equal(call_run(&c), 0);
+	call_done(&c);
+	setenv("MFS_CONV", "im2col", 1);
+	call_setup(&c, &t, 11, in, 3, o2, 1);
+	assert_int_equal(call_run(&c), 0);
+	call_done(&c);
+	unsetenv("MFS_CONV");
+	assert_close(y1.data, y2.data, mfs_shape_numel(&y1.shape), 1e-4f);
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&y1);
+	mfs_tensor_release(&y2);
+}
+
+/* Bad attributes and inputs: clear errors, never a crash. */
+static void conv_expect_error(tnode *t, mfs_shape xs, mfs_shape ws, int code, const char *needle)
+{
+	mfs_tensor x, w, y = { 0 };
+	call c;
+	t_rand(&x, xs);
+	t_rand(&w, ws);
+	mfs_tensor *in[] = { &x, &w }, *out[] = { &y };
+	call_setup(&c, t, 11, in, 2, out, 1);
+	int rc = call_run(&c);
+	if (rc != -code || !strstr(c.err.msg, needle))
+		print_error("rc %d, message '%s'\n", rc, c.err.msg);
+	assert_int_equal(rc, -code);
+	assert_non_null(strstr(c.err.msg, needle));
+	assert_non_null(strstr(c.err.msg, "Conv 'n0'"));
+	call_done(&c);
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&y);
+}
+
+static void test_conv_bad(void **st)
+{
+	(void)st;
+	tnode t;
+
+	tn_init(&t, "Conv");
+	tn_int(&t, "group", 3);
+	conv_expect_error(&t, shp(4, 1L, 4L, 5L, 5L), shp(4, 3L, 1L, 3L, 3L), EINVAL, "divisible");
+	tn_init(&t, "Conv");
+	tn_ints(&t, "strides", 2, 0L, 1L);
+	conv_expect_error(&t, shp(4, 1L, 2L, 5L, 5L), shp(4, 3L, 2L, 3L, 3L), EINVAL, "strides");
+	tn_init(&t, "Conv");
+	tn_ints(&t, "pads", 2, 1L, 1L);
+	conv_expect_error(&t, shp(4, 1L, 2L, 5L, 5L), shp(4, 3L, 2L, 3L, 3L), EINVAL, "pads");
+	tn_init(&t, "Conv");
+	tn_ints(&t, "kernel_shape", 2, 2L, 2L);
+	conv_expect_error(&t, shp(4, 1L, 2L, 5L, 5L), shp(4, 3L, 2L, 3L, 3L), EINVAL, "kernel_shape");
+	tn_init(&t, "Conv");
+	tn_str(&t, "auto_pad", "SAME_MIDDLE");
+	conv_expect_error(&t, shp(4, 1L, 2L, 5L, 5L), shp(4, 3L, 2L, 3L, 3L), EINVAL, "auto_pad");
+	tn_init(&t, "Conv");
+	conv_expect_error(&t, shp(4, 1L, 2L, 2L, 2L), shp(4, 3L, 2L, 3L, 3L), EINVAL, "smaller");
+	tn_init(&t, "Conv");
+	conv_expect_error(&t, shp(4, 1L, 2L, 5L, 5L), shp(4, 3L, 5L, 3L, 3L), EINVAL, "channels");
+	tn_init(&t, "Conv");
+	conv_expect_error(&t, shp(6, 1L, 2L, 5L, 5L, 5L, 5L), shp(6, 3L, 2L, 3L, 3L, 3L, 3L),
+			  ENOTSUP, "rank");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_matmul_2d_and_batched),
+		cmocka_unit_test(test_matmul_vectors),
+		cmocka_unit_test(test_matmul_int64),
+		cmocka_unit_test(test_gemm),
+		cmocka_unit_test(test_gemm_bad),
+		cmocka_unit_test(test_conv_onednn),
+		cmocka_unit_test(test_conv_im2col),
+		cmocka_unit_test(test_conv_paths_agree),
+		cmocka_unit_test(test_conv_bad),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,540 @@
+/* Unit tests for the shape, data-movement, reduction and normalisation
+ * operators: each builds an onnx_node and mfs_op_ctx by hand, runs infer,
+ * allocates the outputs and runs the operator, without the engine. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "op.h"
+
+/* Attribute getters live in the ONNX reader; these weak copies let the
+ * test link on its own and yield to the reader's when it is linked. */
+__attribute__((weak)) const onnx_attr *onnx_node_attr(const onnx_node *n, const char *name)
+{
+	for (int i = 0; i < n->n_attrs; i++)
+		if (strcmp(n->attrs[i].name, name) == 0)
+			return &n->attrs[i];
+	return NULL;
+}
+__attribute__((weak)) int64_t onnx_attr_int(const onnx_node *n, const char *name, int64_t def)
+{
+	const onnx_attr *a = onnx_node_attr(n, name);
+	return a ? a->i : def;
+}
+__attribute__((weak)) float onnx_attr_float(const onnx_node *n, const char *name, float def)
+{
+	const onnx_attr *a = onnx_node_attr(n, name);
+	return a ? a->f : def;
+}
+__attribute__((weak)) const char *onnx_attr_string(const onnx_node *n, const char *name,
+						  const char *def)
+{
+	const onnx_attr *a = onnx_node_attr(n, name);
+	return a ? a->s : def;
+}
+__attribute__((weak)) size_t onnx_attr_ints(const onnx_node *n, const char *name,
+					    const int64_t **vals)
+{
+	const onnx_attr *a = onnx_node_attr(n, name);
+	*vals = a ? a->ints : NULL;
+	return a ? a->n_ints : 0;
+}
+
+/* ---- a tiny harness -------------------------------------------------- */
+
+#define MAXT 8
+
+typedef struct harness {
+	onnx_node node;
+	onnx_attr attrs[8];
+	char *outs[MAXT];
+	mfs_tensor in[MAXT], out[MAXT];
+	mfs_tensor *inp[MAXT], *outp[MAXT];
+	mfs_op_ctx ctx;
+	void *state;
+	mfs_error err;
+} harness;
+
+static void h_init(harness *h, const char *op, int64_t opset, int n_out)
+{
+	memset(h, 0, sizeof(*h));
+	h->node.op_type = (char *)op;
+	h->node.domain = (char *)"";
+	h->node.name = (char *)"n";
+	h->node.attrs = h->attrs;
+	h->node.outputs = h->outs;
+	h->node.n_outputs = n_out;
+	for (int i = 0; i < n_out; i++)
+		h->outs[i] = (char *)"y";
+	h->ctx.def = mfs_op_find("", op, opset);
+	assert_non_null(h->ctx.def);
+	h->ctx.node = &h->node;
+	h->ctx.opset = opset;
+	h->ctx.in = h->inp;
+	h->ctx.out = h->outp;
+	h->ctx.n_out = n_out;
+	for (int i = 0; i < n_out; i++)
+		h->outp[i] = &h->out[i];
+	h->ctx.state = &h->state;
+	h->ctx.err = &h->err;
+}
+
+static void h_attr_int(harness *h, const char *name, int64_t v)
+{
+	onnx_attr *a = &h->attrs[h->node.n_attrs++];
+	a->name = (char *)name;
+	a->type = ONNX_ATTR_INT;
+	a->i = v;
+}
+
+static void h_attr_ints(harness *h, const char *name, int64_t *v, size_t n)
+{
+	onnx_attr *a = &h->attrs[h->node.n_attrs++];
+	a->name = (char *)name;
+	a->type = ONNX_ATTR_INTS;
+	a->ints = v;
+	a->n_ints = n;
+}
+
+/* Add an input; data (may be NULL: unknown at load) is borrowed. */
+static void h_in(harness *h, mfs_dtype dt, int rank, const int64_t *dims, void *data)
+{
+	mfs_tensor *t = &h->in[h->ctx.n_in];
+	t->dtype = dt;
+	t->shape.rank = rank;
+	for (int i = 0; i < rank; i++)
+		t->shape.dims[i] = dims[i];
+	t->data = data;
+	t->nbytes = (size_t)mfs_shape_numel(&t->shape) * mfs_dtype_size(dt);
+	h->inp[h->ctx.n_in++] = t;
+}
+
+static void h_skip_in(harness *h)
+{
+	h->inp[h->ctx.n_in++] = NULL;
+}
+
+static int h_infer(harness *h)
+{
+	return h->ctx.def->infer(&h->ctx);
+}
+
+/* infer, allocate outputs, run; returns the first failure. */
+static int h_run(harness *h)
+{
+	int rc = h_infer(h);
+	if (rc)
+		return rc;
+	for (int i = 0; i < h->ctx.n_out; i++) {
+		if (!h->outp[i])
+			continue;
+		mfs_shape s = h->out[i].shape;
+		assert_int_equal(mfs_tensor_alloc(&h->out[i], h->out[i].dtype, &s, &h->err), 0);
+	}
+	return h->ctx.def->run(&h->ctx);
+}
+
+static void h_free(harness *h)
+{
+	for (int i = 0; i < MAXT; i++)
+		mfs_tensor_release(&h->out[i]);
+}
+
+static void assert_shape(const mfs_tensor *t, int rank, ...)
+{
+	va_list ap;
+	assert_int_equal(t->shape.rank, rank);
+	va_start(ap, rank);
+	for (int i = 0; i < rank; i++)
+		assert_int_equal(t->shape.dims[i], va_arg(ap, int));
+	va_end(ap);
+}
+
+static void assert_floats(const mfs_tensor *t, const float *want, int n, double tol)
+{
+	assert_int_equal(mfs_shape_numel(&t->shape), n);
+	for (int i = 0; i < n; i++)
+		if (fabs(((const float *)t->data)[i] - want[i]) > tol) {
+			fprintf(stderr, "element %d: %g, want %g\n", i,
+				((const float *)t->data)[i], want[i]);
+			fail();
+		}
+}
+
+static float seq[64];
+
+/* ---- tests ----------------------------------------------------------- */
+
+static void test_reshape(void **st)
+{
+	harness h;
+	int64_t xd[] = { 2, 3, 4 }, sd[] = { 3 }, shp[] = { 0, -1, 2 };
+	(void)st;
+	h_init(&h, "Reshape", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, seq);
+	h_in(&h, MFS_DT_INT64, 1, sd, shp);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 3, 2, 6, 2);
+	assert_floats(&h.out[0], seq, 24, 0);
+	h_free(&h);
+
+	/* Shape unknown at load: the engine must try again at run. */
+	h_init(&h, "Reshape", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, NULL);
+	h_in(&h, MFS_DT_INT64, 1, sd, NULL);
+	assert_int_equal(h_infer(&h), MFS_SHAPE_DEPENDS_ON_DATA);
+
+	/* Element counts that do not match, two -1s, negative dims. */
+	int64_t bad[][3] = { { 5, -1, 0 }, { -1, -1, 2 }, { 2, -3, 4 }, { 7, 1, 1 } };
+	for (int i = 0; i < 4; i++) {
+		h_init(&h, "Reshape", 13, 1);
+		h_in(&h, MFS_DT_FLOAT, 3, xd, seq);
+		h_in(&h, MFS_DT_INT64, 1, sd, bad[i]);
+		assert_int_equal(h_infer(&h), -EINVAL);
+		assert_non_null(strstr(h.err.msg, "Reshape 'n'"));
+	}
+	/* allowzero (opset 14): a 0 is a real zero-size dim. */
+	int64_t z[] = { 0, 4 }, zd[] = { 2 }, ed[] = { 0, 3 };
+	h_init(&h, "Reshape", 14, 1);
+	h_attr_int(&h, "allowzero", 1);
+	h_in(&h, MFS_DT_FLOAT, 2, ed, seq);
+	h_in(&h, MFS_DT_INT64, 1, zd, z);
+	assert_int_equal(h_infer(&h), 0);
+	assert_shape(&h.out[0], 2, 0, 4);
+}
+
+static void test_squeeze_unsqueeze(void **st)
+{
+	harness h;
+	int64_t xd[] = { 1, 3, 1, 2 }, ad[] = { 1 }, ax[] = { -2 };
+	(void)st;
+	h_init(&h, "Squeeze", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 4, xd, seq);
+	h_in(&h, MFS_DT_INT64, 1, ad, ax);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 3, 1, 3, 2);
+	h_free(&h);
+
+	h_init(&h, "Squeeze", 11, 1);  /* no axes: every 1 goes */
+	h_in(&h, MFS_DT_FLOAT, 4, xd, seq);
+	assert_int_equal(h_infer(&h), 0);
+	assert_shape(&h.out[0], 2, 3, 2);
+
+	int64_t a1[] = { 1 };  /* squeezing a dim of 3 is an error */
+	h_init(&h, "Squeeze", 11, 1);
+	h_attr_ints(&h, "axes", a1, 1);
+	h_in(&h, MFS_DT_FLOAT, 4, xd, seq);
+	assert_int_equal(h_infer(&h), -EINVAL);
+
+	int64_t ua[] = { 0, -1 }, ud[] = { 2 }, yd[] = { 3, 2 };
+	h_init(&h, "Unsqueeze", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, yd, seq);
+	h_in(&h, MFS_DT_INT64, 1, ud, ua);
+	assert_int_equal(h_infer(&h), 0);
+	assert_shape(&h.out[0], 4, 1, 3, 2, 1);
+}
+
+static void test_transpose(void **st)
+{
+	harness h;
+	int64_t xd[] = { 2, 3, 4 }, perm[] = { 2, 0, 1 };
+	(void)st;
+	h_init(&h, "Transpose", 13, 1);
+	h_attr_ints(&h, "perm", perm, 3);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, seq);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 3, 4, 2, 3);
+	const float *y = h.out[0].data;
+	for (int k = 0; k < 4; k++)
+		for (int i = 0; i < 2; i++)
+			for (int j = 0; j < 3; j++)
+				assert_true(y[(k * 2 + i) * 3 + j] == seq[(i * 3 + j) * 4 + k]);
+	h_free(&h);
+
+	/* A large 2-D transpose takes the tiled path: check every element. */
+	int64_t bd[] = { 37, 129 };
+	int64_t *big = malloc(sizeof(int64_t) * 37 * 129);
+	for (int i = 0; i < 37 * 129; i++)
+		big[i] = i;
+	h_init(&h, "Transpose", 13, 1);
+	h_in(&h, MFS_DT_INT64, 2, bd, big);
+	assert_int_equal(h_run(&h), 0);
+	const int64_t *t = h.out[0].data;
+	for (int i = 0; i < 37; i++)
+		for (int j = 0; j < 129; j++)
+			assert_int_equal(t[j * 37 + i], i * 129 + j);
+	h_free(&h);
+	free(big);
+
+	int64_t dup[] = { 0, 0, 1 };
+	h_init(&h, "Transpose", 13, 1);
+	h_attr_ints(&h, "perm", dup, 3);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, seq);
+	assert_int_equal(h_infer(&h), -EINVAL);
+}
+
+static void test_slice(void **st)
+{
+	harness h;
+	int64_t xd[] = { 4, 5 }, one[] = { 1 }, two[] = { 2 };
+	int64_t starts[] = { -1, 4 }, ends[] = { INT64_MIN, 0 }, axes[] = { 0, 1 },
+		steps[] = { -2, -3 };
+	(void)st;
+	h_init(&h, "Slice", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	h_in(&h, MFS_DT_INT64, 1, two, starts);
+	h_in(&h, MFS_DT_INT64, 1, two, ends);
+	h_in(&h, MFS_DT_INT64, 1, two, axes);
+	h_in(&h, MFS_DT_INT64, 1, two, steps);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 2, 2, 2);
+	float want[] = { 19, 16, 9, 6 };
+	assert_floats(&h.out[0], want, 4, 0);
+	h_free(&h);
+
+	int64_t s1[] = { 1 }, e1[] = { INT64_MAX }, zero[] = { 0 };
+	h_init(&h, "Slice", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	h_in(&h, MFS_DT_INT64, 1, one, s1);
+	h_in(&h, MFS_DT_INT64, 1, one, e1);
+	h_skip_in(&h);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 2, 3, 5);
+	assert_floats(&h.out[0], seq + 5, 15, 0);
+	h_free(&h);
+
+	h_init(&h, "Slice", 13, 1);  /* step 0 */
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	h_in(&h, MFS_DT_INT64, 1, one, s1);
+	h_in(&h, MFS_DT_INT64, 1, one, e1);
+	h_in(&h, MFS_DT_INT64, 1, one, zero);
+	h_in(&h, MFS_DT_INT64, 1, one, zero);
+	assert_int_equal(h_infer(&h), -EINVAL);
+}
+
+static void test_concat_split(void **st)
+{
+	harness h;
+	int64_t ad[] = { 2, 2 }, bd[] = { 2, 3 };
+	(void)st;
+	h_init(&h, "Concat", 13, 1);
+	h_attr_int(&h, "axis", -1);
+	h_in(&h, MFS_DT_FLOAT, 2, ad, seq);
+	h_in(&h, MFS_DT_FLOAT, 2, bd, seq + 10);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 2, 2, 5);
+	float want[] = { 0, 1, 10, 11, 12, 2, 3, 13, 14, 15 };
+	assert_floats(&h.out[0], want, 10, 0);
+	h_free(&h);
+
+	int64_t xd[] = { 2, 5 }, sd[] = { 2 }, sizes[] = { 2, 3 };
+	h_init(&h, "Split", 13, 2);
+	h_attr_int(&h, "axis", 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	h_in(&h, MFS_DT_INT64, 1, sd, sizes);
+	assert_int_equal(h_run(&h), 0);
+	float w0[] = { 0, 1, 5, 6 }, w1[] = { 2, 3, 4, 7, 8, 9 };
+	assert_floats(&h.out[0], w0, 4, 0);
+	assert_floats(&h.out[1], w1, 6, 0);
+	h_free(&h);
+
+	/* Opset 18: num_outputs with a short last part (5 = 2 + 2 + 1). */
+	h_init(&h, "Split", 18, 3);
+	h_attr_int(&h, "axis", 1);
+	h_attr_int(&h, "num_outputs", 3);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[2], 2, 2, 1);
+	h_free(&h);
+
+	h_init(&h, "Split", 13, 2);  /* 5 does not split in 2 equal parts */
+	h_attr_int(&h, "axis", 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	assert_int_equal(h_infer(&h), -EINVAL);
+}
+
+static void test_gather(void **st)
+{
+	harness h;
+	int64_t xd[] = { 3, 2 }, id[] = { 2, 2 }, idx[] = { 0, -1, 2, 1 };
+	(void)st;
+	h_init(&h, "Gather", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	h_in(&h, MFS_DT_INT64, 2, id, idx);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 3, 2, 2, 2);
+	float want[] = { 0, 1, 4, 5, 4, 5, 2, 3 };
+	assert_floats(&h.out[0], want, 8, 0);
+	h_free(&h);
+
+	int64_t bad[] = { 0, 3, 0, 0 };  /* out of range: an error, no read */
+	h_init(&h, "Gather", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	h_in(&h, MFS_DT_INT64, 2, id, bad);
+	assert_int_equal(h_run(&h), -EINVAL);
+	h_free(&h);
+}
+
+static void test_expand_tile(void **st)
+{
+	harness h;
+	int64_t xd[] = { 3, 1 }, sd[] = { 3 }, shp[] = { 2, 1, 4 };
+	(void)st;
+	h_init(&h, "Expand", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	h_in(&h, MFS_DT_INT64, 1, sd, shp);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 3, 2, 3, 4);
+	assert_true(((float *)h.out[0].data)[23] == 2);
+	assert_true(((float *)h.out[0].data)[5] == 1);
+	h_free(&h);
+
+	int64_t td[] = { 2, 2 }, rd[] = { 2 }, reps[] = { 1, 2 };
+	h_init(&h, "Tile", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, td, seq);
+	h_in(&h, MFS_DT_INT64, 1, rd, reps);
+	assert_int_equal(h_run(&h), 0);
+	float want[] = { 0, 1, 0, 1, 2, 3, 2, 3 };
+	assert_floats(&h.out[0], want, 8, 0);
+	h_free(&h);
+
+	int64_t huge[] = { INT64_MAX, 1, 1 };
+	h_init(&h, "Expand", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	h_in(&h, MFS_DT_INT64, 1, sd, huge);
+	assert_int_equal(h_infer(&h), -EINVAL);
+}
+
+static void test_softmax(void **st)
+{
+	harness h;
+	int64_t xd[] = { 2, 3 };
+	float x[] = { 1, 2, 3, 0, 0, 0 };
+	(void)st;
+	h_init(&h, "Softmax", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, x);
+	assert_int_equal(h_run(&h), 0);
+	float want[] = { 0.09003057f, 0.24472847f, 0.66524096f, 1 / 3.f, 1 / 3.f, 1 / 3.f };
+	assert_floats(&h.out[0], want, 6, 1e-6);
+	h_free(&h);
+
+	/* Opset 13 along axis 0 (not trailing: gathered and scattered). */
+	h_init(&h, "Softmax", 13, 1);
+	h_attr_int(&h, "axis", 0);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, x);
+	assert_int_equal(h_run(&h), 0);
+	const float *y = h.out[0].data;
+	assert_true(fabs(y[0] + y[3] - 1) < 1e-6 && fabs(y[2] - 0.95257413f) < 1e-6);
+	h_free(&h);
+
+	h_init(&h, "Hardmax", 11, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, x);
+	assert_int_equal(h_run(&h), 0);
+	float hw[] = { 0, 0, 1, 1, 0, 0 };
+	assert_floats(&h.out[0], hw, 6, 0);
+	h_free(&h);
+}
+
+static void test_reduce(void **st)
+{
+	harness h;
+	int64_t xd[] = { 2, 3, 2 }, ad[] = { 2 }, axes[] = { 0, 2 };
+	(void)st;
+	h_init(&h, "ReduceSum", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, seq);
+	h_in(&h, MFS_DT_INT64, 1, ad, axes);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 3, 1, 3, 1);
+	float want[] = { 0 + 1 + 6 + 7, 2 + 3 + 8 + 9, 4 + 5 + 10 + 11 };
+	assert_floats(&h.out[0], want, 3, 0);
+	h_free(&h);
+
+	h_init(&h, "ReduceMean", 13, 1);  /* attribute axes before 18 */
+	h_attr_ints(&h, "axes", axes + 1, 1);
+	h_attr_int(&h, "keepdims", 0);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, seq);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 2, 2, 3);
+	float mw[] = { 0.5f, 2.5f, 4.5f, 6.5f, 8.5f, 10.5f };
+	assert_floats(&h.out[0], mw, 6, 1e-6);
+	h_free(&h);
+
+	h_init(&h, "ReduceMax", 18, 1);  /* no axes: everything */
+	h_in(&h, MFS_DT_FLOAT, 3, xd, seq);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 3, 1, 1, 1);
+	assert_true(((float *)h.out[0].data)[0] == 11);
+	h_free(&h);
+
+	int64_t dup[] = { 1, -2 };
+	h_init(&h, "ReduceSum", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, seq);
+	h_in(&h, MFS_DT_INT64, 1, ad, dup);
+	assert_int_equal(h_infer(&h), -EINVAL);
+}
+
+static void test_layernorm(void **st)
+{
+	harness h;
+	int64_t xd[] = { 2, 2 }, sd[] = { 2 };
+	float x[] = { 1, 3, 5, 5 }, sc[] = { 2, 1 }, b[] = { 0, 1 };
+	(void)st;
+	h_init(&h, "LayerNormalization", 17, 3);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, x);
+	h_in(&h, MFS_DT_FLOAT, 1, sd, sc);
+	h_in(&h, MFS_DT_FLOAT, 1, sd, b);
+	assert_int_equal(h_run(&h), 0);
+	float want[] = { -2 / sqrtf(1 + 1e-5f), 1 + 1 / sqrtf(1 + 1e-5f), 0, 1 };
+	assert_floats(&h.out[0], want, 4, 1e-5);
+	float mean[] = { 2, 5 };
+	assert_floats(&h.out[1], mean, 2, 0);
+	assert_shape(&h.out[2], 2, 2, 1);
+	h_free(&h);
+}
+
+static void test_constant(void **st)
+{
+	harness h;
+	int64_t vals[] = { 4, 5, 6 };
+	(void)st;
+	h_init(&h, "Constant", 13, 1);
+	h_attr_ints(&h, "value_ints", vals, 3);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 1, 3);
+	assert_int_equal(((int64_t *)h.out[0].data)[2], 6);
+	h_free(&h);
+
+	int64_t sd[] = { 2 }, shp[] = { 2, 3 };
+	h_init(&h, "ConstantOfShape", 9, 1);
+	h_in(&h, MFS_DT_INT64, 1, sd, shp);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 2, 2, 3);
+	assert_true(((float *)h.out[0].data)[5] == 0);
+	h_free(&h);
+}
+
+int main(void)
+{
+	for (int i = 0; i < 64; i++)
+		seq[i] = (float)i;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reshape),
+		cmocka_unit_test(test_squeeze_unsqueeze),
+		cmocka_unit_test(test_transpose),
+		cmocka_unit_test(test_slice),
+		cmocka_unit_test(test_concat_split),
+		cmocka_unit_test(test_gather),
+		cmocka_unit_test(test_expand_tile),
+		cmocka_unit_test(test_softmax),
+		cmocka_unit_test(test_reduce),
+		cmocka_unit_test(test_layernorm),
+		cmocka_unit_test(test_constant),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
