@@ -235,6 +235,20 @@ static int build_values(compiler *c)
 	return 0;
 }
 
+static mfs_op_lookup_fn test_lookup;
+
+void mfs_graph_set_op_lookup(mfs_op_lookup_fn fn)
+{
+	test_lookup = fn;
+}
+
+static const mfs_op_def *find_op(const char *domain, const char *op_type,
+				 int64_t opset)
+{
+	const mfs_op_def *d = test_lookup ? test_lookup(domain, op_type, opset) : NULL;
+	return d ? d : mfs_op_find(domain, op_type, opset);
+}
+
 static const char *domain_prefix(const char *d, char *buf, size_t size)
 {
 	if (!d || !*d || strcmp(d, "ai.onnx") == 0)
@@ -259,8 +273,8 @@ static int resolve_nodes(compiler *c)
 	for (int i = 0; i < g->n_nodes; i++) {
 		const onnx_node *on = &g->nodes[i];
 		int64_t opset = model_opset(m->onnx, on->domain);
-		const mfs_op_def *def = mfs_op_find(on->domain ? on->domain : "",
-						    on->op_type, opset);
+		const mfs_op_def *def = find_op(on->domain ? on->domain : "",
+						on->op_type, opset);
 		if (!def) {
 			char dom[128];
 			return mfs_fail(c->err, ENOTSUP,
@@ -290,8 +304,8 @@ static int resolve_nodes(compiler *c)
 		mfs_node *nd = &c->all[i];
 		nd->onnx = on;
 		nd->opset = model_opset(m->onnx, on->domain);
-		nd->def = mfs_op_find(on->domain ? on->domain : "", on->op_type,
-				      nd->opset);
+		nd->def = find_op(on->domain ? on->domain : "", on->op_type,
+				  nd->opset);
 		nd->n_in = on->n_inputs;
 		nd->n_out = on->n_outputs;
 		nd->in = calloc((size_t)on->n_inputs + 1, sizeof(int));

@@ -97,6 +97,13 @@ bool mfs_layout_pass_enabled(void);
 void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src,
 			mfs_layout to);
 
+/* Tests only: resolve operators through fn first (falling back to the
+ * registry when it returns NULL); NULL restores the registry alone.  Not
+ * thread-safe: set it before compiling. */
+typedef const mfs_op_def *(*mfs_op_lookup_fn)(const char *domain,
+					      const char *op_type, int64_t opset);
+void mfs_graph_set_op_lookup(mfs_op_lookup_fn fn);
+
 /* The CPU backend's statistics hook, used by mfs_exec_get_stats. */
 void mfs_cpu_exec_stats(void *exec_ctx, mfs_exec_stats *out);
 
