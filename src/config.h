@@ -2,9 +2,9 @@
  *
  * Parsed from config.pbtxt (protobuf text format, config_pbtxt.c) or
  * config.json (jansson, config_json.c) into one struct; completed from the
- * model's graph (config_autocomplete.c); rendered as Triton's JSON
+ * model's graph (config_complete.c); rendered as Triton's JSON
  * (config_render.c).  An unknown field is an error naming the field and its
- * line.
+ * line.  docs/CONFIG.md lists the fields and the auto-complete rules.
  */
 #ifndef MFS_CONFIG_H
 #define MFS_CONFIG_H
@@ -26,6 +26,7 @@ typedef struct mfs_io_config {
 	int reshape_rank;
 	int64_t reshape[MFS_MAX_RANK];
 	bool optional;
+	int graph_index;             /* the graph's input/output number; -1 until completed */
 } mfs_io_config;
 
 typedef enum mfs_version_policy_kind {
@@ -106,6 +107,23 @@ void mfs_config_input_spec(const mfs_model_config *c, int i,
 			   struct mfs_tensor_spec *spec);
 void mfs_config_output_spec(const mfs_model_config *c, int i,
 			    struct mfs_tensor_spec *spec);
+
+/* Shape a request's input i takes inside the model: with a reshape, the
+ * dims after the batch dim are replaced by the reshape (one -1 in it
+ * inferred from the element count); otherwise unchanged.  -EINVAL when the
+ * element counts cannot agree. */
+int mfs_config_input_to_model(const mfs_model_config *c, int i,
+			      const mfs_shape *request, mfs_shape *model,
+			      mfs_error *err);
+/* The inverse for output i: the model's output shape as the client sees
+ * it (the config's dims in place of the reshape). */
+int mfs_config_output_from_model(const mfs_model_config *c, int i,
+				 const mfs_shape *model, mfs_shape *request,
+				 mfs_error *err);
+
+/* Index of the config input/output with that name, or -1. */
+int mfs_config_find_input(const mfs_model_config *c, const char *name);
+int mfs_config_find_output(const mfs_model_config *c, const char *name);
 
 /* Which versions the policy selects from the available ones (sorted
  * ascending, in place); returns the new count. */

@@ -14,39 +14,6 @@
 
 #include "op.h"
 
-/* Until the ONNX reader (which defines the attribute getters) lands: weak
- * stand-ins with the documented semantics; the reader's win when linked. */
-__attribute__((weak)) const onnx_attr *onnx_node_attr(const onnx_node *n, const char *name)
-{
-	for (int i = 0; i < n->n_attrs; i++)
-		if (strcmp(n->attrs[i].name, name) == 0)
-			return &n->attrs[i];
-	return NULL;
-}
-__attribute__((weak)) int64_t onnx_attr_int(const onnx_node *n, const char *name, int64_t def)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	return a && a->type == ONNX_ATTR_INT ? a->i : def;
-}
-__attribute__((weak)) float onnx_attr_float(const onnx_node *n, const char *name, float def)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	return a && a->type == ONNX_ATTR_FLOAT ? a->f : def;
-}
-__attribute__((weak)) const char *onnx_attr_string(const onnx_node *n, const char *name, const char *def)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	return a && a->type == ONNX_ATTR_STRING ? a->s : def;
-}
-__attribute__((weak)) size_t onnx_attr_ints(const onnx_node *n, const char *name, const int64_t **vals)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	if (!a || a->type != ONNX_ATTR_INTS)
-		return 0;
-	*vals = a->ints;
-	return a->n_ints;
-}
-
 /* ---- a hand-built node --------------------------------------------------- */
 
 #define MAX_ATTRS 16

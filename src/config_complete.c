@@ -1,0 +1,232 @@
+/* config_complete.c - check a parsed config against its model directory and
+ * its compiled graph, and fill in what it leaves out (Triton's
+ * auto-complete, SPEC.md section 2; docs/CONFIG.md states the rules).
+ *
+ * - `name` must equal the directory's name; absent, it is the directory's.
+ * - Every config input/output must name a graph input/output; its
+ *   data_type, when given, must be the graph's; its dims, when given, must
+ *   agree with the graph's after the batch dim (max_batch_size > 0) and
+ *   through `reshape`.  A config dim may fix a dim the graph leaves
+ *   variable; it may not make variable a dim the graph fixes (Triton's rule).
+ * - Graph inputs/outputs the config does not list are added after the
+ *   listed ones, in graph order, with the graph's datatype and dims.
+ * - No instance_group: one instance, KIND_AUTO.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+static char *fmt_dims(const int64_t *dims, int rank, char *buf, size_t size)
+{
+	mfs_shape s = { .rank = rank < 0 ? 0 : rank };
+
+	if (rank < 0) {
+		snprintf(buf, size, "(any)");
+		return buf;
+	}
+	memcpy(s.dims, dims, (size_t)s.rank * sizeof(*dims));
+	return mfs_shape_format(&s, buf, size);
+}
+
+static int64_t product(const int64_t *dims, int rank)
+{
+	int64_t p = 1;
+
+	for (int d = 0; d < rank; d++) {
+		if (dims[d] < 0)
+			return -1;
+		if (dims[d] && p > INT64_MAX / dims[d])
+			return -1;
+		p *= dims[d];
+	}
+	return p;
+}
+
+/* The graph tensor's dims after the batch dim, into dims and rank (-1 rank
+ * when the graph does not know it). */
+static int strip_batch(const mfs_model_config *c, const char *what,
+		       const mfs_io_desc *g, int64_t *dims, int *rank,
+		       mfs_error *err)
+{
+	int b = c->max_batch_size > 0 ? 1 : 0;
+
+	if (g->rank < 0) {
+		*rank = -1;
+		return 0;
+	}
+	if (b) {
+		if (g->rank == 0)
+			return mfs_fail(err, EINVAL,
+					"%s '%s' is a scalar in the graph, so it has no batch dim for max_batch_size %d",
+					what, g->name, c->max_batch_size);
+		if (g->dims[0] >= 0 && g->dims[0] < c->max_batch_size)
+			return mfs_fail(err, EINVAL,
+					"max_batch_size %d, but the graph fixes the batch dim of %s '%s' at %lld",
+					c->max_batch_size, what, g->name,
+					(long long)g->dims[0]);
+	}
+	*rank = g->rank - b;
+	for (int d = 0; d < *rank; d++)
+		dims[d] = g->dims[b + d];
+	return 0;
+}
+
+static int check_io(mfs_model_config *c, mfs_io_config *io, const char *what,
+		    const mfs_io_desc *g, mfs_error *err)
+{
+	int64_t gdims[MFS_MAX_RANK];
+	int grank = -1, rc, mrank;
+	const int64_t *mdims;
+	char a[128], b[128];
+
+	if (g->dtype == MFS_DT_UNDEFINED || !mfs_dtype_config_name(g->dtype) ||
+	    g->dtype == MFS_DT_STRING)
+		return mfs_fail(err, ENOTSUP, "%s '%s': the graph's type %s is not supported",
+				what, g->name, mfs_dtype_onnx_name(g->dtype));
+	if (io->dtype == MFS_DT_UNDEFINED)
+		io->dtype = g->dtype;
+	else if (io->dtype != g->dtype)
+		return mfs_fail(err, EINVAL,
+				"%s '%s': the config says data_type %s, the graph has %s",
+				what, io->name, mfs_dtype_config_name(io->dtype),
+				mfs_dtype_config_name(g->dtype));
+	rc = strip_batch(c, what, g, gdims, &grank, err);
+	if (rc)
+		return rc;
+
+	if (io->rank < 0) {
+		if (io->has_reshape)
+			return mfs_fail(err, EINVAL, "%s '%s': reshape needs dims",
+					what, io->name);
+		io->rank = grank;
+		if (grank > 0)
+			memcpy(io->dims, gdims, (size_t)grank * sizeof(*gdims));
+		return 0;
+	}
+	/* What the graph sees: the reshape if any, else the dims. */
+	mdims = io->has_reshape ? io->reshape : io->dims;
+	mrank = io->has_reshape ? io->reshape_rank : io->rank;
+	if (io->has_reshape) {
+		int64_t p = product(io->dims, io->rank), q = product(io->reshape, io->reshape_rank);
+		if (p >= 0 && q >= 0 && p != q)
+			return mfs_fail(err, EINVAL,
+					"%s '%s': dims %s hold %lld elements, reshape %s holds %lld",
+					what, io->name, fmt_dims(io->dims, io->rank, a, sizeof(a)),
+					(long long)p,
+					fmt_dims(io->reshape, io->reshape_rank, b, sizeof(b)),
+					(long long)q);
+	}
+	if (grank < 0)
+		return 0;
+	if (mrank != grank)
+		goto mismatch;
+	for (int d = 0; d < grank; d++)
+		if (gdims[d] >= 0 && mdims[d] != gdims[d])
+			goto mismatch;
+	return 0;
+mismatch:
+	return mfs_fail(err, EINVAL,
+			"%s '%s': the config's %s %s%s do not match the graph's %s%s",
+			what, io->name, io->has_reshape ? "reshape" : "dims",
+			fmt_dims(mdims, mrank, a, sizeof(a)),
+			c->max_batch_size > 0 ? " (after the batch dim)" : "",
+			fmt_dims(gdims, grank, b, sizeof(b)),
+			c->max_batch_size > 0 ? " (batch dim left out)" : "");
+}
+
+typedef int (*n_fn)(const mfs_model *m);
+typedef const mfs_io_desc *(*desc_fn)(const mfs_model *m, int i);
+
+static int complete_side(mfs_model_config *c, mfs_io_config **arr, int *count,
+			 const char *what, const mfs_model *graph, n_fn n_of,
+			 desc_fn desc_of, mfs_error *err)
+{
+	int n_graph = n_of(graph), rc;
+	mfs_io_config *grown;
+
+	for (int i = 0; i < *count; i++) {
+		mfs_io_config *io = &(*arr)[i];
+		int j;
+
+		for (j = 0; j < n_graph; j++)
+			if (strcmp(desc_of(graph, j)->name, io->name) == 0)
+				break;
+		if (j == n_graph) {
+			char names[512] = "";
+			for (int k = 0; k < n_graph; k++) {
+				size_t used = strlen(names);
+				snprintf(names + used, sizeof(names) - used, "%s'%s'",
+					 k ? ", " : "", desc_of(graph, k)->name);
+			}
+			return mfs_fail(err, EINVAL,
+					"config %s '%s' is not in the graph (its %ss: %s)",
+					what, io->name, what, n_graph ? names : "none");
+		}
+		io->graph_index = j;
+		rc = check_io(c, io, what, desc_of(graph, j), err);
+		if (rc)
+			return rc;
+	}
+	for (int j = 0; j < n_graph; j++) {
+		const mfs_io_desc *g = desc_of(graph, j);
+		mfs_io_config *io;
+		bool listed = false;
+
+		for (int i = 0; i < *count; i++)
+			if ((*arr)[i].graph_index == j)
+				listed = true;
+		if (listed)
+			continue;
+		grown = realloc(*arr, (size_t)(*count + 1) * sizeof(*grown));
+		if (!grown)
+			return mfs_fail(err, ENOMEM, "out of memory");
+		*arr = grown;
+		io = &grown[*count];
+		memset(io, 0, sizeof(*io));
+		io->rank = -1;
+		io->name = strdup(g->name);
+		if (!io->name)
+			return mfs_fail(err, ENOMEM, "out of memory");
+		io->graph_index = j;
+		(*count)++;
+		rc = check_io(c, io, what, g, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int mfs_config_complete(mfs_model_config *c, const char *model_name,
+			const mfs_model *graph, mfs_error *err)
+{
+	int rc;
+
+	if (c->name && strcmp(c->name, model_name) != 0)
+		return mfs_fail(err, EINVAL,
+				"config name '%s' does not match the model directory '%s'",
+				c->name, model_name);
+	if (!c->name && !(c->name = strdup(model_name)))
+		return mfs_fail(err, ENOMEM, "out of memory");
+	if (!c->platform && !(c->platform = strdup("onnxruntime_onnx")))
+		return mfs_fail(err, ENOMEM, "out of memory");
+	if (!c->backend && !(c->backend = strdup("onnxruntime")))
+		return mfs_fail(err, ENOMEM, "out of memory");
+	rc = complete_side(c, &c->inputs, &c->n_inputs, "input", graph,
+			   mfs_model_n_inputs, mfs_model_input, err);
+	if (rc)
+		return rc;
+	rc = complete_side(c, &c->outputs, &c->n_outputs, "output", graph,
+			   mfs_model_n_outputs, mfs_model_output, err);
+	if (rc)
+		return rc;
+	if (c->n_instance_groups == 0) {
+		c->instance_groups = calloc(1, sizeof(*c->instance_groups));
+		if (!c->instance_groups)
+			return mfs_fail(err, ENOMEM, "out of memory");
+		c->instance_groups[0].count = 1;
+		c->instance_groups[0].kind = MFS_KIND_AUTO;
+		c->n_instance_groups = 1;
+	}
+	return 0;
+}

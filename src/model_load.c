@@ -1,0 +1,126 @@
+/* model_load.c - read a model's config, compile one version's graph, and
+ * complete the config from it (model_load.h).  Every message starts with
+ * the model (and version) so that a log line or `modelfs run`'s one line
+ * says which model failed, then names the file. */
+#include "model_load.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "repo.h"
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int mfs_load_config(const char *repo_root, const char *model_name,
+		    mfs_model_config *cfg, mfs_error *err)
+{
+	static const char *const names[] = { "config.pbtxt", "config.json" };
+	char path[4096];
+	struct stat st;
+	int rc;
+
+	mfs_config_init(cfg);
+	if (!mfs_repo_model_name_ok(model_name))
+		return mfs_fail(err, ENOENT, "'%s' is not a model name", model_name);
+	snprintf(path, sizeof(path), "%s/%s", repo_root, model_name);
+	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+		return mfs_fail(err, ENOENT, "model '%s': no such model in %s",
+				model_name, repo_root);
+	/* config.pbtxt first: it is the file Triton reads. */
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s/%s", repo_root, model_name, names[i]);
+		if (stat(path, &st) != 0)
+			continue;
+		rc = mfs_config_load_file(path, cfg, err);
+		if (rc)
+			mfs_error_prefix(err, "model '%s': ", model_name);
+		return rc;
+	}
+	return 0;   /* no config: everything comes from the graph */
+}
+
+void mfs_loaded_version_free(mfs_loaded_version *v)
+{
+	if (!v)
+		return;
+	free(v->model_name);
+	free(v->model_path);
+	mfs_config_release(&v->config);
+	mfs_model_free(v->graph);
+	free(v);
+}
+
+int mfs_load_version(const char *repo_root, const char *model_name,
+		     int64_t version, mfs_loaded_version **out, mfs_error *err)
+{
+	double t0 = now_seconds();
+	mfs_loaded_version *v;
+	char label[160];
+	struct stat st;
+	const char *file;
+	int rc;
+
+	*out = NULL;
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	mfs_config_init(&v->config);
+	v->version = version;
+	v->model_name = strdup(model_name);
+	if (!v->model_name) {
+		rc = mfs_fail(err, ENOMEM, "out of memory");
+		goto fail;
+	}
+	rc = mfs_load_config(repo_root, model_name, &v->config, err);
+	if (rc)
+		goto fail;
+	file = v->config.default_model_filename ? v->config.default_model_filename
+						: "model.onnx";
+	if (asprintf(&v->model_path, "%s/%s/%lld/%s", repo_root, model_name,
+		     (long long)version, file) < 0) {
+		v->model_path = NULL;
+		rc = mfs_fail(err, ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (stat(v->model_path, &st) != 0) {
+		int e = errno;
+		rc = mfs_fail(err, ENOENT, "model '%s' version %lld: %s: %s", model_name,
+			      (long long)version, v->model_path, strerror(e));
+		goto fail;
+	}
+	snprintf(label, sizeof(label), "%s v%lld", model_name, (long long)version);
+	rc = mfs_model_load(v->model_path, label, &v->graph, err);
+	if (rc) {
+		v->graph = NULL;
+		/* Name the file unless the engine's message already does. */
+		if (err && !strstr(err->msg, v->model_path))
+			mfs_error_prefix(err, "model '%s' version %lld: %s: ", model_name,
+					 (long long)version, file);
+		else
+			mfs_error_prefix(err, "model '%s' version %lld: ", model_name,
+					 (long long)version);
+		goto fail;
+	}
+	rc = mfs_config_complete(&v->config, model_name, v->graph, err);
+	if (rc) {
+		mfs_error_prefix(err, "model '%s' version %lld: ", model_name,
+				 (long long)version);
+		goto fail;
+	}
+	v->load_seconds = now_seconds() - t0;
+	*out = v;
+	return 0;
+fail:
+	mfs_loaded_version_free(v);
+	return rc;
+}

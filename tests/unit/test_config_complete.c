@@ -1,0 +1,276 @@
+/* test_config_complete.c - auto-complete and checking of a config against
+ * a graph.  The graph here is a stand-in: this file defines the four
+ * engine.h accessors config_complete.c uses, so the rules are tested
+ * without compiling ONNX (test_model_load.c does it with a real model). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "codec.h"
+#include "config.h"
+
+struct mfs_model {
+	mfs_io_desc in[4], out[4];
+	int n_in, n_out;
+};
+
+int mfs_model_n_inputs(const mfs_model *m) { return m->n_in; }
+int mfs_model_n_outputs(const mfs_model *m) { return m->n_out; }
+const mfs_io_desc *mfs_model_input(const mfs_model *m, int i) { return &m->in[i]; }
+const mfs_io_desc *mfs_model_output(const mfs_model *m, int i) { return &m->out[i]; }
+
+static mfs_io_desc desc(const char *name, mfs_dtype dt, int rank, int64_t d0,
+			int64_t d1)
+{
+	mfs_io_desc d = { .name = (char *)name, .dtype = dt, .rank = rank };
+	d.dims[0] = d0;
+	d.dims[1] = d1;
+	return d;
+}
+
+/* add_sub with a batch dim: INPUT0/INPUT1 [-1,16] -> OUTPUT0/OUTPUT1. */
+static mfs_model batched(void)
+{
+	mfs_model m = { .n_in = 2, .n_out = 2 };
+	m.in[0] = desc("INPUT0", MFS_DT_FLOAT, 2, -1, 16);
+	m.in[1] = desc("INPUT1", MFS_DT_FLOAT, 2, -1, 16);
+	m.out[0] = desc("OUTPUT0", MFS_DT_FLOAT, 2, -1, 16);
+	m.out[1] = desc("OUTPUT1", MFS_DT_FLOAT, 2, -1, 16);
+	return m;
+}
+
+static int complete(const char *pbtxt, const mfs_model *m, mfs_model_config *c,
+		    mfs_error *err)
+{
+	mfs_error_clear(err);
+	if (mfs_config_parse_pbtxt(pbtxt, strlen(pbtxt), "config.pbtxt", c, err))
+		fail_msg("parse: %s", err->msg);
+	return mfs_config_complete(c, "add_sub", m, err);
+}
+
+static void complete_fails(const char *pbtxt, const mfs_model *m, const char *msg)
+{
+	mfs_model_config c;
+	mfs_error err;
+
+	assert_int_equal(complete(pbtxt, m, &c, &err), -EINVAL);
+	assert_string_equal(err.msg, msg);
+	mfs_config_release(&c);
+}
+
+static void test_no_config(void **state)
+{
+	(void)state;
+	mfs_model m = batched();
+	mfs_model_config c;
+	mfs_error err;
+	mfs_tensor_spec spec;
+
+	assert_int_equal(complete("", &m, &c, &err), 0);
+	assert_string_equal(c.name, "add_sub");
+	assert_string_equal(c.platform, "onnxruntime_onnx");
+	assert_string_equal(c.backend, "onnxruntime");
+	assert_int_equal(c.max_batch_size, 0);
+	assert_int_equal(c.n_inputs, 2);
+	assert_int_equal(c.n_outputs, 2);
+	/* max_batch_size 0: the dims are the graph's, batch dim included. */
+	assert_int_equal(c.inputs[1].rank, 2);
+	assert_int_equal(c.inputs[1].dims[0], -1);
+	assert_int_equal(c.inputs[1].dims[1], 16);
+	assert_int_equal(c.inputs[1].graph_index, 1);
+	assert_int_equal(c.outputs[0].dtype, MFS_DT_FLOAT);
+	assert_int_equal(c.n_instance_groups, 1);
+	assert_int_equal(c.instance_groups[0].kind, MFS_KIND_AUTO);
+	mfs_config_input_spec(&c, 0, &spec);
+	assert_string_equal(spec.name, "INPUT0");
+	assert_int_equal(spec.rank, 2);
+	assert_int_equal(spec.dims[1], 16);
+	mfs_config_release(&c);
+}
+
+/* A partial config keeps its order; the rest follows in graph order. */
+static void test_partial_with_batch(void **state)
+{
+	(void)state;
+	mfs_model m = batched();
+	mfs_model_config c;
+	mfs_error err;
+	mfs_tensor_spec spec;
+
+	assert_int_equal(complete("max_batch_size: 8 input { name: \"INPUT1\" }\n"
+				  "output { name: \"OUTPUT1\" data_type: TYPE_FP32 dims: 16 }",
+				  &m, &c, &err), 0);
+	assert_int_equal(c.n_inputs, 2);
+	assert_string_equal(c.inputs[0].name, "INPUT1");
+	assert_int_equal(c.inputs[0].graph_index, 1);
+	assert_string_equal(c.inputs[1].name, "INPUT0");
+	assert_int_equal(c.inputs[1].graph_index, 0);
+	/* The batch dim is not in dims. */
+	assert_int_equal(c.inputs[0].rank, 1);
+	assert_int_equal(c.inputs[0].dims[0], 16);
+	assert_int_equal(c.outputs[0].graph_index, 1);
+	assert_string_equal(c.outputs[1].name, "OUTPUT0");
+	/* ... but in what a request sees. */
+	mfs_config_output_spec(&c, 1, &spec);
+	assert_int_equal(spec.rank, 2);
+	assert_int_equal(spec.dims[0], -1);
+	assert_int_equal(spec.dims[1], 16);
+	assert_int_equal(mfs_config_find_input(&c, "INPUT0"), 1);
+	assert_int_equal(mfs_config_find_output(&c, "nope"), -1);
+	mfs_config_release(&c);
+}
+
+static void test_config_may_fix_a_variable_dim(void **state)
+{
+	(void)state;
+	mfs_model m = { .n_in = 1, .n_out = 1 };
+	mfs_model_config c;
+	mfs_error err;
+
+	m.in[0] = desc("x", MFS_DT_INT64, 2, -1, -1);
+	m.out[0] = desc("y", MFS_DT_INT64, 1, -1, 0);
+	assert_int_equal(complete("input { name: \"x\" dims: [3, 4] }", &m, &c, &err), 0);
+	assert_int_equal(c.inputs[0].dims[0], 3);
+	assert_int_equal(c.inputs[0].dtype, MFS_DT_INT64);
+	mfs_config_release(&c);
+}
+
+static void test_reshape(void **state)
+{
+	(void)state;
+	mfs_model m = batched();
+	mfs_model_config c;
+	mfs_error err;
+	mfs_shape req = { .rank = 3, .dims = { 5, 4, 4 } }, model, back;
+
+	assert_int_equal(complete("max_batch_size: 8\n"
+				  "input { name: \"INPUT0\" dims: [4, 4] reshape { shape: [16] } }\n"
+				  "output { name: \"OUTPUT0\" dims: [2, -1] reshape { shape: [16] } }",
+				  &m, &c, &err), 0);
+	assert_int_equal(mfs_config_input_to_model(&c, 0, &req, &model, &err), 0);
+	assert_int_equal(model.rank, 2);
+	assert_int_equal(model.dims[0], 5);
+	assert_int_equal(model.dims[1], 16);
+	/* Output: the model's [5,16] is shown as the config's [5,2,8]. */
+	assert_int_equal(mfs_config_output_from_model(&c, 0, &model, &back, &err), 0);
+	assert_int_equal(back.rank, 3);
+	assert_int_equal(back.dims[1], 2);
+	assert_int_equal(back.dims[2], 8);
+	/* No reshape: unchanged. */
+	assert_int_equal(mfs_config_input_to_model(&c, 1, &model, &back, &err), 0);
+	assert_true(mfs_shape_equal(&model, &back));
+	/* Element counts that cannot agree. */
+	req.dims[2] = 3;
+	assert_int_equal(mfs_config_input_to_model(&c, 0, &req, &model, &err), -EINVAL);
+	assert_string_equal(err.msg, "input 'INPUT0': 12 elements, the reshape needs 16");
+	mfs_config_release(&c);
+}
+
+static void test_disagreements(void **state)
+{
+	(void)state;
+	mfs_model m = batched();
+
+	complete_fails("name: \"other\"", &m,
+		       "config name 'other' does not match the model directory 'add_sub'");
+	complete_fails("input { name: \"INPUT9\" }", &m,
+		       "config input 'INPUT9' is not in the graph (its inputs: 'INPUT0', 'INPUT1')");
+	complete_fails("output { name: \"INPUT0\" }", &m,
+		       "config output 'INPUT0' is not in the graph (its outputs: 'OUTPUT0', 'OUTPUT1')");
+	complete_fails("input { name: \"INPUT0\" data_type: TYPE_INT32 }", &m,
+		       "input 'INPUT0': the config says data_type TYPE_INT32, the graph has TYPE_FP32");
+	complete_fails("input { name: \"INPUT0\" dims: [16] }", &m,
+		       "input 'INPUT0': the config's dims [16] do not match the graph's [-1,16]");
+	complete_fails("max_batch_size: 4 input { name: \"INPUT0\" dims: [17] }", &m,
+		       "input 'INPUT0': the config's dims [17] (after the batch dim) do not match the graph's [16] (batch dim left out)");
+	complete_fails("max_batch_size: 2 input { name: \"INPUT0\" dims: [2, 8] reshape { shape: [15] } }", &m,
+		       "input 'INPUT0': dims [2,8] hold 16 elements, reshape [15] holds 15");
+	complete_fails("max_batch_size: 2 input { name: \"INPUT0\" reshape { shape: [16] } }", &m,
+		       "input 'INPUT0': reshape needs dims");
+
+	/* The graph fixes what the config leaves variable. */
+	mfs_model fixed = { .n_in = 1, .n_out = 1 };
+	fixed.in[0] = desc("x", MFS_DT_FLOAT, 2, 1, 16);
+	fixed.out[0] = desc("y", MFS_DT_FLOAT, 2, 1, 16);
+	complete_fails("input { name: \"x\" dims: [1, -1] }", &fixed,
+		       "input 'x': the config's dims [1,-1] do not match the graph's [1,16]");
+	complete_fails("max_batch_size: 4", &fixed,
+		       "max_batch_size 4, but the graph fixes the batch dim of input 'x' at 1");
+	fixed.in[0].rank = 0;
+	complete_fails("max_batch_size: 1", &fixed,
+		       "input 'x' is a scalar in the graph, so it has no batch dim for max_batch_size 1");
+}
+
+/* An input the config lists with -1 where the graph has -1 is fine; a
+ * fixed batch dim with max_batch_size 1 is fine. */
+static void test_batch_one_model(void **state)
+{
+	(void)state;
+	mfs_model fixed = { .n_in = 1, .n_out = 1 };
+	mfs_model_config c;
+	mfs_error err;
+
+	fixed.in[0] = desc("x", MFS_DT_FLOAT, 2, 1, 16);
+	fixed.out[0] = desc("y", MFS_DT_FLOAT, 2, 1, 16);
+	assert_int_equal(complete("max_batch_size: 1", &fixed, &c, &err), 0);
+	assert_int_equal(c.inputs[0].rank, 1);
+	assert_int_equal(c.inputs[0].dims[0], 16);
+	mfs_config_release(&c);
+}
+
+static void test_version_policy(void **state)
+{
+	(void)state;
+	mfs_model_config c;
+	mfs_error err;
+	int64_t v[] = { 7, 2, 10, 3 };
+
+	assert_int_equal(mfs_config_parse_pbtxt("", 0, "c", &c, &err), 0);
+	assert_int_equal(mfs_config_apply_version_policy(&c, v, 4), 1);
+	assert_int_equal(v[0], 10);
+	mfs_config_release(&c);
+
+	int64_t w[] = { 7, 2, 10, 3 };
+	const char *latest2 = "version_policy { latest { num_versions: 2 } }";
+	assert_int_equal(mfs_config_parse_pbtxt(latest2, strlen(latest2), "c", &c, &err), 0);
+	assert_int_equal(mfs_config_apply_version_policy(&c, w, 4), 2);
+	assert_int_equal(w[0], 7);
+	assert_int_equal(w[1], 10);
+	assert_int_equal(mfs_config_apply_version_policy(&c, w, 0), 0);
+	mfs_config_release(&c);
+
+	int64_t x[] = { 7, 2, 10, 3 };
+	const char *spec = "version_policy { specific { versions: [3, 4, 10] } }";
+	assert_int_equal(mfs_config_parse_pbtxt(spec, strlen(spec), "c", &c, &err), 0);
+	assert_int_equal(mfs_config_apply_version_policy(&c, x, 4), 2);
+	assert_int_equal(x[0], 3);
+	assert_int_equal(x[1], 10);
+	mfs_config_release(&c);
+
+	int64_t y[] = { 7, 2, 10, 3 };
+	const char *all = "version_policy { all { } }";
+	assert_int_equal(mfs_config_parse_pbtxt(all, strlen(all), "c", &c, &err), 0);
+	assert_int_equal(mfs_config_apply_version_policy(&c, y, 4), 4);
+	assert_int_equal(y[0], 2);
+	assert_int_equal(y[3], 10);
+	mfs_config_release(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_no_config),
+		cmocka_unit_test(test_partial_with_batch),
+		cmocka_unit_test(test_config_may_fix_a_variable_dim),
+		cmocka_unit_test(test_reshape),
+		cmocka_unit_test(test_disagreements),
+		cmocka_unit_test(test_batch_one_model),
+		cmocka_unit_test(test_version_policy),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
