@@ -83,7 +83,8 @@ typedef struct handle {
 	/* H_INPUT: the bytes written so far; H_INFER: the request body */
 	char *wbuf;
 	size_t wlen, wcap;
-	bool dirty;
+	bool dirty;                   /* changed since the last commit */
+	bool written;                 /* a write() came since the last commit */
 	bool created;                 /* H_INPUT made by create(): its node dies if the commit fails */
 	/* H_INFER */
 	char model[128];

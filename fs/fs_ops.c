@@ -470,6 +470,7 @@ static void op_setattr(fuse_req_t freq, fuse_ino_t ino, struct stat *attr,
 		if ((size_t)attr->st_size <= h->wlen) {
 			h->wlen = (size_t)attr->st_size;
 			h->dirty = true;
+			h->written = true;
 		}
 		pthread_mutex_unlock(&h->lock);
 	}
@@ -860,21 +861,27 @@ static void op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 	if (at + size > h->wlen)
 		h->wlen = at + size;
 	h->dirty = true;
+	h->written = true;
 	pthread_mutex_unlock(&h->lock);
 	fuse_reply_write(freq, size);
 }
 
-/* Commit an input file written on h; 0 or a negative errno. */
-static int commit_input(mfs_fs *fs, handle *h)
+/* Commit an input file written on h; 0 or a negative errno.  At flush
+ * (every close()) only once something was written: a shell's `>`
+ * opens the file, dup2()s it and closes the first descriptor before the
+ * command writes anything.  At release, whatever is still uncommitted (an
+ * empty file made by `: > f`) is committed; its error goes to $req/error. */
+static int commit_input(mfs_fs *fs, handle *h, bool final)
 {
 	mfs_error err;
 	mfs_error_clear(&err);
 	pthread_mutex_lock(&h->lock);
-	if (!h->dirty) {
+	if (!h->dirty || (!final && !h->written)) {
 		pthread_mutex_unlock(&h->lock);
 		return 0;
 	}
 	h->dirty = false;
+	h->written = false;
 	int rc = mfs_request_commit_file(h->req, h->name, h->wbuf ? h->wbuf : "", h->wlen, &err);
 	bool created = h->created;
 	if (rc == 0)
@@ -896,7 +903,7 @@ static void op_flush(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 	mfs_fs *fs = fuse_req_userdata(freq);
 	handle *h = (handle *)(uintptr_t)fi->fh;
 	(void)ino;
-	int rc = h->kind == H_INPUT ? commit_input(fs, h) : 0;
+	int rc = h->kind == H_INPUT ? commit_input(fs, h, false) : 0;
 	fuse_reply_err(freq, -rc);
 }
 
@@ -906,7 +913,7 @@ static void op_release(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *f
 	handle *h = (handle *)(uintptr_t)fi->fh;
 	(void)ino;
 	if (h->kind == H_INPUT)
-		commit_input(fs, h);   /* written but never flushed (rare): errors are in $req/error */
+		commit_input(fs, h, true);
 	handle_free(fs, h);
 	fuse_reply_err(freq, 0);
 }
@@ -1004,6 +1011,7 @@ static void infer_read(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 		return;
 	}
 	int rc;
+	bool logged = false;
 	mfs_version *v = NULL;
 	if (!__atomic_load_n(&fs->accepting, __ATOMIC_ACQUIRE)) {
 		rc = mfs_fail(&err, EAGAIN, "the daemon is stopping");
@@ -1029,8 +1037,10 @@ static void infer_read(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 	if (rc < 0)
 		goto fail;
 	rc = mfs_request_submit_tensors(h->req, h->ireq.inputs, &err);
-	if (rc < 0)
+	if (rc < 0) {
+		logged = true;   /* the request logged it */
 		goto fail;
+	}
 	mfs_version_put(v);
 	h->inflight = true;
 	h->wlen = 0;
@@ -1044,7 +1054,8 @@ static void infer_read(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 fail:
 	if (v)
 		mfs_version_put(v);
-	mfs_log_warn("model '%s' infer: %s", h->model, err.msg);
+	if (!logged)
+		mfs_log_warn("model '%s' infer: %s", h->model, err.msg);
 	mfs_infer_req_release(&h->ireq);
 	free(h->content);
 	h->content = mfs_infer_error_json(err.msg, &h->len);

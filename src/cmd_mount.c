@@ -10,8 +10,11 @@
  * Serving: our own FUSE loop (N threads polling the device, set
  * non-blocking, and an eventfd that tells them to stop) instead of
  * fuse_session_loop_mt, whose threads a signal cannot reliably wake on
- * libfuse 3.14.  One thread sigwait()s; on a signal it stops taking
- * requests, lets queued and running ones finish (bounded), answers every
+ * libfuse 3.14.  Signals reach a handler that only writes the signal
+ * number to a pipe (OpenBLAS and OpenMP start threads before main, so a
+ * signal may land on a thread we did not create: blocking it in ours and
+ * sigwait() would not be enough); one thread reads the pipe and, on a
+ * signal, stops taking requests, lets queued and running ones finish (bounded), answers every
  * stored read, and stops the loop; then the mount goes away.  A
  * `fusermount3 -u` from outside ends the loop the same way (ENODEV).
  */
@@ -105,7 +108,7 @@ static int check_paths(mfs_options *o, char *repo, char *mnt)
 		fprintf(stderr, "modelfs: repository '%s' is not a directory\n", o->repository);
 		return -1;
 	}
-	if (!realpath(o->mountpoint, mnt)) {
+	if (!realpath(o->mountpoint, mnt) || stat(mnt, &st) < 0) {
 		if (errno == ENOTCONN)
 			fprintf(stderr, "modelfs: mountpoint '%s' is busy (a dead FUSE mount: run fusermount3 -u %s)\n",
 				o->mountpoint, o->mountpoint);
@@ -113,7 +116,7 @@ static int check_paths(mfs_options *o, char *repo, char *mnt)
 			fprintf(stderr, "modelfs: mountpoint '%s': %s\n", o->mountpoint, strerror(errno));
 		return -1;
 	}
-	if (stat(mnt, &st) < 0 || !S_ISDIR(st.st_mode)) {
+	if (!S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "modelfs: mountpoint '%s' is not a directory\n", o->mountpoint);
 		return -1;
 	}
@@ -199,23 +202,47 @@ static void shut_down(daemon_ctx *d, const char *why)
 	stop_loop(d);
 }
 
+static int sig_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	unsigned char c = (unsigned char)sig;
+	ssize_t n = write(sig_pipe[1], &c, 1);
+	(void)n;
+	errno = saved;
+}
+
+/* Byte 0 on the pipe: the loop ended by itself (unmounted from outside). */
 static void *signal_thread(void *arg)
 {
 	daemon_ctx *d = arg;
-	sigset_t set;
-	int sig = 0;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGUSR1);
-	while (sigwait(&set, &sig) != 0)
-		;
-	if (sig == SIGUSR1)
+	unsigned char sig = 0;
+	ssize_t n;
+	do
+		n = read(sig_pipe[0], &sig, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1 || sig == 0)
 		shut_down(d, "the filesystem was unmounted");
 	else
 		shut_down(d, sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP");
 	return NULL;
+}
+
+static int install_signals(void)
+{
+	if (pipe2(sig_pipe, O_CLOEXEC) < 0)
+		return -1;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
 }
 
 /* Request expiry and read deadlines, once a second (not a FUSE thread). */
@@ -356,7 +383,9 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 	for (int i = 0; i < n_workers; i++)
 		pthread_join(workers[i], NULL);
 	/* Ended from outside (unmount): run the same shutdown. */
-	pthread_kill(d->sig_thread, SIGUSR1);
+	unsigned char zero = 0;
+	ssize_t wn = write(sig_pipe[1], &zero, 1);
+	(void)wn;
 	pthread_join(d->sig_thread, NULL);
 	pthread_join(d->reaper, NULL);
 	rc = 0;
@@ -421,14 +450,11 @@ int mfs_cmd_mount(int argc, char **argv)
 	if (chdir("/") != 0)
 		mfs_log_warn("chdir /: %s", strerror(errno));
 
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	if (install_signals() < 0) {
+		fprintf(stderr, "modelfs: pipe: %s\n", strerror(errno));
+		mfs_options_release(&d.opts);
+		return 1;
+	}
 	pthread_mutex_init(&d.lock, NULL);
 	pthread_cond_init(&d.cond, NULL);
 
