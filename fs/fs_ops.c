@@ -835,10 +835,19 @@ static void op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		max = others < max ? max - others : 0;
 	}
 	if ((uint64_t)at + size > max) {
+		/* The file is refused: nothing of it is committed at close. */
+		if (h->kind == H_INPUT)
+			h->dirty = h->written = false;
 		pthread_mutex_unlock(&h->lock);
-		mfs_log_warn("model '%s' request '%s': '%s' refused: more than --max-request-bytes=%" PRIu64,
-			     h->model, h->req ? mfs_request_name(h->req) : "infer", h->name,
-			     fs->conf.max_request_bytes);
+		if (h->kind == H_INPUT) {
+			mfs_error err;
+			mfs_fail(&err, EFBIG, "'%s' refused: the request would pass --max-request-bytes=%" PRIu64,
+				 h->name, fs->conf.max_request_bytes);
+			mfs_request_note_error(h->req, &err);
+		} else {
+			mfs_log_warn("model '%s' infer: request refused: more than --max-request-bytes=%" PRIu64,
+				     h->model, fs->conf.max_request_bytes);
+		}
 		fuse_reply_err(freq, EFBIG);
 		return;
 	}
