@@ -989,6 +989,12 @@ void fs_answer_infer(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 {
 	(void)fs;
 	pthread_mutex_lock(&h->lock);
+	if (!h->have_content && !h->req) {
+		/* Nothing was ever asked on this file. */
+		pthread_mutex_unlock(&h->lock);
+		fuse_reply_buf(freq, NULL, 0);
+		return;
+	}
 	if (!h->have_content)
 		infer_response(h);
 	size_t pos = h->rpos < h->len ? h->rpos : h->len;
@@ -1006,17 +1012,17 @@ static void infer_read(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 	mfs_error err;
 	mfs_error_clear(&err);
 	pthread_mutex_lock(&h->lock);
-	if (h->have_content || h->wlen == 0) {
-		pthread_mutex_unlock(&h->lock);
-		fs_answer_infer(fs, freq, h, size);
-		return;
-	}
 	if (h->inflight) {
 		/* A read interrupted earlier: wait for the same run again. */
 		mfs_request *r = h->req;
 		pthread_mutex_unlock(&h->lock);
 		if (fs_wait_read(fs, freq, h, r, size, 0) == 0)
 			fs_answer_infer(fs, freq, h, size);
+		return;
+	}
+	if (h->have_content || h->wlen == 0) {
+		pthread_mutex_unlock(&h->lock);
+		fs_answer_infer(fs, freq, h, size);
 		return;
 	}
 	int rc;
