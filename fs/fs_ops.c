@@ -1337,6 +1337,16 @@ int mfs_fs_new(const mfs_fs_conf *conf, mfs_fs **out, mfs_error *err)
 	return 0;
 }
 
+int mfs_fs_open_files(mfs_fs *fs)
+{
+	int n = 0;
+	pthread_mutex_lock(&fs->hlock);
+	for (handle *h = fs->handles; h; h = h->hnext)
+		n += h->kind != H_DIR;
+	pthread_mutex_unlock(&fs->hlock);
+	return n;
+}
+
 void mfs_fs_stop_accepting(mfs_fs *fs)
 {
 	__atomic_store_n(&fs->accepting, false, __ATOMIC_RELEASE);

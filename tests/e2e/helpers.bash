@@ -111,7 +111,7 @@ make_test_repo() {
 	echo "$dir"
 }
 
-# An input for the slow model (x: [1,64,1024]) at $1.
+# An input for the slow model (x: [1,256,1024]) at $1.
 slow_input() {
-	"$PY" -c "import numpy as np; np.save('$1', np.random.default_rng(${2:-1}).random((1, 64, 1024), dtype=np.float32))"
+	"$PY" -c "import numpy as np; np.save('$1', np.random.default_rng(${2:-1}).random((1, 256, 1024), dtype=np.float32))"
 }

@@ -101,10 +101,11 @@ o = [t['data'] for t in r['outputs'] if t['name'] == 'OUTPUT0'][0]
 assert o == [float(p + k + 2 * i) for i in range(16)], (p, k, o)" "$resp" $p $k || exit 1
 			done
 		) &
+		clients="$clients $!"
 	done
 	fails=0
-	for job in $(jobs -p); do
-		wait "$job" || fails=$((fails + 1))
+	for pid in $clients; do
+		wait "$pid" || fails=$((fails + 1))
 	done
 	[ "$fails" -eq 0 ]
 }
