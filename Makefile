@@ -19,6 +19,13 @@ CFLAGS   := -std=gnu11 -Wall -Wextra -Werror -Wno-format-truncation $(OPT) -g -f
 LDLIBS   := $(PKG_LIBS) -linotifytools -lopenblas -ldnnl -lclblast -lOpenCL \
             -lm -lpthread -fopenmp
 
+# SAN=fuzz: the library built by clang for libFuzzer targets (make fuzz).
+ifeq ($(SAN),fuzz)
+CFLAGS   += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+            -fno-sanitize-recover=undefined -Wno-unknown-warning-option
+LDFLAGS  += -fsanitize=address,undefined
+endif
+
 ifeq ($(SAN),1)
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
@@ -105,6 +112,37 @@ test: deps
 	$(MAKE) all unit-bins
 	$(MAKE) BUILD=build/asan SAN=1 OPT=-O1 unit-bins build/asan/modelfs
 	sh tests/run-all.sh
+
+# Fuzzing (libFuzzer, clang).  Every tests/fuzz/fuzz_<name>.c defines
+# LLVMFuzzerTestOneInput and is linked with the library built by clang in
+# build/fuzz.  Seeds: tests/fuzz/corpus/<name>/ (committed, small); the
+# growing corpus lives in build/fuzz/corpus/<name>/; crashers are written
+# to tests/fuzz/regressions/<name>/ and replayed by every fuzz-smoke.
+#   make fuzz [FUZZ_SECS=600] [FUZZ_TARGETS="onnx_model ..."]
+#   make fuzz-smoke      (replay regressions and corpus, then 20 s each)
+FUZZ_CC     ?= clang
+FUZZ_SECS   ?= 600
+FUZZ_SMOKE_SECS ?= 20
+FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_TARGETS ?= $(FUZZ_SRC:tests/fuzz/fuzz_%.c=%)
+FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+
+.PHONY: fuzz fuzz-smoke fuzz-bins fuzz-targets
+fuzz-bins:
+	$(MAKE) --no-print-directory BUILD=build/fuzz CC=$(FUZZ_CC) SAN=fuzz OPT=-O1 fuzz-targets
+
+fuzz-targets: $(FUZZ_BIN)
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libmodelfs.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/fuzz -fsanitize=fuzzer,address,undefined \
+		-o $@ $< $(BUILD)/libmodelfs.a $(LDLIBS)
+
+fuzz: fuzz-bins
+	sh tests/fuzz/run-fuzz.sh run $(FUZZ_SECS) $(FUZZ_TARGETS)
+
+fuzz-smoke: fuzz-bins
+	sh tests/fuzz/run-fuzz.sh smoke $(FUZZ_SMOKE_SECS) $(FUZZ_TARGETS)
 
 clean:
 	rm -rf build modelfs

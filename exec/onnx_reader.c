@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "onnx_internal.h"
 #include "pb_wire.h"
 
 /* If/Loop/Scan bodies nest graphs; real models go 2-3 deep. */
@@ -44,6 +45,7 @@
 
 typedef struct rd {
 	const char *base_dir;
+	onnx_ext_budget budget;   /* external bytes, see onnx_internal.h */
 	mfs_error *err;
 	int depth;
 } rd;
@@ -389,8 +391,9 @@ static int parse_attr(rd *c, const uint8_t *buf, size_t len, onnx_attr *a)
 			if (f.wt != PB_WT_LEN)
 				return wrong_wire(c, "AttributeProto", "t", &f);
 			mfs_tensor_release(&a->t);
-			rc = onnx_tensor_decode(f.data, f.len, c->base_dir, &a->t,
-						NULL, c->err);
+			rc = onnx_tensor_decode_budget(f.data, f.len, c->base_dir,
+						       &c->budget, &a->t, NULL,
+						       c->err);
 			break;
 		case AT_G:
 			if (f.wt != PB_WT_LEN)
@@ -408,7 +411,7 @@ static int parse_attr(rd *c, const uint8_t *buf, size_t len, onnx_attr *a)
 			if (f.wt == PB_WT_I32) {
 				uint32_t bits = (uint32_t)f.u;
 				memcpy(&a->floats[a->n_floats++], &bits, 4);
-			} else {
+			} else if (f.len) {
 				memcpy(&a->floats[a->n_floats], f.data, f.len);
 				a->n_floats += f.len / 4;
 			}
@@ -632,8 +635,8 @@ static int parse_initializer(rd *c, const pb_field *f, onnx_initializer *in)
 
 	if (f->wt != PB_WT_LEN)
 		return wrong_wire(c, "GraphProto", "initializer", f);
-	rc = onnx_tensor_decode(f->data, f->len, c->base_dir, &in->tensor,
-				&in->name, c->err);
+	rc = onnx_tensor_decode_budget(f->data, f->len, c->base_dir, &c->budget,
+				       &in->tensor, &in->name, c->err);
 	if (rc) {
 		/* Take the name alone, so the message can say which. */
 		pb_reader r = pb_reader_init(f->data, f->len);
@@ -899,6 +902,7 @@ int onnx_model_load_buffer(const void *buf, size_t len, const char *base_dir,
 	if (!m)
 		return mfs_fail(err, ENOMEM, "out of memory");
 	rc = parse_model(&c, buf, len, m);
+	onnx_ext_budget_release(&c.budget);
 	if (rc) {
 		onnx_model_free(m);
 		return rc;

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "onnx_internal.h"
 #include "pb_wire.h"
 
 /* TensorProto field numbers (onnx.proto). */
@@ -384,6 +385,8 @@ static int fill_typed(const uint8_t *buf, size_t len, uint32_t field,
 		if (field == TP_FLOAT_DATA || field == TP_DOUBLE_DATA) {
 			size_t es = field == TP_FLOAT_DATA ? 4 : 8;
 			if (f.wt == PB_WT_LEN) {
+				if (f.len == 0)
+					continue;
 				memcpy((uint8_t *)t->data + es * (size_t)i, f.data,
 				       f.len);
 				i += (int64_t)(f.len / es);
@@ -445,7 +448,49 @@ static int check_location(const char *loc, mfs_error *err)
 	return 0;
 }
 
+/* Checks everything (location, file, offset, length against the shape)
+ * before allocating: the size comes from the file, which must hold it. */
+/* Charge `length` bytes of file st to the model's budget. */
+static int charge_budget(onnx_ext_budget *b, const struct stat *st,
+			 uint64_t length, const char *loc, mfs_error *err)
+{
+	size_t i;
+
+	if (!b)
+		return 0;
+	for (i = 0; i < b->n_files; i++)
+		if (b->files[i].dev == st->st_dev && b->files[i].ino == st->st_ino)
+			break;
+	if (i == b->n_files) {
+		if (b->n_files == b->cap) {
+			size_t cap = b->cap ? 2 * b->cap : 8;
+			onnx_ext_file *f = realloc(b->files, cap * sizeof(*f));
+			if (!f)
+				return mfs_fail(err, ENOMEM, "out of memory");
+			b->files = f;
+			b->cap = cap;
+		}
+		b->files[b->n_files].dev = st->st_dev;
+		b->files[b->n_files].ino = st->st_ino;
+		b->n_files++;
+		b->allowed += (uint64_t)st->st_size;
+	}
+	if (length > b->allowed - b->used)
+		return mfs_fail(err, EINVAL,
+				"external data '%s': the model's tensors read more bytes than its data files hold (overlapping ranges)",
+				loc);
+	b->used += length;
+	return 0;
+}
+
+void onnx_ext_budget_release(onnx_ext_budget *b)
+{
+	free(b->files);
+	memset(b, 0, sizeof(*b));
+}
+
 static int read_external(const struct tp_info *ti, const char *base_dir,
+			 onnx_ext_budget *budget, mfs_dtype dt, const mfs_shape *shape, size_t nbytes,
 			 mfs_tensor *t, mfs_error *err)
 {
 	char path[PATH_MAX];
@@ -515,16 +560,21 @@ static int read_external(const struct tp_info *ti, const char *base_dir,
 			      (unsigned long long)length, (long long)st.st_size);
 		goto out;
 	}
-	if (length != t->nbytes) {
+	if (length != nbytes) {
 		char sb[96];
 		rc = mfs_fail(err, EINVAL,
 			      "external data '%s' holds %llu bytes, but %s %s needs %zu",
 			      ti->ext_location, (unsigned long long)length,
-			      mfs_dtype_onnx_name(t->dtype),
-			      mfs_shape_format(&t->shape, sb, sizeof(sb)),
-			      t->nbytes);
+			      mfs_dtype_onnx_name(dt),
+			      mfs_shape_format(shape, sb, sizeof(sb)), nbytes);
 		goto out;
 	}
+	rc = charge_budget(budget, &st, length, ti->ext_location, err);
+	if (rc)
+		goto out;
+	rc = mfs_tensor_alloc(t, dt, shape, err);
+	if (rc)
+		goto out;
 	for (size_t done = 0; done < t->nbytes;) {
 		ssize_t n = pread(fd, (uint8_t *)t->data + done, t->nbytes - done,
 				  (off_t)(ti->ext_offset + done));
@@ -540,6 +590,8 @@ static int read_external(const struct tp_info *ti, const char *base_dir,
 	}
 	rc = 0;
 out:
+	if (rc)
+		mfs_tensor_release(t);
 	if (fd >= 0)
 		close(fd);
 	free(real_base);
@@ -548,7 +600,7 @@ out:
 }
 
 static int decode(const uint8_t *buf, size_t len, const char *base_dir,
-		  struct tp_info *ti, mfs_tensor *out, char **name,
+		  onnx_ext_budget *budget, struct tp_info *ti, mfs_tensor *out, char **name,
 		  mfs_error *err)
 {
 	mfs_shape shape = { 0 };
@@ -629,7 +681,11 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 				"tensor %s %s carries no data", mfs_dtype_onnx_name(dt),
 				sb);
 
-	rc = mfs_tensor_alloc(out, dt, &shape, err);
+	if (ti->data_location == 1)
+		rc = read_external(ti, base_dir, budget, dt, &shape, (size_t)numel * esize,
+				   out, err);
+	else
+		rc = mfs_tensor_alloc(out, dt, &shape, err);
 	if (rc)
 		return rc;
 	if (ti->has_raw) {
@@ -637,8 +693,6 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 			memcpy(out->data, ti->raw, out->nbytes);
 	} else if (typed) {
 		rc = fill_typed(buf, len, typed, out, err);
-	} else if (ti->data_location == 1) {
-		rc = read_external(ti, base_dir, out, err);
 	}
 	/* The engine relies on bools being 0 or 1 (tensor.h). */
 	if (!rc && dt == MFS_DT_BOOL) {
@@ -667,6 +721,14 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 int onnx_tensor_decode(const void *buf, size_t len, const char *base_dir,
 		       mfs_tensor *out, char **name, mfs_error *err)
 {
+	return onnx_tensor_decode_budget(buf, len, base_dir, NULL, out, name,
+					 err);
+}
+
+int onnx_tensor_decode_budget(const void *buf, size_t len,
+			      const char *base_dir, onnx_ext_budget *budget,
+			      mfs_tensor *out, char **name, mfs_error *err)
+{
 	struct tp_info ti;
 	int rc;
 
@@ -674,7 +736,7 @@ int onnx_tensor_decode(const void *buf, size_t len, const char *base_dir,
 	memset(out, 0, sizeof(*out));
 	if (name)
 		*name = NULL;
-	rc = decode(buf, len, base_dir, &ti, out, name, err);
+	rc = decode(buf, len, base_dir, budget, &ti, out, name, err);
 	free(ti.ext_location);
 	return rc;
 }

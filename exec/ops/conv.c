@@ -10,11 +10,14 @@
  * oneDNN path (the default): prepare() builds the primitive once per node
  * and execution context, with the weights' format left to oneDNN
  * (format_tag any; brgconv picks blocked weights such as Acdb64a) and the
- * weights reordered into it once, kept in the state.  Activations are
- * handed over in place, in whatever layout the engine chose: the engine
- * keeps NHWC between consecutive oneDNN operators, which is what oneDNN's
- * fastest kernels want (NOTES.md: 2.35 ms vs 2.82 ms for ResNet-50's
- * layers with a reorder around each).
+ * weights reordered into it once, kept in the state.  The primitive always
+ * computes channels-last (nwc/nhwc/ndhwc): oneDNN's fastest kernels
+ * (brgconv) want it.  NHWC activations are handed over in place; the
+ * engine keeps NHWC between consecutive NHWC-capable operators.  Plain
+ * ones go through a oneDNN reorder into a scratch buffer (NOTES.md: 2.35
+ * ms vs 2.82 ms for ResNet-50's layers with a reorder around each; with
+ * plain tags instead oneDNN picks its gemm or reference kernels, slower
+ * still: see docs/PERFORMANCE.md).
  *
  * im2col path, used (1) when oneDNN cannot create the primitive for these
  * parameters or the CPU engine (logged once per prepare, the reason kept),
@@ -59,7 +62,14 @@ typedef struct conv_state {
 	/* oneDNN */
 	dnnl_stream_t stream;
 	dnnl_primitive_t prim;
-	dnnl_memory_t src_m, wei_m, bias_m, dst_m;
+	dnnl_memory_t src_m, wei_m, bias_m, dst_m;   /* what the primitive reads/writes */
+	/* Plain (NCHW) activations: the primitive still runs channels-last
+	 * (its fastest kernels; in plain layout oneDNN falls back to its
+	 * gemm or reference kernels, about 1.6x slower), with a oneDNN
+	 * reorder into/out of scratch buffers at the edge. */
+	dnnl_primitive_t xreorder, yreorder;
+	dnnl_memory_t xplain_m, yplain_m;
+	void *xcl_buf, *ycl_buf;
 	dnnl_primitive_t wreorder;       /* plain weights -> wei_m; NULL if same format */
 	dnnl_memory_t wplain_m;
 	void *wei_buf;                   /* wei_m's storage when reordered */
@@ -237,6 +247,15 @@ static void conv_dnnl_free(conv_state *s)
 {
 	if (s->prim) dnnl_primitive_destroy(s->prim);
 	if (s->wreorder) dnnl_primitive_destroy(s->wreorder);
+	if (s->xreorder) dnnl_primitive_destroy(s->xreorder);
+	if (s->yreorder) dnnl_primitive_destroy(s->yreorder);
+	if (s->xplain_m) dnnl_memory_destroy(s->xplain_m);
+	if (s->yplain_m) dnnl_memory_destroy(s->yplain_m);
+	free(s->xcl_buf);
+	free(s->ycl_buf);
+	s->xreorder = s->yreorder = NULL;
+	s->xplain_m = s->yplain_m = NULL;
+	s->xcl_buf = s->ycl_buf = NULL;
 	if (s->src_m) dnnl_memory_destroy(s->src_m);
 	if (s->wei_m) dnnl_memory_destroy(s->wei_m);
 	if (s->wplain_m) dnnl_memory_destroy(s->wplain_m);
@@ -251,13 +270,44 @@ static void conv_dnnl_free(conv_state *s)
 	s->wei_src = NULL;
 }
 
-static dnnl_format_tag_t act_tag(int ndims, mfs_layout l)
+static dnnl_format_tag_t plain_tag(int ndims)
 {
-	switch (ndims) {
-	case 3: return dnnl_ncw;
-	case 4: return l == MFS_LAYOUT_NHWC ? dnnl_nhwc : dnnl_nchw;
-	default: return dnnl_ncdhw;
+	return ndims == 3 ? dnnl_ncw : ndims == 4 ? dnnl_nchw : dnnl_ncdhw;
+}
+
+static dnnl_format_tag_t cl_tag(int ndims)
+{
+	return ndims == 3 ? dnnl_nwc : ndims == 4 ? dnnl_nhwc : dnnl_ndhwc;
+}
+
+/* A reorder between a plain tensor (memory with no handle yet, *plain_m)
+ * and a channels-last scratch buffer (*buf, memory *cl_m).  to_cl picks
+ * the direction. */
+static dnnl_status_t edge_reorder(dnnl_engine_t eng, const dnnl_memory_desc_t *cl_md,
+				  int nd, const dnnl_dims_t dims, bool to_cl,
+				  dnnl_primitive_t *prim, dnnl_memory_t *plain_m,
+				  dnnl_memory_t *cl_m, void **buf)
+{
+	dnnl_memory_desc_t pmd;
+	dnnl_primitive_desc_t rpd;
+	dnnl_status_t st;
+	size_t sz = dnnl_memory_desc_get_size(cl_md);
+
+	if (posix_memalign(buf, 64, sz ? sz : 64)) {
+		*buf = NULL;
+		return dnnl_out_of_memory;
 	}
+	if ((st = dnnl_memory_desc_init_by_tag(&pmd, nd, dims, dnnl_f32, plain_tag(nd))) ||
+	    (st = dnnl_memory_create(plain_m, &pmd, eng, DNNL_MEMORY_NONE)) ||
+	    (st = dnnl_memory_create(cl_m, cl_md, eng, *buf)))
+		return st;
+	st = to_cl ? dnnl_reorder_primitive_desc_create(&rpd, &pmd, eng, cl_md, eng, NULL)
+		   : dnnl_reorder_primitive_desc_create(&rpd, cl_md, eng, &pmd, eng, NULL);
+	if (st)
+		return st;
+	st = dnnl_primitive_create(prim, rpd);
+	dnnl_primitive_desc_destroy(rpd);
+	return st;
 }
 
 /* Build the primitive; on failure return a dnnl status and leave s clean
@@ -303,8 +353,8 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 		wtag = nd == 3 ? dnnl_oiw : nd == 4 ? dnnl_oihw : dnnl_oidhw;
 	}
 #define CK(call) do { if ((st = (call)) != dnnl_success) goto fail; } while (0)
-	CK(dnnl_memory_desc_init_by_tag(&smd, nd, sd, dnnl_f32, act_tag(nd, xl)));
-	CK(dnnl_memory_desc_init_by_tag(&dmd, nd, dd, dnnl_f32, act_tag(nd, yl)));
+	CK(dnnl_memory_desc_init_by_tag(&smd, nd, sd, dnnl_f32, cl_tag(nd)));
+	CK(dnnl_memory_desc_init_by_tag(&dmd, nd, dd, dnnl_f32, cl_tag(nd)));
 	CK(dnnl_memory_desc_init_by_tag(&wmd_any, wnd, wd, dnnl_f32, dnnl_format_tag_any));
 	CK(dnnl_memory_desc_init_by_tag(&wmd_plain, wnd, wd, dnnl_f32, wtag));
 	CK(dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x));
@@ -315,8 +365,16 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 	const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
 	CK(dnnl_primitive_create(&s->prim, pd));
 	CK(dnnl_stream_create(&s->stream, eng, dnnl_stream_default_flags));
-	CK(dnnl_memory_create(&s->src_m, &smd, eng, DNNL_MEMORY_NONE));
-	CK(dnnl_memory_create(&s->dst_m, &dmd, eng, DNNL_MEMORY_NONE));
+	if (xl == MFS_LAYOUT_NHWC)
+		CK(dnnl_memory_create(&s->src_m, &smd, eng, DNNL_MEMORY_NONE));
+	else
+		CK(edge_reorder(eng, &smd, nd, sd, true, &s->xreorder, &s->xplain_m,
+				&s->src_m, &s->xcl_buf));
+	if (yl == MFS_LAYOUT_NHWC)
+		CK(dnnl_memory_create(&s->dst_m, &dmd, eng, DNNL_MEMORY_NONE));
+	else
+		CK(edge_reorder(eng, &dmd, nd, dd, false, &s->yreorder, &s->yplain_m,
+				&s->dst_m, &s->ycl_buf));
 	if (has_bias)
 		CK(dnnl_memory_create(&s->bias_m, &bmd, eng, DNNL_MEMORY_NONE));
 	if (dnnl_memory_desc_equal(wmd, &wmd_plain)) {
@@ -499,10 +557,16 @@ static int conv_run(mfs_op_ctx *ctx)
 			{ DNNL_ARG_SRC, s->src_m }, { DNNL_ARG_WEIGHTS, s->wei_m },
 			{ DNNL_ARG_DST, s->dst_m }, { DNNL_ARG_BIAS, s->bias_m },
 		};
-		if ((st = dnnl_memory_set_data_handle(s->src_m, x->data)) != dnnl_success ||
-		    (st = dnnl_memory_set_data_handle(s->dst_m, y->data)) != dnnl_success ||
+		dnnl_exec_arg_t xargs[2] = { { DNNL_ARG_FROM, s->xplain_m }, { DNNL_ARG_TO, s->src_m } };
+		dnnl_exec_arg_t yargs[2] = { { DNNL_ARG_FROM, s->dst_m }, { DNNL_ARG_TO, s->yplain_m } };
+		if ((st = dnnl_memory_set_data_handle(s->xreorder ? s->xplain_m : s->src_m,
+						      x->data)) != dnnl_success ||
+		    (st = dnnl_memory_set_data_handle(s->yreorder ? s->yplain_m : s->dst_m,
+						      y->data)) != dnnl_success ||
 		    (b && (st = dnnl_memory_set_data_handle(s->bias_m, b->data)) != dnnl_success) ||
+		    (s->xreorder && (st = dnnl_primitive_execute(s->xreorder, s->stream, 2, xargs)) != dnnl_success) ||
 		    (st = dnnl_primitive_execute(s->prim, s->stream, b ? 4 : 3, args)) != dnnl_success ||
+		    (s->yreorder && (st = dnnl_primitive_execute(s->yreorder, s->stream, 2, yargs)) != dnnl_success) ||
 		    (st = dnnl_stream_wait(s->stream)) != dnnl_success)
 			return mfs_op_fail(ctx, EIO, "oneDNN convolution failed: %s",
 					   mfs_dnnl_status_str(st));

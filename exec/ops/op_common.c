@@ -494,7 +494,7 @@ int oc_row_map(mfs_op_ctx *ctx, const mfs_tensor *in, mfs_tensor *out,
 	int rc, nt = omp_get_max_threads();
 	double *buf;
 
-	if ((rc = oc_need_numeric(ctx, in, false)))
+	if ((rc = oc_need_numeric(ctx, in, true)))
 		return rc;
 	if ((rc = oc_rows_gather(ctx, in, mask, &src, &tmp, &nrows, &len)))
 		return rc;
@@ -533,4 +533,34 @@ int oc_row_map(mfs_op_ctx *ctx, const mfs_tensor *in, mfs_tensor *out,
 		free(tmp);
 	}
 	return 0;
+}
+
+/* ---- scatter reductions ---------------------------------------------- */
+
+int oc_scatter_reduction(mfs_op_ctx *ctx, int *red)
+{
+	static const char *names[] = { "none", "add", "mul", "max", "min" };
+	const char *s = onnx_attr_string(ctx->node, "reduction", "none");
+
+	for (int i = 0; i < 5; i++)
+		if (strcmp(s, names[i]) == 0) {
+			*red = i;
+			return 0;
+		}
+	return mfs_op_fail(ctx, EINVAL, "unknown reduction '%s'", s);
+}
+
+void oc_reduce_into(int red, mfs_dtype dt, void *dst, int64_t d,
+		    const void *src, int64_t s)
+{
+	double x = oc_load(dt, dst, d), y = oc_load(dt, src, s);
+
+	switch (red) {
+	case OC_RED_ADD: x += y; break;
+	case OC_RED_MUL: x *= y; break;
+	case OC_RED_MAX: x = y > x ? y : x; break;
+	case OC_RED_MIN: x = y < x ? y : x; break;
+	default: x = y; break;
+	}
+	oc_store(dt, dst, d, x);
 }

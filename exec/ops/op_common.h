@@ -103,7 +103,7 @@ int oc_rows_gather(mfs_op_ctx *ctx, const mfs_tensor *t, unsigned mask,
 		   const void **rows, void **tmp, int64_t *nrows, int64_t *len);
 
 /* Transform every row in place through fn, reading `in`, writing `out`
- * (same dtype and shape; float types, computed in double).  fn gets the row
+ * (same dtype and shape; numeric types, computed in double).  fn gets the row
  * index r (row-major over the non-row axes). Rows run in parallel. */
 typedef void (*oc_row_fn)(double *row, int64_t len, int64_t r, void *user);
 int oc_row_map(mfs_op_ctx *ctx, const mfs_tensor *in, mfs_tensor *out,
@@ -114,5 +114,12 @@ static inline unsigned oc_mask_from(int axis, int rank)
 {
 	return ((1u << rank) - 1) & ~((1u << axis) - 1);
 }
+
+/* Scatter reductions (ScatterElements, ScatterND): the 'reduction'
+ * attribute, and dst[d] = dst[d] (op) src[s] for one element. */
+enum { OC_RED_NONE, OC_RED_ADD, OC_RED_MUL, OC_RED_MAX, OC_RED_MIN };
+int oc_scatter_reduction(mfs_op_ctx *ctx, int *red);
+void oc_reduce_into(int red, mfs_dtype dt, void *dst, int64_t d,
+		    const void *src, int64_t s);
 
 #endif

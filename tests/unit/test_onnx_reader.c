@@ -927,14 +927,16 @@ static void write_file(const char *name, const void *data, size_t n)
 	fclose(f);
 }
 
-/* Model file with one external initializer W (float[4]). */
-static int load_external(const char *location, const char *offset,
-			 const char *length, mfs_error *err, onnx_model **out)
+/* Model file with `copies` external initializers W (float[4]). */
+static int load_external_n(int copies, const char *location,
+			   const char *offset, const char *length,
+			   mfs_error *err, onnx_model **out)
 {
 	pbw x = { 0 }, t = { 0 }, e = { 0 }, m = { 0 };
 	int64_t d[1] = { 4 };
 	char path[256];
 
+	for (int k = 0; k < copies; k++) {
 	tensor_head(&t, MFS_DT_FLOAT, 1, d, true);
 	w_str(&t, 8, "W");
 	w_str(&e, 1, "location");
@@ -952,12 +954,19 @@ static int load_external(const char *location, const char *offset,
 	}
 	w_int(&t, 14, 1);
 	w_msg(&x, 5, &t);
+	}
 	build_model(&m, &x, NULL);
 	free(x.b);
 	write_file("model.onnx", m.b, m.n);
 	free(m.b);
 	snprintf(path, sizeof(path), "%s/model.onnx", tmpdir);
 	return onnx_model_load_file(path, out, err);
+}
+
+static int load_external(const char *location, const char *offset,
+			 const char *length, mfs_error *err, onnx_model **out)
+{
+	return load_external_n(1, location, offset, length, err, out);
 }
 
 static void test_external_data(void **state)
@@ -988,6 +997,11 @@ static void test_external_data(void **state)
 	onnx_model_free(m);
 	assert_int_equal(load_external("./sub//w2.bin", "0", "16", &err, &m), 0);
 	onnx_model_free(m);
+
+	/* Two tensors reading the same bytes: refused (no amplification). */
+	assert_int_equal(load_external_n(2, "w.bin", "4", "16", &err, &m), -EINVAL);
+	assert_non_null(strstr(err.msg, "overlapping"));
+	assert_null(m);
 
 	/* Size mismatch, runs past the end, bad numbers. */
 	assert_int_equal(load_external("w.bin", NULL, NULL, &err, &m), -EINVAL);

@@ -14,39 +14,6 @@
 
 #include "op.h"
 
-/* Until the ONNX reader (which defines the attribute getters) lands: weak
- * stand-ins with the documented semantics; the reader's win when linked. */
-__attribute__((weak)) const onnx_attr *onnx_node_attr(const onnx_node *n, const char *name)
-{
-	for (int i = 0; i < n->n_attrs; i++)
-		if (strcmp(n->attrs[i].name, name) == 0)
-			return &n->attrs[i];
-	return NULL;
-}
-__attribute__((weak)) int64_t onnx_attr_int(const onnx_node *n, const char *name, int64_t def)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	return a && a->type == ONNX_ATTR_INT ? a->i : def;
-}
-__attribute__((weak)) float onnx_attr_float(const onnx_node *n, const char *name, float def)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	return a && a->type == ONNX_ATTR_FLOAT ? a->f : def;
-}
-__attribute__((weak)) const char *onnx_attr_string(const onnx_node *n, const char *name, const char *def)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	return a && a->type == ONNX_ATTR_STRING ? a->s : def;
-}
-__attribute__((weak)) size_t onnx_attr_ints(const onnx_node *n, const char *name, const int64_t **vals)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	if (!a || a->type != ONNX_ATTR_INTS)
-		return 0;
-	*vals = a->ints;
-	return a->n_ints;
-}
-
 /* ---- a hand-built node --------------------------------------------------- */
 
 #define MAX_ATTRS 16
@@ -734,6 +701,411 @@ static void test_conv_bad(void **st)
 			  ENOTSUP, "rank");
 }
 
+/* ---- Pools -------------------------------------------------------------- */
+
+/* Naive 2-D pool reference for one plane.  kind 0 max, 1 avg; ceil as the
+ * ONNX reference; writes ind (flat index within the plane, row-major or
+ * column-major) for max. */
+static void ref_pool2d(int kind, const float *x, int64_t H, int64_t W, const int64_t k[2],
+		       const int64_t s[2], const int64_t d[2], const int64_t pb[2],
+		       const int64_t pe[2], bool cip, int64_t OH, int64_t OW, float *y,
+		       int64_t *ind, bool colmajor)
+{
+	for (int64_t oh = 0; oh < OH; oh++)
+		for (int64_t ow = 0; ow < OW; ow++) {
+			float best = -INFINITY;
+			int64_t bi = 0, cnt = 0, cntp = 0;
+			double sum = 0;
+			for (int64_t i = 0; i < k[0]; i++)
+				for (int64_t j = 0; j < k[1]; j++) {
+					int64_t h = oh * s[0] - pb[0] + i * d[0];
+					int64_t w = ow * s[1] - pb[1] + j * d[1];
+					if (h >= -pb[0] && h < H + pe[0] && w >= -pb[1] && w < W + pe[1])
+						cntp++;
+					if (h < 0 || h >= H || w < 0 || w >= W)
+						continue;
+					float v = x[h * W + w];
+					cnt++;
+					sum += v;
+					if (v > best) {
+						best = v;
+						bi = colmajor ? w * H + h : h * W + w;
+					}
+				}
+			y[oh * OW + ow] = kind == 0 ? best : (float)(sum / (double)(cip ? cntp : cnt));
+			if (ind)
+				ind[oh * OW + ow] = bi;
+		}
+}
+
+static void pool_check(const char *op, int64_t opset, bool nhwc, bool with_ind, bool colmajor,
+		       bool cip, bool ceil)
+{
+	const int64_t N = 2, C = 3, H = 9, W = 8;
+	const int64_t k[2] = { 3, 2 }, st[2] = { 2, 2 }, dl[2] = { opset >= 19 || !strcmp(op, "MaxPool") ? 2 : 1, 1 };
+	const int64_t pb[2] = { 1, 0 }, pe[2] = { 1, 1 };
+	tnode t;
+	mfs_tensor x, y = { 0 }, ind = { 0 };
+	call c;
+	int kind = strcmp(op, "MaxPool") == 0 ? 0 : 1;
+
+	tn_init(&t, op);
+	tn_ints(&t, "kernel_shape", 2, k[0], k[1]);
+	tn_ints(&t, "strides", 2, st[0], st[1]);
+	tn_ints(&t, "pads", 4, pb[0], pb[1], pe[0], pe[1]);
+	if (dl[0] != 1)
+		tn_ints(&t, "dilations", 2, dl[0], dl[1]);
+	if (ceil)
+		tn_int(&t, "ceil_mode", 1);
+	if (cip)
+		tn_int(&t, "count_include_pad", 1);
+	if (colmajor)
+		tn_int(&t, "storage_order", 1);
+	t_rand(&x, shp(4, N, C, H, W));
+	int64_t OH, OW;
+	int64_t span[2] = { H + pb[0] + pe[0] - ((k[0] - 1) * dl[0] + 1),
+			    W + pb[1] + pe[1] - ((k[1] - 1) * dl[1] + 1) };
+	if (ceil) {
+		OH = (span[0] + st[0] - 1) / st[0] + 1;
+		OW = (span[1] + st[1] - 1) / st[1] + 1;
+		if ((OH - 1) * st[0] >= H + pb[0]) OH--;
+		if ((OW - 1) * st[1] >= W + pb[1]) OW--;
+	} else {
+		OH = span[0] / st[0] + 1;
+		OW = span[1] / st[1] + 1;
+	}
+	float *ref = malloc(sizeof(float) * N * C * OH * OW);
+	int64_t *rind = malloc(sizeof(int64_t) * N * C * OH * OW);
+	for (int64_t pl = 0; pl < N * C; pl++) {
+		ref_pool2d(kind, (float *)x.data + pl * H * W, H, W, k, st, dl, pb, pe, cip, OH, OW,
+			   ref + pl * OH * OW, rind + pl * OH * OW, colmajor);
+		for (int64_t i = 0; i < OH * OW; i++)
+			rind[pl * OH * OW + i] += pl * H * W;
+	}
+	if (nhwc) {
+		float *tmp = malloc(x.nbytes);
+		to_nhwc(x.data, tmp, N, C, H * W);
+		memcpy(x.data, tmp, x.nbytes);
+		free(tmp);
+		x.layout = MFS_LAYOUT_NHWC;
+		y.layout = MFS_LAYOUT_NHWC;
+	}
+	mfs_tensor *in[] = { &x }, *out[] = { &y, with_ind ? &ind : NULL };
+	t.node.n_outputs = with_ind ? 2 : 1;
+	char *onames[2] = { (char *)"y", (char *)"i" };
+	t.node.outputs = onames;
+	call_setup(&c, &t, opset, in, 1, out, 2);
+	int rc = call_run(&c);
+	if (rc)
+		print_error("%s\n", c.err.msg);
+	assert_int_equal(rc, 0);
+	assert_int_equal(y.shape.dims[2], OH);
+	assert_int_equal(y.shape.dims[3], OW);
+	if (nhwc) {
+		float *tmp = malloc(sizeof(float) * N * C * OH * OW);
+		to_nhwc(ref, tmp, N, C, OH * OW);
+		free(ref);
+		ref = tmp;
+	}
+	assert_close(y.data, ref, N * C * OH * OW, 1e-5f);
+	if (with_ind) {
+		assert_int_equal(ind.dtype, MFS_DT_INT64);
+		for (int64_t i = 0; i < N * C * OH * OW; i++)
+			assert_int_equal(((int64_t *)ind.data)[i], rind[i]);
+	}
+	call_done(&c);
+	free(ref);
+	free(rind);
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&y);
+	mfs_tensor_release(&ind);
+}
+
+static void test_maxpool(void **st)
+{
+	(void)st;
+	pool_check("MaxPool", 12, false, false, false, false, false);
+	pool_check("MaxPool", 12, false, true, false, false, true);
+	pool_check("MaxPool", 12, false, true, true, false, false);
+	pool_check("MaxPool", 12, true, false, false, false, true);
+	pool_check("MaxPool", 12, true, true, false, false, false);
+}
+
+static void test_avgpool(void **st)
+{
+	(void)st;
+	pool_check("AveragePool", 11, false, false, false, false, false);
+	pool_check("AveragePool", 11, false, false, false, true, false);
+	pool_check("AveragePool", 11, false, false, false, true, true);
+	pool_check("AveragePool", 19, false, false, false, false, true);
+	pool_check("AveragePool", 11, true, false, false, true, true);
+	pool_check("AveragePool", 19, true, false, false, false, false);
+}
+
+static void test_global_pools(void **st)
+{
+	(void)st;
+	const int64_t N = 2, C = 5, S = 12;
+	const char *ops[] = { "GlobalAveragePool", "GlobalMaxPool" };
+	for (int oi = 0; oi < 2; oi++)
+		for (int nhwc = 0; nhwc < 2; nhwc++) {
+			tnode t;
+			mfs_tensor x, y = { 0 };
+			call c;
+			tn_init(&t, ops[oi]);
+			t_rand(&x, shp(4, N, C, 3L, 4L));
+			float ref[N * C];
+			for (int64_t pl = 0; pl < N * C; pl++) {
+				const float *xp = (float *)x.data + pl * S;
+				double acc = 0;
+				float mx = -INFINITY;
+				for (int64_t i = 0; i < S; i++) {
+					acc += xp[i];
+					mx = xp[i] > mx ? xp[i] : mx;
+				}
+				ref[pl] = oi == 0 ? (float)(acc / S) : mx;
+			}
+			if (nhwc) {
+				float *tmp = malloc(x.nbytes);
+				to_nhwc(x.data, tmp, N, C, S);
+				memcpy(x.data, tmp, x.nbytes);
+				free(tmp);
+				x.layout = y.layout = MFS_LAYOUT_NHWC;
+			}
+			mfs_tensor *in[] = { &x }, *out[] = { &y };
+			call_setup(&c, &t, 13, in, 1, out, 1);
+			assert_int_equal(call_run(&c), 0);
+			assert_int_equal(y.shape.rank, 4);
+			assert_int_equal(y.shape.dims[1], C);
+			assert_int_equal(y.shape.dims[2], 1);
+			assert_close(y.data, ref, N * C, 1e-5f);
+			call_done(&c);
+			mfs_tensor_release(&x);
+			mfs_tensor_release(&y);
+		}
+}
+
+static void expect_error(tnode *t, int64_t opset, mfs_tensor **in, int n_in, int code,
+			 const char *needle)
+{
+	mfs_tensor y = { 0 };
+	mfs_tensor *out[] = { &y };
+	call c;
+	call_setup(&c, t, opset, in, n_in, out, 1);
+	int rc = call_run(&c);
+	if (rc != -code || !strstr(c.err.msg, needle))
+		print_error("rc %d, message '%s'\n", rc, c.err.msg);
+	assert_int_equal(rc, -code);
+	assert_non_null(strstr(c.err.msg, needle));
+	call_done(&c);
+	mfs_tensor_release(&y);
+}
+
+static void test_pool_bad(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x;
+	mfs_tensor *in[] = { &x };
+
+	t_rand(&x, shp(4, 1L, 2L, 5L, 5L));
+	tn_init(&t, "MaxPool");
+	expect_error(&t, 12, in, 1, EINVAL, "kernel_shape is required");
+	tn_init(&t, "MaxPool");
+	tn_ints(&t, "kernel_shape", 2, 2L, 2L);
+	tn_ints(&t, "dilations", 2, 2L, 2L);
+	expect_error(&t, 8, in, 1, EINVAL, "dilations");
+	tn_init(&t, "AveragePool");
+	tn_ints(&t, "kernel_shape", 2, 2L, 2L);
+	tn_int(&t, "ceil_mode", 1);
+	expect_error(&t, 7, in, 1, EINVAL, "ceil_mode");
+	tn_init(&t, "AveragePool");
+	tn_ints(&t, "kernel_shape", 2, 7L, 2L);
+	expect_error(&t, 11, in, 1, EINVAL, "smaller than the window");
+	tn_init(&t, "MaxPool");
+	tn_ints(&t, "kernel_shape", 3, 2L, 2L, 2L);
+	expect_error(&t, 12, in, 1, EINVAL, "kernel_shape");
+	tn_init(&t, "LRN");
+	expect_error(&t, 13, in, 1, EINVAL, "size");
+	mfs_tensor_release(&x);
+}
+
+/* ---- BatchNormalization, InstanceNormalization, LRN --------------------- */
+
+static void test_batchnorm(void **st)
+{
+	(void)st;
+	const int64_t N = 2, C = 4, S = 6;
+	for (int nhwc = 0; nhwc < 2; nhwc++) {
+		tnode t;
+		mfs_tensor x, sc, b, mean, var, y = { 0 };
+		call c;
+		tn_init(&t, "BatchNormalization");
+		tn_float(&t, "epsilon", 1e-3f);
+		t_rand(&x, shp(4, N, C, 2L, 3L));
+		t_rand(&sc, shp(1, C));
+		t_rand(&b, shp(1, C));
+		t_rand(&mean, shp(1, C));
+		t_rand(&var, shp(1, C));
+		for (int i = 0; i < C; i++)
+			((float *)var.data)[i] = fabsf(((float *)var.data)[i]);
+		float ref[N * C * S];
+		for (int64_t n = 0; n < N; n++)
+			for (int64_t ch = 0; ch < C; ch++)
+				for (int64_t i = 0; i < S; i++) {
+					int64_t o = (n * C + ch) * S + i;
+					ref[o] = (((float *)x.data)[o] - ((float *)mean.data)[ch]) /
+						 sqrtf(((float *)var.data)[ch] + 1e-3f) * ((float *)sc.data)[ch] +
+						 ((float *)b.data)[ch];
+				}
+		float *refp = ref, tmpr[N * C * S];
+		if (nhwc) {
+			float *tmp = malloc(x.nbytes);
+			to_nhwc(x.data, tmp, N, C, S);
+			memcpy(x.data, tmp, x.nbytes);
+			free(tmp);
+			to_nhwc(ref, tmpr, N, C, S);
+			refp = tmpr;
+			x.layout = y.layout = MFS_LAYOUT_NHWC;
+		}
+		mfs_tensor *in[] = { &x, &sc, &b, &mean, &var }, *out[] = { &y };
+		call_setup(&c, &t, 15, in, 5, out, 1);
+		assert_int_equal(call_run(&c), 0);
+		assert_close(y.data, refp, N * C * S, 1e-4f);
+		call_done(&c);
+		/* statistics of the wrong size */
+		mfs_tensor bad;
+		t_rand(&bad, shp(1, C + 1));
+		mfs_tensor *in2[] = { &x, &sc, &b, &bad, &var };
+		expect_error(&t, 15, in2, 5, EINVAL, "one per channel");
+		mfs_tensor_release(&bad);
+		mfs_tensor *ins[] = { &x, &sc, &b, &mean, &var };
+		for (int i = 0; i < 5; i++)
+			mfs_tensor_release(ins[i]);
+		mfs_tensor_release(&y);
+	}
+}
+
+static void test_instancenorm_lrn(void **st)
+{
+	(void)st;
+	const int64_t N = 2, C = 5, S = 7;
+	tnode t;
+	mfs_tensor x, sc, b, y = { 0 };
+	call c;
+	float ref[N * C * S];
+
+	t_rand(&x, shp(3, N, C, S));
+	t_rand(&sc, shp(1, C));
+	t_rand(&b, shp(1, C));
+	const float *xd = x.data;
+	for (int64_t pl = 0; pl < N * C; pl++) {
+		double m = 0, v = 0;
+		for (int64_t i = 0; i < S; i++)
+			m += xd[pl * S + i];
+		m /= S;
+		for (int64_t i = 0; i < S; i++)
+			v += (xd[pl * S + i] - m) * (xd[pl * S + i] - m);
+		v /= S;
+		for (int64_t i = 0; i < S; i++)
+			ref[pl * S + i] = (float)((xd[pl * S + i] - m) / sqrt(v + 1e-5)) *
+					  ((float *)sc.data)[pl % C] + ((float *)b.data)[pl % C];
+	}
+	tn_init(&t, "InstanceNormalization");
+	mfs_tensor *in[] = { &x, &sc, &b }, *out[] = { &y };
+	call_setup(&c, &t, 6, in, 3, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_close(y.data, ref, N * C * S, 1e-4f);
+	call_done(&c);
+
+	/* LRN size 3 */
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t ch = 0; ch < C; ch++)
+			for (int64_t i = 0; i < S; i++) {
+				double sq = 0;
+				for (int64_t k = ch - 1; k <= ch + 1; k++)
+					if (k >= 0 && k < C)
+						sq += xd[(n * C + k) * S + i] * xd[(n * C + k) * S + i];
+				ref[(n * C + ch) * S + i] = (float)(xd[(n * C + ch) * S + i] /
+					pow(2.0 + 0.5 / 3 * sq, 0.75));
+			}
+	tn_init(&t, "LRN");
+	tn_int(&t, "size", 3);
+	tn_float(&t, "alpha", 0.5f);
+	tn_float(&t, "bias", 2.0f);
+	call_setup(&c, &t, 13, in, 1, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_close(y.data, ref, N * C * S, 1e-4f);
+	call_done(&c);
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&sc);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&y);
+}
+
+/* ---- ConvTranspose ------------------------------------------------------ */
+
+static void test_conv_transpose(void **st)
+{
+	(void)st;
+	const int64_t N = 2, C = 4, M = 6, G = 2, H = 4, W = 5;
+	const int64_t k[2] = { 3, 2 }, s[2] = { 2, 3 }, d[2] = { 1, 2 };
+	const int64_t pb[2] = { 1, 0 }, pe[2] = { 0, 1 }, op[2] = { 1, 0 };
+	tnode t;
+	mfs_tensor x, w, b, y = { 0 };
+	call c;
+
+	tn_init(&t, "ConvTranspose");
+	tn_int(&t, "group", G);
+	tn_ints(&t, "strides", 2, s[0], s[1]);
+	tn_ints(&t, "dilations", 2, d[0], d[1]);
+	tn_ints(&t, "pads", 4, pb[0], pb[1], pe[0], pe[1]);
+	tn_ints(&t, "output_padding", 2, op[0], op[1]);
+	t_rand(&x, shp(4, N, C, H, W));
+	t_rand(&w, shp(4, C, M / G, k[0], k[1]));
+	t_rand(&b, shp(1, M));
+	int64_t OH = s[0] * (H - 1) + op[0] + (k[0] - 1) * d[0] + 1 - pb[0] - pe[0];
+	int64_t OW = s[1] * (W - 1) + op[1] + (k[1] - 1) * d[1] + 1 - pb[1] - pe[1];
+	double *acc = calloc((size_t)(N * M * OH * OW), sizeof(double));
+	const float *xd = x.data, *wd = w.data, *bd = b.data;
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t ci = 0; ci < C; ci++) {
+			int64_t g = ci / (C / G);
+			for (int64_t mm = 0; mm < M / G; mm++)
+				for (int64_t ih = 0; ih < H; ih++)
+					for (int64_t iw = 0; iw < W; iw++)
+						for (int64_t kh = 0; kh < k[0]; kh++)
+							for (int64_t kw = 0; kw < k[1]; kw++) {
+								int64_t oh = ih * s[0] - pb[0] + kh * d[0];
+								int64_t ow = iw * s[1] - pb[1] + kw * d[1];
+								if (oh < 0 || oh >= OH || ow < 0 || ow >= OW)
+									continue;
+								acc[((n * M + g * (M / G) + mm) * OH + oh) * OW + ow] +=
+									(double)xd[((n * C + ci) * H + ih) * W + iw] *
+									wd[((ci * (M / G) + mm) * k[0] + kh) * k[1] + kw];
+							}
+		}
+	float *ref = malloc(sizeof(float) * N * M * OH * OW);
+	for (int64_t i = 0; i < N * M * OH * OW; i++)
+		ref[i] = (float)(acc[i] + bd[(i / (OH * OW)) % M]);
+	mfs_tensor *in[] = { &x, &w, &b }, *out[] = { &y };
+	call_setup(&c, &t, 11, in, 3, out, 1);
+	int rc = call_run(&c);
+	if (rc)
+		print_error("%s\n", c.err.msg);
+	assert_int_equal(rc, 0);
+	assert_int_equal(y.shape.dims[2], OH);
+	assert_int_equal(y.shape.dims[3], OW);
+	assert_close(y.data, ref, N * M * OH * OW, 1e-4f);
+	call_done(&c);
+	free(acc);
+	free(ref);
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -746,6 +1118,13 @@ int main(void)
 		cmocka_unit_test(test_conv_im2col),
 		cmocka_unit_test(test_conv_paths_agree),
 		cmocka_unit_test(test_conv_bad),
+		cmocka_unit_test(test_maxpool),
+		cmocka_unit_test(test_avgpool),
+		cmocka_unit_test(test_global_pools),
+		cmocka_unit_test(test_pool_bad),
+		cmocka_unit_test(test_batchnorm),
+		cmocka_unit_test(test_instancenorm_lrn),
+		cmocka_unit_test(test_conv_transpose),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

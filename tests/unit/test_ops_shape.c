@@ -13,39 +13,6 @@
 
 #include "op.h"
 
-/* Attribute getters live in the ONNX reader; these weak copies let the
- * test link on its own and yield to the reader's when it is linked. */
-__attribute__((weak)) const onnx_attr *onnx_node_attr(const onnx_node *n, const char *name)
-{
-	for (int i = 0; i < n->n_attrs; i++)
-		if (strcmp(n->attrs[i].name, name) == 0)
-			return &n->attrs[i];
-	return NULL;
-}
-__attribute__((weak)) int64_t onnx_attr_int(const onnx_node *n, const char *name, int64_t def)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	return a ? a->i : def;
-}
-__attribute__((weak)) float onnx_attr_float(const onnx_node *n, const char *name, float def)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	return a ? a->f : def;
-}
-__attribute__((weak)) const char *onnx_attr_string(const onnx_node *n, const char *name,
-						  const char *def)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	return a ? a->s : def;
-}
-__attribute__((weak)) size_t onnx_attr_ints(const onnx_node *n, const char *name,
-					    const int64_t **vals)
-{
-	const onnx_attr *a = onnx_node_attr(n, name);
-	*vals = a ? a->ints : NULL;
-	return a ? a->n_ints : 0;
-}
-
 /* ---- a tiny harness -------------------------------------------------- */
 
 #define MAXT 8
@@ -519,6 +486,211 @@ static void test_constant(void **st)
 	h_free(&h);
 }
 
+
+static void h_attr_str(harness *h, const char *name, const char *v)
+{
+	onnx_attr *a = &h->attrs[h->node.n_attrs++];
+	a->name = (char *)name;
+	a->type = ONNX_ATTR_STRING;
+	a->s = (char *)v;
+	a->s_len = strlen(v);
+}
+
+static void test_pad(void **st)
+{
+	harness h;
+	int64_t xd[] = { 1, 3 }, pd[] = { 4 }, pads[] = { 0, 2, 0, 3 };
+	(void)st;
+	h_init(&h, "Pad", 18, 1);
+	h_attr_str(&h, "mode", "reflect");
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	h_in(&h, MFS_DT_INT64, 1, pd, pads);
+	assert_int_equal(h_run(&h), 0);
+	float want[] = { 2, 1, 0, 1, 2, 1, 0, 1 };
+	assert_floats(&h.out[0], want, 8, 0);
+	h_free(&h);
+
+	float cv = 7;
+	int64_t crop[] = { 0, -1, 0, 1 }, sc[] = { 1 };
+	h_init(&h, "Pad", 18, 1);  /* negative pads crop; constant fill */
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	h_in(&h, MFS_DT_INT64, 1, pd, crop);
+	h_in(&h, MFS_DT_FLOAT, 1, sc, &cv);
+	assert_int_equal(h_run(&h), 0);
+	float w2[] = { 1, 2, 7 };
+	assert_floats(&h.out[0], w2, 3, 0);
+	h_free(&h);
+
+	int64_t over[] = { 0, -5, 0, 0 };
+	h_init(&h, "Pad", 18, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	h_in(&h, MFS_DT_INT64, 1, pd, over);
+	assert_int_equal(h_infer(&h), -EINVAL);
+}
+
+static void test_gather_scatter_nd(void **st)
+{
+	harness h;
+	int64_t xd[] = { 2, 2 }, id[] = { 2, 2 }, idx[] = { 0, 0, 1, 1 };
+	(void)st;
+	h_init(&h, "GatherND", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	h_in(&h, MFS_DT_INT64, 2, id, idx);
+	assert_int_equal(h_run(&h), 0);
+	float want[] = { 0, 3 };
+	assert_floats(&h.out[0], want, 2, 0);
+	h_free(&h);
+
+	float data[4] = { 1, 1, 1, 1 }, upd[2] = { 5, 6 };
+	int64_t ud[] = { 2 };
+	h_init(&h, "ScatterND", 16, 1);
+	h_attr_str(&h, "reduction", "add");
+	h_in(&h, MFS_DT_FLOAT, 2, xd, data);
+	h_in(&h, MFS_DT_INT64, 2, id, idx);
+	h_in(&h, MFS_DT_FLOAT, 1, ud, upd);
+	assert_int_equal(h_run(&h), 0);
+	float w2[] = { 6, 1, 1, 7 };
+	assert_floats(&h.out[0], w2, 4, 0);
+	h_free(&h);
+
+	int64_t bad[] = { 0, 2, 0, 0 };
+	h_init(&h, "ScatterND", 16, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, data);
+	h_in(&h, MFS_DT_INT64, 2, id, bad);
+	h_in(&h, MFS_DT_FLOAT, 1, ud, upd);
+	assert_int_equal(h_run(&h), -EINVAL);
+	h_free(&h);
+
+	int64_t ei[] = { 1, 0, 5, 0 };  /* ScatterElements: index 5 of 2 */
+	h_init(&h, "ScatterElements", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, data);
+	h_in(&h, MFS_DT_INT64, 2, id, ei);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
+	assert_int_equal(h_run(&h), -EINVAL);
+	h_free(&h);
+}
+
+static void test_topk_argmax(void **st)
+{
+	harness h;
+	int64_t xd[] = { 2, 3 }, kd[] = { 1 }, k[] = { 2 };
+	float x[] = { 3, 1, 3, 0, 5, 4 };
+	(void)st;
+	h_init(&h, "TopK", 11, 2);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, x);
+	h_in(&h, MFS_DT_INT64, 1, kd, k);
+	assert_int_equal(h_run(&h), 0);
+	float want[] = { 3, 3, 5, 4 };
+	assert_floats(&h.out[0], want, 4, 0);
+	int64_t *ix = h.out[1].data;
+	assert_true(ix[0] == 0 && ix[1] == 2 && ix[2] == 1 && ix[3] == 2);
+	h_free(&h);
+
+	h_init(&h, "ArgMax", 13, 1);
+	h_attr_int(&h, "axis", 1);
+	h_attr_int(&h, "select_last_index", 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, x);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 2, 2, 1);
+	assert_int_equal(((int64_t *)h.out[0].data)[0], 2);
+	assert_int_equal(((int64_t *)h.out[0].data)[1], 1);
+	h_free(&h);
+}
+
+static void test_data_dependent(void **st)
+{
+	harness h;
+	int64_t xd[] = { 2, 2 }, one[] = { 0 };
+	float x[] = { 0, 2, 3, 0 };
+	(void)st;
+	h_init(&h, "NonZero", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, NULL);
+	assert_int_equal(h_infer(&h), MFS_SHAPE_DEPENDS_ON_DATA);
+	h_init(&h, "NonZero", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, x);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 2, 2, 2);
+	int64_t *o = h.out[0].data;
+	assert_true(o[0] == 0 && o[1] == 1 && o[2] == 1 && o[3] == 0);
+	h_free(&h);
+
+	int64_t a = 10, l = 4, d = -3;
+	h_init(&h, "Range", 11, 1);
+	h_in(&h, MFS_DT_INT64, 0, one, &a);
+	h_in(&h, MFS_DT_INT64, 0, one, &l);
+	h_in(&h, MFS_DT_INT64, 0, one, &d);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 1, 2);
+	assert_int_equal(((int64_t *)h.out[0].data)[1], 7);
+	h_free(&h);
+
+	int64_t zero = 0;
+	h_init(&h, "Range", 11, 1);
+	h_in(&h, MFS_DT_INT64, 0, one, &a);
+	h_in(&h, MFS_DT_INT64, 0, one, &l);
+	h_in(&h, MFS_DT_INT64, 0, one, &zero);
+	assert_int_equal(h_infer(&h), -EINVAL);
+
+	uint8_t cond[] = { 0, 1 };
+	int64_t cd[] = { 2 };
+	h_init(&h, "Compress", 11, 1);
+	h_attr_int(&h, "axis", 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, x);
+	h_in(&h, MFS_DT_BOOL, 1, cd, cond);
+	assert_int_equal(h_run(&h), 0);
+	float cw[] = { 2, 0 };
+	assert_floats(&h.out[0], cw, 2, 0);
+	h_free(&h);
+}
+
+static void test_misc(void **st)
+{
+	harness h;
+	int64_t xd[] = { 1, 4 }, ad[] = { 1 }, axis = 1;
+	float x[] = { 1, 2, 3, 4 };
+	(void)st;
+	h_init(&h, "CumSum", 14, 1);
+	h_attr_int(&h, "exclusive", 1);
+	h_attr_int(&h, "reverse", 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, x);
+	h_in(&h, MFS_DT_INT64, 0, ad, &axis);
+	assert_int_equal(h_run(&h), 0);
+	float cw[] = { 9, 7, 4, 0 };
+	assert_floats(&h.out[0], cw, 4, 0);
+	h_free(&h);
+
+	/* DepthToSpace CRD on [1,4,1,1] -> [1,1,2,2] keeps channel order. */
+	int64_t dd[] = { 1, 4, 1, 1 };
+	h_init(&h, "DepthToSpace", 13, 1);
+	h_attr_int(&h, "blocksize", 2);
+	h_attr_str(&h, "mode", "CRD");
+	h_in(&h, MFS_DT_FLOAT, 4, dd, x);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 4, 1, 1, 2, 2);
+	assert_floats(&h.out[0], x, 4, 0);
+	h_free(&h);
+
+	int64_t id[] = { 3 }, idx[] = { 0, -1, 9 }, sd[] = { 1 }, vd[] = { 2 };
+	float depth = 3, vals[] = { 0, 1 };
+	h_init(&h, "OneHot", 11, 1);
+	h_in(&h, MFS_DT_INT64, 1, id, idx);
+	h_in(&h, MFS_DT_FLOAT, 1, sd, &depth);
+	h_in(&h, MFS_DT_FLOAT, 1, vd, vals);
+	assert_int_equal(h_run(&h), 0);
+	float ow[] = { 1, 0, 0, 0, 0, 1, 0, 0, 0 };
+	assert_floats(&h.out[0], ow, 9, 0);
+	h_free(&h);
+
+	int64_t td[] = { 3, 3 };
+	h_init(&h, "Trilu", 14, 1);
+	h_attr_int(&h, "upper", 0);
+	h_in(&h, MFS_DT_FLOAT, 2, td, seq);
+	assert_int_equal(h_run(&h), 0);
+	float tw[] = { 0, 0, 0, 3, 4, 0, 6, 7, 8 };
+	assert_floats(&h.out[0], tw, 9, 0);
+	h_free(&h);
+}
+
 int main(void)
 {
 	for (int i = 0; i < 64; i++)
@@ -535,6 +707,11 @@ int main(void)
 		cmocka_unit_test(test_reduce),
 		cmocka_unit_test(test_layernorm),
 		cmocka_unit_test(test_constant),
+		cmocka_unit_test(test_pad),
+		cmocka_unit_test(test_gather_scatter_nd),
+		cmocka_unit_test(test_topk_argmax),
+		cmocka_unit_test(test_data_dependent),
+		cmocka_unit_test(test_misc),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

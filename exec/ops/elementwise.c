@@ -1,0 +1,428 @@
+/* elementwise.c - broadcasting driver, half-precision widening and the
+ * shared infer/run of the elementwise operators (see elementwise.h). */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elementwise.h"
+
+/* The output's dims after dropping 1s and merging dims that every input
+ * walks contiguously (or not at all), with element strides per input. */
+typedef struct ew_plan {
+	int rank, n_in;
+	int64_t dims[MFS_MAX_RANK];
+	int64_t stride[EW_MAX_IN][MFS_MAX_RANK];   /* 0: broadcast */
+	size_t esize[EW_MAX_IN], osize;
+} ew_plan;
+
+static void plan_build(ew_plan *pl, const mfs_tensor *const *in, int n_in,
+		       const mfs_tensor *out)
+{
+	const mfs_shape *os = &out->shape;
+	int64_t st[EW_MAX_IN][MFS_MAX_RANK];
+
+	pl->n_in = n_in;
+	pl->osize = mfs_dtype_size(out->dtype);
+	for (int k = 0; k < n_in; k++) {
+		int off = os->rank - in[k]->shape.rank;
+		int64_t s = 1;
+		pl->esize[k] = mfs_dtype_size(in[k]->dtype);
+		for (int d = os->rank - 1; d >= 0; d--) {
+			int64_t dim = d >= off ? in[k]->shape.dims[d - off] : 1;
+			st[k][d] = dim == 1 ? 0 : s;
+			s *= dim;
+		}
+	}
+	pl->rank = 0;
+	for (int d = 0; d < os->rank; d++) {
+		int64_t dim = os->dims[d];
+		int r = pl->rank;
+		bool merge = r > 0;
+		if (dim == 1)
+			continue;
+		for (int k = 0; merge && k < n_in; k++)
+			merge = pl->stride[k][r - 1] == st[k][d] * dim;
+		if (merge) {
+			pl->dims[r - 1] *= dim;
+			for (int k = 0; k < n_in; k++)
+				pl->stride[k][r - 1] = st[k][d];
+			continue;
+		}
+		pl->dims[r] = dim;
+		for (int k = 0; k < n_in; k++)
+			pl->stride[k][r] = st[k][d];
+		pl->rank++;
+	}
+	if (pl->rank == 0) {            /* one element */
+		pl->rank = 1;
+		pl->dims[0] = 1;
+		for (int k = 0; k < n_in; k++)
+			pl->stride[k][0] = 0;
+	}
+}
+
+/* Output elements [lo, hi): one kernel call per (part of an) inner row,
+ * the outer index advanced like an odometer. */
+static void run_range(const ew_plan *pl, ew_fn fn, char *out,
+		      const char *const *in, int64_t lo, int64_t hi,
+		      const ew_params *p)
+{
+	int R = pl->rank;
+	int64_t inner = pl->dims[R - 1];
+	int64_t idx[MFS_MAX_RANK], off[EW_MAX_IN] = { 0 }, step[EW_MAX_IN];
+	int64_t row = lo / inner, col = lo % inner;
+
+	for (int d = R - 2; d >= 0; d--) {
+		idx[d] = row % pl->dims[d];
+		row /= pl->dims[d];
+		for (int k = 0; k < pl->n_in; k++)
+			off[k] += idx[d] * pl->stride[k][d];
+	}
+	for (int k = 0; k < pl->n_in; k++)
+		step[k] = pl->stride[k][R - 1];
+
+	for (int64_t pos = lo; pos < hi;) {
+		int64_t n = inner - col < hi - pos ? inner - col : hi - pos;
+		const char *ptr[EW_MAX_IN];
+		for (int k = 0; k < pl->n_in; k++)
+			ptr[k] = in[k] + (off[k] + col * step[k]) * (int64_t)pl->esize[k];
+		fn(out + pos * (int64_t)pl->osize, ptr, step, n, p);
+		pos += n;
+		col = 0;
+		for (int d = R - 2; d >= 0; d--) {
+			for (int k = 0; k < pl->n_in; k++)
+				off[k] += pl->stride[k][d];
+			if (++idx[d] < pl->dims[d])
+				break;
+			for (int k = 0; k < pl->n_in; k++)
+				off[k] -= pl->stride[k][d] * pl->dims[d];
+			idx[d] = 0;
+		}
+	}
+}
+
+void ew_apply(ew_fn fn, const mfs_tensor *const *in, int n_in, mfs_tensor *out,
+	      const ew_params *p)
+{
+	int64_t total = mfs_shape_numel(&out->shape);
+	const char *src[EW_MAX_IN];
+	ew_plan pl;
+	int nt = 1;
+
+	if (total <= 0)
+		return;
+	plan_build(&pl, in, n_in, out);
+	for (int k = 0; k < n_in; k++)
+		src[k] = in[k]->data;
+	if (total >= EW_PAR_MIN) {
+		int64_t want = total / (EW_PAR_MIN / 2);
+		nt = omp_get_max_threads();
+		if (want < nt)
+			nt = (int)want;
+	}
+	if (nt <= 1 || omp_in_parallel()) {
+		run_range(&pl, fn, out->data, src, 0, total, p);
+		return;
+	}
+#pragma omp parallel num_threads(nt)
+	{
+		int t = omp_get_thread_num(), m = omp_get_num_threads();
+		/* chunk edges on 64-element boundaries: no shared cache lines */
+		int64_t chunk = ((total + m - 1) / m + 63) & ~(int64_t)63;
+		int64_t lo = chunk * t, hi = lo + chunk < total ? lo + chunk : total;
+		if (lo < hi)
+			run_range(&pl, fn, out->data, src, lo, hi, p);
+	}
+}
+
+bool ew_table_has(const ew_table *tab, mfs_dtype dt)
+{
+	if (dt <= 0 || dt >= EW_NDT)
+		return false;
+	return tab->fn[dt] || (ew_is_half(dt) && tab->fn[MFS_DT_FLOAT]);
+}
+
+static int widen(const mfs_tensor *src, mfs_tensor *dst, mfs_error *err)
+{
+	int64_t n = mfs_shape_numel(&src->shape);
+	const uint16_t *s = src->data;
+	int rc = mfs_tensor_alloc(dst, MFS_DT_FLOAT, &src->shape, err);
+	float *d = dst->data;
+
+	if (rc < 0)
+		return rc;
+	for (int64_t i = 0; i < n; i++)
+		d[i] = src->dtype == MFS_DT_FLOAT16 ? mfs_half_to_float(s[i])
+						    : mfs_bf16_to_float(s[i]);
+	return 0;
+}
+
+static void narrow(const mfs_tensor *src, mfs_tensor *dst)
+{
+	int64_t n = mfs_shape_numel(&src->shape);
+	const float *s = src->data;
+	uint16_t *d = dst->data;
+
+	for (int64_t i = 0; i < n; i++)
+		d[i] = dst->dtype == MFS_DT_FLOAT16 ? mfs_float_to_half(s[i])
+						    : mfs_float_to_bf16(s[i]);
+}
+
+int ew_run(mfs_op_ctx *ctx, const ew_table *tab, const mfs_tensor *const *in,
+	   int n_in, mfs_tensor *out, const ew_params *p)
+{
+	mfs_dtype dt = in[0]->dtype;
+	mfs_tensor wide[EW_MAX_IN], wout;
+	const mfs_tensor *win[EW_MAX_IN];
+	mfs_tensor *o = out;
+	int rc = 0;
+
+	if (dt > 0 && dt < EW_NDT && tab->fn[dt]) {
+		ew_apply(tab->fn[dt], in, n_in, out, p);
+		return 0;
+	}
+	if (!ew_table_has(tab, dt))
+		return mfs_op_fail(ctx, ENOTSUP, "input type %s is not supported",
+				   mfs_dtype_onnx_name(dt));
+	memset(wide, 0, sizeof(wide));
+	memset(&wout, 0, sizeof(wout));
+	for (int k = 0; k < n_in; k++) {
+		win[k] = in[k];
+		if (in[k]->dtype == dt) {
+			wide[k].shape = in[k]->shape;
+			if (rc == 0)
+				rc = widen(in[k], &wide[k], ctx->err);
+			win[k] = &wide[k];
+		}
+	}
+	if (rc == 0 && out->dtype == dt) {
+		rc = mfs_tensor_alloc(&wout, MFS_DT_FLOAT, &out->shape, ctx->err);
+		o = &wout;
+	}
+	if (rc == 0) {
+		ew_apply(tab->fn[MFS_DT_FLOAT], win, n_in, o, p);
+		if (o != out)
+			narrow(o, out);
+	}
+	for (int k = 0; k < n_in; k++)
+		mfs_tensor_release(&wide[k]);
+	mfs_tensor_release(&wout);
+	return rc;
+}
+
+int ew_check_layout(mfs_op_ctx *ctx, const mfs_tensor *const *in, int n_in,
+		    const mfs_shape *shape, mfs_layout *layout)
+{
+	bool nhwc = false;
+
+	for (int k = 0; k < n_in; k++)
+		nhwc |= in[k]->layout == MFS_LAYOUT_NHWC;
+	*layout = nhwc ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN;
+	if (!nhwc)
+		return 0;
+	for (int k = 0; k < n_in; k++) {
+		if (mfs_shape_numel(&in[k]->shape) == 1)
+			continue;
+		if (in[k]->layout != MFS_LAYOUT_NHWC ||
+		    !mfs_shape_equal(&in[k]->shape, shape))
+			return mfs_op_fail(ctx, ENOTSUP,
+					   "NHWC inputs must all have the output's shape or one element");
+	}
+	return 0;
+}
+
+mfs_tensor ew_legacy_operand(const mfs_op_ctx *ctx, const mfs_tensor *a,
+			     const mfs_tensor *b)
+{
+	mfs_tensor r = *b;
+	int64_t axis;
+
+	if (ctx->opset >= 7 || !onnx_attr_int(ctx->node, "broadcast", 0))
+		return r;
+	axis = onnx_attr_int(ctx->node, "axis", a->shape.rank - b->shape.rank);
+	if (axis < 0)
+		axis += a->shape.rank;
+	if (axis < 0 || axis + b->shape.rank > a->shape.rank)
+		return r;       /* left to numpy rules, which then report it */
+	r.shape.rank = a->shape.rank;
+	for (int d = 0; d < a->shape.rank; d++)
+		r.shape.dims[d] = d >= axis && d < axis + b->shape.rank
+				  ? b->shape.dims[d - axis] : 1;
+	return r;
+}
+
+/* The inputs of the op as the kernels see them (legacy broadcasting
+ * applied to input 1 of a binary op).  n_in is at most EW_MAX_IN unless
+ * fold is set, where only the shapes are used. */
+static int gather_inputs(mfs_op_ctx *ctx, int first, mfs_tensor *tmp,
+			 const mfs_tensor **in, int max)
+{
+	int n = ctx->n_in - first;
+
+	if (n < 1)
+		return mfs_op_fail(ctx, EINVAL, "needs at least one input");
+	if (n > max)
+		return mfs_op_fail(ctx, EINVAL, "takes at most %d inputs, got %d",
+				   max, n);
+	for (int k = 0; k < n; k++) {
+		if (!ctx->in[first + k])
+			return mfs_op_fail(ctx, EINVAL, "input %d is missing",
+					   first + k);
+		in[k] = ctx->in[first + k];
+	}
+	if (n == 2 && first == 0) {
+		*tmp = ew_legacy_operand(ctx, in[0], in[1]);
+		in[1] = tmp;
+	}
+	return n;
+}
+
+static int broadcast_all(mfs_op_ctx *ctx, const mfs_tensor *const *in, int n,
+			 mfs_shape *shape)
+{
+	*shape = in[0]->shape;
+	for (int k = 1; k < n; k++) {
+		int rc = mfs_broadcast_shape(shape, &in[k]->shape, shape, ctx->err);
+		if (rc < 0) {
+			mfs_error_prefix(ctx->err, "%s: ", ctx->node->op_type);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+#define EW_MAX_VARIADIC 64
+
+static int infer_common(mfs_op_ctx *ctx, int first, mfs_dtype out_dt,
+			const ew_table *tab)
+{
+	const mfs_tensor *in[EW_MAX_VARIADIC];
+	mfs_tensor tmp;
+	mfs_shape shape;
+	mfs_layout layout;
+	int n = gather_inputs(ctx, first, &tmp, in, EW_MAX_VARIADIC);
+	int rc;
+
+	if (n < 0)
+		return n;
+	if (tab && tab->arity && n != tab->arity)
+		return mfs_op_fail(ctx, EINVAL, "takes %d input%s, got %d",
+				   tab->arity, tab->arity > 1 ? "s" : "", n);
+	for (int k = 1; tab && k < n; k++)
+		if (in[k]->dtype != in[0]->dtype)
+			return mfs_op_fail(ctx, EINVAL,
+					   "input types %s and %s differ",
+					   mfs_dtype_onnx_name(in[0]->dtype),
+					   mfs_dtype_onnx_name(in[k]->dtype));
+	if (tab && !ew_table_has(tab, in[0]->dtype))
+		return mfs_op_fail(ctx, ENOTSUP, "input type %s is not supported",
+				   mfs_dtype_onnx_name(in[0]->dtype));
+	rc = broadcast_all(ctx, in, n, &shape);
+	if (rc == 0)
+		rc = ew_check_layout(ctx, in, n, &shape, &layout);
+	if (rc < 0)
+		return rc;
+	if (ctx->n_out < 1 || !ctx->out[0])
+		return mfs_op_fail(ctx, EINVAL, "output 0 is not requested");
+	ctx->out[0]->dtype = out_dt ? out_dt : in[0]->dtype;
+	ctx->out[0]->shape = shape;
+	ctx->out[0]->layout = layout;
+	return 0;
+}
+
+int ew_infer(mfs_op_ctx *ctx, const ew_table *tab, mfs_dtype out_dt)
+{
+	return infer_common(ctx, 0, out_dt, tab);
+}
+
+int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt)
+{
+	return infer_common(ctx, first, out_dt, NULL);
+}
+
+int ew_run_all(mfs_op_ctx *ctx, const ew_table *tab, const ew_params *p)
+{
+	const mfs_tensor *in[EW_MAX_IN];
+	mfs_tensor tmp;
+	int n = gather_inputs(ctx, 0, &tmp, in, EW_MAX_IN);
+
+	if (n < 0)
+		return n;
+	return ew_run(ctx, tab, in, n, ctx->out[0], p);
+}
+
+/* Broadcasting copies by element size, the fold's first step. */
+#define EW_DEF_COPY(T, name) EW_UNARY_KERNEL(name, T, T, x)
+EW_DEF_COPY(uint8_t, copy_1)
+EW_DEF_COPY(uint16_t, copy_2)
+EW_DEF_COPY(uint32_t, copy_4)
+EW_DEF_COPY(uint64_t, copy_8)
+
+static int fold(mfs_op_ctx *ctx, const ew_table *tab, const ew_table *post,
+		const ew_params *p, mfs_tensor *acc)
+{
+	static const ew_fn copy[9] = { [1] = copy_1, [2] = copy_2,
+				       [4] = copy_4, [8] = copy_8 };
+	size_t es = mfs_dtype_size(acc->dtype);
+	const mfs_tensor *first = ctx->in[0];
+	int rc = 0;
+
+	if (es > 8 || !copy[es])
+		return mfs_op_fail(ctx, ENOTSUP, "unsupported type %s",
+				   mfs_dtype_onnx_name(acc->dtype));
+	ew_apply(copy[es], &first, 1, acc, p);
+	for (int k = 1; rc == 0 && k < ctx->n_in; k++) {
+		const mfs_tensor *pair[2] = { acc, ctx->in[k] };
+		rc = ew_run(ctx, tab, pair, 2, acc, p);
+	}
+	if (rc == 0 && post) {
+		const mfs_tensor *one = acc;
+		rc = ew_run(ctx, post, &one, 1, acc, p);
+	}
+	return rc;
+}
+
+int ew_run_fold(mfs_op_ctx *ctx, const ew_table *tab, const ew_table *post,
+		const ew_params *p)
+{
+	mfs_dtype dt = ctx->in[0]->dtype;
+	mfs_tensor *out = ctx->out[0];
+	mfs_tensor acc, *wide;
+	int rc;
+
+	for (int k = 0; k < ctx->n_in; k++)
+		if (!ctx->in[k])
+			return mfs_op_fail(ctx, EINVAL, "input %d is missing", k);
+	if (!ew_is_half(dt) || tab->fn[dt])
+		return fold(ctx, tab, post, p, out);
+
+	/* float16: fold in float over widened copies of every input */
+	wide = calloc((size_t)ctx->n_in, sizeof(*wide));
+	memset(&acc, 0, sizeof(acc));
+	if (!wide)
+		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	rc = mfs_tensor_alloc(&acc, MFS_DT_FLOAT, &out->shape, ctx->err);
+	for (int k = 0; rc == 0 && k < ctx->n_in; k++)
+		rc = widen(ctx->in[k], &wide[k], ctx->err);
+	if (rc == 0) {
+		mfs_tensor **saved = ctx->in;
+		mfs_tensor **ptrs = calloc((size_t)ctx->n_in, sizeof(*ptrs));
+		if (!ptrs) {
+			rc = mfs_op_fail(ctx, ENOMEM, "out of memory");
+		} else {
+			for (int k = 0; k < ctx->n_in; k++)
+				ptrs[k] = &wide[k];
+			ctx->in = ptrs;
+			rc = fold(ctx, tab, post, p, &acc);
+			ctx->in = saved;
+			free(ptrs);
+		}
+	}
+	if (rc == 0)
+		narrow(&acc, out);
+	for (int k = 0; k < ctx->n_in; k++)
+		mfs_tensor_release(&wide[k]);
+	free(wide);
+	mfs_tensor_release(&acc);
+	return rc;
+}

@@ -1,0 +1,62 @@
+/* Smooth activations: Sigmoid, Softplus, Softsign, Mish, Gelu (opset 20,
+ * approximate "none" = exact erf form, or "tanh").  Float types. */
+#include <string.h>
+#include <tgmath.h>
+
+#include "elementwise.h"
+
+/* log(1 + e^x) without overflow for large x */
+#define EW_SOFTPLUS(x) ((x) > 0 ? (x) + log1p(exp(-(x))) : log1p(exp(x)))
+
+EW_T_FLOAT(EW_DEF_UNARY, sigmoid, x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)))
+EW_T_FLOAT(EW_DEF_UNARY, softplus, EW_SOFTPLUS(x))
+EW_T_FLOAT(EW_DEF_UNARY, softsign, x / (1 + fabs(x)))
+EW_T_FLOAT(EW_DEF_UNARY, mish, x * tanh(EW_SOFTPLUS(x)))
+EW_T_FLOAT(EW_DEF_UNARY, gelu, (ew_t)0.5 * x * (1 + erf(x * (ew_t)0.70710678118654752440)))
+EW_T_FLOAT(EW_DEF_UNARY, gelut, (ew_t)0.5 * x *
+	   (1 + tanh((ew_t)0.79788456080286535588 * (x + (ew_t)0.044715 * x * x * x))))
+
+static const ew_table sigmoid_tab = { 1, { EW_T_FLOAT(EW_ENTRY, sigmoid) } };
+static const ew_table softplus_tab = { 1, { EW_T_FLOAT(EW_ENTRY, softplus) } };
+static const ew_table softsign_tab = { 1, { EW_T_FLOAT(EW_ENTRY, softsign) } };
+static const ew_table mish_tab = { 1, { EW_T_FLOAT(EW_ENTRY, mish) } };
+static const ew_table gelu_tab = { 1, { EW_T_FLOAT(EW_ENTRY, gelu) } };
+static const ew_table gelut_tab = { 1, { EW_T_FLOAT(EW_ENTRY, gelut) } };
+
+EW_OP_FUNCS(sigmoid, &sigmoid_tab, MFS_DT_UNDEFINED, NULL)
+EW_OP_FUNCS(softplus, &softplus_tab, MFS_DT_UNDEFINED, NULL)
+EW_OP_FUNCS(softsign, &softsign_tab, MFS_DT_UNDEFINED, NULL)
+EW_OP_FUNCS(mish, &mish_tab, MFS_DT_UNDEFINED, NULL)
+
+static const ew_table *gelu_table(mfs_op_ctx *ctx)
+{
+	const char *a = onnx_attr_string(ctx->node, "approximate", "none");
+
+	if (strcmp(a, "none") == 0)
+		return &gelu_tab;
+	if (strcmp(a, "tanh") == 0)
+		return &gelut_tab;
+	mfs_op_fail(ctx, EINVAL, "approximate must be none or tanh, not '%s'", a);
+	return NULL;
+}
+
+static int gelu_infer(mfs_op_ctx *ctx)
+{
+	const ew_table *tab = gelu_table(ctx);
+
+	return tab ? ew_infer(ctx, tab, MFS_DT_UNDEFINED) : -EINVAL;
+}
+
+static int gelu_run(mfs_op_ctx *ctx)
+{
+	const ew_table *tab = gelu_table(ctx);
+	ew_params p = { 0 };
+
+	return tab ? ew_run_all(ctx, tab, &p) : -EINVAL;
+}
+
+MFS_OP(Sigmoid, 1, .flags = MFS_OP_NHWC_OK, .infer = sigmoid_infer, .run = sigmoid_run);
+MFS_OP(Softplus, 1, .flags = MFS_OP_NHWC_OK, .infer = softplus_infer, .run = softplus_run);
+MFS_OP(Softsign, 1, .flags = MFS_OP_NHWC_OK, .infer = softsign_infer, .run = softsign_run);
+MFS_OP(Mish, 18, .flags = MFS_OP_NHWC_OK, .infer = mish_infer, .run = mish_run);
+MFS_OP(Gelu, 20, .flags = MFS_OP_NHWC_OK, .infer = gelu_infer, .run = gelu_run);
