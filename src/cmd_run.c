@@ -241,6 +241,7 @@ static int pick_version(const run_args *a, int64_t *out, mfs_error *err)
 {
 	mfs_model_config cfg;
 	mfs_repo_entry e;
+	int64_t *all;
 	int rc, n;
 	char list[256] = "";
 
@@ -261,6 +262,14 @@ static int pick_version(const run_args *a, int64_t *out, mfs_error *err)
 		return mfs_fail(err, ENOENT, "no version directory (1, 2, ...) in %s/%s",
 				a->repo, a->model);
 	}
+	/* The policy compacts in place: keep every version for messages. */
+	all = malloc((size_t)e.n_versions * sizeof(*all));
+	if (!all) {
+		mfs_repo_entry_release(&e);
+		mfs_config_release(&cfg);
+		return mfs_fail(err, ENOMEM, "out of memory");
+	}
+	memcpy(all, e.versions, (size_t)e.n_versions * sizeof(*all));
 	n = mfs_config_apply_version_policy(&cfg, e.versions, e.n_versions);
 	for (int i = 0; i < n; i++) {
 		size_t used = strlen(list);
@@ -273,14 +282,20 @@ static int pick_version(const run_args *a, int64_t *out, mfs_error *err)
 	} else if (a->version == 0) {
 		*out = e.versions[n - 1];
 	} else {
-		rc = mfs_fail(err, ENOENT, "version %lld is not served (served: %s)",
+		rc = mfs_fail(err, ENOENT, "no version %lld (versions: %s)",
 			      (long long)a->version, list);
 		for (int i = 0; i < n; i++)
 			if (e.versions[i] == a->version) {
 				*out = a->version;
 				rc = 0;
 			}
+		for (int i = 0; rc && i < e.n_versions; i++)
+			if (all[i] == a->version)
+				rc = mfs_fail(err, ENOENT,
+					      "version %lld is not served by the version policy (served: %s)",
+					      (long long)a->version, list);
 	}
+	free(all);
 	mfs_repo_entry_release(&e);
 	mfs_config_release(&cfg);
 	return rc;
@@ -377,8 +392,22 @@ static int write_outputs(const run_args *a, const mfs_loaded_version *lv,
 	const mfs_model_config *c = &lv->config;
 	const char *dir = a->out_dir ? a->out_dir : ".";
 
-	if (a->out_dir && mkdir(dir, 0777) != 0 && errno != EEXIST)
-		return mfs_fail(err, errno, "%s: %s", dir, strerror(errno));
+	if (a->out_dir) {
+		/* mkdir -p */
+		char path[4096];
+		snprintf(path, sizeof(path), "%s", dir);
+		for (char *p = path + 1; ; p++) {
+			if (*p != '/' && *p != '\0')
+				continue;
+			char saved = *p;
+			*p = '\0';
+			if (mkdir(path, 0777) != 0 && errno != EEXIST)
+				return mfs_fail(err, errno, "%s: %s", path, strerror(errno));
+			*p = saved;
+			if (!saved)
+				break;
+		}
+	}
 	for (int i = 0; i < c->n_outputs; i++) {
 		mfs_tensor t = outputs[c->outputs[i].graph_index];
 		char path[4096], *buf;
