@@ -678,13 +678,68 @@ static bool is_rank4_static(const mfs_value *v)
 	return v->kind == MFS_VAL_NODE && v->shape_static && v->shape.rank == 4;
 }
 
+/* Would nd's infer accept its inputs in the planned layouts?  Asked only
+ * where some input is planned NHWC; every input shape must be static. */
+static bool layout_trial(compiler *c, const mfs_node *nd)
+{
+	const mfs_model *m = c->m;
+	mfs_error scratch;
+	void *state = NULL;
+	mfs_op_ctx ctx = {
+		.def = nd->def, .node = nd->onnx, .opset = nd->opset,
+		.n_in = nd->n_in, .in = c->pin, .n_out = nd->n_out, .out = c->pout,
+		.state = &state, .err = &scratch,
+	};
+
+	for (int k = 0; k < nd->n_in; k++) {
+		const mfs_value *v = nd->in[k] >= 0 ? &m->values[nd->in[k]] : NULL;
+		mfs_tensor *t = &c->tin[k];
+		c->pin[k] = v ? t : NULL;
+		if (!v)
+			continue;
+		if (!v->shape_static || v->dtype == MFS_DT_UNDEFINED)
+			return false;
+		if (v->kind == MFS_VAL_CONST) {
+			*t = v->constant;
+		} else {
+			memset(t, 0, sizeof(*t));
+			t->dtype = v->dtype;
+			t->shape = v->shape;
+			t->nbytes = (size_t)mfs_shape_numel(&v->shape) *
+				    mfs_dtype_size(v->dtype);
+		}
+		t->layout = v->layout;
+	}
+	for (int k = 0; k < nd->n_out; k++) {
+		memset(&c->tout[k], 0, sizeof(c->tout[k]));
+		c->tout[k].layout = nd->out[k] >= 0 ? m->values[nd->out[k]].layout
+						    : MFS_LAYOUT_PLAIN;
+		c->pout[k] = nd->out[k] >= 0 ? &c->tout[k] : NULL;
+	}
+	return nd->def->infer(&ctx) == 0;
+}
+
+static bool demote(mfs_value *v)
+{
+	if (!v || v->layout != MFS_LAYOUT_NHWC)
+		return false;
+	v->layout = MFS_LAYOUT_PLAIN;
+	return true;
+}
+
 /* Pass 6: storage layouts.  A value is stored NHWC when it is made by a
  * node that can write NHWC (Conv with MFS_OP_NHWC_OK; other NHWC_OK nodes
  * whose input 0 is NHWC, since they write in input 0's layout) and every
  * reader accepts it without a conversion: an NHWC_OK reader takes NHWC in
  * slot 0, and in another slot only when its input 0 is NHWC with the same
- * shape.  Graph outputs stay plain.  Candidates start optimistic and are
- * demoted until nothing changes (each step only demotes, so it ends). */
+ * shape; and the reader's infer() accepts the planned layouts (operators
+ * say there what they cannot do, e.g. an elementwise op with an NHWC input
+ * and a plain broadcast operand).  Graph outputs stay plain.  Candidates
+ * start optimistic and are demoted until nothing changes (each step only
+ * demotes, so it ends).  The CPU backend follows the same rules at run
+ * time, so values arrive in their planned layout and conversions happen
+ * only where the plan put them (after a producer whose output must be
+ * plain). */
 static void plan_layouts(compiler *c)
 {
 	mfs_model *m = c->m;
@@ -700,42 +755,35 @@ static void plan_layouts(compiler *c)
 	}
 	while (changed) {
 		changed = false;
-		for (int i = 0; i < m->n_outputs; i++) {
-			mfs_value *v = &m->values[m->output_ids[i]];
-			if (v->layout == MFS_LAYOUT_NHWC) {
-				v->layout = MFS_LAYOUT_PLAIN;
-				changed = true;
-			}
-		}
+		for (int i = 0; i < m->n_outputs; i++)
+			changed |= demote(&m->values[m->output_ids[i]]);
 		for (int i = 0; i < m->n_nodes; i++) {
 			const mfs_node *nd = &m->nodes[i];
 			bool ok = nd->def->flags & MFS_OP_NHWC_OK;
 			const mfs_value *in0 = nd->n_in > 0 && nd->in[0] >= 0 ?
 					       &m->values[nd->in[0]] : NULL;
 			bool in0_nhwc = in0 && in0->layout == MFS_LAYOUT_NHWC;
+			bool any = false;
 
 			if (ok && !nd->conv_layout && !in0_nhwc)
-				for (int k = 0; k < nd->n_out; k++) {
-					mfs_value *v = nd->out[k] >= 0 ?
-						       &m->values[nd->out[k]] : NULL;
-					if (v && v->layout == MFS_LAYOUT_NHWC) {
-						v->layout = MFS_LAYOUT_PLAIN;
-						changed = true;
-					}
-				}
+				for (int k = 0; k < nd->n_out; k++)
+					if (nd->out[k] >= 0)
+						changed |= demote(&m->values[nd->out[k]]);
 			for (int k = 0; k < nd->n_in; k++) {
 				mfs_value *v = nd->in[k] >= 0 ? &m->values[nd->in[k]] : NULL;
-				bool accept;
 				if (!v || v->layout != MFS_LAYOUT_NHWC)
 					continue;
-				accept = ok && (k == 0 ||
-						(in0_nhwc && mfs_shape_equal(&v->shape,
-									     &in0->shape)));
-				if (!accept) {
-					v->layout = MFS_LAYOUT_PLAIN;
-					changed = true;
-				}
+				if (ok && (k == 0 ||
+					   (in0_nhwc && mfs_shape_equal(&v->shape,
+									&in0->shape))))
+					any = true;
+				else
+					changed |= demote(v);
 			}
+			if (any && !layout_trial(c, nd))
+				for (int k = 0; k < nd->n_in; k++)
+					if (nd->in[k] >= 0)
+						changed |= demote(&m->values[nd->in[k]]);
 		}
 	}
 	for (int i = 0; i < m->n_values; i++)

@@ -293,7 +293,32 @@ static int plain_run(mfs_op_ctx *ctx)
 	return copy_run(ctx);
 }
 
+/* TBias: x + per-channel b [1,C,1,1]; refuses NHWC x in infer (as an
+ * elementwise op with a plain broadcast operand does). */
+static int bias_infer(mfs_op_ctx *ctx)
+{
+	if (ctx->in[0]->layout == MFS_LAYOUT_NHWC &&
+	    ctx->in[1]->layout == MFS_LAYOUT_PLAIN &&
+	    mfs_shape_numel(&ctx->in[1]->shape) > 1)
+		return mfs_op_fail(ctx, ENOTSUP, "NHWC with a plain operand");
+	return same_infer(ctx);
+}
+
+static int bias_run(mfs_op_ctx *ctx)
+{
+	const float *x = ctx->in[0]->data, *b = ctx->in[1]->data;
+	float *y = ctx->out[0]->data;
+	int64_t C = ctx->in[0]->shape.dims[1];
+	int64_t HW = ctx->in[0]->shape.dims[2] * ctx->in[0]->shape.dims[3];
+	assert_int_equal(ctx->in[0]->layout, MFS_LAYOUT_PLAIN);
+	for (int64_t i = 0; i < C * HW; i++)
+		y[i] = x[i] + b[i / HW];
+	return 0;
+}
+
 static const mfs_op_def test_ops[] = {
+	{ .domain = "test", .op_type = "TBias", .since_version = 1,
+	  .flags = MFS_OP_NHWC_OK, .infer = bias_infer, .run = bias_run },
 	{ .domain = "test", .op_type = "TCopy", .since_version = 1,
 	  .infer = same_infer, .run = copy_run },
 	{ .domain = "test", .op_type = "TAdd", .since_version = 1,
@@ -1001,6 +1026,40 @@ static void test_layout_demoted(void **state)
 	mfs_model_free(m);
 }
 
+/* The reader's infer refuses the planned layouts: the plan backs off. */
+static void test_layout_infer_refuses(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	static const int64_t d4[] = { 1, 3, 2, 2 }, db[] = { 1, 3, 1, 1 };
+	static const float b[] = { 100, 200, 300 };
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out;
+	float x[12];
+
+	gb_input(o, "x", MFS_DT_FLOAT, 4, d4);
+	gb_init_f32(o, "b", 4, db, b);
+	gb_output(o, "y");
+	tnode(o, "Conv", "conv", "x", "c");
+	tnode(o, "TBias", "bias", "c,b", "t");
+	tnode(o, "TAdd", "add", "t,t", "y");
+	m = compile_ok(o);
+	assert_int_equal(m->n_nhwc, 0);
+	for (int i = 0; i < 12; i++)
+		x[i] = (float)i;
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(4, d4, x);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+	for (int i = 0; i < 12; i++)
+		assert_float_equal(((float *)out.data)[i], 2 * (x[i] + b[i / 4]), 0);
+	mfs_tensor_release(&out);
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
 static void test_layout_convert_roundtrip(void **state)
 {
 	(void)state;
@@ -1124,6 +1183,7 @@ int main(void)
 		cmocka_unit_test_setup(test_output_is_input_or_constant, setup),
 		cmocka_unit_test_setup(test_layout_nhwc, setup),
 		cmocka_unit_test_setup(test_layout_demoted, setup),
+		cmocka_unit_test_setup(test_layout_infer_refuses, setup),
 		cmocka_unit_test_setup(test_layout_convert_roundtrip, setup),
 		cmocka_unit_test_setup(test_real_identity, setup),
 		cmocka_unit_test_setup(test_real_reshape, setup),
