@@ -651,6 +651,108 @@ static void test_conv_paths_agree(void **st)
 	mfs_tensor_release(&y2);
 }
 
+/* FusedConv (com.modelfs): act(conv + Z) against the naive conv. */
+static void fused_check(mfs_layout xl, mfs_layout yl, mfs_layout zl, const char *act,
+			bool with_z)
+{
+	conv_case cc = { 2, 2, 6, 8, 2, { 7, 6 }, { 3, 3 }, { 1, 2 }, { 1, 1 }, { 1, 0 },
+			 { 1, 1 }, NULL, true };
+	const int64_t OH = 7, OW = 3, S = OH * OW, osz = 2 * 8 * S;
+	int64_t out[3] = { OH, OW, 1 };
+	tnode t;
+	mfs_tensor x, w, b, z, y = { 0 };
+	call c;
+	static float attr_params[2];
+	float ref[2 * 8 * 7 * 3], tmp[2 * 8 * 7 * 3];
+
+	tn_init(&t, "FusedConv");
+	t.node.domain = (char *)"com.modelfs";
+	tn_int(&t, "group", 2);
+	tn_ints(&t, "strides", 2, 1L, 2L);
+	tn_ints(&t, "pads", 4, 1L, 0L, 1L, 1L);
+	if (act) {
+		tn_str(&t, "activation", act);
+		onnx_attr *a = tn_attr(&t, "activation_params", ONNX_ATTR_FLOATS);
+		attr_params[0] = !strcmp(act, "Clip") ? -0.2f : 0.1f;
+		attr_params[1] = 0.3f;
+		a->floats = attr_params;
+		a->n_floats = 2;
+	}
+	t_rand(&x, shp(4, 2L, 6L, 7L, 6L));
+	t_rand(&w, shp(4, 8L, 3L, 3L, 3L));
+	t_rand(&b, shp(1, 8L));
+	t_rand(&z, shp(4, 2L, 8L, OH, OW));
+	ref_conv(&cc, out, x.data, w.data, b.data, ref);
+	for (int64_t i = 0; i < osz; i++) {
+		float v = ref[i] + (with_z ? ((float *)z.data)[i] : 0.0f);
+		if (act && !strcmp(act, "Relu"))
+			v = v > 0 ? v : 0;
+		else if (act && !strcmp(act, "LeakyRelu"))
+			v = v >= 0 ? v : v * 0.1f;
+		else if (act && !strcmp(act, "Clip"))
+			v = v < -0.2f ? -0.2f : v > 0.3f ? 0.3f : v;
+		ref[i] = v;
+	}
+	if (xl == MFS_LAYOUT_NHWC) {
+		float *xt = malloc(x.nbytes);
+		to_nhwc(x.data, xt, 2, 6, 42);
+		memcpy(x.data, xt, x.nbytes);
+		free(xt);
+		x.layout = MFS_LAYOUT_NHWC;
+	}
+	if (zl == MFS_LAYOUT_NHWC) {
+		to_nhwc(z.data, tmp, 2, 8, S);
+		memcpy(z.data, tmp, z.nbytes);
+		z.layout = MFS_LAYOUT_NHWC;
+	}
+	y.layout = yl;
+	mfs_tensor *in[] = { &x, &w, &b, with_z ? &z : NULL }, *outs[] = { &y };
+	const mfs_op_def *def = mfs_op_find("com.modelfs", "FusedConv", 1);
+	assert_non_null(def);
+	memset(&c, 0, sizeof(c));
+	c.def = def;
+	for (int i = 0; i < 4; i++)
+		c.in[i] = in[i];
+	c.out[0] = outs[0];
+	c.ctx = (mfs_op_ctx){ .def = def, .node = &t.node, .opset = 1, .n_in = 4, .in = c.in,
+			      .n_out = 1, .out = c.out, .state = &c.state, .err = &c.err };
+	int rc = call_run(&c);
+	if (rc)
+		print_error("%s\n", c.err.msg);
+	assert_int_equal(rc, 0);
+	if (yl == MFS_LAYOUT_NHWC) {
+		to_nhwc(ref, tmp, 2, 8, S);
+		memcpy(ref, tmp, sizeof(ref));
+	}
+	assert_close(y.data, ref, osz, 1e-4f);
+	call_done(&c);
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&z);
+	mfs_tensor_release(&y);
+}
+
+static void fused_all(void)
+{
+	const char *acts[] = { NULL, "Relu", "LeakyRelu", "Clip" };
+	for (int a = 0; a < 4; a++)
+		for (int l = 0; l < 8; l++)
+			fused_check(l & 1 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN,
+				    l & 2 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN,
+				    l & 4 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN, acts[a], a != 1 || l < 4);
+}
+
+static void test_fused_conv(void **st)
+{
+	(void)st;
+	unsetenv("MFS_CONV");
+	fused_all();
+	setenv("MFS_CONV", "im2col", 1);
+	fused_all();
+	unsetenv("MFS_CONV");
+}
+
 /* Bad attributes and inputs: clear errors, never a crash. */
 static void conv_expect_error(tnode *t, mfs_shape xs, mfs_shape ws, int code, const char *needle)
 {
@@ -1285,6 +1387,52 @@ static void test_einsum(void **st)
 	mfs_tensor_release(&sq);
 }
 
+static void test_quantize(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, sc, zp, y = { 0 }, back = { 0 };
+	call c;
+
+	/* per-axis (axis 1) int8, ties to even, saturation */
+	t_alloc(&x, MFS_DT_FLOAT, shp(2, 2L, 3L));
+	t_alloc(&sc, MFS_DT_FLOAT, shp(1, 3L));
+	t_alloc(&zp, MFS_DT_INT8, shp(1, 3L));
+	const float xv[6] = { 2.5f, 3.5f, -2.5f, 1000.0f, -1000.0f, 0.0f };
+	memcpy(x.data, xv, sizeof(xv));
+	float *sv = sc.data;
+	sv[0] = 1.0f; sv[1] = 1.0f; sv[2] = 0.5f;
+	int8_t *zv = zp.data;
+	zv[0] = 0; zv[1] = 1; zv[2] = -1;
+	tn_init(&t, "QuantizeLinear");
+	mfs_tensor *in[] = { &x, &sc, &zp }, *out[] = { &y };
+	call_setup(&c, &t, 13, in, 3, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.dtype, MFS_DT_INT8);
+	const int8_t want[6] = { 2, 5, -6, 127, -128, -1 };
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(((int8_t *)y.data)[i], want[i]);
+	call_done(&c);
+
+	/* and back */
+	tn_init(&t, "DequantizeLinear");
+	mfs_tensor *in2[] = { &y, &sc, &zp }, *out2[] = { &back };
+	call_setup(&c, &t, 13, in2, 3, out2, 1);
+	assert_int_equal(call_run(&c), 0);
+	const float wantf[6] = { 2.0f, 4.0f, -2.5f, 127.0f, -129.0f, 0.0f };
+	assert_close(back.data, wantf, 6, 1e-6f);
+	call_done(&c);
+
+	/* per-axis scale before opset 13 is an error */
+	tn_init(&t, "QuantizeLinear");
+	expect_error(&t, 10, in, 3, EINVAL, "opset 13");
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&sc);
+	mfs_tensor_release(&zp);
+	mfs_tensor_release(&y);
+	mfs_tensor_release(&back);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1297,6 +1445,7 @@ int main(void)
 		cmocka_unit_test(test_conv_im2col),
 		cmocka_unit_test(test_conv_paths_agree),
 		cmocka_unit_test(test_conv_bad),
+		cmocka_unit_test(test_fused_conv),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
 		cmocka_unit_test(test_global_pools),
@@ -1308,6 +1457,7 @@ int main(void)
 		cmocka_unit_test(test_conv_integer),
 		cmocka_unit_test(test_qlinear_matmul),
 		cmocka_unit_test(test_einsum),
+		cmocka_unit_test(test_quantize),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "op.h"
+#include "ops/vmath.h"
 
 /* ---- calling an operator ------------------------------------------- */
 
@@ -787,12 +788,79 @@ static void test_layout(void **st)
 	assert_int_equal(c->out.layout, MFS_LAYOUT_NHWC);
 	call_free(c);
 
+	/* a plain per-channel operand broadcasts along NHWC's inner C */
+	float v[8] = { 0, 1, 2, 3, 4, 5, 6, 7 }, ch[2] = { 10, 20 };
+	c = call_new("Add", 14);
+	call_in(c, MFS_DT_FLOAT, v, 4, 1, 2, 2, 2);
+	call_in(c, MFS_DT_FLOAT, ch, 3, 2, 1, 1);
+	c->in[0].layout = MFS_LAYOUT_NHWC;
+	assert_int_equal(call_run(c), 0);
+	assert_int_equal(c->out.layout, MFS_LAYOUT_NHWC);
+	for (int i = 0; i < 8; i++)
+		assert_true(((float *)c->out.data)[i] == v[i] + ch[i % 2]);
+	call_free(c);
+
+	/* ... and one constant over channels broadcasts along H and W */
+	float hw[4] = { 100, 200, 300, 400 };
+	c = call_new("Sub", 14);
+	call_in(c, MFS_DT_FLOAT, v, 4, 1, 2, 2, 2);
+	call_in(c, MFS_DT_FLOAT, hw, 4, 1, 1, 2, 2);
+	c->in[0].layout = MFS_LAYOUT_NHWC;
+	assert_int_equal(call_run(c), 0);
+	for (int i = 0; i < 8; i++)
+		assert_true(((float *)c->out.data)[i] == v[i] - hw[i / 2]);
+	call_free(c);
+
+	/* other plain operands would need a transpose: refused */
 	c = call_new("Add", 14);
 	call_in(c, MFS_DT_FLOAT, a, 4, 1, 2, 2, 2);
 	call_in(c, MFS_DT_FLOAT, b, 3, 2, 1, 1);
+	c->in[1].shape = (mfs_shape){ 3, { 2, 2, 1 } };
 	c->in[0].layout = MFS_LAYOUT_NHWC;
 	assert_int_equal(call_run(c), -ENOTSUP);
 	call_free(c);
+
+	c = call_new("Add", 14);    /* NHWC needs a rank-4 result */
+	call_in(c, MFS_DT_FLOAT, a, 4, 1, 2, 2, 2);
+	call_in(c, MFS_DT_FLOAT, b, 5, 1, 1, 1, 1, 2);
+	c->in[0].layout = MFS_LAYOUT_NHWC;
+	assert_int_equal(call_run(c), -ENOTSUP);
+	call_free(c);
+}
+
+/* The vectorisable float functions against libm in double. */
+static void test_vmath_accuracy(void **st)
+{
+	(void)st;
+	double worst[4] = { 0 };
+	for (int i = -2000000; i <= 2000000; i++) {
+		float x = (float)i * 1e-5f * (i % 3 == 0 ? 10 : 1);
+		double e = exp((double)x), th = tanh((double)x), er = erf((double)x);
+		double sg = 1 / (1 + exp(-(double)x));
+		if (e > 1e-37 && e < 1e38) {
+			double r = fabs(ew_expf(x) - e) / e;
+			worst[0] = r > worst[0] ? r : worst[0];
+		}
+		double rt = fabs(ew_tanhf(x) - th) / (fabs(th) + 1e-30);
+		worst[1] = rt > worst[1] ? rt : worst[1];
+		double ae = fabs(ew_erff(x) - er);
+		worst[2] = ae > worst[2] ? ae : worst[2];
+		if (sg > 1e-37) {
+			double rs = fabs(ew_sigmoidf(x) - sg) / sg;
+			worst[3] = rs > worst[3] ? rs : worst[3];
+		}
+	}
+	print_message("vmath worst: exp %.3g rel, tanh %.3g rel, erf %.3g abs, sigmoid %.3g rel\n",
+		      worst[0], worst[1], worst[2], worst[3]);
+	assert_true(worst[0] < 2.5e-7);
+	assert_true(worst[1] < 1e-6);
+	assert_true(worst[2] < 2e-7);
+	assert_true(worst[3] < 5e-7);
+	assert_true(isnan(ew_expf(NAN)) && isnan(ew_tanhf(NAN)) && isnan(ew_erff(NAN)));
+	assert_true(ew_expf(INFINITY) > 1e38f && ew_expf(-INFINITY) < 1e-37f);
+	assert_true(ew_tanhf(INFINITY) == 1 && ew_tanhf(-INFINITY) == -1);
+	assert_true(ew_erff(INFINITY) == 1 && ew_erff(-INFINITY) == -1);
+	assert_true(ew_erff(0) == 0 && ew_tanhf(-0.0f) == 0);
 }
 
 int main(void)
@@ -812,6 +880,7 @@ int main(void)
 		cmocka_unit_test(test_unary_values),
 		cmocka_unit_test(test_cast),
 		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_vmath_accuracy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
