@@ -651,6 +651,108 @@ static void test_conv_paths_agree(void **st)
 	mfs_tensor_release(&y2);
 }
 
+/* FusedConv (com.modelfs): act(conv + Z) against the naive conv. */
+static void fused_check(mfs_layout xl, mfs_layout yl, mfs_layout zl, const char *act,
+			bool with_z)
+{
+	conv_case cc = { 2, 2, 6, 8, 2, { 7, 6 }, { 3, 3 }, { 1, 2 }, { 1, 1 }, { 1, 0 },
+			 { 1, 1 }, NULL, true };
+	const int64_t OH = 7, OW = 3, S = OH * OW, osz = 2 * 8 * S;
+	int64_t out[3] = { OH, OW, 1 };
+	tnode t;
+	mfs_tensor x, w, b, z, y = { 0 };
+	call c;
+	static float attr_params[2];
+	float ref[2 * 8 * 7 * 3], tmp[2 * 8 * 7 * 3];
+
+	tn_init(&t, "FusedConv");
+	t.node.domain = (char *)"com.modelfs";
+	tn_int(&t, "group", 2);
+	tn_ints(&t, "strides", 2, 1L, 2L);
+	tn_ints(&t, "pads", 4, 1L, 0L, 1L, 1L);
+	if (act) {
+		tn_str(&t, "activation", act);
+		onnx_attr *a = tn_attr(&t, "activation_params", ONNX_ATTR_FLOATS);
+		attr_params[0] = !strcmp(act, "Clip") ? -0.2f : 0.1f;
+		attr_params[1] = 0.3f;
+		a->floats = attr_params;
+		a->n_floats = 2;
+	}
+	t_rand(&x, shp(4, 2L, 6L, 7L, 6L));
+	t_rand(&w, shp(4, 8L, 3L, 3L, 3L));
+	t_rand(&b, shp(1, 8L));
+	t_rand(&z, shp(4, 2L, 8L, OH, OW));
+	ref_conv(&cc, out, x.data, w.data, b.data, ref);
+	for (int64_t i = 0; i < osz; i++) {
+		float v = ref[i] + (with_z ? ((float *)z.data)[i] : 0.0f);
+		if (act && !strcmp(act, "Relu"))
+			v = v > 0 ? v : 0;
+		else if (act && !strcmp(act, "LeakyRelu"))
+			v = v >= 0 ? v : v * 0.1f;
+		else if (act && !strcmp(act, "Clip"))
+			v = v < -0.2f ? -0.2f : v > 0.3f ? 0.3f : v;
+		ref[i] = v;
+	}
+	if (xl == MFS_LAYOUT_NHWC) {
+		float *xt = malloc(x.nbytes);
+		to_nhwc(x.data, xt, 2, 6, 42);
+		memcpy(x.data, xt, x.nbytes);
+		free(xt);
+		x.layout = MFS_LAYOUT_NHWC;
+	}
+	if (zl == MFS_LAYOUT_NHWC) {
+		to_nhwc(z.data, tmp, 2, 8, S);
+		memcpy(z.data, tmp, z.nbytes);
+		z.layout = MFS_LAYOUT_NHWC;
+	}
+	y.layout = yl;
+	mfs_tensor *in[] = { &x, &w, &b, with_z ? &z : NULL }, *outs[] = { &y };
+	const mfs_op_def *def = mfs_op_find("com.modelfs", "FusedConv", 1);
+	assert_non_null(def);
+	memset(&c, 0, sizeof(c));
+	c.def = def;
+	for (int i = 0; i < 4; i++)
+		c.in[i] = in[i];
+	c.out[0] = outs[0];
+	c.ctx = (mfs_op_ctx){ .def = def, .node = &t.node, .opset = 1, .n_in = 4, .in = c.in,
+			      .n_out = 1, .out = c.out, .state = &c.state, .err = &c.err };
+	int rc = call_run(&c);
+	if (rc)
+		print_error("%s\n", c.err.msg);
+	assert_int_equal(rc, 0);
+	if (yl == MFS_LAYOUT_NHWC) {
+		to_nhwc(ref, tmp, 2, 8, S);
+		memcpy(ref, tmp, sizeof(ref));
+	}
+	assert_close(y.data, ref, osz, 1e-4f);
+	call_done(&c);
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&z);
+	mfs_tensor_release(&y);
+}
+
+static void fused_all(void)
+{
+	const char *acts[] = { NULL, "Relu", "LeakyRelu", "Clip" };
+	for (int a = 0; a < 4; a++)
+		for (int l = 0; l < 8; l++)
+			fused_check(l & 1 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN,
+				    l & 2 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN,
+				    l & 4 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN, acts[a], a != 1 || l < 4);
+}
+
+static void test_fused_conv(void **st)
+{
+	(void)st;
+	unsetenv("MFS_CONV");
+	fused_all();
+	setenv("MFS_CONV", "im2col", 1);
+	fused_all();
+	unsetenv("MFS_CONV");
+}
+
 /* Bad attributes and inputs: clear errors, never a crash. */
 static void conv_expect_error(tnode *t, mfs_shape xs, mfs_shape ws, int code, const char *needle)
 {
@@ -1297,6 +1399,7 @@ int main(void)
 		cmocka_unit_test(test_conv_im2col),
 		cmocka_unit_test(test_conv_paths_agree),
 		cmocka_unit_test(test_conv_bad),
+		cmocka_unit_test(test_fused_conv),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
 		cmocka_unit_test(test_global_pools),
