@@ -6,6 +6,8 @@
 
 #include "elementwise.h"
 
+static mfs_tensor storage_view(const mfs_tensor *t);
+
 /* The output's dims after dropping 1s and merging dims that every input
  * walks contiguously (or not at all), with element strides per input. */
 typedef struct ew_plan {
@@ -111,7 +113,17 @@ void ew_apply(ew_fn fn, const mfs_tensor *const *in, int n_in, mfs_tensor *out,
 
 	if (total <= 0)
 		return;
-	plan_build(&pl, in, n_in, out);
+	if (out->layout == MFS_LAYOUT_NHWC && out->shape.rank == 4) {
+		mfs_tensor vin[EW_MAX_IN], vout = storage_view(out);
+		const mfs_tensor *pin[EW_MAX_IN] = { 0 };
+		for (int k = 0; k < n_in; k++) {
+			vin[k] = storage_view(in[k]);
+			pin[k] = &vin[k];
+		}
+		plan_build(&pl, pin, n_in, &vout);
+	} else {
+		plan_build(&pl, in, n_in, out);
+	}
 	for (int k = 0; k < n_in; k++)
 		src[k] = in[k]->data;
 	if (total >= EW_PAR_MIN) {
@@ -151,6 +163,7 @@ static int widen(const mfs_tensor *src, mfs_tensor *dst, mfs_error *err)
 
 	if (rc < 0)
 		return rc;
+	dst->layout = src->layout;
 	for (int64_t i = 0; i < n; i++)
 		d[i] = src->dtype == MFS_DT_FLOAT16 ? mfs_half_to_float(s[i])
 						    : mfs_bf16_to_float(s[i]);
@@ -197,6 +210,7 @@ int ew_run(mfs_op_ctx *ctx, const ew_table *tab, const mfs_tensor *const *in,
 	}
 	if (rc == 0 && out->dtype == dt) {
 		rc = mfs_tensor_alloc(&wout, MFS_DT_FLOAT, &out->shape, ctx->err);
+		wout.layout = out->layout;
 		o = &wout;
 	}
 	if (rc == 0) {
@@ -210,6 +224,21 @@ int ew_run(mfs_op_ctx *ctx, const ew_table *tab, const mfs_tensor *const *in,
 	return rc;
 }
 
+/* A plain operand broadcast against NHWC data: padded to [n,c,h,w], its
+ * bytes are also in [n,h,w,c] order when c == 1 or h == w == 1 (the
+ * non-1 dims keep their relative order).  Per-channel vectors and
+ * scalars qualify. */
+static bool nhwc_compatible(const mfs_shape *s)
+{
+	int64_t d[4] = { 1, 1, 1, 1 };
+
+	if (s->rank > 4)
+		return false;
+	for (int i = 0; i < s->rank; i++)
+		d[4 - s->rank + i] = s->dims[i];
+	return d[1] == 1 || (d[2] == 1 && d[3] == 1);
+}
+
 int ew_check_layout(mfs_op_ctx *ctx, const mfs_tensor *const *in, int n_in,
 		    const mfs_shape *shape, mfs_layout *layout)
 {
@@ -220,15 +249,33 @@ int ew_check_layout(mfs_op_ctx *ctx, const mfs_tensor *const *in, int n_in,
 	*layout = nhwc ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN;
 	if (!nhwc)
 		return 0;
+	if (shape->rank != 4)
+		return mfs_op_fail(ctx, ENOTSUP, "NHWC needs a rank-4 result");
 	for (int k = 0; k < n_in; k++) {
-		if (mfs_shape_numel(&in[k]->shape) == 1)
-			continue;
-		if (in[k]->layout != MFS_LAYOUT_NHWC ||
-		    !mfs_shape_equal(&in[k]->shape, shape))
+		bool same = mfs_shape_equal(&in[k]->shape, shape);
+		if (in[k]->layout == MFS_LAYOUT_NHWC ? !same
+		    : !nhwc_compatible(&in[k]->shape))
 			return mfs_op_fail(ctx, ENOTSUP,
-					   "NHWC inputs must all have the output's shape or one element");
+					   "with NHWC data, other inputs must be NHWC of the same shape, or plain per-channel vectors or scalars");
 	}
 	return 0;
+}
+
+/* t's shape in storage order: NCHW -> NHWC, a plain operand padded to
+ * rank 4 first (see nhwc_compatible). */
+static mfs_tensor storage_view(const mfs_tensor *t)
+{
+	mfs_tensor v = *t;
+	int64_t d[4] = { 1, 1, 1, 1 };
+
+	for (int i = 0; i < t->shape.rank; i++)
+		d[4 - t->shape.rank + i] = t->shape.dims[i];
+	v.shape.rank = 4;
+	v.shape.dims[0] = d[0];
+	v.shape.dims[1] = d[2];
+	v.shape.dims[2] = d[3];
+	v.shape.dims[3] = d[1];
+	return v;
 }
 
 mfs_tensor ew_legacy_operand(const mfs_op_ctx *ctx, const mfs_tensor *a,
@@ -323,7 +370,7 @@ static int infer_common(mfs_op_ctx *ctx, int first, mfs_dtype out_dt,
 	if (rc < 0)
 		return rc;
 	if (ctx->n_out < 1 || !ctx->out[0])
-		return mfs_op_fail(ctx, EINVAL, "output 0 is not requested");
+		return 0;       /* nothing requested: validated only */
 	ctx->out[0]->dtype = out_dt ? out_dt : in[0]->dtype;
 	ctx->out[0]->shape = shape;
 	ctx->out[0]->layout = layout;
@@ -348,6 +395,8 @@ int ew_run_all(mfs_op_ctx *ctx, const ew_table *tab, const ew_params *p)
 
 	if (n < 0)
 		return n;
+	if (ctx->n_out < 1 || !ctx->out[0])
+		return 0;
 	return ew_run(ctx, tab, in, n, ctx->out[0], p);
 }
 
@@ -386,13 +435,15 @@ int ew_run_fold(mfs_op_ctx *ctx, const ew_table *tab, const ew_table *post,
 		const ew_params *p)
 {
 	mfs_dtype dt = ctx->in[0]->dtype;
-	mfs_tensor *out = ctx->out[0];
+	mfs_tensor *out = ctx->n_out > 0 ? ctx->out[0] : NULL;
 	mfs_tensor acc, *wide;
 	int rc;
 
 	for (int k = 0; k < ctx->n_in; k++)
 		if (!ctx->in[k])
 			return mfs_op_fail(ctx, EINVAL, "input %d is missing", k);
+	if (ctx->n_out < 1 || !out)
+		return 0;
 	if (!ew_is_half(dt) || tab->fn[dt])
 		return fold(ctx, tab, post, p, out);
 
@@ -402,6 +453,7 @@ int ew_run_fold(mfs_op_ctx *ctx, const ew_table *tab, const ew_table *post,
 	if (!wide)
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
 	rc = mfs_tensor_alloc(&acc, MFS_DT_FLOAT, &out->shape, ctx->err);
+	acc.layout = out->layout;
 	for (int k = 0; rc == 0 && k < ctx->n_in; k++)
 		rc = widen(ctx->in[k], &wide[k], ctx->err);
 	if (rc == 0) {

@@ -788,9 +788,41 @@ static void test_layout(void **st)
 	assert_int_equal(c->out.layout, MFS_LAYOUT_NHWC);
 	call_free(c);
 
+	/* a plain per-channel operand broadcasts along NHWC's inner C */
+	float v[8] = { 0, 1, 2, 3, 4, 5, 6, 7 }, ch[2] = { 10, 20 };
+	c = call_new("Add", 14);
+	call_in(c, MFS_DT_FLOAT, v, 4, 1, 2, 2, 2);
+	call_in(c, MFS_DT_FLOAT, ch, 3, 2, 1, 1);
+	c->in[0].layout = MFS_LAYOUT_NHWC;
+	assert_int_equal(call_run(c), 0);
+	assert_int_equal(c->out.layout, MFS_LAYOUT_NHWC);
+	for (int i = 0; i < 8; i++)
+		assert_true(((float *)c->out.data)[i] == v[i] + ch[i % 2]);
+	call_free(c);
+
+	/* ... and one constant over channels broadcasts along H and W */
+	float hw[4] = { 100, 200, 300, 400 };
+	c = call_new("Sub", 14);
+	call_in(c, MFS_DT_FLOAT, v, 4, 1, 2, 2, 2);
+	call_in(c, MFS_DT_FLOAT, hw, 4, 1, 1, 2, 2);
+	c->in[0].layout = MFS_LAYOUT_NHWC;
+	assert_int_equal(call_run(c), 0);
+	for (int i = 0; i < 8; i++)
+		assert_true(((float *)c->out.data)[i] == v[i] - hw[i / 2]);
+	call_free(c);
+
+	/* other plain operands would need a transpose: refused */
 	c = call_new("Add", 14);
 	call_in(c, MFS_DT_FLOAT, a, 4, 1, 2, 2, 2);
 	call_in(c, MFS_DT_FLOAT, b, 3, 2, 1, 1);
+	c->in[1].shape = (mfs_shape){ 3, { 2, 2, 1 } };
+	c->in[0].layout = MFS_LAYOUT_NHWC;
+	assert_int_equal(call_run(c), -ENOTSUP);
+	call_free(c);
+
+	c = call_new("Add", 14);    /* NHWC needs a rank-4 result */
+	call_in(c, MFS_DT_FLOAT, a, 4, 1, 2, 2, 2);
+	call_in(c, MFS_DT_FLOAT, b, 5, 1, 1, 1, 1, 2);
 	c->in[0].layout = MFS_LAYOUT_NHWC;
 	assert_int_equal(call_run(c), -ENOTSUP);
 	call_free(c);
