@@ -1387,6 +1387,52 @@ static void test_einsum(void **st)
 	mfs_tensor_release(&sq);
 }
 
+static void test_quantize(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, sc, zp, y = { 0 }, back = { 0 };
+	call c;
+
+	/* per-axis (axis 1) int8, ties to even, saturation */
+	t_alloc(&x, MFS_DT_FLOAT, shp(2, 2L, 3L));
+	t_alloc(&sc, MFS_DT_FLOAT, shp(1, 3L));
+	t_alloc(&zp, MFS_DT_INT8, shp(1, 3L));
+	const float xv[6] = { 2.5f, 3.5f, -2.5f, 1000.0f, -1000.0f, 0.0f };
+	memcpy(x.data, xv, sizeof(xv));
+	float *sv = sc.data;
+	sv[0] = 1.0f; sv[1] = 1.0f; sv[2] = 0.5f;
+	int8_t *zv = zp.data;
+	zv[0] = 0; zv[1] = 1; zv[2] = -1;
+	tn_init(&t, "QuantizeLinear");
+	mfs_tensor *in[] = { &x, &sc, &zp }, *out[] = { &y };
+	call_setup(&c, &t, 13, in, 3, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.dtype, MFS_DT_INT8);
+	const int8_t want[6] = { 2, 5, -6, 127, -128, -1 };
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(((int8_t *)y.data)[i], want[i]);
+	call_done(&c);
+
+	/* and back */
+	tn_init(&t, "DequantizeLinear");
+	mfs_tensor *in2[] = { &y, &sc, &zp }, *out2[] = { &back };
+	call_setup(&c, &t, 13, in2, 3, out2, 1);
+	assert_int_equal(call_run(&c), 0);
+	const float wantf[6] = { 2.0f, 4.0f, -2.5f, 127.0f, -129.0f, 0.0f };
+	assert_close(back.data, wantf, 6, 1e-6f);
+	call_done(&c);
+
+	/* per-axis scale before opset 13 is an error */
+	tn_init(&t, "QuantizeLinear");
+	expect_error(&t, 10, in, 3, EINVAL, "opset 13");
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&sc);
+	mfs_tensor_release(&zp);
+	mfs_tensor_release(&y);
+	mfs_tensor_release(&back);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1411,6 +1457,7 @@ int main(void)
 		cmocka_unit_test(test_conv_integer),
 		cmocka_unit_test(test_qlinear_matmul),
 		cmocka_unit_test(test_einsum),
+		cmocka_unit_test(test_quantize),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
