@@ -120,6 +120,22 @@ int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt);
 		return rc < 0 ? rc : ew_run_all(ctx, tab, &p);              \
 	}
 
+/* The same for an operator whose table depends on an attribute (Mod's
+ * fmod, BitShift's direction): choose(ctx) returns the table, or NULL
+ * after failing with EINVAL. */
+#define EW_OP_FUNCS_SELECT(name, choose, out_dt)                            \
+	static int name##_infer(mfs_op_ctx *ctx)                            \
+	{                                                                   \
+		const ew_table *tab = choose(ctx);                          \
+		return tab ? ew_infer(ctx, tab, out_dt) : -EINVAL;          \
+	}                                                                   \
+	static int name##_run(mfs_op_ctx *ctx)                              \
+	{                                                                   \
+		const ew_table *tab = choose(ctx);                          \
+		ew_params p = { 0 };                                        \
+		return tab ? ew_run_all(ctx, tab, &p) : -EINVAL;            \
+	}
+
 /* ---- kernel generators ------------------------------------------------
  *
  * Type lists: X(suffix, C type, dtype, args...) for each member. */
