@@ -1433,6 +1433,38 @@ static void test_quantize(void **st)
 	mfs_tensor_release(&back);
 }
 
+static void test_maxunpool(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, ind, y = { 0 };
+	call c;
+
+	tn_init(&t, "MaxUnpool");
+	tn_ints(&t, "kernel_shape", 2, 2L, 2L);
+	tn_ints(&t, "strides", 2, 2L, 2L);
+	t_rand(&x, shp(4, 1L, 2L, 2L, 2L));
+	t_alloc(&ind, MFS_DT_INT64, shp(4, 1L, 2L, 2L, 2L));
+	int64_t *iv = ind.data;
+	const int64_t pos[8] = { 0, 3, 9, 15, 16, 18, 24, 31 };
+	memcpy(iv, pos, sizeof(pos));
+	mfs_tensor *in[] = { &x, &ind }, *out[] = { &y };
+	call_setup(&c, &t, 11, in, 2, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.shape.dims[2], 4);
+	assert_int_equal(y.shape.dims[3], 4);
+	float want[32] = { 0 };
+	for (int i = 0; i < 8; i++)
+		want[pos[i]] = ((float *)x.data)[i];
+	assert_close(y.data, want, 32, 0.0f);
+	call_done(&c);
+	iv[7] = 32;   /* one past the end */
+	expect_error(&t, 11, in, 2, EINVAL, "outside the output");
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&ind);
+	mfs_tensor_release(&y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1458,6 +1490,7 @@ int main(void)
 		cmocka_unit_test(test_qlinear_matmul),
 		cmocka_unit_test(test_einsum),
 		cmocka_unit_test(test_quantize),
+		cmocka_unit_test(test_maxunpool),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
