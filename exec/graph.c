@@ -205,7 +205,11 @@ static int build_values(compiler *c)
 		if (v->kind == MFS_VAL_INPUT)
 			return mfs_fail(c->err, EINVAL,
 					"graph input '%s' is listed twice", vi->name);
-		if (vi->dtype == MFS_DT_UNDEFINED || !mfs_dtype_size(vi->dtype))
+		if (vi->dtype == MFS_DT_UNDEFINED)
+			return mfs_fail(c->err, ENOTSUP,
+					"graph input '%s' is not a tensor (sequence, map and optional inputs are not supported)",
+					vi->name);
+		if (!mfs_dtype_size(vi->dtype))
 			return mfs_fail(c->err, ENOTSUP,
 					"graph input '%s' has unsupported type %s",
 					vi->name, mfs_dtype_onnx_name(vi->dtype));
@@ -791,6 +795,29 @@ static void plan_layouts(compiler *c)
 			m->n_nhwc++;
 }
 
+/* Constants no remaining node reads (initializers consumed only by folded
+ * nodes, intermediate folded values) are freed: a model whose weights are
+ * transposed or cast at load would otherwise hold them twice. */
+static void drop_unread_constants(compiler *c)
+{
+	mfs_model *m = c->m;
+	onnx_graph *g = m->onnx->graph;
+
+	for (int v = 0; v < m->n_values; v++) {
+		mfs_value *val = &m->values[v];
+		if (val->kind != MFS_VAL_CONST || val->last_use >= 0)
+			continue;
+		mfs_tensor_release(&val->constant);
+		val->constant.dtype = val->dtype;
+		val->constant.shape = val->shape;
+	}
+	for (int i = 0; i < g->n_initializers; i++) {
+		int id = map_get(&c->names, g->initializers[i].name);
+		if (id >= 0 && !m->values[id].constant.data)
+			mfs_tensor_release(&g->initializers[i].tensor);
+	}
+}
+
 /* Pass 7 (with moving the kept nodes into m->nodes). */
 static int plan_lifetimes(compiler *c)
 {
@@ -845,6 +872,7 @@ static int plan_lifetimes(compiler *c)
 
 	if (mfs_layout_pass_enabled())
 		plan_layouts(c);
+	drop_unread_constants(c);
 
 	for (int v = 0; v < m->n_values; v++) {
 		const mfs_value *val = &m->values[v];
