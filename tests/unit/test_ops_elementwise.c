@@ -512,6 +512,26 @@ static void test_where_prelu(void **st)
 	assert_memory_equal(c->out.data, ((int64_t[6]){ 1, 2, 3, -9, -9, -9 }), 48);
 	call_free(c);
 
+	/* the step patterns with loops of their own: all full, Y or X scalar */
+	uint8_t m[4] = { 1, 0, 0, 1 };
+	float fx[4] = { 1, 2, 3, 4 }, fy[4] = { -1, -2, -3, -4 }, s0 = 9;
+	float w_full[4] = { 1, -2, -3, 4 }, w_ys[4] = { 1, 9, 9, 4 }, w_xs[4] = { 9, -2, -3, 9 };
+	for (int k = 0; k < 3; k++) {
+		c = call_new("Where", 16);
+		call_in(c, MFS_DT_BOOL, m, 1, 4);
+		if (k == 2)
+			call_in(c, MFS_DT_FLOAT, &s0, 0);
+		else
+			call_in(c, MFS_DT_FLOAT, fx, 1, 4);
+		if (k == 1)
+			call_in(c, MFS_DT_FLOAT, &s0, 0);
+		else
+			call_in(c, MFS_DT_FLOAT, fy, 1, 4);
+		assert_int_equal(call_run(c), 0);
+		assert_memory_equal(c->out.data, k == 0 ? w_full : k == 1 ? w_ys : w_xs, 16);
+		call_free(c);
+	}
+
 	c = call_new("Where", 16);  /* condition must be bool */
 	call_in(c, MFS_DT_INT64, x, 1, 3);
 	call_in(c, MFS_DT_INT64, x, 1, 3);
