@@ -1532,6 +1532,44 @@ static void test_rnn_bidirectional(void **st)
 		mfs_tensor_release(ins[i]);
 }
 
+/* RoiAlign: on a linear ramp image, bilinear averages are exact, so an
+ * ROI inside the image gives the ramp at each bin's centre. */
+static void test_roialign(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, rois, bi, y = { 0 };
+	call c;
+
+	tn_init(&t, "RoiAlign");
+	tn_int(&t, "output_height", 2);
+	tn_int(&t, "output_width", 2);
+	tn_int(&t, "sampling_ratio", 2);
+	t_alloc(&x, MFS_DT_FLOAT, shp(4, 2L, 1L, 8L, 8L));
+	for (int n = 0; n < 2; n++)
+		for (int i = 0; i < 8; i++)
+			for (int j = 0; j < 8; j++)
+				((float *)x.data)[(n * 8 + i) * 8 + j] = (float)(n * 100 + 2 * i + j);
+	t_alloc(&rois, MFS_DT_FLOAT, shp(2, 1L, 4L));
+	const float roi[4] = { 1.5f, 2.5f, 5.5f, 6.5f };   /* half_pixel: [1,2]..[5,6] */
+	memcpy(rois.data, roi, sizeof(roi));
+	t_alloc(&bi, MFS_DT_INT64, shp(1, 1L));
+	((int64_t *)bi.data)[0] = 1;
+	mfs_tensor *in[] = { &x, &rois, &bi }, *out[] = { &y };
+	call_setup(&c, &t, 16, in, 3, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	/* bin centres: x in {2, 4}, y in {3, 5}; value 100 + 2y + x */
+	const float want[4] = { 100 + 6 + 2, 100 + 6 + 4, 100 + 10 + 2, 100 + 10 + 4 };
+	assert_close(y.data, want, 4, 1e-5f);
+	call_done(&c);
+	((int64_t *)bi.data)[0] = 2;
+	expect_error(&t, 16, in, 3, EINVAL, "batch_indices");
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&rois);
+	mfs_tensor_release(&bi);
+	mfs_tensor_release(&y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1559,6 +1597,7 @@ int main(void)
 		cmocka_unit_test(test_quantize),
 		cmocka_unit_test(test_maxunpool),
 		cmocka_unit_test(test_rnn_bidirectional),
+		cmocka_unit_test(test_roialign),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
