@@ -730,6 +730,115 @@ static void test_resize(void **st)
 	assert_int_equal(h_infer(&h), -EINVAL);
 }
 
+static void test_loss_unique(void **st)
+{
+	harness h;
+	int64_t xd[] = { 2, 3 }, td[] = { 2 }, tgt[] = { 2, -1 };
+	float logp[] = { -1, -2, -3, -4, -5, -6 };
+	(void)st;
+	h_init(&h, "NegativeLogLikelihoodLoss", 13, 1);
+	h_attr_int(&h, "ignore_index", -1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, logp);
+	h_in(&h, MFS_DT_INT64, 1, td, tgt);
+	assert_int_equal(h_run(&h), 0);
+	assert_int_equal(h.out[0].shape.rank, 0);
+	assert_true(((float *)h.out[0].data)[0] == 3);  /* mean over 1 counted */
+	h_free(&h);
+
+	int64_t bad[] = { 3, 0 };  /* class 3 of 3 */
+	h_init(&h, "SoftmaxCrossEntropyLoss", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, logp);
+	h_in(&h, MFS_DT_INT64, 1, td, bad);
+	assert_int_equal(h_run(&h), -EINVAL);
+	h_free(&h);
+
+	int64_t ud[] = { 6 };
+	float u[] = { 2, 1, 1, 3, 4, 3 };
+	h_init(&h, "Unique", 11, 4);
+	h_attr_int(&h, "sorted", 0);
+	h_in(&h, MFS_DT_FLOAT, 1, ud, u);
+	assert_int_equal(h_run(&h), 0);
+	float uw[] = { 2, 1, 3, 4 };
+	assert_floats(&h.out[0], uw, 4, 0);
+	int64_t *inv = h.out[2].data, *cnt = h.out[3].data;
+	assert_true(inv[0] == 0 && inv[2] == 1 && inv[5] == 2 && cnt[1] == 2 && cnt[3] == 1);
+	h_free(&h);
+}
+
+static void test_detection_and_sampling(void **st)
+{
+	harness h;
+	/* Two overlapping boxes and one apart; IoU(0,1) = 0.81 > 0.5. */
+	float boxes[] = { 0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 5, 1, 6 };
+	float scores[] = { 0.9f, 0.8f, 0.7f };
+	int64_t bd[] = { 1, 3, 4 }, sd[] = { 1, 1, 3 }, one[] = { 1 }, mx = 3;
+	float iou = 0.5f;
+	(void)st;
+	h_init(&h, "NonMaxSuppression", 11, 1);
+	h_in(&h, MFS_DT_FLOAT, 3, bd, boxes);
+	h_in(&h, MFS_DT_FLOAT, 3, sd, scores);
+	h_in(&h, MFS_DT_INT64, 1, one, &mx);
+	h_in(&h, MFS_DT_FLOAT, 1, one, &iou);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 2, 2, 3);
+	int64_t *sel = h.out[0].data;
+	assert_true(sel[2] == 0 && sel[5] == 2);
+	h_free(&h);
+
+	/* GridSample at the corners with align_corners reads the corners. */
+	int64_t xd[] = { 1, 1, 2, 2 }, gd[] = { 1, 1, 2, 2 };
+	float x[] = { 1, 2, 3, 4 }, grid[] = { -1, -1, 1, 1 };
+	h_init(&h, "GridSample", 16, 1);
+	h_attr_int(&h, "align_corners", 1);
+	h_in(&h, MFS_DT_FLOAT, 4, xd, x);
+	h_in(&h, MFS_DT_FLOAT, 4, gd, grid);
+	assert_int_equal(h_run(&h), 0);
+	float gw[] = { 1, 4 };
+	assert_floats(&h.out[0], gw, 2, 1e-6);
+	h_free(&h);
+
+	int64_t md[] = { 2, 2 };
+	float m[] = { 3, 8, 4, 6 };
+	h_init(&h, "Det", 11, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, md, m);
+	assert_int_equal(h_run(&h), 0);
+	assert_true(fabsf(((float *)h.out[0].data)[0] + 14) < 1e-5f);
+	h_free(&h);
+}
+
+static void test_signal(void **st)
+{
+	harness h;
+	int64_t one[] = { 1 }, n = 4;
+	(void)st;
+	h_init(&h, "HannWindow", 17, 1);
+	h_in(&h, MFS_DT_INT64, 0, one, &n);
+	assert_int_equal(h_run(&h), 0);
+	float hw[] = { 0, 0.5f, 1, 0.5f };
+	assert_floats(&h.out[0], hw, 4, 1e-6);
+	h_free(&h);
+
+	/* DFT of [1, 0, 0, 0] is all ones; of [0, 1, 0, 0] the 4 roots. */
+	int64_t xd[] = { 1, 4, 1 };
+	float x[] = { 0, 1, 0, 0 };
+	h_init(&h, "DFT", 17, 1);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, x);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 3, 1, 4, 2);
+	float dw[] = { 1, 0, 0, -1, -1, 0, 0, 1 };
+	assert_floats(&h.out[0], dw, 8, 1e-6);
+	h_free(&h);
+
+	int64_t rd[] = { 3, 2 }, ld[] = { 2 }, lens[] = { 3, 1 };
+	h_init(&h, "ReverseSequence", 10, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, rd, seq);
+	h_in(&h, MFS_DT_INT64, 1, ld, lens);
+	assert_int_equal(h_run(&h), 0);
+	float rw[] = { 4, 1, 2, 3, 0, 5 };
+	assert_floats(&h.out[0], rw, 6, 0);
+	h_free(&h);
+}
+
 int main(void)
 {
 	for (int i = 0; i < 64; i++)
@@ -752,6 +861,9 @@ int main(void)
 		cmocka_unit_test(test_data_dependent),
 		cmocka_unit_test(test_misc),
 		cmocka_unit_test(test_resize),
+		cmocka_unit_test(test_loss_unique),
+		cmocka_unit_test(test_detection_and_sampling),
+		cmocka_unit_test(test_signal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
