@@ -38,6 +38,7 @@ static int mel_args_read(mfs_op_ctx *ctx, mel_args *a)
 
 static int mel_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 5, true);
 	mel_args a;
 	mfs_shape s = { .rank = 2 };
 	int rc = mel_args_read(ctx, &a);
