@@ -144,6 +144,15 @@ fuzz: fuzz-bins
 fuzz-smoke: fuzz-bins
 	sh tests/fuzz/run-fuzz.sh smoke $(FUZZ_SMOKE_SECS) $(FUZZ_TARGETS)
 
+# Real models against PyTorch (tests/models/): ResNet-18, MobileNetV2 and
+# a transformer encoder, exported into build/models/ (about 30 s, needs
+# Debian's python3-torch) and run by `modelfs run`.
+models:
+	/usr/bin/python3 tests/models/export_models.py build/models && touch build/models.stamp
+
+check-models: modelfs
+	sh tests/models/check_models.sh
+
 clean:
 	rm -rf build modelfs
 

@@ -791,19 +791,19 @@ int onnx_tensor_encode(const mfs_tensor *t, const char *name, void **buf,
 	for (int i = 0; i < t->shape.rank; i++)
 		dims_len += varint_len((uint64_t)t->shape.dims[i]);
 
-	/* Field order as ONNX's own serializer: dims, data_type, name, raw. */
-	cap = 1 + 10 + dims_len + 1 + 10 + 1 + 10 + name_len + 1 + 10 +
+	/* Field order and form as ONNX's own serializer (proto2: repeated
+	 * dims unpacked), so a file written by onnx.numpy_helper round-trips
+	 * byte for byte: dims, data_type, name, raw_data. */
+	cap = (size_t)t->shape.rank * 11 + dims_len + 1 + 10 + 1 + 10 + name_len + 1 + 10 +
 	      t->nbytes;
 	out = malloc(cap);
 	if (!out)
 		return mfs_fail(err, ENOMEM, "out of memory encoding %zu bytes",
 				cap);
 	p = out;
-	if (t->shape.rank > 0) {
-		*p++ = (TP_DIMS << 3) | PB_WT_LEN;
-		p = put_varint_bytes(p, dims_len);
-		for (int i = 0; i < t->shape.rank; i++)
-			p = put_varint_bytes(p, (uint64_t)t->shape.dims[i]);
+	for (int i = 0; i < t->shape.rank; i++) {
+		*p++ = (TP_DIMS << 3) | PB_WT_VARINT;
+		p = put_varint_bytes(p, (uint64_t)t->shape.dims[i]);
 	}
 	*p++ = (TP_DATA_TYPE << 3) | PB_WT_VARINT;
 	p = put_varint_bytes(p, (uint64_t)t->dtype);

@@ -1,13 +1,467 @@
-/* cmd_mount.c - placeholder until the FUSE daemon lands (owned by the fs
- * work; replace whole). */
+/* cmd_mount.c - `modelfs [OPTIONS] REPOSITORY MOUNTPOINT`: the daemon.
+ *
+ * Start-up, in this order so that every error is one line on the terminal
+ * and `modelfs REPO MNT` returns only once the models are served:
+ *   parse options; check the repository and the mountpoint; fork (unless
+ *   -f; the parent waits for the child's word and exits with it); block
+ *   SIGINT/SIGTERM/SIGHUP in every thread; start the compute threads; load
+ *   the models; mount; tell the parent; serve.
+ *
+ * Serving: our own FUSE loop (N threads polling the device, set
+ * non-blocking, and an eventfd that tells them to stop) instead of
+ * fuse_session_loop_mt, whose threads a signal cannot reliably wake on
+ * libfuse 3.14.  Signals reach a handler that only writes the signal
+ * number to a pipe (OpenBLAS and OpenMP start threads before main, so a
+ * signal may land on a thread we did not create: blocking it in ours and
+ * sigwait() would not be enough); one thread reads the pipe and, on a
+ * signal, stops taking requests, lets queued and running ones finish (bounded), answers every
+ * stored read, and stops the loop; then the mount goes away.  A
+ * `fusermount3 -u` from outside ends the loop the same way (ENODEV).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
+#include "fs.h"
+#include "log.h"
+#include "metrics.h"
+#include "options.h"
+#include "registry.h"
+#include "scheduler.h"
+
+#ifndef MODELFS_VERSION
+#define MODELFS_VERSION "0.1.0"
+#endif
+
+#define FUSE_THREADS 8
+#define DRAIN_NS (10ull * 1000000000ull)   /* how long running requests get at shutdown */
+
+typedef struct daemon_ctx {
+	mfs_options opts;
+	struct fuse_session *se;
+	mfs_fs *fs;
+	mfs_registry *reg;
+	mfs_sched *sched;
+	int stop_fd;                 /* eventfd: FUSE threads exit */
+	pthread_t sig_thread, reaper;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stopping;               /* under lock */
+} daemon_ctx;
+
+/* Is path a mount point (listed in /proc/self/mountinfo)? */
+static bool is_mounted(const char *path)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[8192];
+	bool found = false;
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		/* id parent major:minor root mountpoint ... (octal escapes) */
+		char *p = line;
+		for (int field = 0; field < 4 && p; field++) {
+			p = strchr(p, ' ');
+			if (p)
+				p++;
+		}
+		if (!p)
+			continue;
+		char mp[PATH_MAX];
+		size_t k = 0;
+		while (*p && *p != ' ' && k + 1 < sizeof(mp)) {
+			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] && p[3]) {
+				mp[k++] = (char)(((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
+				p += 4;
+			} else {
+				mp[k++] = *p++;
+			}
+		}
+		mp[k] = '\0';
+		found = strcmp(mp, path) == 0;
+	}
+	fclose(f);
+	return found;
+}
+
+/* One clear line for each reason not to start. */
+static int check_paths(mfs_options *o, char *repo, char *mnt)
+{
+	struct stat st;
+	if (!realpath(o->repository, repo) || stat(repo, &st) < 0) {
+		fprintf(stderr, "modelfs: repository '%s': %s\n", o->repository, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "modelfs: repository '%s' is not a directory\n", o->repository);
+		return -1;
+	}
+	if (!realpath(o->mountpoint, mnt) || stat(mnt, &st) < 0) {
+		if (errno == ENOTCONN)
+			fprintf(stderr, "modelfs: mountpoint '%s' is busy (a dead FUSE mount: run fusermount3 -u %s)\n",
+				o->mountpoint, o->mountpoint);
+		else
+			fprintf(stderr, "modelfs: mountpoint '%s': %s\n", o->mountpoint, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "modelfs: mountpoint '%s' is not a directory\n", o->mountpoint);
+		return -1;
+	}
+	if (is_mounted(mnt)) {
+		fprintf(stderr, "modelfs: mountpoint '%s' is busy (something is mounted there)\n", o->mountpoint);
+		return -1;
+	}
+	size_t rl = strlen(repo);
+	if (strncmp(mnt, repo, rl) == 0 && (mnt[rl] == '/' || mnt[rl] == '\0')) {
+		fprintf(stderr, "modelfs: mountpoint '%s' must not be inside the repository\n", o->mountpoint);
+		return -1;
+	}
+	return 0;
+}
+
+/* Fork; the parent waits for one status byte from the child and exits
+ * with it (0: mounted and serving).  Returns the write end in the child. */
+static int daemonize(void)
+{
+	int p[2];
+	if (pipe(p) < 0) {
+		fprintf(stderr, "modelfs: pipe: %s\n", strerror(errno));
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "modelfs: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid > 0) {
+		unsigned char status = 1;
+		close(p[1]);
+		ssize_t n;
+		do
+			n = read(p[0], &status, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1) {
+			/* The child died without a word: report how. */
+			int ws;
+			waitpid(pid, &ws, 0);
+			_exit(WIFEXITED(ws) && WEXITSTATUS(ws) ? WEXITSTATUS(ws) : 1);
+		}
+		_exit(status);
+	}
+	close(p[0]);
+	setsid();
+	return p[1];
+}
+
+static void tell_parent(int *fd, unsigned char status)
+{
+	if (*fd < 0)
+		return;
+	ssize_t n;
+	do
+		n = write(*fd, &status, 1);
+	while (n < 0 && errno == EINTR);
+	close(*fd);
+	*fd = -1;
+}
+
+static void stop_loop(daemon_ctx *d)
+{
+	uint64_t one = 1;
+	ssize_t n = write(d->stop_fd, &one, sizeof(one));
+	(void)n;
+}
+
+/* The graceful part of stopping, run once by whoever notices first. */
+static void shut_down(daemon_ctx *d, const char *why)
+{
+	pthread_mutex_lock(&d->lock);
+	bool first = !d->stopping;
+	d->stopping = true;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	if (!first)
+		return;
+	mfs_log_info("stopping (%s): no new requests; letting running ones finish", why);
+	mfs_fs_stop_accepting(d->fs);
+	mfs_sched_stop(d->sched, DRAIN_NS);
+	mfs_fs_cancel_reads(d->fs, EINTR);
+	stop_loop(d);
+}
+
+static int sig_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	unsigned char c = (unsigned char)sig;
+	ssize_t n = write(sig_pipe[1], &c, 1);
+	(void)n;
+	errno = saved;
+}
+
+/* Byte 0 on the pipe: the loop ended by itself (unmounted from outside). */
+static void *signal_thread(void *arg)
+{
+	daemon_ctx *d = arg;
+	unsigned char sig = 0;
+	ssize_t n;
+	do
+		n = read(sig_pipe[0], &sig, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1 || sig == 0)
+		shut_down(d, "the filesystem was unmounted");
+	else
+		shut_down(d, sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP");
+	return NULL;
+}
+
+static int install_signals(void)
+{
+	if (pipe2(sig_pipe, O_CLOEXEC) < 0)
+		return -1;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+/* Request expiry and read deadlines, once a second (not a FUSE thread). */
+static void *reaper_thread(void *arg)
+{
+	daemon_ctx *d = arg;
+	pthread_mutex_lock(&d->lock);
+	while (!d->stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&d->cond, &d->lock, &ts);
+		if (d->stopping)
+			break;
+		pthread_mutex_unlock(&d->lock);
+		mfs_fs_expire(d->fs);
+		pthread_mutex_lock(&d->lock);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+static void *fuse_thread(void *arg)
+{
+	daemon_ctx *d = arg;
+	struct fuse_buf buf = { .mem = NULL };
+	struct pollfd pfd[2] = {
+		{ .fd = fuse_session_fd(d->se), .events = POLLIN },
+		{ .fd = d->stop_fd, .events = POLLIN },
+	};
+	while (!fuse_session_exited(d->se)) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[1].revents)
+			break;
+		int res = fuse_session_receive_buf(d->se, &buf);
+		if (res == -EINTR || res == -EAGAIN)
+			continue;
+		if (res <= 0)
+			break;
+		fuse_session_process_buf(d->se, &buf);
+	}
+	free(buf.mem);
+	/* The device is gone (unmounted from outside) or we are stopping:
+	 * either way the others must stop too. */
+	stop_loop(d);
+	return NULL;
+}
+
+static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd)
+{
+	mfs_error err;
+	int rc = 1;
+	mfs_error_clear(&err);
+	int threads = d->opts.threads > 0 ? d->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (threads < 1)
+		threads = 1;
+
+	if (mfs_sched_new(threads, &d->sched, &err) < 0) {
+		fprintf(stderr, "modelfs: %s\n", err.msg);
+		goto out;
+	}
+	mfs_registry_conf rc_ = { .repository = repo, .sched = d->sched, .engine_threads = threads };
+	if (mfs_registry_new(&rc_, &d->reg, &err) < 0) {
+		fprintf(stderr, "modelfs: %s\n", err.msg);
+		goto out;
+	}
+	int failed = mfs_registry_load_all(d->reg, &err);
+	if (failed < 0) {
+		fprintf(stderr, "modelfs: repository '%s': %s\n", d->opts.repository, err.msg);
+		goto out;
+	}
+	if (failed > 0)
+		mfs_log_warn("%d model version(s) failed to load; see .index.json", failed);
+	mfs_fs_conf fc = {
+		.registry = d->reg,
+		.max_request_bytes = d->opts.max_request_bytes,
+		.request_ttl_ns = (uint64_t)d->opts.request_ttl_secs * 1000000000ull,
+		.read_deadline_ns = (uint64_t)(d->opts.request_ttl_secs > 60 ? d->opts.request_ttl_secs : 60) * 1000000000ull,
+	};
+	if (mfs_fs_new(&fc, &d->fs, &err) < 0) {
+		fprintf(stderr, "modelfs: %s\n", err.msg);
+		goto out;
+	}
+
+	char fsname[PATH_MAX + 16];
+	snprintf(fsname, sizeof(fsname), "-ofsname=%s,subtype=modelfs", repo);
+	char *fargv[4] = { "modelfs", fsname, NULL, NULL };
+	int fargc = 2;
+	char extra[4096];
+	if (d->opts.fuse_opts) {
+		snprintf(extra, sizeof(extra), "-o%s", d->opts.fuse_opts);
+		fargv[fargc++] = extra;
+	}
+	struct fuse_args args = FUSE_ARGS_INIT(fargc, fargv);
+	d->se = fuse_session_new(&args, mfs_fs_ops(), sizeof(struct fuse_lowlevel_ops), d->fs);
+	fuse_opt_free_args(&args);
+	if (!d->se) {
+		fprintf(stderr, "modelfs: bad FUSE mount options '%s'\n", d->opts.fuse_opts ? d->opts.fuse_opts : "");
+		goto out;
+	}
+	if (fuse_session_mount(d->se, mnt) != 0) {
+		fprintf(stderr, "modelfs: cannot mount on '%s' (see the line above)\n", d->opts.mountpoint);
+		goto out;
+	}
+	int fd = fuse_session_fd(d->se);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	d->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (d->stop_fd < 0) {
+		fprintf(stderr, "modelfs: eventfd: %s\n", strerror(errno));
+		goto unmount;
+	}
+	mfs_log_info("serving '%s' on '%s' (%d compute threads)", repo, mnt, threads);
+	if (notify_fd >= 0) {
+		/* Daemon: detach from the terminal now that start-up worked. */
+		int nullfd = open("/dev/null", O_RDWR);
+		mfs_log_use_syslog(1);
+		tell_parent(&notify_fd, 0);
+		if (nullfd >= 0) {
+			dup2(nullfd, 0);
+			dup2(nullfd, 1);
+			dup2(nullfd, 2);
+			if (nullfd > 2)
+				close(nullfd);
+		}
+	}
+
+	pthread_t workers[FUSE_THREADS];
+	int n_workers = 0;
+	pthread_create(&d->sig_thread, NULL, signal_thread, d);
+	pthread_create(&d->reaper, NULL, reaper_thread, d);
+	for (; n_workers < FUSE_THREADS; n_workers++)
+		if (pthread_create(&workers[n_workers], NULL, fuse_thread, d) != 0)
+			break;
+	for (int i = 0; i < n_workers; i++)
+		pthread_join(workers[i], NULL);
+	/* Ended from outside (unmount): run the same shutdown. */
+	unsigned char zero = 0;
+	ssize_t wn = write(sig_pipe[1], &zero, 1);
+	(void)wn;
+	pthread_join(d->sig_thread, NULL);
+	pthread_join(d->reaper, NULL);
+	rc = 0;
+unmount:
+	fuse_session_unmount(d->se);
+	mfs_log_info("unmounted '%s'", mnt);
+out:
+	if (d->se)
+		fuse_session_destroy(d->se);
+	if (d->sched)
+		mfs_sched_stop(d->sched, 0);
+	mfs_fs_free(d->fs);
+	mfs_registry_free(d->reg);
+	mfs_sched_free(d->sched);
+	if (d->stop_fd > 0)
+		close(d->stop_fd);
+	tell_parent(&notify_fd, (unsigned char)rc);
+	return rc;
+}
 
 int mfs_cmd_mount(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "modelfs: mounting is not built yet\n");
-	return 2;
+	daemon_ctx d;
+	mfs_error err;
+	char repo[PATH_MAX], mnt[PATH_MAX];
+
+	memset(&d, 0, sizeof(d));
+	d.stop_fd = -1;
+	mfs_error_clear(&err);
+	mfs_options_init(&d.opts);
+	if (mfs_options_parse(&d.opts, argc, argv, &err) < 0) {
+		fprintf(stderr, "modelfs: %s\n", err.msg);
+		mfs_options_release(&d.opts);
+		return 2;
+	}
+	if (d.opts.help) {
+		fputs(mfs_options_usage(), stdout);
+		mfs_options_release(&d.opts);
+		return 0;
+	}
+	if (d.opts.version) {
+		printf("modelfs %s (libfuse %d.%d)\n", MODELFS_VERSION, FUSE_MAJOR_VERSION, FUSE_MINOR_VERSION);
+		mfs_options_release(&d.opts);
+		return 0;
+	}
+	mfs_log_set_level((mfs_log_level)d.opts.log_level);
+	if (check_paths(&d.opts, repo, mnt) < 0) {
+		mfs_options_release(&d.opts);
+		return 1;
+	}
+	if (d.opts.poll_secs > 0 || d.opts.reload_quiet_ms != 250)
+		mfs_log_debug("reload options are accepted; the repository is read once at start");
+	if (d.opts.device == MFS_DEVICE_OPENCL || d.opts.opencl_device)
+		mfs_log_warn("--device=opencl/--opencl-device: the OpenCL engine is not built yet; models run on the CPU");
+
+	int notify_fd = -1;
+	if (!d.opts.foreground && (notify_fd = daemonize()) < 0) {
+		mfs_options_release(&d.opts);
+		return 1;
+	}
+	/* The daemon never touches the mountpoint through its own mount. */
+	if (chdir("/") != 0)
+		mfs_log_warn("chdir /: %s", strerror(errno));
+
+	if (install_signals() < 0) {
+		fprintf(stderr, "modelfs: pipe: %s\n", strerror(errno));
+		mfs_options_release(&d.opts);
+		return 1;
+	}
+	pthread_mutex_init(&d.lock, NULL);
+	pthread_cond_init(&d.cond, NULL);
+
+	int rc = serve(&d, repo, mnt, notify_fd);
+
+	pthread_mutex_destroy(&d.lock);
+	pthread_cond_destroy(&d.cond);
+	mfs_options_release(&d.opts);
+	return rc;
 }

@@ -4,6 +4,7 @@
 #include <tgmath.h>
 
 #include "elementwise.h"
+#include "vmath.h"
 
 #define A ((ew_t)p->a)
 #define B ((ew_t)p->b)
@@ -12,9 +13,9 @@
 EW_T_FLOAT(EW_DEF_UNARY, relu, x < 0 ? (ew_t)0 : x)
 EW_T_SINT(EW_DEF_UNARY, relu, x < 0 ? 0 : x)
 EW_T_FLOAT(EW_DEF_UNARY, leaky, x < 0 ? A * x : x)
-EW_T_FLOAT(EW_DEF_UNARY, elu, x < 0 ? A * (exp(x) - 1) : x)
-EW_T_FLOAT(EW_DEF_UNARY, selu, x <= 0 ? C * (A * exp(x) - A) : C * x)
-EW_T_FLOAT(EW_DEF_UNARY, celu, x < 0 ? A * (exp(x / A) - 1) : x)
+EW_T_FLOAT(EW_DEF_UNARY, elu, x < 0 ? A * (EW_EXP(x) - 1) : x)
+EW_T_FLOAT(EW_DEF_UNARY, selu, x <= 0 ? C * (A * EW_EXP(x) - A) : C * x)
+EW_T_FLOAT(EW_DEF_UNARY, celu, x < 0 ? A * (EW_EXP(x / A) - 1) : x)
 EW_T_FLOAT(EW_DEF_UNARY, threlu, x > A ? x : (ew_t)0)
 EW_T_FLOAT(EW_DEF_UNARY, shrink, x < -A ? x + B : x > A ? x - B : (ew_t)0)
 EW_T_FLOAT(EW_DEF_UNARY, hsig, fmax((ew_t)0, fmin((ew_t)1, A * x + B)))

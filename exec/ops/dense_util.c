@@ -209,3 +209,109 @@ int mfs_check_layout(mfs_op_ctx *ctx, const mfs_tensor *t, const char *what)
 	return mfs_op_fail(ctx, EINVAL, "%s: layout %d with rank %d is not supported",
 			   what, (int)t->layout, t->shape.rank);
 }
+
+/* ---- matmul geometry, integer product ------------------------------------ */
+
+
+/* Shapes of A and B -> geometry and output shape. */
+int mfs_mm_geometry(mfs_op_ctx *ctx, const mfs_shape *as, const mfs_shape *bs,
+		    mfs_mm_geom *g, mfs_shape *out)
+{
+	mfs_shape a = *as, b = *bs;
+	bool a_vec = a.rank == 1, b_vec = b.rank == 1;
+
+	if (a.rank < 1 || b.rank < 1)
+		return mfs_op_fail(ctx, EINVAL, "operands must have rank >= 1 (got %d and %d)",
+				   a.rank, b.rank);
+	if (a_vec) {
+		a.rank = 2;
+		a.dims[1] = a.dims[0];
+		a.dims[0] = 1;
+	}
+	if (b_vec) {
+		b.rank = 2;
+		b.dims[1] = 1;
+	}
+	memset(g, 0, sizeof(*g));
+	g->m = a.dims[a.rank - 2];
+	g->k = a.dims[a.rank - 1];
+	g->n = b.dims[b.rank - 1];
+	if (b.dims[b.rank - 2] != g->k) {
+		char sa[128], sb[128];
+		return mfs_op_fail(ctx, EINVAL, "shapes %s and %s: inner dimensions differ",
+				   mfs_shape_format(as, sa, sizeof(sa)),
+				   mfs_shape_format(bs, sb, sizeof(sb)));
+	}
+	mfs_shape ab = { .rank = a.rank - 2 }, bb = { .rank = b.rank - 2 }, ob;
+	memcpy(ab.dims, a.dims, sizeof(int64_t) * ab.rank);
+	memcpy(bb.dims, b.dims, sizeof(int64_t) * bb.rank);
+	int rc = mfs_broadcast_shape(&ab, &bb, &ob, ctx->err);
+	if (rc < 0)
+		return mfs_op_fail(ctx, EINVAL, "batch dimensions: %s", ctx->err->msg);
+	if (ob.rank + 2 > MFS_MAX_RANK)
+		return mfs_op_fail(ctx, EINVAL, "result rank exceeds %d", MFS_MAX_RANK);
+
+	g->batch_rank = ob.rank;
+	g->nbatch = 1;
+	g->b_single = true;
+	int64_t sa = g->m * g->k, sb = g->k * g->n;
+	for (int i = ob.rank - 1; i >= 0; i--) {
+		int ia = i - (ob.rank - ab.rank), ib = i - (ob.rank - bb.rank);
+		int64_t da = ia >= 0 ? ab.dims[ia] : 1, db = ib >= 0 ? bb.dims[ib] : 1;
+		g->batch[i] = ob.dims[i];
+		g->a_bstride[i] = da == 1 ? 0 : sa;
+		g->b_bstride[i] = db == 1 ? 0 : sb;
+		if (db != 1)
+			g->b_single = false;
+		sa *= da;
+		sb *= db;
+		g->nbatch *= ob.dims[i];
+	}
+
+	out->rank = 0;
+	for (int i = 0; i < ob.rank; i++)
+		out->dims[out->rank++] = ob.dims[i];
+	if (!a_vec)
+		out->dims[out->rank++] = g->m;
+	if (!b_vec)
+		out->dims[out->rank++] = g->n;
+	return 0;
+}
+
+
+void mfs_mm_batch_offsets(const mfs_mm_geom *g, int64_t bi, int64_t *offa, int64_t *offb)
+{
+	int64_t rem = bi, oa = 0, ob = 0;
+	for (int i = g->batch_rank - 1; i >= 0; i--) {
+		int64_t idx = rem % g->batch[i];
+		rem /= g->batch[i];
+		oa += idx * g->a_bstride[i];
+		ob += idx * g->b_bstride[i];
+	}
+	*offa = oa;
+	*offb = ob;
+}
+
+void mfs_qgemm(int64_t m, int64_t n, int64_t k, const void *a, bool a_signed, int64_t lda,
+	       const int32_t *za, int64_t zas, const void *b, bool b_signed, int64_t ldb,
+	       const int32_t *zb, int64_t zbs, int32_t *c, int64_t ldc)
+{
+	const int8_t *as = a, *bs = b;
+	const uint8_t *au = a, *bu = b;
+
+	#pragma omp parallel for schedule(static) if (m * n * k > 65536)
+	for (int64_t i = 0; i < m; i++) {
+		int32_t *cr = c + i * ldc;
+		for (int64_t j = 0; j < n; j++)
+			cr[j] = 0;
+		for (int64_t p = 0; p < k; p++) {
+			int32_t av = (a_signed ? as[i * lda + p] : au[i * lda + p]) - za[i * zas];
+			if (!av)
+				continue;
+			for (int64_t j = 0; j < n; j++) {
+				int32_t bv = (b_signed ? bs[p * ldb + j] : bu[p * ldb + j]) - zb[j * zbs];
+				cr[j] += av * bv;
+			}
+		}
+	}
+}

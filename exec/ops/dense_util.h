@@ -65,4 +65,30 @@ void mfs_nhwc_to_nchw(const float *src, float *dst, int64_t n, int64_t c, int64_
  * always, NHWC only for rank 4. */
 int mfs_check_layout(mfs_op_ctx *ctx, const mfs_tensor *t, const char *what);
 
+/* numpy matmul geometry (MatMul, MatMulInteger, QLinearMatMul): a 1-D
+ * first operand is a row vector, a 1-D second operand a column vector
+ * (the added 1 is dropped from the result), batch dims broadcast.  Fills g
+ * and the result shape; -EINVAL naming the node when the shapes do not fit. */
+typedef struct mfs_mm_geom {
+	int64_t m, k, n;
+	int batch_rank;                   /* rank of the broadcast batch */
+	int64_t batch[MFS_MAX_RANK];      /* broadcast batch dims */
+	int64_t a_bstride[MFS_MAX_RANK];  /* matrix strides per batch dim (0 = broadcast) */
+	int64_t b_bstride[MFS_MAX_RANK];
+	int64_t nbatch;
+	bool b_single;                    /* B has no batch of its own */
+} mfs_mm_geom;
+int mfs_mm_geometry(mfs_op_ctx *ctx, const mfs_shape *a, const mfs_shape *b,
+		    mfs_mm_geom *g, mfs_shape *out);
+/* Element offsets (in A and in B) of batch item bi. */
+void mfs_mm_batch_offsets(const mfs_mm_geom *g, int64_t bi, int64_t *offa, int64_t *offb);
+
+/* Integer product with zero points (MatMulInteger, ConvInteger, the
+ * QLinear ops): C[i,j] = sum_p (A[i,p] - za[i*zas]) * (B[p,j] - zb[j*zbs]),
+ * A and B int8 (a_signed/b_signed) or uint8, row-major with leading
+ * dimensions lda/ldb; za/zb with stride 0 are scalars. */
+void mfs_qgemm(int64_t m, int64_t n, int64_t k, const void *a, bool a_signed, int64_t lda,
+	       const int32_t *za, int64_t zas, const void *b, bool b_signed, int64_t ldb,
+	       const int32_t *zb, int64_t zbs, int32_t *c, int64_t ldc);
+
 #endif

@@ -143,9 +143,23 @@ int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt);
 /* Table entries for kernels named name_<suffix>. */
 #define EW_ENTRY(sfx, T, DT, name, ...) [DT] = name##_##sfx,
 
+/* -O2 leaves loops of unknown length scalar (GCC's very-cheap cost
+ * model); `omp simd` asks for vectors regardless. */
+#define EW_SIMD _Pragma("omp simd")
+
+/* Kernels are built for AVX-512 and AVX2+FMA as well as the baseline
+ * x86-64 the Makefile targets, and the loader picks the best the CPU has
+ * (GCC function multiversioning).  Not under clang (fuzz builds). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define EW_TARGETS                                                          \
+	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define EW_TARGETS
+#endif
+
 /* Unary kernel name(out, in...) computing EXPR of x (type T) into TO. */
 #define EW_UNARY_KERNEL(name, T, TO, ...)                                   \
-	static void name(char *out_, const char *const *in,                 \
+	EW_TARGETS static void name(char *out_, const char *const *in,                 \
 			 const int64_t *step, int64_t n, const ew_params *p)  \
 	{                                                                   \
 		const T *a = (const T *)in[0];                              \
@@ -153,6 +167,7 @@ int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt);
 		typedef T ew_t __attribute__((unused));                     \
 		(void)p;                                                    \
 		if (step[0]) {                                              \
+			EW_SIMD                                             \
 			for (int64_t j = 0; j < n; j++) {                   \
 				T x = a[j];                                 \
 				o[j] = (TO)(__VA_ARGS__);                   \
@@ -168,7 +183,7 @@ int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt);
 /* Binary kernel computing EXPR of x, y (type T) into TO, one loop per step
  * pattern so each vectorises. */
 #define EW_BINARY_KERNEL(name, T, TO, ...)                                  \
-	static void name(char *out_, const char *const *in,                 \
+	EW_TARGETS static void name(char *out_, const char *const *in,                 \
 			 const int64_t *step, int64_t n, const ew_params *p)  \
 	{                                                                   \
 		const T *a = (const T *)in[0], *b = (const T *)in[1];       \
@@ -176,18 +191,21 @@ int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt);
 		typedef T ew_t __attribute__((unused));                     \
 		(void)p;                                                    \
 		if (step[0] && step[1]) {                                   \
+			EW_SIMD                                             \
 			for (int64_t j = 0; j < n; j++) {                   \
 				T x = a[j], y = b[j];                       \
 				o[j] = (TO)(__VA_ARGS__);                   \
 			}                                                   \
 		} else if (step[0]) {                                       \
 			T y = b[0];                                         \
+			EW_SIMD                                             \
 			for (int64_t j = 0; j < n; j++) {                   \
 				T x = a[j];                                 \
 				o[j] = (TO)(__VA_ARGS__);                   \
 			}                                                   \
 		} else if (step[1]) {                                       \
 			T x = a[0];                                         \
+			EW_SIMD                                             \
 			for (int64_t j = 0; j < n; j++) {                   \
 				T y = b[j];                                 \
 				o[j] = (TO)(__VA_ARGS__);                   \

@@ -14,17 +14,7 @@
 #include <cblas.h>
 #include <string.h>
 
-#include "op.h"
-
-typedef struct mm_geom {
-	int64_t m, k, n;
-	int batch_rank;                   /* rank of the broadcast batch */
-	int64_t batch[MFS_MAX_RANK];      /* broadcast batch dims */
-	int64_t a_bstride[MFS_MAX_RANK];  /* matrix strides per batch dim (0 = broadcast) */
-	int64_t b_bstride[MFS_MAX_RANK];
-	int64_t nbatch;
-	bool b_single;                    /* B has no batch of its own */
-} mm_geom;
+#include "dense_util.h"
 
 static bool mm_dtype_ok(mfs_dtype dt)
 {
@@ -32,75 +22,10 @@ static bool mm_dtype_ok(mfs_dtype dt)
 	       dt == MFS_DT_INT64 || dt == MFS_DT_UINT32 || dt == MFS_DT_UINT64;
 }
 
-/* Shapes of A and B -> geometry and output shape. */
-static int mm_geometry(mfs_op_ctx *ctx, const mfs_shape *as, const mfs_shape *bs,
-		       mm_geom *g, mfs_shape *out)
-{
-	mfs_shape a = *as, b = *bs;
-	bool a_vec = a.rank == 1, b_vec = b.rank == 1;
-
-	if (a.rank < 1 || b.rank < 1)
-		return mfs_op_fail(ctx, EINVAL, "operands must have rank >= 1 (got %d and %d)",
-				   a.rank, b.rank);
-	if (a_vec) {
-		a.rank = 2;
-		a.dims[1] = a.dims[0];
-		a.dims[0] = 1;
-	}
-	if (b_vec) {
-		b.rank = 2;
-		b.dims[1] = 1;
-	}
-	memset(g, 0, sizeof(*g));
-	g->m = a.dims[a.rank - 2];
-	g->k = a.dims[a.rank - 1];
-	g->n = b.dims[b.rank - 1];
-	if (b.dims[b.rank - 2] != g->k) {
-		char sa[128], sb[128];
-		return mfs_op_fail(ctx, EINVAL, "shapes %s and %s: inner dimensions differ",
-				   mfs_shape_format(as, sa, sizeof(sa)),
-				   mfs_shape_format(bs, sb, sizeof(sb)));
-	}
-	mfs_shape ab = { .rank = a.rank - 2 }, bb = { .rank = b.rank - 2 }, ob;
-	memcpy(ab.dims, a.dims, sizeof(int64_t) * ab.rank);
-	memcpy(bb.dims, b.dims, sizeof(int64_t) * bb.rank);
-	int rc = mfs_broadcast_shape(&ab, &bb, &ob, ctx->err);
-	if (rc < 0)
-		return mfs_op_fail(ctx, EINVAL, "batch dimensions: %s", ctx->err->msg);
-	if (ob.rank + 2 > MFS_MAX_RANK)
-		return mfs_op_fail(ctx, EINVAL, "result rank exceeds %d", MFS_MAX_RANK);
-
-	g->batch_rank = ob.rank;
-	g->nbatch = 1;
-	g->b_single = true;
-	int64_t sa = g->m * g->k, sb = g->k * g->n;
-	for (int i = ob.rank - 1; i >= 0; i--) {
-		int ia = i - (ob.rank - ab.rank), ib = i - (ob.rank - bb.rank);
-		int64_t da = ia >= 0 ? ab.dims[ia] : 1, db = ib >= 0 ? bb.dims[ib] : 1;
-		g->batch[i] = ob.dims[i];
-		g->a_bstride[i] = da == 1 ? 0 : sa;
-		g->b_bstride[i] = db == 1 ? 0 : sb;
-		if (db != 1)
-			g->b_single = false;
-		sa *= da;
-		sb *= db;
-		g->nbatch *= ob.dims[i];
-	}
-
-	out->rank = 0;
-	for (int i = 0; i < ob.rank; i++)
-		out->dims[out->rank++] = ob.dims[i];
-	if (!a_vec)
-		out->dims[out->rank++] = g->m;
-	if (!b_vec)
-		out->dims[out->rank++] = g->n;
-	return 0;
-}
-
 static int matmul_infer(mfs_op_ctx *ctx)
 {
 	const mfs_tensor *a = ctx->in[0], *b = ctx->in[1];
-	mm_geom g;
+	mfs_mm_geom g;
 
 	if (!a || !b)
 		return mfs_op_fail(ctx, EINVAL, "needs two inputs");
@@ -113,7 +38,7 @@ static int matmul_infer(mfs_op_ctx *ctx)
 	if (a->layout != MFS_LAYOUT_PLAIN || b->layout != MFS_LAYOUT_PLAIN)
 		return mfs_op_fail(ctx, EINVAL, "operands must be in plain layout");
 	ctx->out[0]->dtype = a->dtype;
-	return mm_geometry(ctx, &a->shape, &b->shape, &g, &ctx->out[0]->shape);
+	return mfs_mm_geometry(ctx, &a->shape, &b->shape, &g, &ctx->out[0]->shape);
 }
 
 /* Integer product, C = A * B for one batch item (row-major, wrapping). */
@@ -163,8 +88,8 @@ static int matmul_run(mfs_op_ctx *ctx)
 	const mfs_tensor *a = ctx->in[0], *b = ctx->in[1];
 	mfs_tensor *y = ctx->out[0];
 	mfs_shape os;
-	mm_geom g;
-	int rc = mm_geometry(ctx, &a->shape, &b->shape, &g, &os);
+	mfs_mm_geom g;
+	int rc = mfs_mm_geometry(ctx, &a->shape, &b->shape, &g, &os);
 	if (rc < 0)
 		return rc;
 	size_t es = mfs_dtype_size(a->dtype);
@@ -192,13 +117,8 @@ static int matmul_run(mfs_op_ctx *ctx)
 	}
 
 	for (int64_t bi = 0; bi < g.nbatch; bi++) {
-		int64_t rem = bi, offa = 0, offb = 0;
-		for (int i = g.batch_rank - 1; i >= 0; i--) {
-			int64_t idx = rem % g.batch[i];
-			rem /= g.batch[i];
-			offa += idx * g.a_bstride[i];
-			offb += idx * g.b_bstride[i];
-		}
+		int64_t offa, offb;
+		mfs_mm_batch_offsets(&g, bi, &offa, &offb);
 		mm_one(a->dtype, (const char *)a->data + offa * es,
 		       (const char *)b->data + offb * es,
 		       (char *)y->data + bi * g.m * g.n * es, g.m, g.k, g.n);

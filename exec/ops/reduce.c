@@ -30,17 +30,32 @@ static double reduce_row(rkind k, mfs_dtype dt, const void *p, int64_t n)
 			s += exp(oc_load(dt, p, i) - mx);
 		return mx + log(s);
 	}
-	for (int64_t i = 0; i < n; i++) {
-		double v = dt == MFS_DT_FLOAT ? ((const float *)p)[i] : oc_load(dt, p, i);
-		switch (k) {
-		case R_MAX: acc = v > acc || isnan(v) ? v : acc; break;
-		case R_MIN: acc = v < acc || isnan(v) ? v : acc; break;
-		case R_PROD: acc *= v; break;
-		case R_L1: acc += fabs(v); break;
-		case R_L2: case R_SUMSQ: acc += v * v; break;
-		default: acc += v; break;
-		}
+	/* One loop per kind, so the kind is not re-tested per element; float
+	 * data is read directly. */
+#define ACCUMULATE(expr)                                                     \
+	do {                                                                  \
+		if (dt == MFS_DT_FLOAT) {                                     \
+			const float *f = p;                                   \
+			for (int64_t i = 0; i < n; i++) {                     \
+				double v = f[i];                              \
+				expr;                                         \
+			}                                                     \
+		} else {                                                      \
+			for (int64_t i = 0; i < n; i++) {                     \
+				double v = oc_load(dt, p, i);                 \
+				expr;                                         \
+			}                                                     \
+		}                                                             \
+	} while (0)
+	switch (k) {
+	case R_MAX: ACCUMULATE(acc = v > acc || isnan(v) ? v : acc); break;
+	case R_MIN: ACCUMULATE(acc = v < acc || isnan(v) ? v : acc); break;
+	case R_PROD: ACCUMULATE(acc *= v); break;
+	case R_L1: ACCUMULATE(acc += fabs(v)); break;
+	case R_L2: case R_SUMSQ: ACCUMULATE(acc += v * v); break;
+	default: ACCUMULATE(acc += v); break;
 	}
+#undef ACCUMULATE
 	switch (k) {
 	case R_MEAN: return acc / (double)n;
 	case R_L2: return sqrt(acc);

@@ -4,17 +4,18 @@
 #include <tgmath.h>
 
 #include "elementwise.h"
+#include "vmath.h"
 
 /* log(1 + e^x) without overflow for large x */
 #define EW_SOFTPLUS(x) ((x) > 0 ? (x) + log1p(exp(-(x))) : log1p(exp(x)))
 
-EW_T_FLOAT(EW_DEF_UNARY, sigmoid, x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)))
+EW_T_FLOAT(EW_DEF_UNARY, sigmoid, 1 / (1 + EW_EXP(-x)))
 EW_T_FLOAT(EW_DEF_UNARY, softplus, EW_SOFTPLUS(x))
 EW_T_FLOAT(EW_DEF_UNARY, softsign, x / (1 + fabs(x)))
-EW_T_FLOAT(EW_DEF_UNARY, mish, x * tanh(EW_SOFTPLUS(x)))
-EW_T_FLOAT(EW_DEF_UNARY, gelu, (ew_t)0.5 * x * (1 + erf(x * (ew_t)0.70710678118654752440)))
+EW_T_FLOAT(EW_DEF_UNARY, mish, x * EW_TANH(EW_SOFTPLUS(x)))
+EW_T_FLOAT(EW_DEF_UNARY, gelu, (ew_t)0.5 * x * (1 + EW_ERF(x * (ew_t)0.70710678118654752440)))
 EW_T_FLOAT(EW_DEF_UNARY, gelut, (ew_t)0.5 * x *
-	   (1 + tanh((ew_t)0.79788456080286535588 * (x + (ew_t)0.044715 * x * x * x))))
+	   (1 + EW_TANH((ew_t)0.79788456080286535588 * (x + (ew_t)0.044715 * x * x * x))))
 
 static const ew_table sigmoid_tab = { 1, { EW_T_FLOAT(EW_ENTRY, sigmoid) } };
 static const ew_table softplus_tab = { 1, { EW_T_FLOAT(EW_ENTRY, softplus) } };

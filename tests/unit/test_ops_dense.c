@@ -651,6 +651,108 @@ static void test_conv_paths_agree(void **st)
 	mfs_tensor_release(&y2);
 }
 
+/* FusedConv (com.modelfs): act(conv + Z) against the naive conv. */
+static void fused_check(mfs_layout xl, mfs_layout yl, mfs_layout zl, const char *act,
+			bool with_z)
+{
+	conv_case cc = { 2, 2, 6, 8, 2, { 7, 6 }, { 3, 3 }, { 1, 2 }, { 1, 1 }, { 1, 0 },
+			 { 1, 1 }, NULL, true };
+	const int64_t OH = 7, OW = 3, S = OH * OW, osz = 2 * 8 * S;
+	int64_t out[3] = { OH, OW, 1 };
+	tnode t;
+	mfs_tensor x, w, b, z, y = { 0 };
+	call c;
+	static float attr_params[2];
+	float ref[2 * 8 * 7 * 3], tmp[2 * 8 * 7 * 3];
+
+	tn_init(&t, "FusedConv");
+	t.node.domain = (char *)"com.modelfs";
+	tn_int(&t, "group", 2);
+	tn_ints(&t, "strides", 2, 1L, 2L);
+	tn_ints(&t, "pads", 4, 1L, 0L, 1L, 1L);
+	if (act) {
+		tn_str(&t, "activation", act);
+		onnx_attr *a = tn_attr(&t, "activation_params", ONNX_ATTR_FLOATS);
+		attr_params[0] = !strcmp(act, "Clip") ? -0.2f : 0.1f;
+		attr_params[1] = 0.3f;
+		a->floats = attr_params;
+		a->n_floats = 2;
+	}
+	t_rand(&x, shp(4, 2L, 6L, 7L, 6L));
+	t_rand(&w, shp(4, 8L, 3L, 3L, 3L));
+	t_rand(&b, shp(1, 8L));
+	t_rand(&z, shp(4, 2L, 8L, OH, OW));
+	ref_conv(&cc, out, x.data, w.data, b.data, ref);
+	for (int64_t i = 0; i < osz; i++) {
+		float v = ref[i] + (with_z ? ((float *)z.data)[i] : 0.0f);
+		if (act && !strcmp(act, "Relu"))
+			v = v > 0 ? v : 0;
+		else if (act && !strcmp(act, "LeakyRelu"))
+			v = v >= 0 ? v : v * 0.1f;
+		else if (act && !strcmp(act, "Clip"))
+			v = v < -0.2f ? -0.2f : v > 0.3f ? 0.3f : v;
+		ref[i] = v;
+	}
+	if (xl == MFS_LAYOUT_NHWC) {
+		float *xt = malloc(x.nbytes);
+		to_nhwc(x.data, xt, 2, 6, 42);
+		memcpy(x.data, xt, x.nbytes);
+		free(xt);
+		x.layout = MFS_LAYOUT_NHWC;
+	}
+	if (zl == MFS_LAYOUT_NHWC) {
+		to_nhwc(z.data, tmp, 2, 8, S);
+		memcpy(z.data, tmp, z.nbytes);
+		z.layout = MFS_LAYOUT_NHWC;
+	}
+	y.layout = yl;
+	mfs_tensor *in[] = { &x, &w, &b, with_z ? &z : NULL }, *outs[] = { &y };
+	const mfs_op_def *def = mfs_op_find("com.modelfs", "FusedConv", 1);
+	assert_non_null(def);
+	memset(&c, 0, sizeof(c));
+	c.def = def;
+	for (int i = 0; i < 4; i++)
+		c.in[i] = in[i];
+	c.out[0] = outs[0];
+	c.ctx = (mfs_op_ctx){ .def = def, .node = &t.node, .opset = 1, .n_in = 4, .in = c.in,
+			      .n_out = 1, .out = c.out, .state = &c.state, .err = &c.err };
+	int rc = call_run(&c);
+	if (rc)
+		print_error("%s\n", c.err.msg);
+	assert_int_equal(rc, 0);
+	if (yl == MFS_LAYOUT_NHWC) {
+		to_nhwc(ref, tmp, 2, 8, S);
+		memcpy(ref, tmp, sizeof(ref));
+	}
+	assert_close(y.data, ref, osz, 1e-4f);
+	call_done(&c);
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&z);
+	mfs_tensor_release(&y);
+}
+
+static void fused_all(void)
+{
+	const char *acts[] = { NULL, "Relu", "LeakyRelu", "Clip" };
+	for (int a = 0; a < 4; a++)
+		for (int l = 0; l < 8; l++)
+			fused_check(l & 1 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN,
+				    l & 2 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN,
+				    l & 4 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN, acts[a], a != 1 || l < 4);
+}
+
+static void test_fused_conv(void **st)
+{
+	(void)st;
+	unsetenv("MFS_CONV");
+	fused_all();
+	setenv("MFS_CONV", "im2col", 1);
+	fused_all();
+	unsetenv("MFS_CONV");
+}
+
 /* Bad attributes and inputs: clear errors, never a crash. */
 static void conv_expect_error(tnode *t, mfs_shape xs, mfs_shape ws, int code, const char *needle)
 {
@@ -1106,6 +1208,185 @@ static void test_conv_transpose(void **st)
 	mfs_tensor_release(&y);
 }
 
+/* ---- quantized ops, Einsum ---------------------------------------------- */
+
+static void test_matmul_integer(void **st)
+{
+	(void)st;
+	const int64_t M = 3, K = 4, N = 2;
+	tnode t;
+	mfs_tensor a, b, za, zb, y = { 0 };
+	call c;
+
+	tn_init(&t, "MatMulInteger");
+	t_alloc(&a, MFS_DT_UINT8, shp(2, M, K));
+	t_alloc(&b, MFS_DT_INT8, shp(2, K, N));
+	t_alloc(&za, MFS_DT_UINT8, shp(1, M));     /* per row */
+	t_alloc(&zb, MFS_DT_INT8, shp(0));         /* scalar */
+	uint8_t *ad = a.data, *zad = za.data;
+	int8_t *bd = b.data, *zbd = zb.data;
+	for (int i = 0; i < M * K; i++)
+		ad[i] = (uint8_t)(i * 37 % 256);
+	for (int i = 0; i < K * N; i++)
+		bd[i] = (int8_t)(i * 53 % 256 - 128);
+	for (int i = 0; i < M; i++)
+		zad[i] = (uint8_t)(100 + i);
+	zbd[0] = -3;
+	mfs_tensor *in[] = { &a, &b, &za, &zb }, *out[] = { &y };
+	call_setup(&c, &t, 10, in, 4, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.dtype, MFS_DT_INT32);
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			int32_t s = 0;
+			for (int p = 0; p < K; p++)
+				s += (ad[i * K + p] - zad[i]) * (bd[p * N + j] - zbd[0]);
+			assert_int_equal(((int32_t *)y.data)[i * N + j], s);
+		}
+	call_done(&c);
+	/* a zero point of the wrong type */
+	mfs_tensor *bad[] = { &a, &b, &zb };
+	expect_error(&t, 10, bad, 3, EINVAL, "a_zero_point");
+	mfs_tensor_release(&a);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&za);
+	mfs_tensor_release(&zb);
+	mfs_tensor_release(&y);
+}
+
+static void test_conv_integer(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, w, xz, y = { 0 };
+	call c;
+
+	tn_init(&t, "ConvInteger");
+	tn_ints(&t, "pads", 4, 1L, 1L, 1L, 1L);
+	t_alloc(&x, MFS_DT_UINT8, shp(4, 1L, 1L, 3L, 3L));
+	t_alloc(&w, MFS_DT_UINT8, shp(4, 1L, 1L, 2L, 2L));
+	t_alloc(&xz, MFS_DT_UINT8, shp(0));
+	uint8_t *xd = x.data, *wd = w.data;
+	for (int i = 0; i < 9; i++)
+		xd[i] = (uint8_t)(i + 2);
+	for (int i = 0; i < 4; i++)
+		wd[i] = 1;
+	((uint8_t *)xz.data)[0] = 1;
+	mfs_tensor *in[] = { &x, &w, &xz }, *out[] = { &y };
+	call_setup(&c, &t, 10, in, 3, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.shape.dims[2], 4);
+	/* the ONNX spec's example: padding counts as the zero point */
+	const int32_t want[16] = { 1, 3, 5, 3, 5, 12, 16, 9, 11, 24, 28, 15, 7, 15, 17, 9 };
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(((int32_t *)y.data)[i], want[i]);
+	call_done(&c);
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&xz);
+	mfs_tensor_release(&y);
+}
+
+static void test_qlinear_matmul(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor a, as, az, b, bs, bz, ys, yz, y = { 0 };
+	call c;
+
+	tn_init(&t, "QLinearMatMul");
+	t_alloc(&a, MFS_DT_UINT8, shp(2, 1L, 2L));
+	t_alloc(&b, MFS_DT_UINT8, shp(2, 2L, 1L));
+	t_alloc(&az, MFS_DT_UINT8, shp(0));
+	t_alloc(&bz, MFS_DT_UINT8, shp(0));
+	t_alloc(&yz, MFS_DT_UINT8, shp(0));
+	t_alloc(&as, MFS_DT_FLOAT, shp(0));
+	t_alloc(&bs, MFS_DT_FLOAT, shp(0));
+	t_alloc(&ys, MFS_DT_FLOAT, shp(0));
+	((uint8_t *)a.data)[0] = 3;  ((uint8_t *)a.data)[1] = 2;
+	((uint8_t *)b.data)[0] = 1;  ((uint8_t *)b.data)[1] = 0;
+	((float *)as.data)[0] = 1.0f;
+	((float *)bs.data)[0] = 1.0f;
+	((float *)ys.data)[0] = 2.0f;    /* 3/2 = 1.5 -> 2 (half to even) */
+	((uint8_t *)yz.data)[0] = 10;
+	mfs_tensor *in[] = { &a, &as, &az, &b, &bs, &bz, &ys, &yz }, *out[] = { &y };
+	call_setup(&c, &t, 10, in, 8, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(((uint8_t *)y.data)[0], 12);
+	call_done(&c);
+	((float *)ys.data)[0] = 0.001f;  /* saturates at 255 */
+	call_setup(&c, &t, 10, in, 8, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(((uint8_t *)y.data)[0], 255);
+	call_done(&c);
+	for (int i = 0; i < 8; i++)
+		mfs_tensor_release(in[i]);
+	mfs_tensor_release(&y);
+}
+
+static void einsum_case(const char *eq, mfs_tensor **in, int n_in, const float *want,
+			int64_t n_want, int want_rank)
+{
+	tnode t;
+	mfs_tensor y = { 0 };
+	mfs_tensor *out[] = { &y };
+	call c;
+	tn_init(&t, "Einsum");
+	tn_str(&t, "equation", eq);
+	call_setup(&c, &t, 12, in, n_in, out, 1);
+	int rc = call_run(&c);
+	if (rc)
+		print_error("%s: %s\n", eq, c.err.msg);
+	assert_int_equal(rc, 0);
+	assert_int_equal(y.shape.rank, want_rank);
+	assert_int_equal(mfs_shape_numel(&y.shape), n_want);
+	assert_close(y.data, want, n_want, 1e-5f);
+	call_done(&c);
+	mfs_tensor_release(&y);
+}
+
+static void test_einsum(void **st)
+{
+	(void)st;
+	mfs_tensor a, b;
+	t_rand(&a, shp(3, 2L, 3L, 4L));
+	t_rand(&b, shp(3, 2L, 4L, 5L));
+	float want[2 * 3 * 5];
+	for (int bt = 0; bt < 2; bt++)
+		ref_matmul((float *)a.data + bt * 12, (float *)b.data + bt * 20, want + bt * 15, 3, 4, 5);
+	mfs_tensor *ab[] = { &a, &b };
+	einsum_case("bij,bjk->bik", ab, 2, want, 30, 3);
+	einsum_case("...ij, ...jk", ab, 2, want, 30, 3);   /* implicit, ellipsis */
+
+	/* diagonal and transpose-sum */
+	mfs_tensor sq;
+	t_rand(&sq, shp(2, 3L, 3L));
+	const float *q = sq.data;
+	float diag[3] = { q[0], q[4], q[8] }, tr = q[0] + q[4] + q[8];
+	mfs_tensor *one[] = { &sq };
+	einsum_case("ii->i", one, 1, diag, 3, 1);
+	einsum_case("ii", one, 1, &tr, 1, 0);
+	float colsum[3];
+	for (int j = 0; j < 3; j++)
+		colsum[j] = q[j] + q[3 + j] + q[6 + j];
+	einsum_case("ij->j", one, 1, colsum, 3, 1);
+
+	/* bad equations are errors */
+	tnode t;
+	tn_init(&t, "Einsum");
+	tn_str(&t, "equation", "ij,jk->ik");
+	expect_error(&t, 12, one, 1, EINVAL, "terms");
+	tn_init(&t, "Einsum");
+	tn_str(&t, "equation", "ij->iz");
+	expect_error(&t, 12, one, 1, EINVAL, "appears in no input");
+	tn_init(&t, "Einsum");
+	tn_str(&t, "equation", "ijk->i");
+	expect_error(&t, 12, one, 1, EINVAL, "rank");
+	mfs_tensor_release(&a);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&sq);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1118,6 +1399,7 @@ int main(void)
 		cmocka_unit_test(test_conv_im2col),
 		cmocka_unit_test(test_conv_paths_agree),
 		cmocka_unit_test(test_conv_bad),
+		cmocka_unit_test(test_fused_conv),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
 		cmocka_unit_test(test_global_pools),
@@ -1125,6 +1407,10 @@ int main(void)
 		cmocka_unit_test(test_batchnorm),
 		cmocka_unit_test(test_instancenorm_lrn),
 		cmocka_unit_test(test_conv_transpose),
+		cmocka_unit_test(test_matmul_integer),
+		cmocka_unit_test(test_conv_integer),
+		cmocka_unit_test(test_qlinear_matmul),
+		cmocka_unit_test(test_einsum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

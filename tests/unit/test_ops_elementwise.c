@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "op.h"
+#include "ops/vmath.h"
 
 /* ---- calling an operator ------------------------------------------- */
 
@@ -795,6 +796,41 @@ static void test_layout(void **st)
 	call_free(c);
 }
 
+/* The vectorisable float functions against libm in double. */
+static void test_vmath_accuracy(void **st)
+{
+	(void)st;
+	double worst[4] = { 0 };
+	for (int i = -2000000; i <= 2000000; i++) {
+		float x = (float)i * 1e-5f * (i % 3 == 0 ? 10 : 1);
+		double e = exp((double)x), th = tanh((double)x), er = erf((double)x);
+		double sg = 1 / (1 + exp(-(double)x));
+		if (e > 1e-37 && e < 1e38) {
+			double r = fabs(ew_expf(x) - e) / e;
+			worst[0] = r > worst[0] ? r : worst[0];
+		}
+		double rt = fabs(ew_tanhf(x) - th) / (fabs(th) + 1e-30);
+		worst[1] = rt > worst[1] ? rt : worst[1];
+		double ae = fabs(ew_erff(x) - er);
+		worst[2] = ae > worst[2] ? ae : worst[2];
+		if (sg > 1e-37) {
+			double rs = fabs(ew_sigmoidf(x) - sg) / sg;
+			worst[3] = rs > worst[3] ? rs : worst[3];
+		}
+	}
+	print_message("vmath worst: exp %.3g rel, tanh %.3g rel, erf %.3g abs, sigmoid %.3g rel\n",
+		      worst[0], worst[1], worst[2], worst[3]);
+	assert_true(worst[0] < 2.5e-7);
+	assert_true(worst[1] < 1e-6);
+	assert_true(worst[2] < 2e-7);
+	assert_true(worst[3] < 5e-7);
+	assert_true(isnan(ew_expf(NAN)) && isnan(ew_tanhf(NAN)) && isnan(ew_erff(NAN)));
+	assert_true(ew_expf(INFINITY) > 1e38f && ew_expf(-INFINITY) < 1e-37f);
+	assert_true(ew_tanhf(INFINITY) == 1 && ew_tanhf(-INFINITY) == -1);
+	assert_true(ew_erff(INFINITY) == 1 && ew_erff(-INFINITY) == -1);
+	assert_true(ew_erff(0) == 0 && ew_tanhf(-0.0f) == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -812,6 +848,7 @@ int main(void)
 		cmocka_unit_test(test_unary_values),
 		cmocka_unit_test(test_cast),
 		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_vmath_accuracy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -691,6 +691,45 @@ static void test_misc(void **st)
 	h_free(&h);
 }
 
+static void test_resize(void **st)
+{
+	harness h;
+	int64_t xd[] = { 1, 1, 2, 2 }, sd[] = { 4 }, sizes[] = { 1, 1, 4, 4 };
+	float x[] = { 1, 2, 3, 4 };
+	(void)st;
+	h_init(&h, "Resize", 13, 1);
+	h_attr_str(&h, "mode", "linear");
+	h_in(&h, MFS_DT_FLOAT, 4, xd, x);
+	h_skip_in(&h);
+	h_skip_in(&h);
+	h_in(&h, MFS_DT_INT64, 1, sd, sizes);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 4, 1, 1, 4, 4);
+	/* half_pixel: row 0 is [1, 1.25, 1.75, 2], edges clamp. */
+	float row0[] = { 1, 1.25f, 1.75f, 2 };
+	for (int i = 0; i < 4; i++)
+		assert_true(fabsf(((float *)h.out[0].data)[i] - row0[i]) < 1e-6f);
+	assert_true(fabsf(((float *)h.out[0].data)[15] - 4) < 1e-6f);
+	h_free(&h);
+
+	float scales[] = { 1, 1, 2, 1.5f };
+	h_init(&h, "Upsample", 9, 1);
+	h_in(&h, MFS_DT_FLOAT, 4, xd, x);
+	h_in(&h, MFS_DT_FLOAT, 1, sd, scales);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 4, 1, 1, 4, 3);
+	float want[] = { 1, 1, 2, 1, 1, 2, 3, 3, 4, 3, 3, 4 };
+	assert_floats(&h.out[0], want, 12, 0);
+	h_free(&h);
+
+	h_init(&h, "Resize", 13, 1);  /* both scales and sizes: refused */
+	h_in(&h, MFS_DT_FLOAT, 4, xd, x);
+	h_skip_in(&h);
+	h_in(&h, MFS_DT_FLOAT, 1, sd, scales);
+	h_in(&h, MFS_DT_INT64, 1, sd, sizes);
+	assert_int_equal(h_infer(&h), -EINVAL);
+}
+
 int main(void)
 {
 	for (int i = 0; i < 64; i++)
@@ -712,6 +751,7 @@ int main(void)
 		cmocka_unit_test(test_topk_argmax),
 		cmocka_unit_test(test_data_dependent),
 		cmocka_unit_test(test_misc),
+		cmocka_unit_test(test_resize),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,267 @@
+#!/usr/bin/python3
+"""Builds the example model repository in this directory (examples/):
+
+  add_sub/  Triton's classic example: INPUT0, INPUT1 FP32[16] ->
+            OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1.
+            max_batch_size 0: the shapes are exactly [16], so a shell user
+            can write 16 numbers to INPUT0.txt.
+  mlp/      784-512-512-10 classifier (Gemm, Relu, Softmax): "input"
+            FP32[784] -> "probabilities" FP32[10].  max_batch_size 64 with
+            dynamic_batching, so files carry a leading batch dim: [N,784].
+  cnn/      small CNN on 1x28x28 images (Conv, BatchNormalization, Relu,
+            MaxPool, Flatten, Gemm): "image" FP32[1,28,28] -> "logits"
+            FP32[10].  max_batch_size 16.
+
+Each model gets config.pbtxt, 1/model.onnx (opset 13) and samples/ with
+input files in several formats plus the PyTorch/NumPy reference outputs
+(samples/expected/).  Weights are random with fixed seeds, so a rerun gives
+the same files.  The .onnx files are committed: `make run` needs no Python.
+
+Run: /usr/bin/python3 examples/make_examples.py   (Debian's python3-torch,
+python3-onnx, python3-numpy)."""
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+from onnx import TensorProto, helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OPSET = 13
+
+
+def write(path, data, mode="w"):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, mode) as f:
+        f.write(data)
+
+
+def save_txt(path, a):
+    """Last dim per line, as modelfs writes .txt."""
+    a = np.asarray(a)
+    rows = a.reshape(-1, a.shape[-1]) if a.ndim else a.reshape(1, 1)
+    fmt = "%d" if a.dtype.kind in "iub" else "%.9g"
+    write(path, "".join(" ".join(fmt % v for v in r) + "\n" for r in rows))
+
+
+def save_json(path, name, a):
+    a = np.asarray(a)
+    kserve = {"float32": "FP32", "int64": "INT64"}[str(a.dtype)]
+    write(path, json.dumps({"name": name, "shape": list(a.shape),
+                            "datatype": kserve,
+                            "data": a.reshape(-1).tolist()}) + "\n")
+
+
+def save_npy(path, a):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    np.save(path, a)
+
+
+def export(model, args, path, in_names, out_names, dynamic_batch):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    axes = None
+    if dynamic_batch:
+        axes = {n: {0: "batch"} for n in in_names + out_names}
+    # PRESERVE keeps BatchNormalization as its own node (EVAL would fold it
+    # into the Conv); the module is in eval mode, so it exports inference.
+    torch.onnx.export(model, args, path, opset_version=OPSET,
+                      input_names=in_names, output_names=out_names,
+                      dynamic_axes=axes,
+                      training=torch.onnx.TrainingMode.PRESERVE,
+                      do_constant_folding=True)
+    m = onnx.load(path)
+    onnx.checker.check_model(m)
+    m.producer_name = "modelfs examples/make_examples.py"
+    onnx.save(m, path)
+
+
+def add_sub():
+    d = os.path.join(HERE, "add_sub")
+    x0 = helper.make_tensor_value_info("INPUT0", TensorProto.FLOAT, [16])
+    x1 = helper.make_tensor_value_info("INPUT1", TensorProto.FLOAT, [16])
+    y0 = helper.make_tensor_value_info("OUTPUT0", TensorProto.FLOAT, [16])
+    y1 = helper.make_tensor_value_info("OUTPUT1", TensorProto.FLOAT, [16])
+    g = helper.make_graph(
+        [helper.make_node("Add", ["INPUT0", "INPUT1"], ["OUTPUT0"]),
+         helper.make_node("Sub", ["INPUT0", "INPUT1"], ["OUTPUT1"])],
+        "add_sub", [x0, x1], [y0, y1])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)],
+                          producer_name="modelfs examples/make_examples.py")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    os.makedirs(os.path.join(d, "1"), exist_ok=True)
+    onnx.save(m, os.path.join(d, "1", "model.onnx"))
+    write(os.path.join(d, "config.pbtxt"), """\
+# Triton's classic add_sub example, served by modelfs.
+name: "add_sub"
+backend: "onnxruntime"
+max_batch_size: 0
+input [
+  {
+    name: "INPUT0"
+    data_type: TYPE_FP32
+    dims: [ 16 ]
+  },
+  {
+    name: "INPUT1"
+    data_type: TYPE_FP32
+    dims: [ 16 ]
+  }
+]
+output [
+  {
+    name: "OUTPUT0"
+    data_type: TYPE_FP32
+    dims: [ 16 ]
+  },
+  {
+    name: "OUTPUT1"
+    data_type: TYPE_FP32
+    dims: [ 16 ]
+  }
+]
+instance_group [ { count: 1, kind: KIND_CPU } ]
+""")
+    s = os.path.join(d, "samples")
+    a = np.arange(1, 17, dtype=np.float32)
+    b = np.full(16, 0.5, dtype=np.float32)
+    save_txt(os.path.join(s, "INPUT0.txt"), a)
+    save_npy(os.path.join(s, "INPUT0.npy"), a)
+    save_json(os.path.join(s, "INPUT0.json"), "INPUT0", a)
+    save_txt(os.path.join(s, "INPUT1.txt"), b)
+    save_npy(os.path.join(s, "INPUT1.npy"), b)
+    save_json(os.path.join(s, "INPUT1.json"), "INPUT1", b)
+    save_npy(os.path.join(s, "expected", "OUTPUT0.npy"), a + b)
+    save_npy(os.path.join(s, "expected", "OUTPUT1.npy"), a - b)
+    save_txt(os.path.join(s, "expected", "OUTPUT0.txt"), a + b)
+    save_txt(os.path.join(s, "expected", "OUTPUT1.txt"), a - b)
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(784, 512)
+        self.fc2 = torch.nn.Linear(512, 512)
+        self.fc3 = torch.nn.Linear(512, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.fc1(x))
+        x = torch.relu(self.fc2(x))
+        return torch.softmax(self.fc3(x), dim=1)
+
+
+class CNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 8, 3, padding=1)
+        self.bn1 = torch.nn.BatchNorm2d(8)
+        self.conv2 = torch.nn.Conv2d(8, 16, 3, padding=1)
+        self.bn2 = torch.nn.BatchNorm2d(16)
+        self.fc = torch.nn.Linear(16 * 7 * 7, 10)
+        # Random running statistics, so BatchNormalization does something.
+        for bn in (self.bn1, self.bn2):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.data.uniform_(0.5, 1.5)
+            bn.bias.data.uniform_(-0.2, 0.2)
+
+    def forward(self, x):
+        x = torch.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 2)
+        x = torch.max_pool2d(torch.relu(self.bn2(self.conv2(x))), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+def mlp():
+    d = os.path.join(HERE, "mlp")
+    torch.manual_seed(1)
+    model = MLP().eval()
+    export(model, torch.zeros(1, 784), os.path.join(d, "1", "model.onnx"),
+           ["input"], ["probabilities"], True)
+    write(os.path.join(d, "config.pbtxt"), """\
+# A 784-512-512-10 classifier (random weights, seed 1).
+name: "mlp"
+backend: "onnxruntime"
+max_batch_size: 64
+input [
+  {
+    name: "input"
+    data_type: TYPE_FP32
+    dims: [ 784 ]
+  }
+]
+output [
+  {
+    name: "probabilities"
+    data_type: TYPE_FP32
+    dims: [ 10 ]
+  }
+]
+dynamic_batching {
+  max_queue_delay_microseconds: 200
+}
+""")
+    s = os.path.join(d, "samples")
+    rng = np.random.default_rng(1)
+    x = rng.random((1, 784), dtype=np.float32)
+    x4 = rng.random((4, 784), dtype=np.float32)
+    with torch.no_grad():
+        y = model(torch.from_numpy(x)).numpy()
+        y4 = model(torch.from_numpy(x4)).numpy()
+    save_npy(os.path.join(s, "input.npy"), x)
+    save_txt(os.path.join(s, "input.txt"), x)
+    save_npy(os.path.join(s, "input_batch4.npy"), x4)
+    save_npy(os.path.join(s, "expected", "probabilities.npy"), y)
+    save_npy(os.path.join(s, "expected", "probabilities_batch4.npy"), y4)
+
+
+def cnn():
+    d = os.path.join(HERE, "cnn")
+    torch.manual_seed(2)
+    model = CNN().eval()
+    export(model, torch.zeros(1, 1, 28, 28), os.path.join(d, "1", "model.onnx"),
+           ["image"], ["logits"], True)
+    write(os.path.join(d, "config.pbtxt"), """\
+# A small CNN on 1x28x28 images (random weights, seed 2).
+name: "cnn"
+backend: "onnxruntime"
+max_batch_size: 16
+input [
+  {
+    name: "image"
+    data_type: TYPE_FP32
+    dims: [ 1, 28, 28 ]
+  }
+]
+output [
+  {
+    name: "logits"
+    data_type: TYPE_FP32
+    dims: [ 10 ]
+  }
+]
+""")
+    s = os.path.join(d, "samples")
+    rng = np.random.default_rng(2)
+    x = rng.random((1, 1, 28, 28), dtype=np.float32)
+    with torch.no_grad():
+        y = model(torch.from_numpy(x)).numpy()
+    save_npy(os.path.join(s, "image.npy"), x)
+    save_json(os.path.join(s, "image.json"), "image", x)
+    save_npy(os.path.join(s, "expected", "logits.npy"), y)
+
+
+def main():
+    torch.use_deterministic_algorithms(True)
+    add_sub()
+    mlp()
+    cnn()
+    for m in ("add_sub", "mlp", "cnn"):
+        g = onnx.load(os.path.join(HERE, m, "1", "model.onnx")).graph
+        print("%-8s %s" % (m, " ".join(sorted({n.op_type for n in g.node}))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

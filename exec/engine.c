@@ -1,0 +1,164 @@
+/* engine.c - the backend-independent half of engine.h: execution contexts
+ * on a backend, checking a request's inputs against the model, threads. */
+#include <cblas.h>
+#include <omp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+
+struct mfs_exec {
+	const mfs_model *m;
+	mfs_backend *backend;
+	void *ctx;
+};
+
+static atomic_int engine_threads;      /* 0: library defaults */
+
+void mfs_engine_set_threads(int n)
+{
+	if (n < 1)
+		n = 1;
+	atomic_store(&engine_threads, n);
+	omp_set_num_threads(n);
+	openblas_set_num_threads(n);
+}
+
+/* omp_set_num_threads only sets the calling thread's value: a run on a
+ * thread created after mfs_engine_set_threads would otherwise use every
+ * core, so each run applies the setting to its own thread. */
+static void apply_threads(void)
+{
+	int n = atomic_load(&engine_threads);
+	if (n > 0 && omp_get_max_threads() != n)
+		omp_set_num_threads(n);
+}
+
+int mfs_exec_new(const mfs_model *m, mfs_backend *backend, mfs_exec **out,
+		 mfs_error *err)
+{
+	mfs_exec *e;
+	mfs_error local;
+	int rc;
+
+	if (!err)
+		err = &local;
+	*out = NULL;
+	if (!backend)
+		backend = mfs_backend_cpu();
+	for (int i = 0; i < m->n_nodes; i++) {
+		const mfs_node *nd = &m->nodes[i];
+		if (!backend->iface->supports_op(backend, nd->def, nd->onnx))
+			return mfs_fail(err, ENOTSUP,
+					"model '%s': backend %s cannot run %s '%s'",
+					m->label, backend->iface->name(backend),
+					nd->onnx->op_type,
+					nd->onnx->name ? nd->onnx->name : "");
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	e->m = m;
+	e->backend = backend;
+	rc = backend->iface->exec_new(backend, m, &e->ctx, err);
+	if (rc) {
+		free(e);
+		return rc;
+	}
+	*out = e;
+	return 0;
+}
+
+void mfs_exec_free(mfs_exec *e)
+{
+	if (!e)
+		return;
+	e->backend->iface->exec_free(e->ctx);
+	free(e);
+}
+
+static int check_input(const mfs_model *m, int i, const mfs_tensor *t,
+		       mfs_error *err)
+{
+	const mfs_io_desc *d = &m->inputs[i];
+	char got[160], want[160];
+	mfs_shape ws;
+	size_t esize = mfs_dtype_size(t->dtype), n = esize;
+
+	if (t->dtype != d->dtype)
+		return mfs_fail(err, EINVAL,
+				"model '%s': input '%s' has data type %s, the model expects %s",
+				m->label, d->name, mfs_dtype_onnx_name(t->dtype),
+				mfs_dtype_onnx_name(d->dtype));
+	if (t->shape.rank < 0 || t->shape.rank > MFS_MAX_RANK)
+		return mfs_fail(err, EINVAL, "model '%s': input '%s' has rank %d",
+				m->label, d->name, t->shape.rank);
+	ws.rank = d->rank;
+	memcpy(ws.dims, d->dims, sizeof(ws.dims));
+	if (d->rank >= 0 && t->shape.rank != d->rank)
+		goto bad_shape;
+	for (int k = 0; k < t->shape.rank; k++) {
+		if (t->shape.dims[k] < 0)
+			goto bad_shape;
+		if (d->rank >= 0 && d->dims[k] >= 0 && d->dims[k] != t->shape.dims[k])
+			goto bad_shape;
+		if (t->shape.dims[k] && n > SIZE_MAX / (size_t)t->shape.dims[k])
+			goto bad_shape;
+		n *= (size_t)t->shape.dims[k];
+	}
+	if (t->nbytes != n || (n && !t->data))
+		return mfs_fail(err, EINVAL,
+				"model '%s': input '%s' holds %zu bytes, its shape %s needs %zu",
+				m->label, d->name, t->data ? t->nbytes : 0,
+				mfs_shape_format(&t->shape, got, sizeof(got)), n);
+	if (t->layout != MFS_LAYOUT_PLAIN)
+		return mfs_fail(err, EINVAL,
+				"model '%s': input '%s' is not in plain layout",
+				m->label, d->name);
+	return 0;
+bad_shape:
+	if (d->rank < 0)
+		snprintf(want, sizeof(want), "any shape");
+	else
+		mfs_shape_format(&ws, want, sizeof(want));
+	return mfs_fail(err, EINVAL,
+			"model '%s': input '%s' has shape %s, the model expects %s",
+			m->label, d->name,
+			mfs_shape_format(&t->shape, got, sizeof(got)), want);
+}
+
+int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
+		 mfs_error *err)
+{
+	const mfs_model *m = e->m;
+	mfs_error local;
+	int rc;
+
+	if (!err)
+		err = &local;
+	mfs_error_clear(err);
+	for (int i = 0; i < m->n_inputs; i++) {
+		rc = check_input(m, i, &inputs[i], err);
+		if (rc)
+			return rc;
+	}
+	for (int i = 0; i < m->n_outputs; i++)
+		memset(&outputs[i], 0, sizeof(outputs[i]));
+	apply_threads();
+	rc = e->backend->iface->exec_run(e->ctx, inputs, outputs, err);
+	if (rc) {
+		if (rc > 0)
+			rc = -EIO;
+		mfs_error_prefix(err, "model '%s': ", m->label);
+	}
+	return rc;
+}
+
+void mfs_exec_get_stats(const mfs_exec *e, mfs_exec_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (e->backend == mfs_backend_cpu())
+		mfs_cpu_exec_stats(e->ctx, out);
+}

@@ -1,0 +1,975 @@
+/* graph.c - mfs_model_compile: from an onnx_model to the compiled graph
+ * described in graph.h.
+ *
+ * Passes, in order:
+ *   1. values: one entry per tensor name (hash map), initializers become
+ *      constants, graph inputs that are not initializers become inputs;
+ *   2. operators: each node gets its mfs_op_def for the model's opset of
+ *      its domain (the first unsupported node in file order fails the
+ *      compile with -ENOTSUP);
+ *   3. topological order (Kahn's algorithm; file order kept when the file
+ *      is already sorted, as exporters write it); cycles and reads of
+ *      names nothing defines fail with -EINVAL;
+ *   4. constant folding and static shapes, in that order: a deterministic
+ *      node whose inputs are all constant runs now and its outputs become
+ *      constants (Constant, Shape->Gather->Concat chains feeding Reshape),
+ *      so does Shape/Size of a value whose shape is known; other nodes whose
+ *      input shapes are all known get their output shapes from infer();
+ *   5. dead nodes (nothing needed reads them) are dropped;
+ *   6. the layout pass (see plan_layouts);
+ *   7. lifetimes: each value's last reader, and per node the values to free
+ *      after it.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+#include "log.h"
+
+/* ---- name -> value id map (open addressing; names are borrowed) ---- */
+
+typedef struct name_map {
+	const char **keys;
+	int *ids;
+	size_t mask;
+} name_map;
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+static int map_init(name_map *m, size_t n)
+{
+	size_t cap = 16;
+	while (cap < 2 * n + 1)
+		cap <<= 1;
+	m->keys = calloc(cap, sizeof(*m->keys));
+	m->ids = calloc(cap, sizeof(*m->ids));
+	m->mask = cap - 1;
+	return m->keys && m->ids ? 0 : -ENOMEM;
+}
+
+static void map_free(name_map *m)
+{
+	free(m->keys);
+	free(m->ids);
+}
+
+/* Slot of name: either holding it or the empty slot where it would go. */
+static size_t map_slot(const name_map *m, const char *name)
+{
+	size_t i = hash_str(name) & m->mask;
+	while (m->keys[i] && strcmp(m->keys[i], name) != 0)
+		i = (i + 1) & m->mask;
+	return i;
+}
+
+static int map_get(const name_map *m, const char *name)
+{
+	size_t i = map_slot(m, name);
+	return m->keys[i] ? m->ids[i] : -1;
+}
+
+/* ---- compile state ---- */
+
+typedef struct compiler {
+	mfs_model *m;
+	const onnx_graph *g;
+	name_map names;
+	int cap_values;
+	/* per onnx node (file order) */
+	int n_all;
+	mfs_node *all;
+	int *order;            /* topological order of all[] */
+	bool *dropped;         /* folded or dead */
+	/* scratch for calling operators at compile, sized by the widest node */
+	mfs_tensor *tin, *tout;
+	mfs_tensor **pin, **pout;
+	mfs_error *err;
+} compiler;
+
+static const char *node_label(const onnx_node *n)
+{
+	if (n->name && *n->name)
+		return n->name;
+	return n->n_outputs && n->outputs[0] ? n->outputs[0] : "?";
+}
+
+static int add_value(compiler *c, const char *name)
+{
+	size_t slot;
+	mfs_value *v;
+
+	if (!name || !*name)
+		return -1;
+	slot = map_slot(&c->names, name);
+	if (c->names.keys[slot])
+		return c->names.ids[slot];
+	/* the map was sized for every name the graph mentions */
+	v = &c->m->values[c->m->n_values];
+	memset(v, 0, sizeof(*v));
+	v->name = name;
+	v->kind = MFS_VAL_UNDEFINED;
+	v->producer = -1;
+	v->last_use = -1;
+	v->input_index = -1;
+	v->output_index = -1;
+	c->names.keys[slot] = name;
+	c->names.ids[slot] = c->m->n_values;
+	return c->m->n_values++;
+}
+
+static int64_t model_opset(const onnx_model *o, const char *domain)
+{
+	bool dflt = !domain || !*domain || strcmp(domain, "ai.onnx") == 0;
+	for (int i = 0; i < o->n_opsets; i++) {
+		const char *d = o->opsets[i].domain;
+		bool ddflt = !d || !*d || strcmp(d, "ai.onnx") == 0;
+		if (dflt ? ddflt : (!ddflt && strcmp(d, domain) == 0))
+			return o->opsets[i].version;
+	}
+	return 0;
+}
+
+static bool shape_valid(const mfs_shape *s)
+{
+	if (s->rank < 0 || s->rank > MFS_MAX_RANK)
+		return false;
+	for (int i = 0; i < s->rank; i++)
+		if (s->dims[i] < 0)
+			return false;
+	return true;
+}
+
+/* Pass 1: the values table. */
+static int build_values(compiler *c)
+{
+	const onnx_graph *g = c->g;
+	size_t n = (size_t)g->n_inputs + (size_t)g->n_outputs +
+		   (size_t)g->n_initializers;
+	mfs_model *m = c->m;
+
+	for (int i = 0; i < g->n_nodes; i++)
+		n += (size_t)g->nodes[i].n_inputs + (size_t)g->nodes[i].n_outputs;
+	if (n > INT_MAX / 2)
+		return mfs_fail(c->err, EINVAL, "graph is too large");
+	m->values = calloc(n ? n : 1, sizeof(*m->values));
+	if (!m->values || map_init(&c->names, n))
+		return mfs_fail(c->err, ENOMEM, "out of memory");
+
+	for (int i = 0; i < g->n_initializers; i++) {
+		const onnx_initializer *in = &g->initializers[i];
+		int id = add_value(c, in->name);
+		mfs_value *v;
+		if (id < 0)
+			return mfs_fail(c->err, EINVAL, "initializer %d has no name", i);
+		v = &m->values[id];
+		if (v->kind == MFS_VAL_CONST)
+			return mfs_fail(c->err, EINVAL,
+					"initializer '%s' is defined twice", in->name);
+		if (!shape_valid(&in->tensor.shape) || !mfs_dtype_size(in->tensor.dtype))
+			return mfs_fail(c->err, EINVAL,
+					"initializer '%s' has an invalid type or shape",
+					in->name);
+		v->kind = MFS_VAL_CONST;
+		v->constant = in->tensor;      /* borrowed */
+		v->constant.owns_data = false;
+		v->constant.layout = MFS_LAYOUT_PLAIN;
+		v->dtype = in->tensor.dtype;
+		v->shape = in->tensor.shape;
+		v->shape_static = true;
+	}
+
+	/* Graph inputs that are initializers keep their value (ir < 4 style
+	 * defaults): they stay constants and are not offered as inputs. */
+	m->inputs = calloc((size_t)g->n_inputs + 1, sizeof(*m->inputs));
+	m->input_ids = calloc((size_t)g->n_inputs + 1, sizeof(int));
+	if (!m->inputs || !m->input_ids)
+		return mfs_fail(c->err, ENOMEM, "out of memory");
+	for (int i = 0; i < g->n_inputs; i++) {
+		const onnx_value_info *vi = &g->inputs[i];
+		int id = add_value(c, vi->name);
+		mfs_value *v;
+		mfs_io_desc *d;
+		if (id < 0)
+			return mfs_fail(c->err, EINVAL, "graph input %d has no name", i);
+		v = &m->values[id];
+		if (v->kind == MFS_VAL_CONST)
+			continue;
+		if (v->kind == MFS_VAL_INPUT)
+			return mfs_fail(c->err, EINVAL,
+					"graph input '%s' is listed twice", vi->name);
+		if (vi->dtype == MFS_DT_UNDEFINED || !mfs_dtype_size(vi->dtype))
+			return mfs_fail(c->err, ENOTSUP,
+					"graph input '%s' has unsupported type %s",
+					vi->name, mfs_dtype_onnx_name(vi->dtype));
+		if (vi->has_shape && (vi->rank < 0 || vi->rank > MFS_MAX_RANK))
+			return mfs_fail(c->err, ENOTSUP,
+					"graph input '%s' has rank %d (at most %d)",
+					vi->name, vi->rank, MFS_MAX_RANK);
+		v->kind = MFS_VAL_INPUT;
+		v->dtype = vi->dtype;
+		v->input_index = m->n_inputs;
+		d = &m->inputs[m->n_inputs];
+		d->name = strdup(vi->name);
+		if (!d->name)
+			return mfs_fail(c->err, ENOMEM, "out of memory");
+		d->dtype = vi->dtype;
+		d->rank = vi->has_shape ? vi->rank : -1;
+		v->shape_static = vi->has_shape;
+		v->shape.rank = vi->has_shape ? vi->rank : 0;
+		for (int k = 0; k < d->rank; k++) {
+			d->dims[k] = vi->dims[k] >= 0 ? vi->dims[k] : -1;
+			v->shape.dims[k] = d->dims[k];
+			if (d->dims[k] < 0)
+				v->shape_static = false;
+		}
+		m->input_ids[m->n_inputs++] = id;
+	}
+	return 0;
+}
+
+static mfs_op_lookup_fn test_lookup;
+
+void mfs_graph_set_op_lookup(mfs_op_lookup_fn fn)
+{
+	test_lookup = fn;
+}
+
+static const mfs_op_def *find_op(const char *domain, const char *op_type,
+				 int64_t opset)
+{
+	const mfs_op_def *d = test_lookup ? test_lookup(domain, op_type, opset) : NULL;
+	return d ? d : mfs_op_find(domain, op_type, opset);
+}
+
+static const char *domain_prefix(const char *d, char *buf, size_t size)
+{
+	if (!d || !*d || strcmp(d, "ai.onnx") == 0)
+		return "";
+	snprintf(buf, size, "%s.", d);
+	return buf;
+}
+
+/* Pass 2: operator definitions and the value ids of every node. */
+static int resolve_nodes(compiler *c)
+{
+	const onnx_graph *g = c->g;
+	mfs_model *m = c->m;
+
+	c->n_all = g->n_nodes;
+	c->all = calloc((size_t)g->n_nodes + 1, sizeof(*c->all));
+	c->order = calloc((size_t)g->n_nodes + 1, sizeof(int));
+	c->dropped = calloc((size_t)g->n_nodes + 1, sizeof(bool));
+	if (!c->all || !c->order || !c->dropped)
+		return mfs_fail(c->err, ENOMEM, "out of memory");
+
+	for (int i = 0; i < g->n_nodes; i++) {
+		const onnx_node *on = &g->nodes[i];
+		int64_t opset = model_opset(m->onnx, on->domain);
+		const mfs_op_def *def = find_op(on->domain ? on->domain : "",
+						on->op_type, opset);
+		if (!def) {
+			char dom[128];
+			return mfs_fail(c->err, ENOTSUP,
+					"operator '%s%s' (opset %lld) is not supported (node '%s')",
+					domain_prefix(on->domain, dom, sizeof(dom)),
+					on->op_type, (long long)opset, node_label(on));
+		}
+	}
+
+	{
+		size_t max_in = 1, max_out = 1;
+		for (int i = 0; i < g->n_nodes; i++) {
+			if ((size_t)g->nodes[i].n_inputs > max_in)
+				max_in = (size_t)g->nodes[i].n_inputs;
+			if ((size_t)g->nodes[i].n_outputs > max_out)
+				max_out = (size_t)g->nodes[i].n_outputs;
+		}
+		c->tin = calloc(max_in, sizeof(*c->tin));
+		c->pin = calloc(max_in, sizeof(*c->pin));
+		c->tout = calloc(max_out, sizeof(*c->tout));
+		c->pout = calloc(max_out, sizeof(*c->pout));
+		if (!c->tin || !c->pin || !c->tout || !c->pout)
+			return mfs_fail(c->err, ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < g->n_nodes; i++) {
+		const onnx_node *on = &g->nodes[i];
+		mfs_node *nd = &c->all[i];
+		nd->onnx = on;
+		nd->opset = model_opset(m->onnx, on->domain);
+		nd->def = find_op(on->domain ? on->domain : "", on->op_type,
+				  nd->opset);
+		nd->n_in = on->n_inputs;
+		nd->n_out = on->n_outputs;
+		nd->in = calloc((size_t)on->n_inputs + 1, sizeof(int));
+		nd->out = calloc((size_t)on->n_outputs + 1, sizeof(int));
+		if (!nd->in || !nd->out)
+			return mfs_fail(c->err, ENOMEM, "out of memory");
+		nd->conv_layout = strcmp(on->op_type, "Conv") == 0 &&
+				  (nd->def->flags & MFS_OP_NHWC_OK);
+		for (int k = 0; k < on->n_outputs; k++) {
+			int id = add_value(c, on->outputs[k]);
+			nd->out[k] = id;
+			if (id < 0)
+				continue;
+			if (m->values[id].kind != MFS_VAL_UNDEFINED)
+				return mfs_fail(c->err, EINVAL,
+						"%s '%s': output '%s' is already defined",
+						on->op_type, node_label(on),
+						on->outputs[k]);
+			m->values[id].kind = MFS_VAL_NODE;
+			m->values[id].producer = i;
+		}
+	}
+	/* Inputs after all outputs so that a read of a later node's output
+	 * resolves (the graph may be out of order). */
+	for (int i = 0; i < g->n_nodes; i++) {
+		const onnx_node *on = &g->nodes[i];
+		for (int k = 0; k < on->n_inputs; k++)
+			c->all[i].in[k] = add_value(c, on->inputs[k]);
+	}
+	for (int i = 0; i < g->n_nodes; i++) {
+		const onnx_node *on = &g->nodes[i];
+		for (int k = 0; k < on->n_inputs; k++) {
+			int id = c->all[i].in[k];
+			if (id >= 0 && m->values[id].kind == MFS_VAL_UNDEFINED)
+				return mfs_fail(c->err, EINVAL,
+						"%s '%s': input '%s' is not defined by any node, input or initializer",
+						on->op_type, node_label(on), on->inputs[k]);
+		}
+	}
+	return 0;
+}
+
+/* Pass 3: topological order. */
+static int topo_sort(compiler *c)
+{
+	const mfs_model *m = c->m;
+	int n = c->n_all;
+	int *indeg = NULL, *head = NULL, *next = NULL, *queue = NULL;
+	int *edge_node = NULL;
+	int n_edges = 0, qh = 0, qt = 0, rc = 0;
+	bool sorted = true;
+
+	/* Fast path: the file is already in order. */
+	for (int i = 0; i < n && sorted; i++)
+		for (int k = 0; k < c->all[i].n_in; k++) {
+			int id = c->all[i].in[k];
+			if (id >= 0 && m->values[id].producer >= i)
+				sorted = false;
+		}
+	if (sorted) {
+		for (int i = 0; i < n; i++)
+			c->order[i] = i;
+		return 0;
+	}
+
+	for (int i = 0; i < n; i++)
+		n_edges += c->all[i].n_in;
+	indeg = calloc((size_t)n + 1, sizeof(int));
+	head = malloc(((size_t)n + 1) * sizeof(int));
+	next = malloc(((size_t)n_edges + 1) * sizeof(int));
+	edge_node = malloc(((size_t)n_edges + 1) * sizeof(int));
+	queue = malloc(((size_t)n + 1) * sizeof(int));
+	if (!indeg || !head || !next || !edge_node || !queue) {
+		rc = mfs_fail(c->err, ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Edges producer -> consumer, one per input slot. */
+	for (int i = 0; i < n; i++)
+		head[i] = -1;
+	n_edges = 0;
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < c->all[i].n_in; k++) {
+			int id = c->all[i].in[k];
+			int p = id >= 0 ? m->values[id].producer : -1;
+			if (p < 0)
+				continue;
+			edge_node[n_edges] = i;
+			next[n_edges] = head[p];
+			head[p] = n_edges++;
+			indeg[i]++;
+		}
+	for (int i = 0; i < n; i++)
+		if (!indeg[i])
+			queue[qt++] = i;
+	while (qh < qt) {
+		int p = queue[qh++];
+		c->order[qh - 1] = p;
+		for (int e = head[p]; e >= 0; e = next[e])
+			if (--indeg[edge_node[e]] == 0)
+				queue[qt++] = edge_node[e];
+	}
+	if (qt < n) {
+		for (int i = 0; i < n; i++)
+			if (indeg[i]) {
+				rc = mfs_fail(c->err, EINVAL,
+					      "the graph has a cycle through %s '%s'",
+					      c->all[i].onnx->op_type,
+					      node_label(c->all[i].onnx));
+				break;
+			}
+	}
+out:
+	free(indeg);
+	free(head);
+	free(next);
+	free(edge_node);
+	free(queue);
+	return rc;
+}
+
+/* The "operator inferred something impossible" check shared with the
+ * backends' run-time infer. */
+static int check_inferred(const mfs_node *nd, mfs_tensor **out, mfs_error *err)
+{
+	for (int k = 0; k < nd->n_out; k++) {
+		if (!out[k])
+			continue;
+		if (!mfs_dtype_size(out[k]->dtype) || !shape_valid(&out[k]->shape))
+			return mfs_fail(err, EIO,
+					"%s '%s': operator inferred an invalid type or shape for output %d",
+					nd->onnx->op_type, node_label(nd->onnx), k);
+	}
+	return 0;
+}
+
+static bool is_default_domain(const char *d)
+{
+	return !d || !*d || strcmp(d, "ai.onnx") == 0;
+}
+
+/* Call a node's operator at compile time.  fold: run it on its constant
+ * inputs (or, for Shape/Size, on an input whose shape alone is known: data
+ * NULL) and make its outputs constants owned by the model.  Otherwise only
+ * infer static output shapes (MFS_SHAPE_DEPENDS_ON_DATA leaves them
+ * unknown). */
+static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
+{
+	mfs_model *m = c->m;
+	mfs_tensor *tin = c->tin, *tout = c->tout;
+	mfs_tensor **pin = c->pin, **pout = c->pout;
+	void *state = NULL;
+	mfs_op_ctx ctx = {
+		.def = nd->def, .node = nd->onnx, .opset = nd->opset,
+		.n_in = nd->n_in, .in = pin, .n_out = nd->n_out, .out = pout,
+		.state = &state, .err = c->err,
+	};
+	int rc;
+
+	for (int k = 0; k < nd->n_in; k++) {
+		const mfs_value *v = nd->in[k] >= 0 ? &m->values[nd->in[k]] : NULL;
+		if (!v) {
+			pin[k] = NULL;
+			continue;
+		}
+		if (v->kind == MFS_VAL_CONST) {
+			tin[k] = v->constant;
+		} else {
+			memset(&tin[k], 0, sizeof(tin[k]));
+			tin[k].dtype = v->dtype;
+			tin[k].shape = v->shape;
+			tin[k].nbytes = (size_t)mfs_shape_numel(&v->shape) *
+					mfs_dtype_size(v->dtype);
+		}
+		pin[k] = &tin[k];
+	}
+	for (int k = 0; k < nd->n_out; k++) {
+		memset(&tout[k], 0, sizeof(tout[k]));
+		pout[k] = nd->out[k] >= 0 ? &tout[k] : NULL;
+	}
+	rc = nd->def->infer(&ctx);
+	if (rc == MFS_SHAPE_DEPENDS_ON_DATA && !fold)
+		return 0;
+	if (rc > 0)
+		rc = mfs_fail(c->err, EIO,
+			      "%s '%s': output shape needs data although every input is known",
+			      nd->onnx->op_type, node_label(nd->onnx));
+	if (!rc)
+		rc = check_inferred(nd, pout, c->err);
+	if (rc)
+		return rc;
+	if (!fold) {
+		for (int k = 0; k < nd->n_out; k++) {
+			mfs_value *v;
+			if (!pout[k])
+				continue;
+			v = &m->values[nd->out[k]];
+			v->dtype = tout[k].dtype;
+			v->shape = tout[k].shape;
+			v->shape_static = true;
+		}
+		return 0;
+	}
+
+	for (int k = 0; !rc && k < nd->n_out; k++) {
+		mfs_dtype dt;
+		mfs_shape sh;
+		if (!pout[k])
+			continue;
+		dt = tout[k].dtype;
+		sh = tout[k].shape;
+		rc = mfs_tensor_alloc(&tout[k], dt, &sh, c->err);
+	}
+	if (!rc && nd->def->prepare)
+		rc = nd->def->prepare(&ctx);
+	if (!rc)
+		rc = nd->def->run(&ctx);
+	if (nd->def->release && state)
+		nd->def->release(state);
+	if (rc) {
+		for (int k = 0; k < nd->n_out; k++)
+			mfs_tensor_release(&tout[k]);
+		if (rc > 0)
+			rc = -EIO;
+		if (!c->err->code)
+			mfs_fail(c->err, -rc, "%s '%s': failed while folding constants",
+				 nd->onnx->op_type, node_label(nd->onnx));
+		return rc;
+	}
+	for (int k = 0; k < nd->n_out; k++) {
+		mfs_value *v;
+		if (!pout[k])
+			continue;
+		v = &m->values[nd->out[k]];
+		v->kind = MFS_VAL_CONST;
+		v->constant = tout[k];
+		v->constant.layout = MFS_LAYOUT_PLAIN;
+		v->dtype = tout[k].dtype;
+		v->shape = tout[k].shape;
+		v->shape_static = true;
+	}
+	m->n_folded++;
+	return 0;
+}
+
+/* Pass 4. */
+static int fold_and_infer(compiler *c)
+{
+	const mfs_model *m = c->m;
+
+	for (int i = 0; i < c->n_all; i++) {
+		mfs_node *nd = &c->all[c->order[i]];
+		bool all_const = true, all_static = true;
+		int rc;
+
+		for (int k = 0; k < nd->n_in; k++) {
+			const mfs_value *v;
+			if (nd->in[k] < 0)
+				continue;
+			v = &m->values[nd->in[k]];
+			if (v->kind != MFS_VAL_CONST)
+				all_const = false;
+			if (!v->shape_static || v->dtype == MFS_DT_UNDEFINED)
+				all_static = false;
+		}
+		if (all_const && !(nd->def->flags & MFS_OP_NONDETERMINISTIC)) {
+			rc = call_at_compile(c, nd, true);
+			c->dropped[c->order[i]] = true;
+		} else if (all_static && nd->n_in >= 1 && nd->in[0] >= 0 &&
+			   is_default_domain(nd->onnx->domain) &&
+			   (strcmp(nd->onnx->op_type, "Shape") == 0 ||
+			    strcmp(nd->onnx->op_type, "Size") == 0)) {
+			rc = call_at_compile(c, nd, true);
+			c->dropped[c->order[i]] = true;
+		} else if (all_static) {
+			rc = call_at_compile(c, nd, false);
+		} else {
+			rc = 0;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Pass 5: graph outputs, then drop nodes nothing needed reads. */
+static int mark_outputs_and_dead(compiler *c)
+{
+	mfs_model *m = c->m;
+	const onnx_graph *g = c->g;
+	bool *needed = calloc((size_t)m->n_values + 1, sizeof(bool));
+
+	if (!needed)
+		return mfs_fail(c->err, ENOMEM, "out of memory");
+	m->outputs = calloc((size_t)g->n_outputs + 1, sizeof(*m->outputs));
+	m->output_ids = calloc((size_t)g->n_outputs + 1, sizeof(int));
+	if (!m->outputs || !m->output_ids) {
+		free(needed);
+		return mfs_fail(c->err, ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < g->n_outputs; i++) {
+		const onnx_value_info *vi = &g->outputs[i];
+		int id = vi->name && *vi->name ? map_get(&c->names, vi->name) : -1;
+		mfs_value *v;
+		mfs_io_desc *d = &m->outputs[i];
+
+		if (id < 0 || m->values[id].kind == MFS_VAL_UNDEFINED) {
+			free(needed);
+			return mfs_fail(c->err, EINVAL,
+					"graph output '%s' is not produced by any node",
+					vi->name ? vi->name : "");
+		}
+		v = &m->values[id];
+		needed[id] = true;
+		if (v->output_index < 0)
+			v->output_index = i;
+		m->output_ids[i] = id;
+		m->n_outputs = i + 1;
+		d->name = strdup(vi->name);
+		if (!d->name) {
+			free(needed);
+			return mfs_fail(c->err, ENOMEM, "out of memory");
+		}
+		d->dtype = vi->dtype != MFS_DT_UNDEFINED ? vi->dtype : v->dtype;
+		if (vi->has_shape && vi->rank >= 0 && vi->rank <= MFS_MAX_RANK) {
+			d->rank = vi->rank;
+			for (int k = 0; k < d->rank; k++) {
+				d->dims[k] = vi->dims[k] >= 0 ? vi->dims[k] : -1;
+				/* a symbolic dim that inference pinned down */
+				if (d->dims[k] < 0 && v->shape_static &&
+				    v->shape.rank == d->rank)
+					d->dims[k] = v->shape.dims[k];
+			}
+		} else if (v->shape_static) {
+			d->rank = v->shape.rank;
+			memcpy(d->dims, v->shape.dims, sizeof(d->dims));
+		} else {
+			d->rank = -1;
+		}
+	}
+
+	for (int i = c->n_all - 1; i >= 0; i--) {
+		int ni = c->order[i];
+		mfs_node *nd = &c->all[ni];
+		bool need = false;
+		if (c->dropped[ni])
+			continue;
+		for (int k = 0; k < nd->n_out; k++)
+			if (nd->out[k] >= 0 && needed[nd->out[k]])
+				need = true;
+		if (!need) {
+			c->dropped[ni] = true;
+			continue;
+		}
+		for (int k = 0; k < nd->n_in; k++)
+			if (nd->in[k] >= 0)
+				needed[nd->in[k]] = true;
+	}
+	free(needed);
+	return 0;
+}
+
+bool mfs_layout_pass_enabled(void)
+{
+	const char *e = getenv("MFS_LAYOUT");
+	return !(e && strcmp(e, "plain") == 0);
+}
+
+static bool is_rank4_static(const mfs_value *v)
+{
+	return v->kind == MFS_VAL_NODE && v->shape_static && v->shape.rank == 4;
+}
+
+/* Would nd's infer accept its inputs in the planned layouts?  Asked only
+ * where some input is planned NHWC; every input shape must be static. */
+static bool layout_trial(compiler *c, const mfs_node *nd)
+{
+	const mfs_model *m = c->m;
+	mfs_error scratch;
+	void *state = NULL;
+	mfs_op_ctx ctx = {
+		.def = nd->def, .node = nd->onnx, .opset = nd->opset,
+		.n_in = nd->n_in, .in = c->pin, .n_out = nd->n_out, .out = c->pout,
+		.state = &state, .err = &scratch,
+	};
+
+	for (int k = 0; k < nd->n_in; k++) {
+		const mfs_value *v = nd->in[k] >= 0 ? &m->values[nd->in[k]] : NULL;
+		mfs_tensor *t = &c->tin[k];
+		c->pin[k] = v ? t : NULL;
+		if (!v)
+			continue;
+		if (!v->shape_static || v->dtype == MFS_DT_UNDEFINED)
+			return false;
+		if (v->kind == MFS_VAL_CONST) {
+			*t = v->constant;
+		} else {
+			memset(t, 0, sizeof(*t));
+			t->dtype = v->dtype;
+			t->shape = v->shape;
+			t->nbytes = (size_t)mfs_shape_numel(&v->shape) *
+				    mfs_dtype_size(v->dtype);
+		}
+		t->layout = v->layout;
+	}
+	for (int k = 0; k < nd->n_out; k++) {
+		memset(&c->tout[k], 0, sizeof(c->tout[k]));
+		c->tout[k].layout = nd->out[k] >= 0 ? m->values[nd->out[k]].layout
+						    : MFS_LAYOUT_PLAIN;
+		c->pout[k] = nd->out[k] >= 0 ? &c->tout[k] : NULL;
+	}
+	return nd->def->infer(&ctx) == 0;
+}
+
+static bool demote(mfs_value *v)
+{
+	if (!v || v->layout != MFS_LAYOUT_NHWC)
+		return false;
+	v->layout = MFS_LAYOUT_PLAIN;
+	return true;
+}
+
+/* Pass 6: storage layouts.  A value is stored NHWC when it is made by a
+ * node that can write NHWC (Conv with MFS_OP_NHWC_OK; other NHWC_OK nodes
+ * whose input 0 is NHWC, since they write in input 0's layout) and every
+ * reader accepts it without a conversion: an NHWC_OK reader takes NHWC in
+ * slot 0, and in another slot only when its input 0 is NHWC with the same
+ * shape; and the reader's infer() accepts the planned layouts (operators
+ * say there what they cannot do, e.g. an elementwise op with an NHWC input
+ * and a plain broadcast operand).  Graph outputs stay plain.  Candidates
+ * start optimistic and are demoted until nothing changes (each step only
+ * demotes, so it ends).  The CPU backend follows the same rules at run
+ * time, so values arrive in their planned layout and conversions happen
+ * only where the plan put them (after a producer whose output must be
+ * plain). */
+static void plan_layouts(compiler *c)
+{
+	mfs_model *m = c->m;
+	bool changed = true;
+
+	for (int i = 0; i < m->n_nodes; i++) {
+		const mfs_node *nd = &m->nodes[i];
+		if (!(nd->def->flags & MFS_OP_NHWC_OK))
+			continue;
+		for (int k = 0; k < nd->n_out; k++)
+			if (nd->out[k] >= 0 && is_rank4_static(&m->values[nd->out[k]]))
+				m->values[nd->out[k]].layout = MFS_LAYOUT_NHWC;
+	}
+	while (changed) {
+		changed = false;
+		for (int i = 0; i < m->n_outputs; i++)
+			changed |= demote(&m->values[m->output_ids[i]]);
+		for (int i = 0; i < m->n_nodes; i++) {
+			const mfs_node *nd = &m->nodes[i];
+			bool ok = nd->def->flags & MFS_OP_NHWC_OK;
+			const mfs_value *in0 = nd->n_in > 0 && nd->in[0] >= 0 ?
+					       &m->values[nd->in[0]] : NULL;
+			bool in0_nhwc = in0 && in0->layout == MFS_LAYOUT_NHWC;
+			bool any = false;
+
+			if (ok && !nd->conv_layout && !in0_nhwc)
+				for (int k = 0; k < nd->n_out; k++)
+					if (nd->out[k] >= 0)
+						changed |= demote(&m->values[nd->out[k]]);
+			for (int k = 0; k < nd->n_in; k++) {
+				mfs_value *v = nd->in[k] >= 0 ? &m->values[nd->in[k]] : NULL;
+				if (!v || v->layout != MFS_LAYOUT_NHWC)
+					continue;
+				if (ok && (k == 0 ||
+					   (in0_nhwc && mfs_shape_equal(&v->shape,
+									&in0->shape))))
+					any = true;
+				else
+					changed |= demote(v);
+			}
+			if (any && !layout_trial(c, nd))
+				for (int k = 0; k < nd->n_in; k++)
+					if (nd->in[k] >= 0)
+						changed |= demote(&m->values[nd->in[k]]);
+		}
+	}
+	for (int i = 0; i < m->n_values; i++)
+		if (m->values[i].layout == MFS_LAYOUT_NHWC)
+			m->n_nhwc++;
+}
+
+/* Pass 7 (with moving the kept nodes into m->nodes). */
+static int plan_lifetimes(compiler *c)
+{
+	mfs_model *m = c->m;
+	int n = 0;
+
+	for (int i = 0; i < c->n_all; i++)
+		if (!c->dropped[c->order[i]])
+			n++;
+	m->nodes = calloc((size_t)n + 1, sizeof(*m->nodes));
+	if (!m->nodes)
+		return mfs_fail(c->err, ENOMEM, "out of memory");
+	for (int i = 0; i < c->n_all; i++) {
+		int ni = c->order[i];
+		if (c->dropped[ni])
+			continue;
+		m->nodes[m->n_nodes] = c->all[ni];
+		/* ownership of in/out moved */
+		c->all[ni].in = c->all[ni].out = NULL;
+		m->n_nodes++;
+	}
+	for (int v = 0; v < m->n_values; v++) {
+		m->values[v].producer = -1;
+		m->values[v].last_use = -1;
+	}
+	for (int i = 0; i < m->n_nodes; i++) {
+		mfs_node *nd = &m->nodes[i];
+		bool st = true;
+		for (int k = 0; k < nd->n_in; k++) {
+			if (nd->in[k] < 0)
+				continue;
+			m->values[nd->in[k]].last_use = i;
+			if (!m->values[nd->in[k]].shape_static)
+				st = false;
+		}
+		for (int k = 0; k < nd->n_out; k++) {
+			if (nd->out[k] < 0)
+				continue;
+			m->values[nd->out[k]].producer = i;
+			if (!m->values[nd->out[k]].shape_static)
+				st = false;
+		}
+		nd->shapes_static = st;
+	}
+	for (int i = 0; i < m->n_outputs; i++)
+		m->values[m->output_ids[i]].last_use = MFS_LAST_USE_END;
+	/* A value nobody reads dies right after its producer. */
+	for (int v = 0; v < m->n_values; v++)
+		if (m->values[v].kind == MFS_VAL_NODE && m->values[v].producer >= 0 &&
+		    m->values[v].last_use < 0)
+			m->values[v].last_use = m->values[v].producer;
+
+	if (mfs_layout_pass_enabled())
+		plan_layouts(c);
+
+	for (int v = 0; v < m->n_values; v++) {
+		const mfs_value *val = &m->values[v];
+		if (val->kind == MFS_VAL_NODE && val->producer >= 0 &&
+		    val->last_use >= 0 && val->last_use != MFS_LAST_USE_END)
+			m->nodes[val->last_use].n_frees++;
+	}
+	for (int i = 0; i < m->n_nodes; i++) {
+		m->nodes[i].frees = calloc((size_t)m->nodes[i].n_frees + 1, sizeof(int));
+		if (!m->nodes[i].frees)
+			return mfs_fail(c->err, ENOMEM, "out of memory");
+		m->nodes[i].n_frees = 0;
+	}
+	for (int v = 0; v < m->n_values; v++) {
+		const mfs_value *val = &m->values[v];
+		if (val->kind == MFS_VAL_NODE && val->producer >= 0 &&
+		    val->last_use >= 0 && val->last_use != MFS_LAST_USE_END) {
+			mfs_node *nd = &m->nodes[val->last_use];
+			nd->frees[nd->n_frees++] = v;
+		}
+	}
+	return 0;
+}
+
+void mfs_model_free(mfs_model *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->n_values; i++)
+		mfs_tensor_release(&m->values[i].constant);
+	free(m->values);
+	for (int i = 0; i < m->n_nodes; i++) {
+		free(m->nodes[i].in);
+		free(m->nodes[i].out);
+		free(m->nodes[i].frees);
+	}
+	free(m->nodes);
+	for (int i = 0; i < m->n_inputs; i++)
+		free(m->inputs[i].name);
+	for (int i = 0; i < m->n_outputs; i++)
+		free(m->outputs[i].name);
+	free(m->inputs);
+	free(m->outputs);
+	free(m->input_ids);
+	free(m->output_ids);
+	free(m->label);
+	onnx_model_free(m->onnx);
+	free(m);
+}
+
+int mfs_model_compile(onnx_model *onnx, const char *label, mfs_model **out,
+		      mfs_error *err)
+{
+	compiler c = { .err = err };
+	mfs_error local;
+	mfs_model *m;
+	int rc;
+
+	if (!err)
+		err = c.err = &local;
+	mfs_error_clear(err);
+	*out = NULL;
+	if (!label)
+		label = "?";
+	if (!onnx || !onnx->graph) {
+		onnx_model_free(onnx);
+		return mfs_fail(err, EINVAL, "model '%s': no graph", label);
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m || !(m->label = strdup(label))) {
+		free(m);
+		onnx_model_free(onnx);
+		return mfs_fail(err, ENOMEM, "model '%s': out of memory", label);
+	}
+	m->onnx = onnx;
+	c.m = m;
+	c.g = onnx->graph;
+
+	rc = build_values(&c);
+	if (!rc)
+		rc = resolve_nodes(&c);
+	if (!rc)
+		rc = topo_sort(&c);
+	if (!rc)
+		rc = fold_and_infer(&c);
+	if (!rc)
+		rc = mark_outputs_and_dead(&c);
+	if (!rc)
+		rc = plan_lifetimes(&c);
+
+	for (int i = 0; i < c.n_all; i++) {
+		free(c.all[i].in);
+		free(c.all[i].out);
+	}
+	free(c.all);
+	free(c.order);
+	free(c.dropped);
+	free(c.tin);
+	free(c.tout);
+	free(c.pin);
+	free(c.pout);
+	map_free(&c.names);
+	if (rc) {
+		if (rc > 0)
+			rc = -EIO;
+		mfs_error_prefix(err, "model '%s': ", label);
+		mfs_model_free(m);
+		return rc;
+	}
+	mfs_log_debug("model '%s': %d nodes to run, %d folded, %d values NHWC",
+		      label, m->n_nodes, m->n_folded, m->n_nhwc);
+	*out = m;
+	return 0;
+}
+
+int mfs_model_n_inputs(const mfs_model *m) { return m->n_inputs; }
+int mfs_model_n_outputs(const mfs_model *m) { return m->n_outputs; }
+const char *mfs_model_label(const mfs_model *m) { return m->label; }
+
+const mfs_io_desc *mfs_model_input(const mfs_model *m, int i)
+{
+	return i >= 0 && i < m->n_inputs ? &m->inputs[i] : NULL;
+}
+
+const mfs_io_desc *mfs_model_output(const mfs_model *m, int i)
+{
+	return i >= 0 && i < m->n_outputs ? &m->outputs[i] : NULL;
+}

@@ -1,0 +1,110 @@
+/* graph.h - the compiled graph (struct mfs_model) that backends read.
+ * Internal to exec/: the public API is engine.h.
+ *
+ * mfs_model_compile (graph.c) turns an onnx_model into:
+ *   - a values table: every tensor name the graph mentions, with its
+ *     dtype and static shape where known, constant data for initializers
+ *     and folded values, and the storage layout chosen for it;
+ *   - the nodes left to run, in topological order, each with its resolved
+ *     operator definition and its input/output value ids (-1 = omitted);
+ *   - for every value, the index of the last node that reads it, so a
+ *     backend can give its buffer back right after that node.
+ * The model is immutable after compile and shared by every mfs_exec.
+ */
+#ifndef MFS_GRAPH_H
+#define MFS_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "engine.h"
+#include "op.h"
+
+typedef enum mfs_value_kind {
+	MFS_VAL_NODE = 0,      /* produced by a node at run time */
+	MFS_VAL_INPUT,         /* fed by the caller (mfs_model_input) */
+	MFS_VAL_CONST,         /* initializer or folded at compile */
+	MFS_VAL_UNDEFINED,     /* named but never produced (an error if read) */
+} mfs_value_kind;
+
+/* last_use of a value that must outlive the run (graph outputs). */
+#define MFS_LAST_USE_END INT32_MAX
+
+typedef struct mfs_value {
+	const char *name;      /* borrowed from the onnx model */
+	mfs_value_kind kind;
+	mfs_dtype dtype;       /* UNDEFINED when not known at compile */
+	bool shape_static;     /* shape fully known at compile */
+	mfs_shape shape;       /* valid when shape_static */
+	mfs_tensor constant;   /* kind == CONST: data (owned or borrowed) */
+	int producer;          /* index into nodes[], -1 if none */
+	int last_use;          /* last node index reading it; -1 if never read */
+	int input_index;       /* position in mfs_model_input, or -1 */
+	int output_index;      /* first position in outputs, or -1 */
+	mfs_layout layout;     /* storage planned at compile (layout pass) */
+} mfs_value;
+
+typedef struct mfs_node {
+	const onnx_node *onnx;
+	const mfs_op_def *def;
+	int64_t opset;
+	int n_in, n_out;
+	int *in;               /* value ids; -1 where the input is omitted */
+	int *out;              /* value ids; -1 where the output is unnamed */
+	bool shapes_static;    /* every input and output shape fixed at compile:
+				  a backend may skip infer at run */
+	bool conv_layout;      /* may write output 0 in any layout the engine
+				  asks (Conv through oneDNN), independent of
+				  input 0's layout */
+	int *frees;            /* values whose last use is this node */
+	int n_frees;
+} mfs_node;
+
+struct mfs_model {
+	char *label;
+	onnx_model *onnx;      /* owned: nodes and attributes point into it */
+	int n_values;
+	mfs_value *values;
+	int n_nodes;
+	mfs_node *nodes;       /* to run, topological order */
+	int n_inputs, n_outputs;
+	int *input_ids, *output_ids;
+	mfs_io_desc *inputs, *outputs;
+	int n_folded;          /* nodes folded away at compile (for tests) */
+	int n_nhwc;            /* values planned NHWC (for tests) */
+};
+
+/* Counters of one execution context, for tests and profiling. */
+typedef struct mfs_exec_stats {
+	uint64_t runs;
+	uint64_t buffer_allocs;   /* malloc of a pool buffer (new or regrown) */
+	uint64_t views;           /* VIEW nodes that aliased instead of running */
+	uint64_t layout_converts; /* NHWC <-> plain copies made at run */
+	uint64_t prepares;        /* calls of op prepare() */
+} mfs_exec_stats;
+
+/* The statistics of e's backend context; zeros for a backend that keeps
+ * none.  Not thread-safe against a concurrent run of e. */
+void mfs_exec_get_stats(const mfs_exec *e, mfs_exec_stats *out);
+
+/* The layout pass is on unless the environment says MFS_LAYOUT=plain
+ * (read at each compile). */
+bool mfs_layout_pass_enabled(void);
+
+/* Convert between storage layouts of a rank-4 tensor (shape is NCHW in
+ * both).  dst must hold src->nbytes; dst's layout is set. */
+void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src,
+			mfs_layout to);
+
+/* Tests only: resolve operators through fn first (falling back to the
+ * registry when it returns NULL); NULL restores the registry alone.  Not
+ * thread-safe: set it before compiling. */
+typedef const mfs_op_def *(*mfs_op_lookup_fn)(const char *domain,
+					      const char *op_type, int64_t opset);
+void mfs_graph_set_op_lookup(mfs_op_lookup_fn fn);
+
+/* The CPU backend's statistics hook, used by mfs_exec_get_stats. */
+void mfs_cpu_exec_stats(void *exec_ctx, mfs_exec_stats *out);
+
+#endif

@@ -1,0 +1,66 @@
+/* layout.c - NCHW <-> NHWC storage conversion of rank-4 tensors. */
+#include <string.h>
+
+#include "graph.h"
+
+/* One element of size es from s to d. */
+static inline void copy_elem(char *d, const char *s, size_t es)
+{
+	switch (es) {
+	case 4: memcpy(d, s, 4); break;
+	case 2: memcpy(d, s, 2); break;
+	case 8: memcpy(d, s, 8); break;
+	default: memcpy(d, s, es); break;
+	}
+}
+
+void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src, mfs_layout to)
+{
+	const int64_t N = src->shape.dims[0], C = src->shape.dims[1];
+	const int64_t HW = src->shape.dims[2] * src->shape.dims[3];
+	const size_t es = mfs_dtype_size(src->dtype);
+
+	dst->layout = to;
+	if (src->nbytes == 0 || src->layout == to)
+		goto same;
+	/* With one channel or one pixel both orders are the same bytes. */
+	if (C == 1 || HW == 1)
+		goto same;
+	for (int64_t n = 0; n < N; n++) {
+		const char *s = (const char *)src->data + (size_t)(n * C * HW) * es;
+		char *d = (char *)dst->data + (size_t)(n * C * HW) * es;
+		if (to == MFS_LAYOUT_NHWC) {
+			if (es == 4) {
+				const uint32_t *sf = (const uint32_t *)s;
+				uint32_t *df = (uint32_t *)d;
+				#pragma omp parallel for if (C * HW > 65536)
+				for (int64_t p = 0; p < HW; p++)
+					for (int64_t c = 0; c < C; c++)
+						df[p * C + c] = sf[c * HW + p];
+			} else {
+				for (int64_t c = 0; c < C; c++)
+					for (int64_t p = 0; p < HW; p++)
+						copy_elem(d + (size_t)(p * C + c) * es,
+							  s + (size_t)(c * HW + p) * es, es);
+			}
+		} else {
+			if (es == 4) {
+				const uint32_t *sf = (const uint32_t *)s;
+				uint32_t *df = (uint32_t *)d;
+				#pragma omp parallel for if (C * HW > 65536)
+				for (int64_t c = 0; c < C; c++)
+					for (int64_t p = 0; p < HW; p++)
+						df[c * HW + p] = sf[p * C + c];
+			} else {
+				for (int64_t c = 0; c < C; c++)
+					for (int64_t p = 0; p < HW; p++)
+						copy_elem(d + (size_t)(c * HW + p) * es,
+							  s + (size_t)(p * C + c) * es, es);
+			}
+		}
+	}
+	return;
+same:
+	if (dst->data != src->data && src->nbytes)
+		memcpy(dst->data, src->data, src->nbytes);
+}

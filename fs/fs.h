@@ -1,0 +1,48 @@
+/* fs.h - the FUSE layer: turns file operations on the mounted tree
+ * (SPEC.md sections 3-5) into calls on the core (registry, requests,
+ * scheduler).  Uses libfuse's low-level API; see docs/FILESYSTEM.md.
+ *
+ * Threads: FUSE worker threads run the operations and never run models;
+ * a read that must wait for a run stores its fuse_req_t and is answered
+ * from the compute thread that ends the run, or with EINTR when the
+ * kernel interrupts it, or by mfs_fs_expire() past the read deadline.
+ */
+#ifndef MFS_FS_H
+#define MFS_FS_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "registry.h"
+
+typedef struct mfs_fs mfs_fs;
+
+typedef struct mfs_fs_conf {
+	mfs_registry *registry;
+	uint64_t max_request_bytes;
+	uint64_t request_ttl_ns;       /* idle request directories expire */
+	uint64_t read_deadline_ns;     /* a stored read is answered ETIMEDOUT after this */
+} mfs_fs_conf;
+
+int mfs_fs_new(const mfs_fs_conf *conf, mfs_fs **out, mfs_error *err);
+
+/* The operations table; the session's userdata must be the mfs_fs. */
+const struct fuse_lowlevel_ops *mfs_fs_ops(void);
+
+/* Refuse new requests from now on (mkdir, infer): EAGAIN. */
+void mfs_fs_stop_accepting(mfs_fs *fs);
+
+/* Housekeeping, called about once a second from a non-FUSE thread:
+ * remove request directories idle for the TTL, answer stored reads past
+ * their deadline. */
+void mfs_fs_expire(mfs_fs *fs);
+
+/* Answer every stored read with err (positive errno); for shutdown. */
+void mfs_fs_cancel_reads(mfs_fs *fs, int err);
+
+/* Free everything; the session must be gone (no operation running). */
+void mfs_fs_free(mfs_fs *fs);
+
+#endif

@@ -1,0 +1,229 @@
+/* fs_content.c - the text of the synthetic files: .index.json, .metrics,
+ * <model>/{config.json,metadata.json,status,stats.json} and a request's
+ * status, error and trace.json.  Generated at open (and at getattr for
+ * the size), so a reader sees one consistent snapshot. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_internal.h"
+#include "metrics.h"
+
+const char *const mfile_names[MF_COUNT] = {
+	"config.json", "metadata.json", "status", "stats.json", "infer",
+};
+
+static int from_json(json_t *j, char **buf, size_t *len)
+{
+	if (!j)
+		return -ENOMEM;
+	char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(j);
+	if (!s)
+		return -ENOMEM;
+	size_t n = strlen(s);
+	char *s2 = realloc(s, n + 2);
+	if (!s2) {
+		free(s);
+		return -ENOMEM;
+	}
+	s2[n] = '\n';
+	s2[n + 1] = '\0';
+	*buf = s2;
+	*len = n + 1;
+	return 0;
+}
+
+static int from_text(char *s, char **buf, size_t *len)
+{
+	if (!s)
+		return -ENOMEM;
+	*buf = s;
+	*len = strlen(s);
+	return 0;
+}
+
+static int index_json(mfs_fs *fs, char **buf, size_t *len)
+{
+	mfs_model_info *ms;
+	int n;
+	if (mfs_registry_snapshot(fs->conf.registry, &ms, &n) < 0)
+		return -ENOMEM;
+	json_t *arr = json_array();
+	for (int i = 0; arr && i < n; i++)
+		for (int k = 0; k < ms[i].n_versions; k++) {
+			char v[32];
+			snprintf(v, sizeof(v), "%" PRId64, ms[i].versions[k].version);
+			json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s}", "name", ms[i].name,
+							     "version", v,
+							     "state", mfs_vstate_name(ms[i].versions[k].state),
+							     "reason", ms[i].versions[k].reason));
+		}
+	mfs_registry_snapshot_free(ms, n);
+	return from_json(arr, buf, len);
+}
+
+static int metrics_text(mfs_fs *fs, char **buf, size_t *len)
+{
+	mfs_version **vs;
+	int n;
+	if (mfs_registry_served(fs->conf.registry, &vs, &n) < 0)
+		return -ENOMEM;
+	mfs_metrics_entry *e = calloc((size_t)n + 1, sizeof(*e));
+	int rc = -ENOMEM;
+	if (e) {
+		for (int i = 0; i < n; i++)
+			e[i] = (mfs_metrics_entry){ vs[i]->model_name, vs[i]->version, &vs[i]->stats,
+						    vs[i]->load_seconds };
+		*buf = mfs_metrics_render(e, n, len);
+		rc = *buf ? 0 : -ENOMEM;
+		free(e);
+	}
+	for (int i = 0; i < n; i++)
+		mfs_version_put(vs[i]);
+	free(vs);
+	return rc;
+}
+
+static json_t *io_json(const mfs_model_config *c, bool input, int i)
+{
+	mfs_tensor_spec spec;
+	if (input)
+		mfs_config_input_spec(c, i, &spec);
+	else
+		mfs_config_output_spec(c, i, &spec);
+	json_t *shape = json_array();
+	for (int d = 0; d < spec.rank; d++)
+		json_array_append_new(shape, json_integer(spec.dims[d]));
+	const char *dt = mfs_dtype_kserve_name(spec.dtype);
+	return json_pack("{s:s,s:s,s:o}", "name", spec.name, "datatype", dt ? dt : "UNDEFINED",
+			 "shape", shape);
+}
+
+static json_t *metadata(const mfs_version *v, const mfs_model_info *mi, bool pinned)
+{
+	json_t *versions = json_array();
+	if (pinned) {
+		char s[32];
+		snprintf(s, sizeof(s), "%" PRId64, v->version);
+		json_array_append_new(versions, json_string(s));
+	} else {
+		for (int k = 0; k < mi->n_versions; k++)
+			if (mi->versions[k].served) {
+				char s[32];
+				snprintf(s, sizeof(s), "%" PRId64, mi->versions[k].version);
+				json_array_append_new(versions, json_string(s));
+			}
+	}
+	json_t *ins = json_array(), *outs = json_array();
+	for (int i = 0; i < v->config->n_inputs; i++)
+		json_array_append_new(ins, io_json(v->config, true, i));
+	for (int i = 0; i < v->config->n_outputs; i++)
+		json_array_append_new(outs, io_json(v->config, false, i));
+	return json_pack("{s:s,s:o,s:s,s:o,s:o}", "name", v->model_name, "versions", versions,
+			 "platform", v->config->platform ? v->config->platform : "onnxruntime_onnx",
+			 "inputs", ins, "outputs", outs);
+}
+
+static int status_text(const mfs_model_info *mi, int64_t pin, char **buf, size_t *len)
+{
+	char line[MFS_ERROR_MSG_MAX + 128];
+	const mfs_version_info *vi = NULL;
+	for (int k = 0; k < mi->n_versions; k++) {
+		const mfs_version_info *x = &mi->versions[k];
+		if (pin ? x->version == pin : (mi->current ? x->version == mi->current : true))
+			vi = x;   /* unpinned with nothing served: the highest version tried */
+	}
+	if (!vi)
+		snprintf(line, sizeof(line), "UNAVAILABLE - - no version loaded\n");
+	else
+		snprintf(line, sizeof(line), "%s %" PRId64 " %s%s%s\n", mfs_vstate_name(vi->state),
+			 vi->version, *vi->device ? vi->device : "-", *vi->reason ? " " : "", vi->reason);
+	return from_text(strdup(line), buf, len);
+}
+
+static int stats_json(mfs_fs *fs, const mfs_model_info *mi, int64_t pin, char **buf, size_t *len)
+{
+	json_t *arr = json_array();
+	for (int k = 0; arr && k < mi->n_versions; k++) {
+		const mfs_version_info *vi = &mi->versions[k];
+		if (!vi->served || (pin && vi->version != pin))
+			continue;
+		mfs_version *v;
+		mfs_error err;
+		if (mfs_registry_get(fs->conf.registry, mi->name, vi->version, &v, &err) < 0)
+			continue;
+		json_array_append_new(arr, mfs_stats_to_json(v->model_name, v->version, &v->stats));
+		mfs_version_put(v);
+	}
+	return from_json(json_pack("{s:o}", "model_stats", arr), buf, len);
+}
+
+static int model_file(mfs_fs *fs, const target *t, char **buf, size_t *len)
+{
+	mfs_model_info mi;
+	int rc = mfs_registry_model_snapshot(fs->conf.registry, t->model, &mi);
+	if (rc < 0)
+		return rc;
+	if (t->version) {
+		bool served = false;
+		for (int k = 0; k < mi.n_versions; k++)
+			served |= mi.versions[k].served && mi.versions[k].version == t->version;
+		if (!served) {
+			mfs_model_info_release(&mi);
+			return -ENOENT;
+		}
+	}
+	switch ((mfile)t->sub) {
+	case MF_STATUS:
+		rc = status_text(&mi, t->version, buf, len);
+		break;
+	case MF_STATS:
+		rc = stats_json(fs, &mi, t->version, buf, len);
+		break;
+	case MF_CONFIG:
+	case MF_METADATA: {
+		mfs_version *v;
+		mfs_error err;
+		rc = mfs_registry_get(fs->conf.registry, t->model, t->version, &v, &err);
+		if (rc < 0)
+			break;
+		rc = from_json(t->sub == MF_CONFIG ? mfs_config_to_json(v->config)
+						   : metadata(v, &mi, t->version != 0), buf, len);
+		mfs_version_put(v);
+		break;
+	}
+	default:
+		*buf = NULL;
+		*len = 0;
+		break;
+	}
+	mfs_model_info_release(&mi);
+	return rc;
+}
+
+int fs_content(mfs_fs *fs, const target *t, char **buf, size_t *len)
+{
+	switch (t->kind) {
+	case N_INDEX:
+		return index_json(fs, buf, len);
+	case N_METRICS:
+		return metrics_text(fs, buf, len);
+	case N_MFILE:
+		return model_file(fs, t, buf, len);
+	case N_RFILE:
+		switch ((rfile)t->sub) {
+		case RF_STATUS: return from_text(mfs_request_status_text(t->req), buf, len);
+		case RF_ERROR: return from_text(mfs_request_error_text(t->req), buf, len);
+		case RF_TRACE: return from_text(mfs_request_trace_json(t->req), buf, len);
+		default: break;
+		}
+		break;
+	default:
+		break;
+	}
+	*buf = NULL;
+	*len = 0;
+	return 0;
+}

@@ -1,0 +1,156 @@
+/* fs_internal.h - shared between the FUSE layer's files (fs_ops.c: the
+ * operations and the inode table; fs_content.c: synthetic file contents;
+ * fs_wait.c: reads that wait for a run). */
+#ifndef MFS_FS_INTERNAL_H
+#define MFS_FS_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+#include "fs.h"
+#include "infer_json.h"
+#include "request.h"
+
+typedef enum nkind {
+	N_ROOT, N_INDEX, N_METRICS, N_MODEL, N_VERSION, N_MFILE, N_REQS, N_REQ, N_RFILE,
+} nkind;
+
+typedef enum mfile { MF_CONFIG, MF_METADATA, MF_STATUS, MF_STATS, MF_INFER, MF_COUNT } mfile;
+typedef enum rfile { RF_STATUS, RF_ERROR, RF_TRACE, RF_INPUT, RF_OUTPUT } rfile;
+
+extern const char *const mfile_names[MF_COUNT];
+
+/* An inode.  Nodes live in fs->nodes (by ino) and in their parent's
+ * child list while alive; a dead node (its object is gone) leaves the
+ * child list and is freed when the kernel forgets it.  fs->lock protects
+ * every field but the immutable ones (ino, kind, sub, model, version, req,
+ * idx, fmt, name). */
+typedef struct node {
+	fuse_ino_t ino;
+	uint64_t nlookup;
+	struct node *parent;          /* NULL once dead or for the root */
+	struct node *children, *sibling;
+	struct node *hnext;           /* hash chain */
+	char *name;
+	nkind kind;
+	int sub;                      /* mfile or rfile */
+	char *model;                  /* model-level nodes and below */
+	int64_t version;              /* 0 = unpinned (current version) */
+	mfs_request *req;             /* N_REQ, N_RFILE: a reference */
+	int idx;                      /* RF_OUTPUT: config output index */
+	mfs_format fmt;               /* RF_OUTPUT */
+	bool dead;
+} node;
+
+/* What an operation needs of a node, copied out under fs->lock so the
+ * operation runs without it. */
+typedef struct target {
+	fuse_ino_t ino;
+	nkind kind;
+	int sub;
+	char model[128];
+	int64_t version;
+	mfs_request *req;             /* a reference, or NULL */
+	int idx;
+	mfs_format fmt;
+	char name[256];
+} target;
+
+/* Open-file state (fi->fh). */
+typedef enum hkind { H_STATIC, H_INPUT, H_OUTPUT, H_INFER, H_DIR } hkind;
+
+typedef struct dirent_ {
+	char *name;
+	mode_t type;
+	fuse_ino_t ino;
+} dirent_;
+
+typedef struct handle {
+	hkind kind;
+	pthread_mutex_t lock;
+	mfs_request *req;             /* H_INPUT, H_OUTPUT, H_INFER (session's) */
+	fuse_ino_t ino;
+	char name[256];
+	/* H_STATIC: snapshot; H_OUTPUT: encoded result once read; H_INFER: response */
+	char *content;
+	size_t len;
+	bool have_content;
+	int idx;
+	mfs_format fmt;
+	/* H_INPUT: the bytes written so far; H_INFER: the request body */
+	char *wbuf;
+	size_t wlen, wcap;
+	bool dirty;                   /* changed since the last commit */
+	bool written;                 /* a write() came since the last commit */
+	bool created;                 /* H_INPUT made by create(): its node dies if the commit fails */
+	/* H_INFER */
+	char model[128];
+	int64_t version;
+	mfs_infer_req ireq;
+	bool inflight;                /* a run of this session is pending */
+	size_t rpos;                  /* response bytes already read */
+	/* H_DIR */
+	dirent_ *ents;
+	size_t n_ents;
+	/* fs->handles, under fs->hlock: what is still open at shutdown is
+	 * freed by mfs_fs_free. */
+	struct handle *hnext, *hprev;
+} handle;
+
+struct mfs_fs {
+	mfs_fs_conf conf;
+	pthread_mutex_t lock;         /* the inode table and child lists */
+	node **buckets;
+	size_t n_buckets;
+	fuse_ino_t next_ino;
+	node *root;
+	uid_t uid;
+	gid_t gid;
+	struct timespec start;
+	bool accepting;               /* atomic */
+	/* Stored reads (fs_wait.c). */
+	pthread_mutex_t wlock;
+	struct fwait *waits;
+	uint64_t infer_seq;           /* atomic: names of infer sessions */
+	pthread_mutex_t hlock;
+	handle *handles;
+};
+
+/* fs_content.c: the text of a synthetic file.  0, or -ENOENT (gone) /
+ * -EAGAIN (no READY version) / -ENOMEM.  *buf malloc'd. */
+int fs_content(mfs_fs *fs, const target *t, char **buf, size_t *len);
+
+/* fs_wait.c */
+typedef struct fwait {
+	mfs_waiter w;                 /* first: container_of by cast */
+	mfs_fs *fs;
+	fuse_req_t freq;
+	handle *h;
+	mfs_request *req;             /* a reference */
+	size_t size;
+	off_t off;
+	uint64_t deadline;
+	struct fwait *next, *prev;    /* fs->waits, under fs->wlock */
+} fwait;
+
+/* Store a read on h (H_OUTPUT or H_INFER) until req's run ends.  Returns
+ * 1 when stored (the reply comes later), 0 when the run already ended
+ * (answer now).  Replies EINTR itself when interrupted meanwhile (then
+ * returns 1). */
+int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
+		 size_t size, off_t off);
+
+/* Answer a read on h now (shared by the FUSE thread and the wake path). */
+void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off);
+void fs_answer_infer(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size);
+
+/* Reply with a slice of buf. */
+void fs_expire_reads(mfs_fs *fs);
+
+void fs_reply_slice(fuse_req_t freq, const char *buf, size_t len, size_t size,
+		    off_t off);
+
+#endif

@@ -1,0 +1,75 @@
+/* metrics.h - per model-version counters and their two renderings:
+ * Prometheus text for MOUNT/.metrics (Triton's metric names, SPEC.md
+ * section 7) and Triton's statistics extension JSON for stats.json.
+ *
+ * An mfs_stats is updated by compute threads and read by the filesystem;
+ * it has its own lock, held only for a few additions.
+ */
+#ifndef MFS_METRICS_H
+#define MFS_METRICS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+typedef struct mfs_duration {
+	uint64_t count;
+	uint64_t ns;
+} mfs_duration;
+
+#define MFS_STATS_MAX_BATCH 64   /* batch_stats kept for sizes 1..64; larger ones share the last slot */
+
+typedef struct mfs_batch_stat {
+	mfs_duration compute_input, compute_infer, compute_output;
+} mfs_batch_stat;
+
+typedef struct mfs_stats {
+	pthread_mutex_t lock;
+	mfs_duration success, fail, queue;
+	mfs_duration compute_input, compute_infer, compute_output;
+	uint64_t inference_count;      /* batch items inferred (Triton) */
+	uint64_t execution_count;      /* runs of the model */
+	uint64_t last_inference_ms;    /* wall clock, ms since the epoch */
+	mfs_batch_stat batch[MFS_STATS_MAX_BATCH + 1];   /* index = batch size */
+} mfs_stats;
+
+void mfs_stats_init(mfs_stats *s);
+void mfs_stats_release(mfs_stats *s);
+
+/* One request finished.  ok: success or failure; total_ns from queueing to
+ * completion; the compute times are the run's (Triton counts them per
+ * request too).  batch_items: rows the request carried. */
+void mfs_stats_add_request(mfs_stats *s, bool ok, uint64_t total_ns,
+			   uint64_t queue_ns, uint64_t input_ns,
+			   uint64_t infer_ns, uint64_t output_ns,
+			   uint64_t batch_items);
+
+/* One run of the model on a batch of batch_size rows (1 without batching). */
+void mfs_stats_add_execution(mfs_stats *s, int batch_size, uint64_t input_ns,
+			     uint64_t infer_ns, uint64_t output_ns);
+
+/* A consistent copy (lock taken); the copy's lock is not initialised. */
+void mfs_stats_snapshot(mfs_stats *s, mfs_stats *copy);
+
+/* Triton's model_stats entry for one version (a new reference). */
+json_t *mfs_stats_to_json(const char *model, int64_t version, mfs_stats *s);
+
+/* One line of the Prometheus page. */
+typedef struct mfs_metrics_entry {
+	const char *model;
+	int64_t version;
+	mfs_stats *stats;          /* may be NULL (a version that failed to load) */
+	double load_seconds;       /* < 0: not loaded */
+} mfs_metrics_entry;
+
+/* Render the Prometheus text page (malloc'd, NUL-terminated; *len set).
+ * NULL on out-of-memory. */
+char *mfs_metrics_render(const mfs_metrics_entry *entries, int n, size_t *len);
+
+/* Monotonic clock in ns, for every duration measured in the daemon. */
+uint64_t mfs_now_ns(void);
+
+#endif

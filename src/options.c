@@ -1,0 +1,234 @@
+/* options.c - see options.h.  Options may come before or after the two
+ * operands (fuse's own programs allow both); `--name=value` and
+ * `--name value` are both accepted; `--` ends the options. */
+#include "options.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+void mfs_options_init(mfs_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->device = MFS_DEVICE_AUTO;
+	o->reload_quiet_ms = 250;
+	o->max_request_bytes = (uint64_t)1 << 30;
+	o->request_ttl_secs = 300;
+	o->log_level = MFS_LOG_INFO;
+}
+
+void mfs_options_release(mfs_options *o)
+{
+	free(o->opencl_device);
+	free(o->fuse_opts);
+	free(o->repository);
+	free(o->mountpoint);
+	memset(o, 0, sizeof(*o));
+}
+
+const char *mfs_options_usage(void)
+{
+	return "usage: modelfs [OPTIONS] REPOSITORY MOUNTPOINT\n"
+	       "       modelfs run REPOSITORY/MODEL [--version N] NAME=FILE... [--out DIR] [--format EXT]\n"
+	       "\n"
+	       "Mount a Triton-style model repository as a filesystem: write input\n"
+	       "tensor files into MOUNTPOINT/<model>/requests/<name>/, read the outputs.\n"
+	       "Unmount with `fusermount3 -u MOUNTPOINT` or SIGINT/SIGTERM.\n"
+	       "\n"
+	       "options:\n"
+	       "  -f                        stay in the foreground (default: daemonize)\n"
+	       "  --device=cpu|opencl|auto  engine for models whose config does not choose (auto)\n"
+	       "  --opencl-device=N|TEXT    OpenCL device by index or name substring\n"
+	       "  --poll-secs=N             poll the repository every N s instead of inotify (0)\n"
+	       "  --reload-quiet-ms=N       act on a repository change after N ms of quiet (250)\n"
+	       "  --threads=N               compute threads (number of cores)\n"
+	       "  --max-request-bytes=N     largest request accepted, K/M/G suffixes (1G)\n"
+	       "  --request-ttl-secs=N      abandoned request directories expire (300)\n"
+	       "  --log-level=LEVEL         error|warn|info|debug (info)\n"
+	       "  -o OPT[,OPT...]           FUSE mount options (allow_other, default_permissions, ...)\n"
+	       "  -h, --help                this text\n"
+	       "  -V, --version             print the version\n";
+}
+
+/* A non-negative integer within [0, max]; false if not one. */
+static bool parse_int(const char *s, long long max, long long *out)
+{
+	char *end;
+	if (!s || !*s || *s == '-' || *s == '+')
+		return false;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || *end || v < 0 || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Bytes with an optional K/M/G/T suffix (powers of 1024). */
+static bool parse_bytes(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || !*s || *s == '-' || *s == '+')
+		return false;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return false;
+	unsigned shift = 0;
+	if (*end) {
+		switch (*end) {
+		case 'k': case 'K': shift = 10; break;
+		case 'm': case 'M': shift = 20; break;
+		case 'g': case 'G': shift = 30; break;
+		case 't': case 'T': shift = 40; break;
+		default: return false;
+		}
+		end++;
+		if (*end == 'i' && end[1] == 'B')
+			end += 2;
+		else if (*end == 'B')
+			end++;
+		if (*end)
+			return false;
+	}
+	if (v == 0 || (shift && v > (UINT64_MAX >> shift)))
+		return false;
+	*out = (uint64_t)v << shift;
+	return true;
+}
+
+static int append_fuse_opt(mfs_options *o, const char *opt, mfs_error *err)
+{
+	size_t old = o->fuse_opts ? strlen(o->fuse_opts) : 0;
+	char *s = realloc(o->fuse_opts, old + strlen(opt) + 2);
+	if (!s)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	if (old)
+		s[old++] = ',';
+	strcpy(s + old, opt);
+	o->fuse_opts = s;
+	return 0;
+}
+
+/* Options that take a value; the value is given with '=' or as the next
+ * argument. */
+static const char *const valued[] = {
+	"device", "opencl-device", "poll-secs", "reload-quiet-ms", "threads",
+	"max-request-bytes", "request-ttl-secs", "log-level", NULL
+};
+
+static int set_valued(mfs_options *o, const char *name, const char *val,
+		      mfs_error *err)
+{
+	long long n;
+	if (strcmp(name, "device") == 0) {
+		if (strcmp(val, "cpu") == 0)
+			o->device = MFS_DEVICE_CPU;
+		else if (strcmp(val, "opencl") == 0)
+			o->device = MFS_DEVICE_OPENCL;
+		else if (strcmp(val, "auto") == 0)
+			o->device = MFS_DEVICE_AUTO;
+		else
+			return mfs_fail(err, EINVAL, "--device: expected cpu, opencl or auto, got '%s'", val);
+	} else if (strcmp(name, "opencl-device") == 0) {
+		if (!*val)
+			return mfs_fail(err, EINVAL, "--opencl-device: empty value");
+		free(o->opencl_device);
+		o->opencl_device = strdup(val);
+		if (!o->opencl_device)
+			return mfs_fail(err, ENOMEM, "out of memory");
+	} else if (strcmp(name, "poll-secs") == 0) {
+		if (!parse_int(val, 86400, &n))
+			return mfs_fail(err, EINVAL, "--poll-secs: expected seconds (0-86400), got '%s'", val);
+		o->poll_secs = (int)n;
+	} else if (strcmp(name, "reload-quiet-ms") == 0) {
+		if (!parse_int(val, 3600000, &n))
+			return mfs_fail(err, EINVAL, "--reload-quiet-ms: expected milliseconds, got '%s'", val);
+		o->reload_quiet_ms = (int)n;
+	} else if (strcmp(name, "threads") == 0) {
+		if (!parse_int(val, 1024, &n) || n == 0)
+			return mfs_fail(err, EINVAL, "--threads: expected 1-1024, got '%s'", val);
+		o->threads = (int)n;
+	} else if (strcmp(name, "max-request-bytes") == 0) {
+		if (!parse_bytes(val, &o->max_request_bytes))
+			return mfs_fail(err, EINVAL, "--max-request-bytes: expected a positive size like 1048576 or 64M, got '%s'", val);
+	} else if (strcmp(name, "request-ttl-secs") == 0) {
+		if (!parse_int(val, INT_MAX, &n) || n == 0)
+			return mfs_fail(err, EINVAL, "--request-ttl-secs: expected a positive number of seconds, got '%s'", val);
+		o->request_ttl_secs = (int)n;
+	} else if (strcmp(name, "log-level") == 0) {
+		int l = mfs_log_level_parse(val);
+		if (l < 0)
+			return mfs_fail(err, EINVAL, "--log-level: expected error, warn, info or debug, got '%s'", val);
+		o->log_level = l;
+	}
+	return 0;
+}
+
+static int set_operand(mfs_options *o, const char *arg, mfs_error *err)
+{
+	char **slot = !o->repository ? &o->repository
+		    : !o->mountpoint ? &o->mountpoint : NULL;
+	if (!slot)
+		return mfs_fail(err, EINVAL, "unexpected argument '%s' (expected REPOSITORY MOUNTPOINT)", arg);
+	*slot = strdup(arg);
+	if (!*slot)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	return 0;
+}
+
+int mfs_options_parse(mfs_options *o, int argc, char **argv, mfs_error *err)
+{
+	bool only_operands = false;
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (only_operands || a[0] != '-' || a[1] == '\0') {
+			if ((r = set_operand(o, a, err)) < 0)
+				return r;
+			continue;
+		}
+		if (strcmp(a, "--") == 0) {
+			only_operands = true;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			o->help = true;
+			return 0;
+		} else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+			o->version = true;
+			return 0;
+		} else if (strcmp(a, "-f") == 0) {
+			o->foreground = true;
+		} else if (strncmp(a, "-o", 2) == 0) {
+			const char *v = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+			if (!v || !*v)
+				return mfs_fail(err, EINVAL, "-o needs a mount option");
+			if ((r = append_fuse_opt(o, v, err)) < 0)
+				return r;
+		} else if (a[1] == '-') {
+			const char *name = a + 2;
+			const char *eq = strchr(name, '=');
+			size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+			const char *known = NULL;
+			for (int k = 0; valued[k]; k++)
+				if (strlen(valued[k]) == nlen && strncmp(valued[k], name, nlen) == 0)
+					known = valued[k];
+			if (!known)
+				return mfs_fail(err, EINVAL, "unknown option '%s' (see --help)", a);
+			const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+			if (!v)
+				return mfs_fail(err, EINVAL, "--%s needs a value", known);
+			if ((r = set_valued(o, known, v, err)) < 0)
+				return r;
+		} else {
+			return mfs_fail(err, EINVAL, "unknown option '%s' (see --help)", a);
+		}
+	}
+	if (!o->repository)
+		return mfs_fail(err, EINVAL, "missing REPOSITORY and MOUNTPOINT (see --help)");
+	if (!o->mountpoint)
+		return mfs_fail(err, EINVAL, "missing MOUNTPOINT (see --help)");
+	return 0;
+}

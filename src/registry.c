@@ -1,0 +1,584 @@
+/* registry.c - see registry.h.
+ *
+ * r->lock protects the model list, each model's served[] and states[].
+ * Versions' reference counts are atomics so that get/put never wait on a
+ * load.  Loading (slow) runs with no lock held; only publishing takes it.
+ */
+#include "registry.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "log.h"
+#include "repo.h"
+
+typedef struct vrecord {
+	int64_t version;
+	mfs_vstate state;
+	char *reason;
+	char device[64];
+} vrecord;
+
+typedef struct model {
+	char *name;
+	mfs_version **served;      /* ascending by version; one reference each */
+	int n_served;
+	vrecord *states;           /* ascending; every version tried */
+	int n_states;
+} model;
+
+struct mfs_registry {
+	pthread_mutex_t lock;
+	char *repository;
+	mfs_sched *sched;
+	model *models;             /* sorted by name */
+	int n_models;
+};
+
+const char *mfs_vstate_name(mfs_vstate s)
+{
+	switch (s) {
+	case MFS_VS_LOADING: return "LOADING";
+	case MFS_VS_READY: return "READY";
+	case MFS_VS_UNAVAILABLE: return "UNAVAILABLE";
+	case MFS_VS_UNLOADING: return "UNLOADING";
+	}
+	return "UNAVAILABLE";
+}
+
+int mfs_registry_new(const mfs_registry_conf *conf, mfs_registry **out,
+		     mfs_error *err)
+{
+	mfs_registry *r = calloc(1, sizeof(*r));
+	if (!r || !(r->repository = strdup(conf->repository))) {
+		free(r);
+		return mfs_fail(err, ENOMEM, "out of memory");
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	r->sched = conf->sched;
+	if (conf->engine_threads > 0)
+		mfs_engine_set_threads(conf->engine_threads);
+	*out = r;
+	return 0;
+}
+
+/* ---- versions ---- */
+
+static int run_instance(void *ctx, int instance, const mfs_tensor *inputs,
+			mfs_tensor *outputs, mfs_error *err)
+{
+	mfs_version *v = ctx;
+	return mfs_exec_run(v->execs[instance], inputs, outputs, err);
+}
+
+static void version_free(mfs_version *v)
+{
+	/* The queue first: it waits for runs in flight on our contexts
+	 * (there are none once the last reference is gone, but a queue
+	 * closed by unload may still be finishing its bookkeeping). */
+	mfs_sched_queue_free(v->queue);
+	for (int i = 0; i < v->n_execs; i++)
+		mfs_exec_free(v->execs[i]);
+	free(v->execs);
+	if (v->lv)
+		mfs_loaded_version_free(v->lv);
+	mfs_stats_release(&v->stats);
+	free(v->model_name);
+	free(v);
+}
+
+void mfs_version_get(mfs_version *v)
+{
+	__atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED);
+}
+
+void mfs_version_put(mfs_version *v)
+{
+	if (v && __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		mfs_log_debug("model '%s' version %" PRId64 ": freed", v->model_name, v->version);
+		version_free(v);
+	}
+}
+
+bool mfs_version_unloaded(const mfs_version *v)
+{
+	return __atomic_load_n(&v->unloaded, __ATOMIC_ACQUIRE);
+}
+
+static int instance_count(const mfs_model_config *c)
+{
+	int n = 0;
+	for (int i = 0; i < c->n_instance_groups; i++)
+		n += c->instance_groups[i].count > 0 ? c->instance_groups[i].count : 1;
+	return n > 0 ? n : 1;
+}
+
+/* Build a served version from a loaded one (takes lv). */
+static int version_new(mfs_registry *r, mfs_loaded_version *lv,
+		       mfs_version **out, mfs_error *err)
+{
+	mfs_version *v = calloc(1, sizeof(*v));
+	if (!v) {
+		mfs_loaded_version_free(lv);
+		return mfs_fail(err, ENOMEM, "out of memory");
+	}
+	mfs_stats_init(&v->stats);
+	v->lv = lv;
+	v->config = &lv->config;
+	v->version = lv->version;
+	v->load_seconds = lv->load_seconds;
+	v->refs = 1;
+	v->n_graph_inputs = mfs_model_n_inputs(lv->graph);
+	v->n_graph_outputs = mfs_model_n_outputs(lv->graph);
+	snprintf(v->device, sizeof(v->device), "cpu");
+	int r_ = 0;
+	char label[256];
+	snprintf(label, sizeof(label), "model '%s' version %" PRId64, lv->model_name, lv->version);
+	if (!(v->model_name = strdup(lv->model_name))) {
+		r_ = mfs_fail(err, ENOMEM, "out of memory");
+		goto fail;
+	}
+	int n = instance_count(v->config);
+	v->execs = calloc((size_t)n, sizeof(*v->execs));
+	if (!v->execs) {
+		r_ = mfs_fail(err, ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (; v->n_execs < n; v->n_execs++) {
+		r_ = mfs_exec_new(lv->graph, NULL, &v->execs[v->n_execs], err);
+		if (r_ < 0) {
+			mfs_error_prefix(err, "%s: ", label);
+			goto fail;
+		}
+	}
+	const mfs_model_config *c = v->config;
+	int preferred = 0;
+	for (int i = 0; i < c->dynamic_batching.n_preferred_batch_size; i++)
+		if (c->dynamic_batching.preferred_batch_size[i] > preferred)
+			preferred = c->dynamic_batching.preferred_batch_size[i];
+	mfs_queue_conf qc = {
+		.label = label,
+		.instances = n,
+		.max_batch_size = c->max_batch_size,
+		.dynamic_batching = c->has_dynamic_batching && c->max_batch_size > 0,
+		.max_queue_delay_ns = (uint64_t)(c->dynamic_batching.max_queue_delay_us > 0 ?
+						 c->dynamic_batching.max_queue_delay_us : 0) * 1000u,
+		.preferred_batch_size = preferred,
+		.max_queue_size = c->dynamic_batching.max_queue_size,
+		.stats = &v->stats,
+	};
+	mfs_runner runner = {
+		.run = run_instance, .ctx = v,
+		.n_inputs = v->n_graph_inputs,
+		.n_outputs = v->n_graph_outputs,
+	};
+	r_ = mfs_sched_queue_new(r->sched, &qc, &runner, &v->queue, err);
+	if (r_ < 0)
+		goto fail;
+	*out = v;
+	return 0;
+fail:
+	version_free(v);
+	return r_;
+}
+
+/* ---- models (r->lock held) ---- */
+
+static model *find_model(mfs_registry *r, const char *name)
+{
+	for (int i = 0; i < r->n_models; i++)
+		if (strcmp(r->models[i].name, name) == 0)
+			return &r->models[i];
+	return NULL;
+}
+
+static model *add_model(mfs_registry *r, const char *name)
+{
+	model *m = find_model(r, name);
+	if (m)
+		return m;
+	model *ms = realloc(r->models, (size_t)(r->n_models + 1) * sizeof(*ms));
+	if (!ms)
+		return NULL;
+	r->models = ms;
+	int at = 0;
+	while (at < r->n_models && strcmp(r->models[at].name, name) < 0)
+		at++;
+	memmove(&ms[at + 1], &ms[at], (size_t)(r->n_models - at) * sizeof(*ms));
+	memset(&ms[at], 0, sizeof(*ms));
+	if (!(ms[at].name = strdup(name))) {
+		memmove(&ms[at], &ms[at + 1], (size_t)(r->n_models - at) * sizeof(*ms));
+		return NULL;
+	}
+	r->n_models++;
+	return &ms[at];
+}
+
+static void set_state(model *m, int64_t version, mfs_vstate st,
+		      const char *reason, const char *device)
+{
+	int i = 0;
+	while (i < m->n_states && m->states[i].version < version)
+		i++;
+	if (i == m->n_states || m->states[i].version != version) {
+		vrecord *s = realloc(m->states, (size_t)(m->n_states + 1) * sizeof(*s));
+		if (!s)
+			return;   /* the state display misses one version; serving is unaffected */
+		m->states = s;
+		memmove(&s[i + 1], &s[i], (size_t)(m->n_states - i) * sizeof(*s));
+		memset(&s[i], 0, sizeof(*s));
+		s[i].version = version;
+		m->n_states++;
+	}
+	vrecord *rec = &m->states[i];
+	rec->state = st;
+	free(rec->reason);
+	rec->reason = strdup(reason ? reason : "");
+	snprintf(rec->device, sizeof(rec->device), "%s", device ? device : "");
+}
+
+static void drop_state(model *m, int64_t version)
+{
+	for (int i = 0; i < m->n_states; i++)
+		if (m->states[i].version == version) {
+			free(m->states[i].reason);
+			memmove(&m->states[i], &m->states[i + 1],
+				(size_t)(m->n_states - i - 1) * sizeof(vrecord));
+			m->n_states--;
+			return;
+		}
+}
+
+/* Take v out of m->served (lock held); returns it with the registry's
+ * reference, or NULL. */
+static mfs_version *unserve(model *m, int64_t version)
+{
+	for (int i = 0; i < m->n_served; i++)
+		if (m->served[i]->version == version) {
+			mfs_version *v = m->served[i];
+			memmove(&m->served[i], &m->served[i + 1],
+				(size_t)(m->n_served - i - 1) * sizeof(*m->served));
+			m->n_served--;
+			return v;
+		}
+	return NULL;
+}
+
+/* The second half of unloading, with no lock held: fail what is queued
+ * and drop the registry's reference. */
+static void retire(mfs_version *v, const char *reason)
+{
+	if (!v)
+		return;
+	__atomic_store_n(&v->unloaded, true, __ATOMIC_RELEASE);
+	char why[512];
+	snprintf(why, sizeof(why), "version %" PRId64 " was unloaded before the request ran (%s)",
+		 v->version, reason ? reason : "unloaded");
+	mfs_sched_queue_close(v->queue, why);
+	mfs_log_info("model '%s' version %" PRId64 ": unloaded (%s)", v->model_name, v->version,
+		     reason ? reason : "unloaded");
+	mfs_version_put(v);
+}
+
+int mfs_registry_load_version(mfs_registry *r, const char *name,
+			      int64_t version, mfs_error *err)
+{
+	pthread_mutex_lock(&r->lock);
+	model *m = add_model(r, name);
+	if (m)
+		set_state(m, version, MFS_VS_LOADING, "", "");
+	pthread_mutex_unlock(&r->lock);
+	if (!m)
+		return mfs_fail(err, ENOMEM, "out of memory");
+
+	mfs_loaded_version *lv = NULL;
+	mfs_version *v = NULL;
+	int rc = mfs_load_version(r->repository, name, version, &lv, err);
+	if (rc == 0)
+		rc = version_new(r, lv, &v, err);
+	mfs_version *old = NULL;
+	pthread_mutex_lock(&r->lock);
+	m = find_model(r, name);
+	if (rc < 0) {
+		if (m)
+			set_state(m, version, MFS_VS_UNAVAILABLE, err->msg, "");
+	} else if (!m) {
+		/* The model was unloaded while this version loaded. */
+		rc = mfs_fail(err, ENOENT, "model '%s' was removed while version %" PRId64 " loaded",
+			      name, version);
+		old = v;
+		v = NULL;
+	} else {
+		mfs_version **s = realloc(m->served, (size_t)(m->n_served + 1) * sizeof(*s));
+		if (!s) {
+			rc = mfs_fail(err, ENOMEM, "out of memory");
+			set_state(m, version, MFS_VS_UNAVAILABLE, err->msg, "");
+			old = v;
+			v = NULL;
+		} else {
+			m->served = s;
+			old = unserve(m, version);
+			int i = 0;
+			while (i < m->n_served && m->served[i]->version < version)
+				i++;
+			memmove(&s[i + 1], &s[i], (size_t)(m->n_served - i) * sizeof(*s));
+			s[i] = v;
+			m->n_served++;
+			set_state(m, version, MFS_VS_READY, "", v->device);
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (old)
+		retire(old, "replaced by a new load");
+	if (rc < 0) {
+		mfs_log_error("model '%s' version %" PRId64 ": load failed: %s", name, version, err->msg);
+		return rc;
+	}
+	mfs_log_info("model '%s' version %" PRId64 ": READY on %s (loaded in %.3f s)", name, version,
+		     v->device, v->load_seconds);
+	return 0;
+}
+
+int mfs_registry_unload_version(mfs_registry *r, const char *name,
+				int64_t version, const char *reason)
+{
+	pthread_mutex_lock(&r->lock);
+	model *m = find_model(r, name);
+	mfs_version *v = m ? unserve(m, version) : NULL;
+	if (m)
+		drop_state(m, version);
+	pthread_mutex_unlock(&r->lock);
+	if (!v)
+		return -ENOENT;
+	retire(v, reason);
+	return 0;
+}
+
+static void model_release(model *m, mfs_version ***out, int *n)
+{
+	*out = m->served;
+	*n = m->n_served;
+	for (int i = 0; i < m->n_states; i++)
+		free(m->states[i].reason);
+	free(m->states);
+	free(m->name);
+}
+
+int mfs_registry_unload_model(mfs_registry *r, const char *name,
+			      const char *reason)
+{
+	mfs_version **vs = NULL;
+	int n = 0;
+	pthread_mutex_lock(&r->lock);
+	model *m = find_model(r, name);
+	if (m) {
+		model_release(m, &vs, &n);
+		int i = (int)(m - r->models);
+		memmove(&r->models[i], &r->models[i + 1], (size_t)(r->n_models - i - 1) * sizeof(model));
+		r->n_models--;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!m)
+		return -ENOENT;
+	for (int i = 0; i < n; i++)
+		retire(vs[i], reason);
+	free(vs);
+	return 0;
+}
+
+int mfs_registry_load_all(mfs_registry *r, mfs_error *err)
+{
+	mfs_repo_entry *entries = NULL;
+	int n = 0, failed = 0;
+	int rc = mfs_repo_scan(r->repository, &entries, &n, err);
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < n; i++) {
+		mfs_repo_entry *e = &entries[i];
+		mfs_model_config cfg;
+		mfs_error lerr;
+		mfs_error_clear(&lerr);
+		if (e->n_versions == 0) {
+			mfs_log_warn("model '%s': no version directories, nothing to serve", e->name);
+			continue;
+		}
+		if (mfs_load_config(r->repository, e->name, &cfg, &lerr) < 0) {
+			/* Show the failure on the version that would be served. */
+			pthread_mutex_lock(&r->lock);
+			model *m = add_model(r, e->name);
+			if (m)
+				set_state(m, e->versions[e->n_versions - 1], MFS_VS_UNAVAILABLE, lerr.msg, "");
+			pthread_mutex_unlock(&r->lock);
+			mfs_log_error("model '%s': %s", e->name, lerr.msg);
+			failed++;
+			continue;
+		}
+		int64_t *vs = malloc((size_t)e->n_versions * sizeof(*vs));
+		if (!vs) {
+			mfs_config_release(&cfg);
+			failed++;
+			continue;
+		}
+		memcpy(vs, e->versions, (size_t)e->n_versions * sizeof(*vs));
+		int nv = mfs_config_apply_version_policy(&cfg, vs, e->n_versions);
+		mfs_config_release(&cfg);
+		for (int k = 0; k < nv; k++)
+			if (mfs_registry_load_version(r, e->name, vs[k], &lerr) < 0)
+				failed++;
+		free(vs);
+	}
+	mfs_repo_entries_free(entries, n);
+	return failed;
+}
+
+int mfs_registry_get(mfs_registry *r, const char *name, int64_t version,
+		     mfs_version **out, mfs_error *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&r->lock);
+	model *m = find_model(r, name);
+	mfs_version *v = NULL;
+	if (!m) {
+		rc = mfs_fail(err, ENOENT, "no model named '%s'", name);
+	} else if (version == 0) {
+		if (m->n_served)
+			v = m->served[m->n_served - 1];
+		else
+			rc = mfs_fail(err, EAGAIN, "model '%s' has no READY version%s%s", name,
+				      m->n_states && *m->states[m->n_states - 1].reason ? ": " : "",
+				      m->n_states ? m->states[m->n_states - 1].reason : "");
+	} else {
+		for (int i = 0; i < m->n_served; i++)
+			if (m->served[i]->version == version)
+				v = m->served[i];
+		if (!v) {
+			bool known = false;
+			for (int i = 0; i < m->n_states; i++)
+				known |= m->states[i].version == version;
+			rc = known ? mfs_fail(err, EAGAIN, "model '%s' version %" PRId64 " is not READY", name, version)
+				   : mfs_fail(err, ENOENT, "model '%s' has no version %" PRId64, name, version);
+		}
+	}
+	if (v)
+		mfs_version_get(v);
+	pthread_mutex_unlock(&r->lock);
+	*out = v;
+	return rc;
+}
+
+static int fill_info(const model *m, mfs_model_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->name = strdup(m->name);
+	out->versions = calloc((size_t)m->n_states + 1, sizeof(*out->versions));
+	if (!out->name || !out->versions) {
+		mfs_model_info_release(out);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < m->n_states; i++) {
+		mfs_version_info *vi = &out->versions[out->n_versions];
+		vi->version = m->states[i].version;
+		vi->state = m->states[i].state;
+		vi->reason = strdup(m->states[i].reason ? m->states[i].reason : "");
+		snprintf(vi->device, sizeof(vi->device), "%s", m->states[i].device);
+		for (int k = 0; k < m->n_served; k++)
+			if (m->served[k]->version == vi->version)
+				vi->served = true;
+		out->n_versions++;
+		if (!vi->reason) {
+			mfs_model_info_release(out);
+			return -ENOMEM;
+		}
+	}
+	out->current = m->n_served ? m->served[m->n_served - 1]->version : 0;
+	return 0;
+}
+
+void mfs_model_info_release(mfs_model_info *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->n_versions; i++)
+		free(m->versions[i].reason);
+	free(m->versions);
+	free(m->name);
+	memset(m, 0, sizeof(*m));
+}
+
+void mfs_registry_snapshot_free(mfs_model_info *m, int n)
+{
+	for (int i = 0; i < n; i++)
+		mfs_model_info_release(&m[i]);
+	free(m);
+}
+
+int mfs_registry_snapshot(mfs_registry *r, mfs_model_info **out, int *n)
+{
+	pthread_mutex_lock(&r->lock);
+	mfs_model_info *ms = calloc((size_t)r->n_models + 1, sizeof(*ms));
+	int k = 0, rc = ms ? 0 : -ENOMEM;
+	for (; rc == 0 && k < r->n_models; k++)
+		rc = fill_info(&r->models[k], &ms[k]);
+	pthread_mutex_unlock(&r->lock);
+	if (rc < 0) {
+		mfs_registry_snapshot_free(ms, k);
+		return rc;
+	}
+	*out = ms;
+	*n = k;
+	return 0;
+}
+
+int mfs_registry_model_snapshot(mfs_registry *r, const char *name,
+				mfs_model_info *out)
+{
+	pthread_mutex_lock(&r->lock);
+	model *m = find_model(r, name);
+	int rc = m ? fill_info(m, out) : -ENOENT;
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+int mfs_registry_served(mfs_registry *r, mfs_version ***out, int *n)
+{
+	pthread_mutex_lock(&r->lock);
+	int total = 0;
+	for (int i = 0; i < r->n_models; i++)
+		total += r->models[i].n_served;
+	mfs_version **vs = calloc((size_t)total + 1, sizeof(*vs));
+	if (vs) {
+		total = 0;
+		for (int i = 0; i < r->n_models; i++)
+			for (int k = 0; k < r->models[i].n_served; k++) {
+				vs[total] = r->models[i].served[k];
+				mfs_version_get(vs[total++]);
+			}
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!vs)
+		return -ENOMEM;
+	*out = vs;
+	*n = total;
+	return 0;
+}
+
+void mfs_registry_free(mfs_registry *r)
+{
+	if (!r)
+		return;
+	while (r->n_models > 0) {
+		char *name = strdup(r->models[0].name);
+		if (!name)
+			break;
+		mfs_registry_unload_model(r, name, "the daemon is stopping");
+		free(name);
+	}
+	free(r->models);
+	pthread_mutex_destroy(&r->lock);
+	free(r->repository);
+	free(r);
+}

@@ -1,0 +1,135 @@
+/* registry.h - the models and versions being served.
+ *
+ * A model (a directory of the repository) has zero or more served
+ * versions, each an mfs_version: the loaded config and graph, one
+ * execution context per instance, its scheduler queue and its statistics.
+ * "Current" is the highest READY version; a request that names no version
+ * is bound to it when the request is made.
+ *
+ * Versions are reference counted: the registry holds one reference while
+ * a version is served, every request holds one for its lifetime, and the
+ * version (graph, contexts, queue) is freed when the last one is put.
+ * Unloading a version takes it out of service at once (new requests
+ * cannot find it, queued ones fail with a clear error, running ones
+ * finish), so load, unload and swap are cheap and safe while serving; hot
+ * reload (issue #4) calls these.
+ *
+ * Every function is thread-safe.  Nothing here is FUSE-specific.
+ */
+#ifndef MFS_REGISTRY_H
+#define MFS_REGISTRY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "error.h"
+#include "metrics.h"
+#include "model_load.h"
+#include "scheduler.h"
+
+typedef enum mfs_vstate {
+	MFS_VS_LOADING = 0,
+	MFS_VS_READY,
+	MFS_VS_UNAVAILABLE,
+	MFS_VS_UNLOADING,
+} mfs_vstate;
+
+/* "READY", "LOADING", ... */
+const char *mfs_vstate_name(mfs_vstate s);
+
+typedef struct mfs_registry mfs_registry;
+
+typedef struct mfs_version {
+	/* Immutable once published. */
+	char *model_name;
+	int64_t version;
+	mfs_loaded_version *lv;        /* config (completed) and graph */
+	const mfs_model_config *config;   /* = &lv->config */
+	int n_graph_inputs;            /* the engine's view: what a run takes and gives */
+	int n_graph_outputs;
+	char device[64];               /* "cpu" */
+	double load_seconds;
+	mfs_stats stats;
+	mfs_queue *queue;
+	/* Private. */
+	int refs;                      /* atomic */
+	bool unloaded;                 /* atomic; set once by unload */
+	struct mfs_exec **execs;
+	int n_execs;
+} mfs_version;
+
+typedef struct mfs_registry_conf {
+	const char *repository;        /* absolute path */
+	mfs_sched *sched;
+	int engine_threads;            /* passed to mfs_engine_set_threads; 0 = leave */
+} mfs_registry_conf;
+
+int mfs_registry_new(const mfs_registry_conf *conf, mfs_registry **out,
+		     mfs_error *err);
+/* Unloads everything (queued requests fail), then frees the registry.
+ * Versions still referenced by requests live on until put. */
+void mfs_registry_free(mfs_registry *r);
+
+/* Scan the repository and load every model's versions as the model's
+ * version_policy selects.  A model or version that fails is recorded as
+ * UNAVAILABLE with its reason (and logged); this returns the number of
+ * versions that failed (0 when all loaded), or a negative errno when the
+ * repository itself cannot be read. */
+int mfs_registry_load_all(mfs_registry *r, mfs_error *err);
+
+/* Load one version and serve it, replacing (and unloading) a version of
+ * the same number.  On failure the version's state becomes UNAVAILABLE
+ * with the reason, anything already serving stays, and the error is
+ * returned. */
+int mfs_registry_load_version(mfs_registry *r, const char *model,
+			      int64_t version, mfs_error *err);
+
+/* Take a version out of service (see above).  -ENOENT if not served. */
+int mfs_registry_unload_version(mfs_registry *r, const char *model,
+				int64_t version, const char *reason);
+
+/* Unload every version and forget the model.  -ENOENT if unknown. */
+int mfs_registry_unload_model(mfs_registry *r, const char *model,
+			      const char *reason);
+
+/* A served version with a new reference (version 0: the current one).
+ * -ENOENT: unknown model or version; -EAGAIN: the model has no READY
+ * version (or that version is not READY); err says which. */
+int mfs_registry_get(mfs_registry *r, const char *model, int64_t version,
+		     mfs_version **out, mfs_error *err);
+
+void mfs_version_get(mfs_version *v);
+void mfs_version_put(mfs_version *v);
+/* True once the version was taken out of service. */
+bool mfs_version_unloaded(const mfs_version *v);
+
+/* A copy of what the tree shows. */
+typedef struct mfs_version_info {
+	int64_t version;
+	mfs_vstate state;
+	char *reason;                  /* "" when none */
+	char device[64];
+	bool served;                   /* READY and serving: has a directory */
+} mfs_version_info;
+
+typedef struct mfs_model_info {
+	char *name;
+	mfs_version_info *versions;    /* ascending */
+	int n_versions;
+	int64_t current;               /* highest served version, 0 if none */
+} mfs_model_info;
+
+/* Snapshot every model (sorted by name). */
+int mfs_registry_snapshot(mfs_registry *r, mfs_model_info **out, int *n);
+/* Snapshot one model; -ENOENT if unknown. */
+int mfs_registry_model_snapshot(mfs_registry *r, const char *model,
+				mfs_model_info *out);
+void mfs_model_info_release(mfs_model_info *m);
+void mfs_registry_snapshot_free(mfs_model_info *m, int n);
+
+/* Every served version with a reference each (for .metrics); put each and
+ * free the array. */
+int mfs_registry_served(mfs_registry *r, mfs_version ***out, int *n);
+
+#endif

@@ -1,0 +1,820 @@
+/* request.c - see request.h.
+ *
+ * r->lock protects everything mutable in the request.  The job embedded
+ * in the request is in the scheduler's hands between submit and done();
+ * the request holds a reference to itself for that time.  Input slots
+ * are indexed like the config's inputs; the run's tensors are in graph
+ * order (what the engine wants), so each slot knows its graph index.
+ */
+#include "request.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "metrics.h"
+
+enum { W_NEW = 0, W_QUEUED, W_CANCELLED, W_WOKEN };
+
+typedef struct input_slot {
+	bool present;
+	mfs_tensor t;
+	char *filename;            /* as written: "INPUT0.npy"; NULL for tensors */
+	char *blob;                /* the file's bytes, to read back */
+	size_t blob_len;
+	int graph_idx;
+} input_slot;
+
+typedef struct enc_cache {
+	char *buf;
+	size_t len;
+	bool valid;
+} enc_cache;
+
+typedef struct trace {
+	bool valid;
+	uint64_t run, decode, queue, input, infer, output, total;
+	int batch_size, batch_requests;
+} trace;
+
+struct mfs_request {
+	pthread_mutex_t lock;
+	int refs;                  /* atomic */
+	char *name;
+	mfs_version *v;
+	const mfs_model_config *cfg;
+	uint64_t max_bytes;
+	int n_in, n_out;           /* config inputs/outputs */
+	int n_gin, n_gout;         /* graph inputs/outputs */
+	input_slot *in;
+	int *out_graph_idx;        /* config output -> graph output */
+	mfs_tensor *run_in;        /* n_gin: the run in flight's inputs */
+	mfs_tensor *run_out;       /* n_gout: filled by the run */
+	enc_cache *enc;            /* n_out * MFS_FMT_COUNT, for the last DONE run */
+	mfs_req_state state;
+	mfs_error error;           /* code 0: none */
+	bool have_fmt;
+	mfs_format list_fmt;
+	uint64_t decode_ns;        /* decoding the current run's inputs */
+	uint64_t runs;
+	trace tr;
+	mfs_job job;
+	mfs_waiter *waiters;       /* doubly linked, NULL-terminated */
+	uint64_t last_use;
+	bool removed;              /* atomic */
+};
+
+bool mfs_request_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > 64 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static void job_done(mfs_job *job);
+
+static void job_started(mfs_job *job)
+{
+	mfs_request *r = job->arg;
+	pthread_mutex_lock(&r->lock);
+	r->state = MFS_REQ_RUNNING;
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void free_request(mfs_request *r)
+{
+	for (int i = 0; r->in && i < r->n_in; i++) {
+		mfs_tensor_release(&r->in[i].t);
+		free(r->in[i].filename);
+		free(r->in[i].blob);
+	}
+	for (int i = 0; r->run_in && i < r->n_gin; i++)
+		mfs_tensor_release(&r->run_in[i]);
+	for (int i = 0; r->run_out && i < r->n_gout; i++)
+		mfs_tensor_release(&r->run_out[i]);
+	for (int i = 0; r->enc && i < r->n_out * MFS_FMT_COUNT; i++)
+		free(r->enc[i].buf);
+	free(r->in);
+	free(r->out_graph_idx);
+	free(r->run_in);
+	free(r->run_out);
+	free(r->enc);
+	free(r->name);
+	if (r->v)
+		mfs_version_put(r->v);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+int mfs_request_new(mfs_version *v, const char *name, uint64_t max_bytes,
+		    mfs_request **out, mfs_error *err)
+{
+	mfs_request *r = calloc(1, sizeof(*r));
+	if (!r)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	pthread_mutex_init(&r->lock, NULL);
+	r->refs = 1;
+	mfs_version_get(v);
+	r->v = v;
+	r->cfg = v->config;
+	r->max_bytes = max_bytes;
+	r->n_in = r->cfg->n_inputs;
+	r->n_out = r->cfg->n_outputs;
+	r->n_gin = v->n_graph_inputs;
+	r->n_gout = v->n_graph_outputs;
+	r->name = strdup(name);
+	r->in = calloc((size_t)r->n_in + 1, sizeof(*r->in));
+	r->out_graph_idx = calloc((size_t)r->n_out + 1, sizeof(int));
+	r->run_in = calloc((size_t)r->n_gin + 1, sizeof(mfs_tensor));
+	r->run_out = calloc((size_t)r->n_gout + 1, sizeof(mfs_tensor));
+	r->enc = calloc((size_t)r->n_out * MFS_FMT_COUNT + 1, sizeof(enc_cache));
+	r->last_use = mfs_now_ns();
+	if (!r->name || !r->in || !r->out_graph_idx || !r->run_in || !r->run_out || !r->enc) {
+		free_request(r);
+		return mfs_fail(err, ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < r->n_in; i++) {
+		r->in[i].graph_idx = r->cfg->inputs[i].graph_index;
+		if (r->in[i].graph_idx < 0 || r->in[i].graph_idx >= r->n_gin) {
+			free_request(r);
+			return mfs_fail(err, EINVAL, "config input '%s' is not an input of the graph",
+					v->config->inputs[i].name);
+		}
+	}
+	for (int i = 0; i < r->n_out; i++) {
+		r->out_graph_idx[i] = r->cfg->outputs[i].graph_index;
+		if (r->out_graph_idx[i] < 0 || r->out_graph_idx[i] >= r->n_gout) {
+			free_request(r);
+			return mfs_fail(err, EINVAL, "config output '%s' is not an output of the graph",
+					v->config->outputs[i].name);
+		}
+	}
+	r->job.inputs = r->run_in;
+	r->job.outputs = r->run_out;
+	r->job.done = job_done;
+	r->job.started = job_started;
+	r->job.arg = r;
+	*out = r;
+	return 0;
+}
+
+void mfs_request_get(mfs_request *r)
+{
+	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+}
+
+void mfs_request_put(mfs_request *r)
+{
+	if (r && __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free_request(r);
+}
+
+const char *mfs_request_name(const mfs_request *r) { return r->name; }
+mfs_version *mfs_request_version(const mfs_request *r) { return r->v; }
+uint64_t mfs_request_max_bytes(const mfs_request *r) { return r->max_bytes; }
+
+mfs_req_state mfs_request_state(mfs_request *r)
+{
+	pthread_mutex_lock(&r->lock);
+	mfs_req_state s = r->state;
+	pthread_mutex_unlock(&r->lock);
+	return s;
+}
+
+int mfs_request_input_index(const mfs_request *r, const char *name)
+{
+	for (int i = 0; i < r->n_in; i++)
+		if (strcmp(r->cfg->inputs[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+int mfs_request_output_index(const mfs_request *r, const char *name)
+{
+	for (int i = 0; i < r->n_out; i++)
+		if (strcmp(r->cfg->outputs[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static uint64_t input_bytes_locked(const mfs_request *r)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < r->n_in; i++)
+		if (r->in[i].present)
+			n += r->in[i].blob ? r->in[i].blob_len : r->in[i].t.nbytes;
+	return n;
+}
+
+uint64_t mfs_request_input_bytes(mfs_request *r)
+{
+	pthread_mutex_lock(&r->lock);
+	uint64_t n = input_bytes_locked(r);
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+/* Record an error for $req/error and the log (lock held). */
+static int record(mfs_request *r, int rc, const mfs_error *err)
+{
+	r->error = *err;
+	mfs_log_warn("model '%s' version %" PRId64 " request '%s': %s", r->v->model_name,
+		     r->v->version, r->name, err->msg);
+	return rc;
+}
+
+static void clear_slot(input_slot *s)
+{
+	mfs_tensor_release(&s->t);
+	free(s->filename);
+	free(s->blob);
+	s->filename = NULL;
+	s->blob = NULL;
+	s->blob_len = 0;
+	s->present = false;
+}
+
+static void clear_outputs(mfs_request *r)
+{
+	for (int i = 0; i < r->n_gout; i++)
+		mfs_tensor_release(&r->run_out[i]);
+	for (int i = 0; i < r->n_out * MFS_FMT_COUNT; i++) {
+		free(r->enc[i].buf);
+		r->enc[i] = (enc_cache){ 0 };
+	}
+}
+
+/* A finished request gets a new input: forget the last run (lock held). */
+static void begin_new_run(mfs_request *r)
+{
+	if (r->state == MFS_REQ_DONE || r->state == MFS_REQ_FAILED) {
+		clear_outputs(r);
+		r->state = MFS_REQ_WAITING;
+		r->decode_ns = 0;
+		mfs_error_clear(&r->error);
+	}
+}
+
+static bool all_present(const mfs_request *r)
+{
+	for (int i = 0; i < r->n_in; i++)
+		if (!r->in[i].present && !r->cfg->inputs[i].optional)
+			return false;
+	return true;
+}
+
+/* Move the slots into the run and queue it (lock held). */
+static int submit_locked(mfs_request *r, mfs_error *err)
+{
+	for (int i = 0; i < r->n_gin; i++)
+		mfs_tensor_release(&r->run_in[i]);
+	for (int i = 0; i < r->n_in; i++) {
+		input_slot *s = &r->in[i];
+		if (s->present) {
+			/* The model may see another shape (config reshape); the
+			 * data is the same row-major bytes. */
+			mfs_shape model_shape;
+			if (mfs_config_input_to_model(r->cfg, i, &s->t.shape, &model_shape, err) == 0)
+				s->t.shape = model_shape;
+			r->run_in[s->graph_idx] = s->t;
+			s->t = (mfs_tensor){ 0 };
+		}
+		clear_slot(s);
+	}
+	r->state = MFS_REQ_QUEUED;
+	r->runs++;
+	mfs_request_get(r);
+	int rc = mfs_sched_submit(r->v->queue, &r->job, err);
+	if (rc < 0) {
+		mfs_request_put(r);   /* never the last: the caller holds one */
+		for (int i = 0; i < r->n_gin; i++)
+			mfs_tensor_release(&r->run_in[i]);
+		r->state = MFS_REQ_FAILED;
+		r->tr = (trace){ 0 };
+		record(r, rc, err);
+		/* A closed queue means the version went away: the run failed
+		 * (read: EIO); the inputs themselves were fine. */
+		if (rc == -ESHUTDOWN)
+			rc = 0;
+	}
+	return rc;
+}
+
+int mfs_request_commit_file(mfs_request *r, const char *filename,
+			    const void *buf, size_t len, mfs_error *err)
+{
+	size_t name_len;
+	int fmt = mfs_format_split_filename(filename, &name_len);
+	char name[256];
+	int rc = 0;
+
+	pthread_mutex_lock(&r->lock);
+	r->last_use = mfs_now_ns();
+	if (fmt < 0 || name_len >= sizeof(name)) {
+		rc = record(r, mfs_fail(err, ENOENT, "'%s': not NAME.EXT with EXT one of npy, json, txt, raw, pb",
+					filename), err);
+		goto out;
+	}
+	memcpy(name, filename, name_len);
+	name[name_len] = '\0';
+	int idx = mfs_request_input_index(r, name);
+	if (idx < 0) {
+		rc = record(r, mfs_fail(err, ENOENT, "'%s': model '%s' has no input named '%s'",
+					filename, r->v->model_name, name), err);
+		goto out;
+	}
+	if (r->state == MFS_REQ_QUEUED || r->state == MFS_REQ_RUNNING) {
+		rc = record(r, mfs_fail(err, EBUSY, "'%s': the request is %s; write inputs after it ends",
+					filename, r->state == MFS_REQ_QUEUED ? "queued" : "running"), err);
+		goto out;
+	}
+	input_slot *s = &r->in[idx];
+	uint64_t others = input_bytes_locked(r) - (s->present ? (s->blob ? s->blob_len : s->t.nbytes) : 0);
+	if (others + len > r->max_bytes) {
+		rc = record(r, mfs_fail(err, EFBIG, "'%s': the request's inputs would be %" PRIu64
+					" bytes, more than --max-request-bytes=%" PRIu64,
+					filename, others + len, r->max_bytes), err);
+		goto out;
+	}
+	mfs_tensor_spec spec;
+	mfs_config_input_spec(r->cfg, idx, &spec);
+	mfs_tensor t = { 0 };
+	uint64_t t0 = mfs_now_ns();
+	rc = mfs_tensor_decode((mfs_format)fmt, buf, len, &spec, &t, err);
+	if (rc == 0 && r->cfg->max_batch_size > 0 && t.shape.rank > 0 &&
+	    t.shape.dims[0] > r->cfg->max_batch_size) {
+		rc = mfs_fail(err, EINVAL, "input '%s': batch of %" PRId64 " exceeds max_batch_size %d",
+			      name, t.shape.dims[0], r->cfg->max_batch_size);
+		mfs_tensor_release(&t);
+	}
+	if (rc == 0) {
+		mfs_shape model_shape;
+		rc = mfs_config_input_to_model(r->cfg, idx, &t.shape, &model_shape, err);
+		if (rc < 0)
+			mfs_tensor_release(&t);
+	}
+	if (rc < 0) {
+		if (rc != -ENOMEM)
+			rc = -EINVAL;
+		err->code = -rc;
+		mfs_error_prefix(err, "'%s': ", filename);
+		rc = record(r, rc, err);
+		goto out;
+	}
+	char *blob = malloc(len ? len : 1);
+	char *fname = strdup(filename);
+	if (!blob || !fname) {
+		free(blob);
+		free(fname);
+		mfs_tensor_release(&t);
+		rc = record(r, mfs_fail(err, ENOMEM, "out of memory"), err);
+		goto out;
+	}
+	if (len)
+		memcpy(blob, buf, len);
+	begin_new_run(r);
+	clear_slot(s);
+	s->present = true;
+	s->t = t;
+	s->filename = fname;
+	s->blob = blob;
+	s->blob_len = len;
+	r->decode_ns += mfs_now_ns() - t0;
+	if (!r->have_fmt) {
+		r->have_fmt = true;
+		r->list_fmt = (mfs_format)fmt;
+	}
+	mfs_error_clear(&r->error);
+	if (all_present(r))
+		rc = submit_locked(r, err);
+out:
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+int mfs_request_submit_tensors(mfs_request *r, mfs_tensor *tensors,
+			       mfs_error *err)
+{
+	int rc;
+	pthread_mutex_lock(&r->lock);
+	r->last_use = mfs_now_ns();
+	if (r->state == MFS_REQ_QUEUED || r->state == MFS_REQ_RUNNING) {
+		rc = record(r, mfs_fail(err, EBUSY, "the request is still running"), err);
+		for (int i = 0; i < r->n_in; i++)
+			mfs_tensor_release(&tensors[i]);
+		goto out;
+	}
+	begin_new_run(r);
+	uint64_t total = 0;
+	for (int i = 0; i < r->n_in; i++)
+		total += tensors[i].nbytes;
+	for (int i = 0; i < r->n_in; i++) {
+		clear_slot(&r->in[i]);
+		if (tensors[i].dtype != MFS_DT_UNDEFINED) {
+			r->in[i].t = tensors[i];
+			r->in[i].present = true;
+		}
+		tensors[i] = (mfs_tensor){ 0 };
+	}
+	if (total > r->max_bytes) {
+		for (int i = 0; i < r->n_in; i++)
+			clear_slot(&r->in[i]);
+		rc = record(r, mfs_fail(err, EFBIG, "the request's inputs are %" PRIu64
+					" bytes, more than --max-request-bytes=%" PRIu64,
+					total, r->max_bytes), err);
+		goto out;
+	}
+	if (!all_present(r)) {
+		for (int i = 0; i < r->n_in; i++)
+			if (!r->in[i].present && !r->cfg->inputs[i].optional) {
+				rc = mfs_fail(err, ENOENT, "input '%s' is missing", r->cfg->inputs[i].name);
+				break;
+			}
+		for (int i = 0; i < r->n_in; i++)
+			clear_slot(&r->in[i]);
+		rc = record(r, -ENOENT, err);
+		goto out;
+	}
+	rc = submit_locked(r, err);
+	if (rc == 0 && r->state == MFS_REQ_FAILED)
+		rc = -EAGAIN;   /* the version went away between lookup and submit */
+out:
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+static input_slot *slot_by_file(mfs_request *r, const char *filename)
+{
+	for (int i = 0; i < r->n_in; i++)
+		if (r->in[i].present && r->in[i].filename && strcmp(r->in[i].filename, filename) == 0)
+			return &r->in[i];
+	return NULL;
+}
+
+int mfs_request_remove_input(mfs_request *r, const char *filename)
+{
+	pthread_mutex_lock(&r->lock);
+	input_slot *s = slot_by_file(r, filename);
+	if (s)
+		clear_slot(s);
+	pthread_mutex_unlock(&r->lock);
+	return s ? 0 : -ENOENT;
+}
+
+int64_t mfs_request_input_file_size(mfs_request *r, const char *filename)
+{
+	pthread_mutex_lock(&r->lock);
+	input_slot *s = slot_by_file(r, filename);
+	int64_t n = s ? (int64_t)s->blob_len : -1;
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+int mfs_request_input_file(mfs_request *r, const char *filename,
+			   char **buf, size_t *len)
+{
+	int rc = 0;
+	pthread_mutex_lock(&r->lock);
+	input_slot *s = slot_by_file(r, filename);
+	if (!s) {
+		rc = -ENOENT;
+	} else if (!(*buf = malloc(s->blob_len ? s->blob_len : 1))) {
+		rc = -ENOMEM;
+	} else {
+		memcpy(*buf, s->blob, s->blob_len);
+		*len = s->blob_len;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+/* "INPUT0 INPUT1" into buf (lock held). */
+static void missing_inputs(const mfs_request *r, char *buf, size_t size)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < r->n_in; i++)
+		if (!r->in[i].present && !r->cfg->inputs[i].optional && at < size)
+			at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? " " : "",
+					       r->cfg->inputs[i].name);
+}
+
+/* Encode output idx in fmt into the cache (lock held). */
+static int encode_locked(mfs_request *r, int idx, mfs_format fmt, mfs_error *err)
+{
+	enc_cache *c = &r->enc[idx * MFS_FMT_COUNT + (int)fmt];
+	if (c->valid)
+		return 0;
+	int rc = mfs_tensor_encode(fmt, &r->run_out[r->out_graph_idx[idx]], r->cfg->outputs[idx].name,
+				   &c->buf, &c->len, err);
+	if (rc == 0)
+		c->valid = true;
+	return rc;
+}
+
+int mfs_request_read_output(mfs_request *r, int idx, mfs_format fmt,
+			    char **buf, size_t *len, mfs_error *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&r->lock);
+	r->last_use = mfs_now_ns();
+	switch (r->state) {
+	case MFS_REQ_QUEUED:
+	case MFS_REQ_RUNNING:
+		rc = -EINPROGRESS;
+		break;
+	case MFS_REQ_WAITING: {
+		char miss[512];
+		missing_inputs(r, miss, sizeof(miss));
+		rc = mfs_fail(err, ENODATA, "model '%s' request '%s': no result yet, inputs missing: %s",
+			      r->v->model_name, r->name, miss);
+		break;
+	}
+	case MFS_REQ_FAILED:
+		rc = -EIO;
+		*err = r->error;
+		err->code = EIO;
+		break;
+	case MFS_REQ_DONE:
+		rc = encode_locked(r, idx, fmt, err);
+		if (rc == 0) {
+			enc_cache *c = &r->enc[idx * MFS_FMT_COUNT + (int)fmt];
+			*buf = malloc(c->len ? c->len : 1);
+			if (!*buf) {
+				rc = mfs_fail(err, ENOMEM, "out of memory");
+			} else {
+				memcpy(*buf, c->buf, c->len);
+				*len = c->len;
+			}
+		} else {
+			/* An output that does not fit the asked format (FP16 as
+			 * text is fine; this is for real encoder failures). */
+			rc = -EIO;
+			err->code = EIO;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+int64_t mfs_request_output_size(mfs_request *r, int idx, mfs_format fmt)
+{
+	int64_t n = -1;
+	mfs_error err;
+	pthread_mutex_lock(&r->lock);
+	if (r->state == MFS_REQ_DONE && encode_locked(r, idx, fmt, &err) == 0)
+		n = (int64_t)r->enc[idx * MFS_FMT_COUNT + (int)fmt].len;
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+int mfs_request_outputs(mfs_request *r, const mfs_tensor **outs,
+			mfs_error *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&r->lock);
+	if (r->state == MFS_REQ_DONE) {
+		for (int i = 0; i < r->n_out; i++)
+			outs[i] = &r->run_out[r->out_graph_idx[i]];
+	} else if (r->state == MFS_REQ_FAILED) {
+		*err = r->error;
+		err->code = EIO;
+		rc = -EIO;
+	} else if (r->state == MFS_REQ_WAITING) {
+		rc = mfs_fail(err, ENODATA, "the request has not run");
+	} else {
+		rc = mfs_fail(err, EINPROGRESS, "the request has not finished");
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+static void job_done(mfs_job *job)
+{
+	mfs_request *r = job->arg;
+	pthread_mutex_lock(&r->lock);
+	for (int i = 0; i < r->n_gin; i++)
+		mfs_tensor_release(&r->run_in[i]);
+	r->tr.valid = true;
+	r->tr.run = r->runs;
+	r->tr.decode = r->decode_ns;
+	r->tr.queue = job->t_start - job->t_enqueue;
+	r->tr.input = job->t_input - job->t_start;
+	r->tr.infer = job->t_infer - job->t_input;
+	r->tr.output = job->t_end - job->t_infer;
+	r->tr.total = job->t_end - job->t_enqueue;
+	r->tr.batch_size = job->batch_size;
+	r->tr.batch_requests = job->batch_requests;
+	if (job->status == 0) {
+		r->state = MFS_REQ_DONE;
+		for (int i = 0; i < r->n_out; i++) {
+			mfs_tensor *t = &r->run_out[r->out_graph_idx[i]];
+			mfs_shape client;
+			mfs_error e;
+			if (mfs_config_output_from_model(r->cfg, i, &t->shape, &client, &e) == 0)
+				t->shape = client;
+		}
+	} else {
+		r->state = MFS_REQ_FAILED;
+		for (int i = 0; i < r->n_gout; i++)
+			mfs_tensor_release(&r->run_out[i]);
+		record(r, job->status, &job->err);
+	}
+	r->decode_ns = 0;
+	r->last_use = mfs_now_ns();
+	mfs_waiter *list = r->waiters;
+	r->waiters = NULL;
+	for (mfs_waiter *w = list; w; w = w->next)
+		w->wstate = W_WOKEN;
+	pthread_mutex_unlock(&r->lock);
+	/* wake() may free the waiter: read next first. */
+	while (list) {
+		mfs_waiter *next = list->next;
+		list->next = list->prev = NULL;
+		list->wake(list);
+		list = next;
+	}
+	mfs_request_put(r);
+}
+
+int mfs_request_wait(mfs_request *r, mfs_waiter *w)
+{
+	int rc;
+	pthread_mutex_lock(&r->lock);
+	if (w->wstate == W_CANCELLED) {
+		rc = -EINTR;
+	} else if (r->state == MFS_REQ_QUEUED || r->state == MFS_REQ_RUNNING) {
+		w->req = r;
+		w->wstate = W_QUEUED;
+		w->prev = NULL;
+		w->next = r->waiters;
+		if (r->waiters)
+			r->waiters->prev = w;
+		r->waiters = w;
+		rc = 1;
+	} else {
+		rc = 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+bool mfs_request_cancel_wait(mfs_request *r, mfs_waiter *w)
+{
+	bool removed = false;
+	pthread_mutex_lock(&r->lock);
+	if (w->wstate == W_QUEUED) {
+		if (w->prev)
+			w->prev->next = w->next;
+		else
+			r->waiters = w->next;
+		if (w->next)
+			w->next->prev = w->prev;
+		w->next = w->prev = NULL;
+		w->wstate = W_CANCELLED;
+		removed = true;
+	} else if (w->wstate == W_NEW) {
+		w->wstate = W_CANCELLED;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return removed;
+}
+
+char *mfs_request_status_text(mfs_request *r)
+{
+	char buf[MFS_ERROR_MSG_MAX + 64];
+	pthread_mutex_lock(&r->lock);
+	switch (r->state) {
+	case MFS_REQ_WAITING: {
+		char miss[512];
+		missing_inputs(r, miss, sizeof(miss));
+		snprintf(buf, sizeof(buf), "WAITING %s\n", miss);
+		break;
+	}
+	case MFS_REQ_QUEUED: snprintf(buf, sizeof(buf), "QUEUED\n"); break;
+	case MFS_REQ_RUNNING: snprintf(buf, sizeof(buf), "RUNNING\n"); break;
+	case MFS_REQ_DONE: snprintf(buf, sizeof(buf), "DONE\n"); break;
+	case MFS_REQ_FAILED: snprintf(buf, sizeof(buf), "FAILED %s\n", r->error.msg); break;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return strdup(buf);
+}
+
+char *mfs_request_error_text(mfs_request *r)
+{
+	char buf[MFS_ERROR_MSG_MAX + 2];
+	pthread_mutex_lock(&r->lock);
+	if (r->error.code)
+		snprintf(buf, sizeof(buf), "%s\n", r->error.msg);
+	else
+		buf[0] = '\0';
+	pthread_mutex_unlock(&r->lock);
+	return strdup(buf);
+}
+
+char *mfs_request_trace_json(mfs_request *r)
+{
+	char buf[1024];
+	pthread_mutex_lock(&r->lock);
+	const trace *t = &r->tr;
+	const char *state = r->state == MFS_REQ_WAITING ? "WAITING" : r->state == MFS_REQ_QUEUED ? "QUEUED"
+			  : r->state == MFS_REQ_RUNNING ? "RUNNING" : r->state == MFS_REQ_DONE ? "DONE" : "FAILED";
+	if (!t->valid)
+		snprintf(buf, sizeof(buf),
+			 "{\"model\":\"%s\",\"version\":\"%" PRId64 "\",\"request\":\"%s\",\"state\":\"%s\",\"run\":0}\n",
+			 r->v->model_name, r->v->version, r->name, state);
+	else
+		snprintf(buf, sizeof(buf),
+			 "{\"model\":\"%s\",\"version\":\"%" PRId64 "\",\"request\":\"%s\",\"state\":\"%s\","
+			 "\"run\":%" PRIu64 ",\"decode_ns\":%" PRIu64 ",\"queue_ns\":%" PRIu64
+			 ",\"input_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64 ",\"output_ns\":%" PRIu64
+			 ",\"total_ns\":%" PRIu64 ",\"batch_size\":%d,\"batch_requests\":%d,\"device\":\"%s\"}\n",
+			 r->v->model_name, r->v->version, r->name, state, t->run, t->decode, t->queue,
+			 t->input, t->infer, t->output, t->total, t->batch_size, t->batch_requests,
+			 r->v->device);
+	pthread_mutex_unlock(&r->lock);
+	return strdup(buf);
+}
+
+mfs_format mfs_request_list_format(mfs_request *r)
+{
+	pthread_mutex_lock(&r->lock);
+	mfs_format f = r->have_fmt ? r->list_fmt : MFS_FMT_NPY;
+	pthread_mutex_unlock(&r->lock);
+	return f;
+}
+
+int mfs_request_list(mfs_request *r, char ***names, int *n)
+{
+	pthread_mutex_lock(&r->lock);
+	char **v = calloc((size_t)(r->n_in + r->n_out) + 1, sizeof(char *));
+	int k = 0;
+	bool oom = !v;
+	for (int i = 0; !oom && i < r->n_in; i++)
+		if (r->in[i].present && r->in[i].filename)
+			oom = !(v[k++] = strdup(r->in[i].filename));
+	if (r->have_fmt) {
+		const char *ext = mfs_format_ext(r->list_fmt);
+		for (int i = 0; !oom && i < r->n_out; i++) {
+			size_t len = strlen(r->cfg->outputs[i].name) + strlen(ext) + 2;
+			if ((v[k] = malloc(len)))
+				snprintf(v[k++], len, "%s.%s", r->cfg->outputs[i].name, ext);
+			else
+				oom = true;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (oom) {
+		for (int i = 0; v && i < k; i++)
+			free(v[i]);
+		free(v);
+		return -ENOMEM;
+	}
+	*names = v;
+	*n = k;
+	return 0;
+}
+
+void mfs_request_touch(mfs_request *r)
+{
+	pthread_mutex_lock(&r->lock);
+	r->last_use = mfs_now_ns();
+	pthread_mutex_unlock(&r->lock);
+}
+
+uint64_t mfs_request_last_use(mfs_request *r)
+{
+	pthread_mutex_lock(&r->lock);
+	uint64_t t = r->last_use;
+	pthread_mutex_unlock(&r->lock);
+	return t;
+}
+
+bool mfs_request_busy(mfs_request *r)
+{
+	pthread_mutex_lock(&r->lock);
+	bool b = r->state == MFS_REQ_QUEUED || r->state == MFS_REQ_RUNNING || r->waiters;
+	pthread_mutex_unlock(&r->lock);
+	return b;
+}
+
+void mfs_request_mark_removed(mfs_request *r)
+{
+	__atomic_store_n(&r->removed, true, __ATOMIC_RELEASE);
+}
+
+bool mfs_request_removed(mfs_request *r)
+{
+	return __atomic_load_n(&r->removed, __ATOMIC_ACQUIRE);
+}

@@ -1,0 +1,151 @@
+/* request.h - one inference request and its life (SPEC.md section 4):
+ *
+ *   WAITING (inputs missing) -> QUEUED -> RUNNING -> DONE | FAILED
+ *        ^_____________ a new input after DONE/FAILED ______|
+ *
+ * A request is bound at creation to one served version (it holds a
+ * reference).  Inputs arrive as whole tensor files (request directories)
+ * or as decoded tensors (the infer file); each is decoded and checked
+ * against the version's config when committed.  When every required input
+ * is present the request is submitted to the version's queue; the run
+ * consumes the inputs.  Outputs can then be read in any format.
+ *
+ * A reader that must wait registers an mfs_waiter, whose wake() is called
+ * once when the run ends (on the compute thread, no lock held).  The
+ * request is reference counted; every function is thread-safe.  Nothing
+ * here is FUSE-specific.
+ */
+#ifndef MFS_REQUEST_H
+#define MFS_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+#include "error.h"
+#include "registry.h"
+#include "tensor.h"
+
+typedef enum mfs_req_state {
+	MFS_REQ_WAITING = 0,
+	MFS_REQ_QUEUED,
+	MFS_REQ_RUNNING,
+	MFS_REQ_DONE,
+	MFS_REQ_FAILED,
+} mfs_req_state;
+
+typedef struct mfs_request mfs_request;
+typedef struct mfs_waiter mfs_waiter;
+
+struct mfs_waiter {
+	void (*wake)(mfs_waiter *w);    /* set by the owner */
+	/* Private. */
+	mfs_waiter *next, *prev;
+	int wstate;
+	mfs_request *req;
+};
+
+/* True for a valid request name: [A-Za-z0-9._-]{1,64}, not "." or "..". */
+bool mfs_request_name_ok(const char *name);
+
+/* A new request (one reference) on version v (a reference is taken).
+ * max_bytes bounds the sum of the inputs' sizes (EFBIG beyond). */
+int mfs_request_new(mfs_version *v, const char *name, uint64_t max_bytes,
+		    mfs_request **out, mfs_error *err);
+void mfs_request_get(mfs_request *r);
+void mfs_request_put(mfs_request *r);
+
+const char *mfs_request_name(const mfs_request *r);
+mfs_version *mfs_request_version(const mfs_request *r);   /* borrowed */
+mfs_req_state mfs_request_state(mfs_request *r);
+
+/* Index of the input/output named name (no extension); -1 if none. */
+int mfs_request_input_index(const mfs_request *r, const char *name);
+int mfs_request_output_index(const mfs_request *r, const char *name);
+
+/* Bytes of inputs now held (for the EFBIG check while a file is written). */
+uint64_t mfs_request_input_bytes(mfs_request *r);
+uint64_t mfs_request_max_bytes(const mfs_request *r);
+
+/* Commit one tensor file "NAME.EXT": decode and check it; when it was
+ * the last missing input, submit the request.  Errors (also kept for
+ * mfs_request_error_text and logged once):
+ *   -ENOENT  no input of that name (or the name has no known extension)
+ *   -EINVAL  undecodable, wrong datatype or shape
+ *   -EFBIG   the request's inputs exceed max_bytes
+ *   -EBUSY   the request is queued or running
+ *   -EAGAIN  the model's queue is full (the request is FAILED)
+ * Committing to a DONE or FAILED request starts a new run. */
+int mfs_request_commit_file(mfs_request *r, const char *filename,
+			    const void *buf, size_t len, mfs_error *err);
+
+/* Replace all inputs at once and submit (the infer file).  tensors[i]
+ * (one per config input, in config order; an absent optional input has
+ * dtype UNDEFINED) are moved into the request.  Same errors as above. */
+int mfs_request_submit_tensors(mfs_request *r, mfs_tensor *tensors,
+			       mfs_error *err);
+
+/* Forget an input file ("NAME.EXT") that was committed; -ENOENT if none. */
+int mfs_request_remove_input(mfs_request *r, const char *filename);
+
+/* Size of a committed input file, or -1. */
+int64_t mfs_request_input_file_size(mfs_request *r, const char *filename);
+/* A copy of a committed input file's bytes; -ENOENT if none. */
+int mfs_request_input_file(mfs_request *r, const char *filename,
+			   char **buf, size_t *len);
+
+/* The encoded bytes of output idx in fmt (a malloc'd copy).
+ *   0            done; *buf owned by the caller
+ *   -EINPROGRESS queued or running: wait (mfs_request_wait) and retry
+ *   -ENODATA     inputs are missing (err names them)
+ *   -EIO         the run failed (err says why) */
+int mfs_request_read_output(mfs_request *r, int idx, mfs_format fmt,
+			    char **buf, size_t *len, mfs_error *err);
+
+/* Size of output idx in fmt once the run is DONE (encodes and caches);
+ * -1 before. */
+int64_t mfs_request_output_size(mfs_request *r, int idx, mfs_format fmt);
+
+/* The outputs of the last run, when DONE: outs[i] (config output i) is
+ * a borrowed tensor valid while the caller holds a reference and starts
+ * no new run (the infer file).  -EIO when the run failed, -EINPROGRESS
+ * before it ends, -ENODATA when nothing ran. */
+int mfs_request_outputs(mfs_request *r, const mfs_tensor **outs,
+			mfs_error *err);
+
+/* Wait for the run to end.  Returns 1 when w was registered (wake() will
+ * be called), 0 when there is nothing to wait for (read now), -EINTR
+ * when w was cancelled before it could be registered. */
+int mfs_request_wait(mfs_request *r, mfs_waiter *w);
+/* Cancel a wait.  Returns true when w was registered and is now removed
+ * (wake() will not be called: the caller answers the reader); false when
+ * wake() has been or is being called, or w was not registered yet (then
+ * mfs_request_wait returns -EINTR). */
+bool mfs_request_cancel_wait(mfs_request *r, mfs_waiter *w);
+
+/* Contents of $req/status ("DONE\n"), $req/error ("" or "reason\n") and
+ * $req/trace.json; malloc'd, NUL-terminated. */
+char *mfs_request_status_text(mfs_request *r);
+char *mfs_request_error_text(mfs_request *r);
+char *mfs_request_trace_json(mfs_request *r);
+
+/* Names to list in the request directory (inputs present, and the
+ * outputs in the format of the first input); free each and the array. */
+int mfs_request_list(mfs_request *r, char ***names, int *n);
+
+/* Format of the first input committed (listing default); MFS_FMT_NPY if none. */
+mfs_format mfs_request_list_format(mfs_request *r);
+
+/* Directory bookkeeping (the filesystem's): a removed request keeps
+ * serving what is in flight but is no longer listed or found. */
+void mfs_request_mark_removed(mfs_request *r);
+bool mfs_request_removed(mfs_request *r);
+
+/* For expiry: mfs_now_ns() of the last use, and whether anything is
+ * pending (queued, running or waited on). */
+void mfs_request_touch(mfs_request *r);
+uint64_t mfs_request_last_use(mfs_request *r);
+bool mfs_request_busy(mfs_request *r);
+
+#endif

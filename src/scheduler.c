@@ -1,0 +1,539 @@
+/* scheduler.c - see scheduler.h.
+ *
+ * One mutex (s->lock) protects every queue's list and counters; it is
+ * never held while a model runs or while done() callbacks run.  Workers
+ * sleep on s->work; s->idle is signalled whenever a run ends so that
+ * queue_free and stop can wait for in-flight runs.
+ */
+#include "scheduler.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+struct mfs_queue {
+	mfs_sched *sched;
+	mfs_queue *next_q;            /* the scheduler's list */
+	char *label;
+	mfs_queue_conf conf;
+	mfs_runner runner;
+	mfs_job *head, *tail;         /* FIFO */
+	int64_t queued;               /* jobs in the FIFO */
+	int running;                  /* runs in flight */
+	int running_jobs;
+	bool *busy;                   /* per instance */
+	bool closed;
+};
+
+struct mfs_sched {
+	pthread_mutex_t lock;
+	pthread_cond_t work;          /* a queue may have become runnable */
+	pthread_cond_t idle;          /* a run ended */
+	pthread_t *threads;
+	int n_threads;
+	mfs_queue *queues;
+	bool stopping;                /* refuse new jobs */
+	bool quit;                    /* workers exit */
+};
+
+static void *worker(void *arg);
+
+int mfs_sched_new(int threads, mfs_sched **out, mfs_error *err)
+{
+	if (threads < 1)
+		threads = 1;
+	mfs_sched *s = calloc(1, sizeof(*s));
+	if (!s)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	s->threads = calloc((size_t)threads, sizeof(pthread_t));
+	if (!s->threads) {
+		free(s);
+		return mfs_fail(err, ENOMEM, "out of memory");
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->work, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&s->idle, NULL);
+	for (int i = 0; i < threads; i++) {
+		int r = pthread_create(&s->threads[i], NULL, worker, s);
+		if (r) {
+			mfs_sched_stop(s, 0);
+			mfs_sched_free(s);
+			return mfs_fail(err, r, "cannot start compute thread: %s", strerror(r));
+		}
+		s->n_threads++;
+	}
+	*out = s;
+	return 0;
+}
+
+int mfs_sched_queue_new(mfs_sched *s, const mfs_queue_conf *conf,
+			const mfs_runner *runner, mfs_queue **out,
+			mfs_error *err)
+{
+	mfs_queue *q = calloc(1, sizeof(*q));
+	if (!q)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	q->sched = s;
+	q->conf = *conf;
+	if (q->conf.instances < 1)
+		q->conf.instances = 1;
+	if (q->conf.max_batch_size <= 0)
+		q->conf.dynamic_batching = false;
+	if (q->conf.preferred_batch_size <= 0 || q->conf.preferred_batch_size > q->conf.max_batch_size)
+		q->conf.preferred_batch_size = q->conf.max_batch_size;
+	q->runner = *runner;
+	q->label = strdup(conf->label ? conf->label : "model");
+	q->busy = calloc((size_t)q->conf.instances, sizeof(bool));
+	if (!q->label || !q->busy) {
+		free(q->label);
+		free(q->busy);
+		free(q);
+		return mfs_fail(err, ENOMEM, "out of memory");
+	}
+	q->conf.label = q->label;
+	pthread_mutex_lock(&s->lock);
+	q->next_q = s->queues;
+	s->queues = q;
+	pthread_mutex_unlock(&s->lock);
+	*out = q;
+	return 0;
+}
+
+/* Rows a job carries: the first dim of its inputs when batched. */
+static int job_rows(const mfs_queue *q, const mfs_job *job, mfs_error *err)
+{
+	if (q->conf.max_batch_size <= 0)
+		return 1;
+	int64_t rows = -1;
+	for (int i = 0; i < q->runner.n_inputs; i++) {
+		const mfs_tensor *t = &job->inputs[i];
+		if (t->shape.rank < 1)
+			return mfs_fail(err, EINVAL, "input %d has no batch dimension", i);
+		if (rows >= 0 && t->shape.dims[0] != rows)
+			return mfs_fail(err, EINVAL, "inputs disagree on the batch size (%lld and %lld)",
+					(long long)rows, (long long)t->shape.dims[0]);
+		rows = t->shape.dims[0];
+	}
+	if (rows < 1 || rows > q->conf.max_batch_size)
+		return mfs_fail(err, EINVAL, "batch size %lld is outside 1..%d (max_batch_size)",
+				(long long)rows, q->conf.max_batch_size);
+	return (int)rows;
+}
+
+int mfs_sched_submit(mfs_queue *q, mfs_job *job, mfs_error *err)
+{
+	mfs_sched *s = q->sched;
+	int rows = q->runner.n_inputs > 0 ? job_rows(q, job, err) : 1;
+	if (rows < 0)
+		return rows;
+	job->rows = rows;
+	job->next = NULL;
+	job->status = 0;
+	mfs_error_clear(&job->err);
+	job->batch_size = 0;
+	job->batch_requests = 0;
+	job->t_start = job->t_input = job->t_infer = job->t_end = 0;
+	pthread_mutex_lock(&s->lock);
+	if (s->stopping || q->closed) {
+		pthread_mutex_unlock(&s->lock);
+		return mfs_fail(err, ESHUTDOWN, "%s is not taking requests (%s)", q->label,
+				s->stopping ? "the daemon is stopping" : "the version was unloaded");
+	}
+	if (q->conf.max_queue_size > 0 && q->queued >= q->conf.max_queue_size) {
+		pthread_mutex_unlock(&s->lock);
+		return mfs_fail(err, EAGAIN, "%s: queue full (%lld requests waiting)", q->label,
+				(long long)q->conf.max_queue_size);
+	}
+	job->t_enqueue = mfs_now_ns();
+	if (q->tail)
+		q->tail->next = job;
+	else
+		q->head = job;
+	q->tail = job;
+	q->queued++;
+	pthread_cond_signal(&s->work);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* Do two jobs' inputs agree in dtype and in every dim but the first? */
+static bool compatible(const mfs_queue *q, const mfs_job *a, const mfs_job *b)
+{
+	for (int i = 0; i < q->runner.n_inputs; i++) {
+		const mfs_tensor *x = &a->inputs[i], *y = &b->inputs[i];
+		if (x->dtype != y->dtype || x->shape.rank != y->shape.rank)
+			return false;
+		for (int d = 1; d < x->shape.rank; d++)
+			if (x->shape.dims[d] != y->shape.dims[d])
+				return false;
+	}
+	return true;
+}
+
+/* How many jobs from the head go into the next run, and whether to run
+ * now.  When it is too early, *deadline is when it will be time. */
+static bool ready(mfs_queue *q, uint64_t now, int *n_jobs, uint64_t *deadline)
+{
+	if (!q->conf.dynamic_batching) {
+		*n_jobs = 1;
+		return true;
+	}
+	int rows = 0, n = 0;
+	for (mfs_job *j = q->head; j; j = j->next) {
+		if (rows + j->rows > q->conf.max_batch_size || (n && !compatible(q, q->head, j)))
+			break;
+		rows += j->rows;
+		n++;
+		if (rows >= q->conf.preferred_batch_size)
+			break;
+	}
+	*n_jobs = n;
+	/* A job that did not fit (or does not match) means the batch cannot
+	 * grow any more: run it now. */
+	bool blocked = n < q->queued;
+	uint64_t due = q->head->t_enqueue + q->conf.max_queue_delay_ns;
+	if (rows >= q->conf.preferred_batch_size || blocked || now >= due ||
+	    q->closed || q->sched->stopping)
+		return true;
+	*deadline = due;
+	return false;
+}
+
+static int concat_inputs(mfs_queue *q, mfs_job **jobs, int n, int rows,
+			 mfs_tensor *merged, mfs_error *err)
+{
+	for (int i = 0; i < q->runner.n_inputs; i++) {
+		mfs_shape shape = jobs[0]->inputs[i].shape;
+		shape.dims[0] = rows;
+		int r = mfs_tensor_alloc(&merged[i], jobs[0]->inputs[i].dtype, &shape, err);
+		if (r < 0)
+			return r;
+		size_t off = 0;
+		for (int j = 0; j < n; j++) {
+			const mfs_tensor *t = &jobs[j]->inputs[i];
+			if (t->nbytes)
+				memcpy((char *)merged[i].data + off, t->data, t->nbytes);
+			off += t->nbytes;
+		}
+	}
+	return 0;
+}
+
+/* Cut every output of a batched run back into one tensor per job. */
+static int split_outputs(mfs_queue *q, mfs_job **jobs, int n, int rows,
+			 mfs_tensor *outs, mfs_error *err)
+{
+	for (int o = 0; o < q->runner.n_outputs; o++) {
+		const mfs_tensor *t = &outs[o];
+		if (t->shape.rank < 1 || t->shape.dims[0] != rows)
+			return mfs_fail(err, EIO, "%s: output %d has %lld rows for a batch of %d",
+					q->label, o, t->shape.rank ? (long long)t->shape.dims[0] : 0LL, rows);
+	}
+	for (int o = 0; o < q->runner.n_outputs; o++) {
+		const mfs_tensor *t = &outs[o];
+		size_t row_bytes = t->nbytes / (size_t)rows, off = 0;
+		for (int j = 0; j < n; j++) {
+			mfs_shape shape = t->shape;
+			shape.dims[0] = jobs[j]->rows;
+			int r = mfs_tensor_alloc(&jobs[j]->outputs[o], t->dtype, &shape, err);
+			if (r < 0)
+				return r;
+			size_t len = row_bytes * (size_t)jobs[j]->rows;
+			if (len)
+				memcpy(jobs[j]->outputs[o].data, (const char *)t->data + off, len);
+			off += len;
+		}
+	}
+	return 0;
+}
+
+static void release_outputs(mfs_queue *q, mfs_job *job)
+{
+	for (int o = 0; o < q->runner.n_outputs; o++)
+		mfs_tensor_release(&job->outputs[o]);
+}
+
+/* Run the jobs (taken off the queue) on one instance; no lock held. */
+static void run_batch(mfs_queue *q, mfs_job **jobs, int n, int instance)
+{
+	int rows = 0, r = 0;
+	mfs_error err;
+	uint64_t t0 = mfs_now_ns(), t1, t2;
+
+	mfs_error_clear(&err);
+	for (int j = 0; j < n; j++) {
+		rows += jobs[j]->rows;
+		jobs[j]->t_start = t0;
+		if (jobs[j]->started)
+			jobs[j]->started(jobs[j]);
+	}
+	if (n == 1) {
+		t1 = mfs_now_ns();
+		r = q->runner.run(q->runner.ctx, instance, jobs[0]->inputs, jobs[0]->outputs, &err);
+		t2 = mfs_now_ns();
+	} else {
+		mfs_tensor *merged = calloc((size_t)q->runner.n_inputs + (size_t)q->runner.n_outputs + 1,
+					    sizeof(mfs_tensor));
+		mfs_tensor *outs = merged ? merged + q->runner.n_inputs : NULL;
+		if (!merged)
+			r = mfs_fail(&err, ENOMEM, "out of memory");
+		else
+			r = concat_inputs(q, jobs, n, rows, merged, &err);
+		t1 = mfs_now_ns();
+		if (r == 0)
+			r = q->runner.run(q->runner.ctx, instance, merged, outs, &err);
+		t2 = mfs_now_ns();
+		if (r == 0) {
+			r = split_outputs(q, jobs, n, rows, outs, &err);
+			for (int o = 0; o < q->runner.n_outputs; o++)
+				mfs_tensor_release(&outs[o]);
+			if (r < 0)
+				for (int j = 0; j < n; j++)
+					release_outputs(q, jobs[j]);
+		}
+		for (int i = 0; merged && i < q->runner.n_inputs; i++)
+			mfs_tensor_release(&merged[i]);
+		free(merged);
+	}
+	uint64_t t3 = mfs_now_ns();
+	if (r < 0 && !err.code)
+		mfs_fail(&err, -r, "%s: the run failed (%s)", q->label, strerror(-r));
+	if (q->conf.stats)
+		mfs_stats_add_execution(q->conf.stats, rows, t1 - t0, t2 - t1, t3 - t2);
+	for (int j = 0; j < n; j++) {
+		mfs_job *job = jobs[j];
+		job->t_input = t1;
+		job->t_infer = t2;
+		job->t_end = t3;
+		job->batch_size = q->conf.max_batch_size > 0 ? rows : 1;
+		job->batch_requests = n;
+		job->status = r;
+		if (r < 0)
+			job->err = err;
+		if (q->conf.stats)
+			mfs_stats_add_request(q->conf.stats, r == 0, t3 - job->t_enqueue,
+					      t0 - job->t_enqueue, t1 - t0, t2 - t1, t3 - t2,
+					      (uint64_t)job->rows);
+	}
+}
+
+static void *worker(void *arg)
+{
+	mfs_sched *s = arg;
+	mfs_job **batch = NULL;
+	int batch_cap = 0;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->quit) {
+		uint64_t now = mfs_now_ns(), earliest = 0;
+		mfs_queue *pick = NULL;
+		int n_jobs = 0;
+		/* The queue whose head has waited longest, among those with a
+		 * free instance and a batch ready to go. */
+		for (mfs_queue *q = s->queues; q; q = q->next_q) {
+			if (!q->head || q->running >= q->conf.instances)
+				continue;
+			int n;
+			uint64_t due = 0;
+			if (!ready(q, now, &n, &due)) {
+				if (!earliest || due < earliest)
+					earliest = due;
+				continue;
+			}
+			if (!pick || q->head->t_enqueue < pick->head->t_enqueue) {
+				pick = q;
+				n_jobs = n;
+			}
+		}
+		if (!pick) {
+			if (earliest) {
+				struct timespec ts = { (time_t)(earliest / 1000000000u),
+						       (long)(earliest % 1000000000u) };
+				pthread_cond_timedwait(&s->work, &s->lock, &ts);
+			} else {
+				pthread_cond_wait(&s->work, &s->lock);
+			}
+			continue;
+		}
+		if (n_jobs > batch_cap) {
+			mfs_job **nb = realloc(batch, (size_t)n_jobs * sizeof(*nb));
+			if (!nb) {
+				n_jobs = batch_cap ? batch_cap : 0;
+				if (!n_jobs) {
+					/* Cannot even hold one pointer: back off. */
+					pthread_mutex_unlock(&s->lock);
+					struct timespec d = { 0, 1000000 };
+					nanosleep(&d, NULL);
+					pthread_mutex_lock(&s->lock);
+					continue;
+				}
+			} else {
+				batch = nb;
+				batch_cap = n_jobs;
+			}
+		}
+		for (int j = 0; j < n_jobs; j++) {
+			batch[j] = pick->head;
+			pick->head = pick->head->next;
+			batch[j]->next = NULL;
+		}
+		if (!pick->head)
+			pick->tail = NULL;
+		pick->queued -= n_jobs;
+		int inst = 0;
+		while (pick->busy[inst])
+			inst++;
+		pick->busy[inst] = true;
+		pick->running++;
+		pick->running_jobs += n_jobs;
+		/* Another worker may serve another instance or queue. */
+		if (pick->head || s->queues->next_q)
+			pthread_cond_signal(&s->work);
+		pthread_mutex_unlock(&s->lock);
+
+		run_batch(pick, batch, n_jobs, inst);
+
+		pthread_mutex_lock(&s->lock);
+		pick->busy[inst] = false;
+		pick->running--;
+		pick->running_jobs -= n_jobs;
+		/* done() may free a job, and the queue may be freed as soon as
+		 * running reaches 0 and idle is signalled; so call done() on a
+		 * copy of the pointers while no lock is held, then signal. */
+		pthread_mutex_unlock(&s->lock);
+		for (int j = 0; j < n_jobs; j++)
+			batch[j]->done(batch[j]);
+		pthread_mutex_lock(&s->lock);
+		pthread_cond_broadcast(&s->idle);
+		pthread_cond_signal(&s->work);
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(batch);
+	return NULL;
+}
+
+/* Take every queued job off q (lock held); returns the list. */
+static mfs_job *take_all(mfs_queue *q)
+{
+	mfs_job *list = q->head;
+	q->head = q->tail = NULL;
+	q->queued = 0;
+	return list;
+}
+
+static void fail_list(mfs_job *list, int code, const char *why)
+{
+	while (list) {
+		mfs_job *next = list->next;
+		list->next = NULL;
+		list->status = -code;
+		mfs_fail(&list->err, code, "%s", why);
+		list->t_start = list->t_input = list->t_infer = list->t_end = mfs_now_ns();
+		list->done(list);
+		list = next;
+	}
+}
+
+void mfs_sched_queue_close(mfs_queue *q, const char *reason)
+{
+	mfs_sched *s = q->sched;
+	char why[MFS_ERROR_MSG_MAX];
+	snprintf(why, sizeof(why), "%s: %s", q->label, reason ? reason : "the version was unloaded");
+	pthread_mutex_lock(&s->lock);
+	q->closed = true;
+	mfs_job *list = take_all(q);
+	pthread_mutex_unlock(&s->lock);
+	fail_list(list, ESHUTDOWN, why);
+}
+
+int mfs_sched_queue_depth(mfs_queue *q)
+{
+	pthread_mutex_lock(&q->sched->lock);
+	int n = (int)q->queued + q->running_jobs;
+	pthread_mutex_unlock(&q->sched->lock);
+	return n;
+}
+
+void mfs_sched_queue_free(mfs_queue *q)
+{
+	if (!q)
+		return;
+	mfs_sched *s = q->sched;
+	mfs_sched_queue_close(q, NULL);
+	pthread_mutex_lock(&s->lock);
+	while (q->running)
+		pthread_cond_wait(&s->idle, &s->lock);
+	for (mfs_queue **p = &s->queues; *p; p = &(*p)->next_q)
+		if (*p == q) {
+			*p = q->next_q;
+			break;
+		}
+	pthread_mutex_unlock(&s->lock);
+	free(q->busy);
+	free(q->label);
+	free(q);
+}
+
+static bool busy(mfs_sched *s)
+{
+	for (mfs_queue *q = s->queues; q; q = q->next_q)
+		if (q->head || q->running)
+			return true;
+	return false;
+}
+
+void mfs_sched_stop(mfs_sched *s, uint64_t drain_ns)
+{
+	uint64_t until = mfs_now_ns() + drain_ns;
+	pthread_mutex_lock(&s->lock);
+	s->stopping = true;
+	pthread_cond_broadcast(&s->work);
+	while (busy(s) && mfs_now_ns() < until) {
+		/* idle uses the realtime clock; wait in short slices. */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&s->idle, &s->lock, &ts);
+	}
+	mfs_job *lists = NULL, **tail = &lists;
+	for (mfs_queue *q = s->queues; q; q = q->next_q) {
+		*tail = take_all(q);
+		while (*tail)
+			tail = &(*tail)->next;
+	}
+	pthread_mutex_unlock(&s->lock);
+	fail_list(lists, ESHUTDOWN, "the daemon is stopping; the request did not run");
+	pthread_mutex_lock(&s->lock);
+	while (busy(s))
+		pthread_cond_wait(&s->idle, &s->lock);
+	s->quit = true;
+	pthread_cond_broadcast(&s->work);
+	pthread_mutex_unlock(&s->lock);
+	for (int i = 0; i < s->n_threads; i++)
+		pthread_join(s->threads[i], NULL);
+	s->n_threads = 0;
+}
+
+void mfs_sched_free(mfs_sched *s)
+{
+	if (!s)
+		return;
+	if (s->n_threads)
+		mfs_sched_stop(s, 0);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->work);
+	pthread_cond_destroy(&s->idle);
+	free(s->threads);
+	free(s);
+}

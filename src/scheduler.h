@@ -1,0 +1,107 @@
+/* scheduler.h - queues between the filesystem and the engine.
+ *
+ * One mfs_sched owns a pool of compute threads.  Each served model version
+ * has one mfs_queue: jobs wait there until one of the version's instances
+ * (Triton's instance_group count: how many runs of this version may be in
+ * flight at once) is free and a compute thread takes them.  With dynamic
+ * batching, a thread merges queued jobs whose inputs agree in every dim
+ * but the first into one run of at most max_batch_size rows, waiting at
+ * most max_queue_delay for the batch to fill, then splits the outputs back
+ * along the first dim.  FUSE threads only submit; models run only here.
+ *
+ * The runner does the actual work (mfs_exec_run on the instance's
+ * execution context in the daemon, a fake in the unit tests).
+ */
+#ifndef MFS_SCHEDULER_H
+#define MFS_SCHEDULER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "metrics.h"
+#include "tensor.h"
+
+typedef struct mfs_sched mfs_sched;
+typedef struct mfs_queue mfs_queue;
+typedef struct mfs_job mfs_job;
+
+struct mfs_job {
+	/* Set by the submitter.  inputs stay the submitter's and untouched
+	 * until done() runs; on success outputs[0..n_outputs) are filled with
+	 * tensors that the submitter then owns. */
+	const mfs_tensor *inputs;
+	mfs_tensor *outputs;
+	/* Called once, on a compute thread (or in mfs_sched_queue_close /
+	 * mfs_sched_stop's caller), with no scheduler lock held.  The job
+	 * belongs to the submitter again from then on. */
+	void (*done)(mfs_job *job);
+	/* Optional: called on the compute thread just before the run starts
+	 * (no scheduler lock held). */
+	void (*started)(mfs_job *job);
+	void *arg;
+
+	/* Set by the scheduler before done(). */
+	int status;              /* 0, or a negative errno; err says why */
+	mfs_error err;
+	int batch_size;          /* rows in the run that served this job (1 without batching) */
+	int batch_requests;      /* jobs merged into that run */
+	uint64_t t_enqueue, t_start, t_input, t_infer, t_end;   /* mfs_now_ns() */
+
+	/* Private to the scheduler. */
+	mfs_job *next;
+	int rows;
+};
+
+typedef struct mfs_runner {
+	/* Run one batch on the given instance (0 <= instance < instances).
+	 * Same contract as mfs_exec_run.  Only one call per instance at a time. */
+	int (*run)(void *ctx, int instance, const mfs_tensor *inputs,
+		   mfs_tensor *outputs, mfs_error *err);
+	void *ctx;
+	int n_inputs, n_outputs;
+} mfs_runner;
+
+typedef struct mfs_queue_conf {
+	const char *label;            /* "add_sub v1", copied, for messages */
+	int instances;                /* >= 1 */
+	int max_batch_size;           /* 0: inputs have no batch dim */
+	bool dynamic_batching;        /* merge jobs (needs max_batch_size > 0) */
+	uint64_t max_queue_delay_ns;
+	int preferred_batch_size;     /* run at once when this many rows wait; 0: max_batch_size */
+	int64_t max_queue_size;       /* queued jobs; 0 = unbounded */
+	mfs_stats *stats;             /* updated per run and per job; may be NULL */
+} mfs_queue_conf;
+
+/* Start threads compute threads.  -ENOMEM/-EAGAIN with err filled. */
+int mfs_sched_new(int threads, mfs_sched **out, mfs_error *err);
+
+/* A new queue served by the scheduler's threads. */
+int mfs_sched_queue_new(mfs_sched *s, const mfs_queue_conf *conf,
+			const mfs_runner *runner, mfs_queue **out,
+			mfs_error *err);
+
+/* Queue a job.  Returns 0, or (with err filled and done() NOT called):
+ * -EAGAIN when the queue is full, -ESHUTDOWN when the queue is closed or
+ * the scheduler is stopping, -EINVAL when a batched job's inputs disagree
+ * on their first dim or exceed max_batch_size. */
+int mfs_sched_submit(mfs_queue *q, mfs_job *job, mfs_error *err);
+
+/* Refuse new jobs and fail the queued ones (status -ESHUTDOWN, reason as
+ * the message); running ones finish.  Idempotent. */
+void mfs_sched_queue_close(mfs_queue *q, const char *reason);
+
+/* Close, wait until no run of this queue is in flight, free. */
+void mfs_sched_queue_free(mfs_queue *q);
+
+/* Jobs waiting plus running in this queue. */
+int mfs_sched_queue_depth(mfs_queue *q);
+
+/* Stop: refuse new jobs, let queued and running ones finish for at most
+ * drain_ns, fail what is still queued, wait for the runs in flight, join
+ * the threads.  Queues must still be freed (before mfs_sched_free). */
+void mfs_sched_stop(mfs_sched *s, uint64_t drain_ns);
+
+void mfs_sched_free(mfs_sched *s);
+
+#endif

@@ -1,0 +1,90 @@
+# helpers.bash - mount a repository with the real daemon for one bats file
+# or one test, and always unmount.  Used as `load helpers`.
+#
+#   MODELFS           the binary (default: ./modelfs at the top); the
+#                     ASan run sets build/asan/modelfs
+#   MODELFS_EXAMPLES  the example repository (default: examples/)
+#
+# mount_repo REPO [OPTIONS...] sets MNT, DAEMON_PID, DAEMON_LOG; the daemon
+# runs with -f in the background.  unmount_repo unmounts, waits for the
+# daemon and fails when it did not exit 0 or when its log shows a
+# sanitizer report (a leak under ASan makes the exit status non-zero).
+
+TOP="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
+MODELFS="${MODELFS:-$TOP/modelfs}"
+EXAMPLES="${MODELFS_EXAMPLES:-$TOP/examples}"
+PY=/usr/bin/python3
+
+mount_repo() {
+	local repo=$1
+	shift
+	MNT=$(mktemp -d "${BATS_RUN_TMPDIR:-/tmp}/mnt.XXXXXX")
+	DAEMON_LOG="$MNT.log"
+	"$MODELFS" -f "$@" "$repo" "$MNT" 2>"$DAEMON_LOG" &
+	DAEMON_PID=$!
+	local i
+	for i in $(seq 1 300); do
+		if mountpoint -q "$MNT"; then
+			return 0
+		fi
+		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+			echo "modelfs exited before mounting:" >&2
+			cat "$DAEMON_LOG" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+	echo "modelfs did not mount within 15 s" >&2
+	cat "$DAEMON_LOG" >&2
+	return 1
+}
+
+# Check the daemon's exit and log; $1: expected exit status (default 0).
+daemon_finished_cleanly() {
+	local want=${1:-0} rc=0
+	wait "$DAEMON_PID" || rc=$?
+	if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$DAEMON_LOG"; then
+		echo "sanitizer report in the daemon's log:" >&2
+		cat "$DAEMON_LOG" >&2
+		return 1
+	fi
+	if [ "$rc" -ne "$want" ]; then
+		echo "modelfs exited $rc, expected $want; its log:" >&2
+		tail -30 "$DAEMON_LOG" >&2
+		return 1
+	fi
+}
+
+unmount_repo() {
+	[ -n "${MNT:-}" ] || return 0
+	local rc=0
+	if mountpoint -q "$MNT" 2>/dev/null || [ -n "$(grep " $MNT " /proc/self/mounts)" ]; then
+		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" 2>/dev/null || true
+	fi
+	if [ -n "${DAEMON_PID:-}" ]; then
+		daemon_finished_cleanly || rc=$?
+	fi
+	rmdir "$MNT" 2>/dev/null || true
+	MNT=
+	DAEMON_PID=
+	return $rc
+}
+
+# A fresh request directory on MODEL; prints its path.
+new_request() {
+	local model=$1 name=${2:-r$RANDOM$RANDOM}
+	mkdir "$MNT/$model/requests/$name" && echo "$MNT/$model/requests/$name"
+}
+
+# errno_of CMD...: run a Python one-liner that performs an operation and
+# prints the errno name it failed with ("OK" when it worked).
+py_errno() {
+	"$PY" -c "
+import errno, os, sys
+try:
+    $1
+    print('OK')
+except OSError as e:
+    print(errno.errorcode[e.errno])
+"
+}

@@ -1,0 +1,1193 @@
+/* Unit tests for the engine core: graph compile (graph.c) and the CPU
+ * backend (cpu_backend.c, engine.c).  Graphs are built by hand as
+ * onnx_model structs; the engine behaviour under test is exercised with
+ * small test operators (resolved through mfs_graph_set_op_lookup) so the
+ * tests do not depend on how real operators are written, plus a few real
+ * registry operators (Shape, Reshape, Constant) and, at the end, real model
+ * files from libonnx-testdata. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "graph.h"
+
+/* ---- building onnx_model structs by hand ---------------------------- */
+
+static onnx_model *gb_new(int64_t opset)
+{
+	onnx_model *m = calloc(1, sizeof(*m));
+	m->ir_version = 8;
+	m->n_opsets = 2;
+	m->opsets = calloc(2, sizeof(*m->opsets));
+	m->opsets[0].domain = strdup("");
+	m->opsets[0].version = opset;
+	m->opsets[1].domain = strdup("test");
+	m->opsets[1].version = 1;
+	m->graph = calloc(1, sizeof(*m->graph));
+	m->graph->name = strdup("g");
+	return m;
+}
+
+static onnx_value_info *vi_add(onnx_value_info **arr, int *n, const char *name,
+			       mfs_dtype dt, int rank, const int64_t *dims)
+{
+	onnx_value_info *v;
+	*arr = realloc(*arr, (size_t)(*n + 1) * sizeof(**arr));
+	v = &(*arr)[(*n)++];
+	memset(v, 0, sizeof(*v));
+	v->name = strdup(name);
+	v->dtype = dt;
+	v->has_shape = rank >= 0;
+	v->rank = rank >= 0 ? rank : 0;
+	for (int i = 0; i < v->rank; i++) {
+		v->dims[i] = dims[i];
+		if (dims[i] < 0)
+			v->dim_params[i] = strdup("N");
+	}
+	return v;
+}
+
+static void gb_input(onnx_model *m, const char *name, mfs_dtype dt, int rank,
+		     const int64_t *dims)
+{
+	vi_add(&m->graph->inputs, &m->graph->n_inputs, name, dt, rank, dims);
+}
+
+static void gb_output(onnx_model *m, const char *name)
+{
+	vi_add(&m->graph->outputs, &m->graph->n_outputs, name, MFS_DT_UNDEFINED,
+	       -1, NULL);
+}
+
+static void gb_init_f32(onnx_model *m, const char *name, int rank,
+			const int64_t *dims, const float *data)
+{
+	onnx_graph *g = m->graph;
+	mfs_shape s = { .rank = rank };
+	onnx_initializer *in;
+	memcpy(s.dims, dims, (size_t)rank * sizeof(int64_t));
+	g->initializers = realloc(g->initializers,
+				  (size_t)(g->n_initializers + 1) * sizeof(*g->initializers));
+	in = &g->initializers[g->n_initializers++];
+	in->name = strdup(name);
+	assert_int_equal(mfs_tensor_alloc(&in->tensor, MFS_DT_FLOAT, &s, NULL), 0);
+	memcpy(in->tensor.data, data, in->tensor.nbytes);
+}
+
+/* "a,,b" -> {"a", "", "b"}; "" -> none. */
+static int split_names(const char *list, char ***out)
+{
+	int n = 0;
+	char **v = NULL;
+	const char *p = list;
+	if (!*list) {
+		*out = NULL;
+		return 0;
+	}
+	for (;;) {
+		const char *c = strchr(p, ',');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+		v = realloc(v, (size_t)(n + 1) * sizeof(*v));
+		v[n++] = strndup(p, len);
+		if (!c)
+			break;
+		p = c + 1;
+	}
+	*out = v;
+	return n;
+}
+
+static onnx_node *gb_node(onnx_model *m, const char *domain, const char *op,
+			  const char *name, const char *ins, const char *outs)
+{
+	onnx_graph *g = m->graph;
+	onnx_node *n;
+	g->nodes = realloc(g->nodes, (size_t)(g->n_nodes + 1) * sizeof(*g->nodes));
+	n = &g->nodes[g->n_nodes++];
+	memset(n, 0, sizeof(*n));
+	n->name = strdup(name);
+	n->op_type = strdup(op);
+	n->domain = strdup(domain);
+	n->n_inputs = split_names(ins, &n->inputs);
+	n->n_outputs = split_names(outs, &n->outputs);
+	return n;
+}
+
+static onnx_node *tnode(onnx_model *m, const char *op, const char *name,
+			const char *ins, const char *outs)
+{
+	return gb_node(m, "test", op, name, ins, outs);
+}
+
+static void attr_tensor_f32(onnx_node *n, const char *name, int rank,
+			    const int64_t *dims, const float *data)
+{
+	onnx_attr *a;
+	mfs_shape s = { .rank = rank };
+	n->attrs = realloc(n->attrs, (size_t)(n->n_attrs + 1) * sizeof(*n->attrs));
+	a = &n->attrs[n->n_attrs++];
+	memset(a, 0, sizeof(*a));
+	a->name = strdup(name);
+	a->type = ONNX_ATTR_TENSOR;
+	memcpy(s.dims, dims, (size_t)rank * sizeof(int64_t));
+	assert_int_equal(mfs_tensor_alloc(&a->t, MFS_DT_FLOAT, &s, NULL), 0);
+	memcpy(a->t.data, data, a->t.nbytes);
+}
+
+static mfs_tensor f32(int rank, const int64_t *dims, const float *data)
+{
+	mfs_tensor t;
+	mfs_shape s = { .rank = rank };
+	memcpy(s.dims, dims, (size_t)rank * sizeof(int64_t));
+	assert_int_equal(mfs_tensor_alloc(&t, MFS_DT_FLOAT, &s, NULL), 0);
+	if (data)
+		memcpy(t.data, data, t.nbytes);
+	return t;
+}
+
+/* ---- test operators ---------------------------------------------- */
+
+static int n_copy_runs, n_prepares, n_rand;
+static bool opt_saw_null[3], opt_out1_null;
+static mfs_layout conv_seen_in, conv_seen_out;
+static int plain_saw_nhwc;
+
+static int same_infer(mfs_op_ctx *ctx)
+{
+	if (ctx->n_in < 1 || !ctx->in[0])
+		return mfs_op_fail(ctx, EINVAL, "needs an input");
+	for (int k = 0; k < ctx->n_out; k++)
+		if (ctx->out[k]) {
+			ctx->out[k]->dtype = ctx->in[0]->dtype;
+			ctx->out[k]->shape = ctx->in[0]->shape;
+		}
+	return 0;
+}
+
+static int copy_run(mfs_op_ctx *ctx)
+{
+	n_copy_runs++;
+	if (ctx->in[0]->nbytes)
+		memcpy(ctx->out[0]->data, ctx->in[0]->data, ctx->in[0]->nbytes);
+	return 0;
+}
+
+/* TAdd: same-shape float add; layout-oblivious, so NHWC_OK. */
+static int add_infer(mfs_op_ctx *ctx)
+{
+	if (ctx->n_in != 2 || !mfs_shape_equal(&ctx->in[0]->shape, &ctx->in[1]->shape))
+		return mfs_op_fail(ctx, EINVAL, "shapes differ");
+	return same_infer(ctx);
+}
+
+static int add_run(mfs_op_ctx *ctx)
+{
+	const float *a = ctx->in[0]->data, *b = ctx->in[1]->data;
+	float *y = ctx->out[0]->data;
+	assert_int_equal(ctx->in[0]->layout, ctx->in[1]->layout);
+	assert_int_equal(ctx->out[0]->layout, ctx->in[0]->layout);
+	for (int64_t i = 0; i < mfs_shape_numel(&ctx->out[0]->shape); i++)
+		y[i] = a[i] + b[i];
+	return 0;
+}
+
+/* TView: flattens to rank 1 (a view). */
+static int view_infer(mfs_op_ctx *ctx)
+{
+	ctx->out[0]->dtype = ctx->in[0]->dtype;
+	ctx->out[0]->shape.rank = 1;
+	ctx->out[0]->shape.dims[0] = mfs_shape_numel(&ctx->in[0]->shape);
+	return 0;
+}
+
+/* TOpt: y = x + (b ? b : 0) + (c ? c : 0); optional second output. */
+static int opt_run(mfs_op_ctx *ctx)
+{
+	int64_t n = mfs_shape_numel(&ctx->in[0]->shape);
+	float *y = ctx->out[0]->data;
+	for (int k = 0; k < 3; k++)
+		opt_saw_null[k] = k >= ctx->n_in || !ctx->in[k];
+	opt_out1_null = ctx->n_out < 2 || !ctx->out[1];
+	for (int64_t i = 0; i < n; i++) {
+		y[i] = ((const float *)ctx->in[0]->data)[i];
+		for (int k = 1; k < ctx->n_in && k < 3; k++)
+			if (ctx->in[k])
+				y[i] += ((const float *)ctx->in[k]->data)[i];
+	}
+	if (!opt_out1_null)
+		memcpy(ctx->out[1]->data, y, ctx->out[1]->nbytes);
+	return 0;
+}
+
+static int fail_run(mfs_op_ctx *ctx)
+{
+	return mfs_op_fail(ctx, EDOM, "boom");
+}
+
+static int fail_plain_run(mfs_op_ctx *ctx)
+{
+	return mfs_fail(ctx->err, ERANGE, "plain failure");
+}
+
+static int rand_infer(mfs_op_ctx *ctx)
+{
+	ctx->out[0]->dtype = MFS_DT_FLOAT;
+	ctx->out[0]->shape.rank = 1;
+	ctx->out[0]->shape.dims[0] = 1;
+	return 0;
+}
+
+static int rand_run(mfs_op_ctx *ctx)
+{
+	((float *)ctx->out[0]->data)[0] = (float)++n_rand;
+	return 0;
+}
+
+/* TDyn: y = x[0:n] where n is the int64 scalar input 1 (shape from data). */
+static int dyn_infer(mfs_op_ctx *ctx)
+{
+	int64_t n;
+	if (!ctx->in[1]->data)
+		return MFS_SHAPE_DEPENDS_ON_DATA;
+	n = ((const int64_t *)ctx->in[1]->data)[0];
+	if (n < 0 || n > ctx->in[0]->shape.dims[0])
+		return mfs_op_fail(ctx, EINVAL, "bad n %lld", (long long)n);
+	ctx->out[0]->dtype = ctx->in[0]->dtype;
+	ctx->out[0]->shape.rank = 1;
+	ctx->out[0]->shape.dims[0] = n;
+	return 0;
+}
+
+static int prep_prepare(mfs_op_ctx *ctx)
+{
+	n_prepares++;
+	if (!*ctx->state)
+		*ctx->state = malloc(16);
+	return *ctx->state ? 0 : -ENOMEM;
+}
+
+/* test.Conv: a copy that honours the layouts the engine asks for, like
+ * the real Conv does. */
+static int tconv_run(mfs_op_ctx *ctx)
+{
+	conv_seen_in = ctx->in[0]->layout;
+	conv_seen_out = ctx->out[0]->layout;
+	if (ctx->in[0]->layout == ctx->out[0]->layout)
+		memcpy(ctx->out[0]->data, ctx->in[0]->data, ctx->in[0]->nbytes);
+	else
+		mfs_layout_convert(ctx->out[0], ctx->in[0], ctx->out[0]->layout);
+	return 0;
+}
+
+static int plain_run(mfs_op_ctx *ctx)
+{
+	if (ctx->in[0]->layout != MFS_LAYOUT_PLAIN)
+		plain_saw_nhwc++;
+	return copy_run(ctx);
+}
+
+/* TBias: x + per-channel b [1,C,1,1]; refuses NHWC x in infer (as an
+ * elementwise op with a plain broadcast operand does). */
+static int bias_infer(mfs_op_ctx *ctx)
+{
+	if (ctx->in[0]->layout == MFS_LAYOUT_NHWC &&
+	    ctx->in[1]->layout == MFS_LAYOUT_PLAIN &&
+	    mfs_shape_numel(&ctx->in[1]->shape) > 1)
+		return mfs_op_fail(ctx, ENOTSUP, "NHWC with a plain operand");
+	return same_infer(ctx);
+}
+
+static int bias_run(mfs_op_ctx *ctx)
+{
+	const float *x = ctx->in[0]->data, *b = ctx->in[1]->data;
+	float *y = ctx->out[0]->data;
+	int64_t C = ctx->in[0]->shape.dims[1];
+	int64_t HW = ctx->in[0]->shape.dims[2] * ctx->in[0]->shape.dims[3];
+	assert_int_equal(ctx->in[0]->layout, MFS_LAYOUT_PLAIN);
+	for (int64_t i = 0; i < C * HW; i++)
+		y[i] = x[i] + b[i / HW];
+	return 0;
+}
+
+static const mfs_op_def test_ops[] = {
+	{ .domain = "test", .op_type = "TBias", .since_version = 1,
+	  .flags = MFS_OP_NHWC_OK, .infer = bias_infer, .run = bias_run },
+	{ .domain = "test", .op_type = "TCopy", .since_version = 1,
+	  .infer = same_infer, .run = copy_run },
+	{ .domain = "test", .op_type = "TAdd", .since_version = 1,
+	  .flags = MFS_OP_NHWC_OK, .infer = add_infer, .run = add_run },
+	{ .domain = "test", .op_type = "TView", .since_version = 1,
+	  .flags = MFS_OP_VIEW, .infer = view_infer, .run = copy_run },
+	{ .domain = "test", .op_type = "TOpt", .since_version = 1,
+	  .infer = same_infer, .run = opt_run },
+	{ .domain = "test", .op_type = "TFail", .since_version = 1,
+	  .infer = same_infer, .run = fail_run },
+	{ .domain = "test", .op_type = "TFailPlain", .since_version = 1,
+	  .infer = same_infer, .run = fail_plain_run },
+	{ .domain = "test", .op_type = "TRand", .since_version = 1,
+	  .flags = MFS_OP_NONDETERMINISTIC, .infer = rand_infer, .run = rand_run },
+	{ .domain = "test", .op_type = "TDyn", .since_version = 1,
+	  .infer = dyn_infer, .run = copy_run },
+	{ .domain = "test", .op_type = "TPrep", .since_version = 1,
+	  .infer = same_infer, .prepare = prep_prepare, .run = copy_run,
+	  .release = free },
+	{ .domain = "test", .op_type = "Conv", .since_version = 1,
+	  .flags = MFS_OP_NHWC_OK, .infer = same_infer, .run = tconv_run },
+	{ .domain = "test", .op_type = "TPlain", .since_version = 1,
+	  .infer = same_infer, .run = plain_run },
+};
+
+static const mfs_op_def *lookup(const char *domain, const char *op, int64_t opset)
+{
+	(void)opset;
+	for (size_t i = 0; i < sizeof(test_ops) / sizeof(test_ops[0]); i++)
+		if (!strcmp(test_ops[i].domain, domain) && !strcmp(test_ops[i].op_type, op))
+			return &test_ops[i];
+	return NULL;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	mfs_graph_set_op_lookup(lookup);
+	n_copy_runs = n_prepares = n_rand = plain_saw_nhwc = 0;
+	unsetenv("MFS_LAYOUT");
+	return 0;
+}
+
+/* compile + exec, asserting success */
+static mfs_model *compile_ok(onnx_model *o)
+{
+	mfs_model *m = NULL;
+	mfs_error err;
+	int rc = mfs_model_compile(o, "m", &m, &err);
+	if (rc)
+		fail_msg("compile failed: %s", err.msg);
+	return m;
+}
+
+static int compile_err(onnx_model *o, mfs_error *err)
+{
+	mfs_model *m = (mfs_model *)1;
+	int rc = mfs_model_compile(o, "m", &m, err);
+	assert_null(m);
+	return rc;
+}
+
+static const int64_t d23[] = { 2, 3 };
+static const float x6[] = { 1, 2, 3, 4, 5, 6 };
+
+/* ---- tests ---------------------------------------------------------- */
+
+static void test_topo_sort_and_run(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "y");
+	/* written backwards: y <- b <- a <- x */
+	tnode(o, "TAdd", "n3", "b,a", "y");
+	tnode(o, "TCopy", "n2", "a", "b");
+	tnode(o, "TCopy", "n1", "x", "a");
+	m = compile_ok(o);
+	assert_int_equal(m->n_nodes, 3);
+	assert_string_equal(m->nodes[0].onnx->name, "n1");
+	assert_string_equal(m->nodes[1].onnx->name, "n2");
+	assert_string_equal(m->nodes[2].onnx->name, "n3");
+	assert_int_equal(mfs_model_n_inputs(m), 1);
+	assert_int_equal(mfs_model_n_outputs(m), 1);
+	assert_string_equal(mfs_model_input(m, 0)->name, "x");
+	/* the output's type and shape come from inference */
+	assert_int_equal(mfs_model_output(m, 0)->dtype, MFS_DT_FLOAT);
+	assert_int_equal(mfs_model_output(m, 0)->rank, 2);
+	assert_int_equal(mfs_model_output(m, 0)->dims[1], 3);
+
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(2, d23, x6);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+	assert_int_equal(out.shape.rank, 2);
+	for (int i = 0; i < 6; i++)
+		assert_float_equal(((float *)out.data)[i], 2 * x6[i], 0);
+	mfs_tensor_release(&out);
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
+static void test_cycle_rejected(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_error err;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "y");
+	tnode(o, "TAdd", "p", "x,b", "a");
+	tnode(o, "TCopy", "q", "a", "b");
+	tnode(o, "TCopy", "r", "a", "y");
+	assert_int_equal(compile_err(o, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "cycle"));
+	assert_non_null(strstr(err.msg, "model 'm'"));
+}
+
+static void test_undefined_input(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_error err;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "y");
+	tnode(o, "TAdd", "adder", "x,ghost", "y");
+	assert_int_equal(compile_err(o, &err), -EINVAL);
+	assert_string_equal(err.msg,
+			    "model 'm': TAdd 'adder': input 'ghost' is not defined by any node, input or initializer");
+}
+
+static void test_output_defined_twice(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_error err;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "y");
+	tnode(o, "TCopy", "a", "x", "y");
+	tnode(o, "TCopy", "b", "x", "y");
+	assert_int_equal(compile_err(o, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "already defined"));
+}
+
+static void test_missing_graph_output(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_error err;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "nowhere");
+	tnode(o, "TCopy", "a", "x", "y");
+	assert_int_equal(compile_err(o, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "'nowhere'"));
+}
+
+static void test_unsupported_op(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_error err;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "y");
+	tnode(o, "TCopy", "ok", "x", "a");
+	gb_node(o, "", "Foo", "n1", "a", "y");
+	assert_int_equal(compile_err(o, &err), -ENOTSUP);
+	assert_string_equal(err.msg,
+			    "model 'm': operator 'Foo' (opset 13) is not supported (node 'n1')");
+
+	o = gb_new(13);
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "y");
+	gb_node(o, "com.example", "Bar", "n2", "x", "y");
+	assert_int_equal(compile_err(o, &err), -ENOTSUP);
+	assert_string_equal(err.msg,
+			    "model 'm': operator 'com.example.Bar' (opset 0) is not supported (node 'n2')");
+}
+
+static void test_constant_folding(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out[2];
+	const float w[] = { 10, 20, 30, 40, 50, 60 };
+	onnx_node *k;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_init_f32(o, "w", 2, d23, w);
+	gb_output(o, "y");
+	gb_output(o, "y2");
+	/* a chain on constants only: folded */
+	tnode(o, "TCopy", "c1", "w", "w1");
+	tnode(o, "TAdd", "c2", "w1,w", "w2");
+	/* a Constant node and a Shape -> Reshape on a static shape */
+	k = gb_node(o, "", "Constant", "k", "", "kc");
+	attr_tensor_f32(k, "value", 2, d23, x6);
+	gb_node(o, "", "Shape", "shape", "x", "xs");
+	gb_node(o, "", "Reshape", "reshape", "kc,xs", "kr");
+	/* the part that runs */
+	tnode(o, "TAdd", "run", "x,w2", "y");
+	tnode(o, "TAdd", "run2", "x,kr", "y2");
+	m = compile_ok(o);
+	assert_int_equal(m->n_folded, 5);
+	assert_int_equal(m->n_nodes, 2);
+	assert_string_equal(m->nodes[0].onnx->name, "run");
+
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(2, d23, x6);
+	assert_int_equal(mfs_exec_run(e, &in, out, &err), 0);
+	for (int i = 0; i < 6; i++) {
+		assert_float_equal(((float *)out[0].data)[i], x6[i] + 2 * w[i], 0);
+		assert_float_equal(((float *)out[1].data)[i], 2 * x6[i], 0);
+	}
+	mfs_tensor_release(&out[0]);
+	mfs_tensor_release(&out[1]);
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
+static void test_initializer_input_is_constant(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_input(o, "w", MFS_DT_FLOAT, 2, d23);   /* ir<4 default */
+	gb_init_f32(o, "w", 2, d23, x6);
+	gb_output(o, "y");
+	tnode(o, "TAdd", "a", "x,w", "y");
+	m = compile_ok(o);
+	assert_int_equal(mfs_model_n_inputs(m), 1);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(2, d23, x6);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+	assert_float_equal(((float *)out.data)[5], 12, 0);
+	mfs_tensor_release(&out);
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
+static void test_nondeterministic_not_folded(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor out;
+
+	gb_output(o, "y");
+	tnode(o, "TRand", "r", "", "y");
+	m = compile_ok(o);
+	assert_int_equal(m->n_folded, 0);
+	assert_int_equal(m->n_nodes, 1);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	for (int i = 1; i <= 2; i++) {
+		assert_int_equal(mfs_exec_run(e, NULL, &out, &err), 0);
+		assert_float_equal(((float *)out.data)[0], (float)i, 0);
+		mfs_tensor_release(&out);
+	}
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
+static void test_dead_nodes_dropped(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_model *m;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "y");
+	tnode(o, "TCopy", "dead", "x", "unused");
+	tnode(o, "TCopy", "live", "x", "y");
+	m = compile_ok(o);
+	assert_int_equal(m->n_nodes, 1);
+	assert_string_equal(m->nodes[0].onnx->name, "live");
+	mfs_model_free(m);
+}
+
+/* A chain of copies: the second run with the same shapes allocates
+ * nothing, and a live set of 2 values never needs more than 2 blocks. */
+static void test_buffer_reuse(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_exec_stats st;
+	mfs_tensor in, out;
+	const int64_t dyn[] = { -1, 3 };
+	const int64_t d43[] = { 4, 3 };
+	float x12[12];
+
+	for (int i = 0; i < 12; i++)
+		x12[i] = (float)i;
+	gb_input(o, "x", MFS_DT_FLOAT, 2, dyn);
+	gb_output(o, "y");
+	tnode(o, "TCopy", "c1", "x", "a");
+	tnode(o, "TCopy", "c2", "a", "b");
+	tnode(o, "TCopy", "c3", "b", "c");
+	tnode(o, "TCopy", "c4", "c", "d");
+	tnode(o, "TCopy", "c5", "d", "y");
+	m = compile_ok(o);
+	assert_false(m->nodes[0].shapes_static);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+
+	in = f32(2, d23, x6);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+	mfs_tensor_release(&out);
+	mfs_exec_get_stats(e, &st);
+	assert_int_equal(st.buffer_allocs, 2);
+	for (int r = 0; r < 3; r++) {
+		assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+		assert_float_equal(((float *)out.data)[5], 6, 0);
+		mfs_tensor_release(&out);
+	}
+	mfs_exec_get_stats(e, &st);
+	assert_int_equal(st.buffer_allocs, 2);
+	mfs_tensor_release(&in);
+
+	/* bigger: the blocks regrow (2 more allocations), then stay */
+	in = f32(2, d43, x12);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+	assert_int_equal(out.shape.dims[0], 4);
+	assert_float_equal(((float *)out.data)[11], 11, 0);
+	mfs_tensor_release(&out);
+	mfs_exec_get_stats(e, &st);
+	assert_int_equal(st.buffer_allocs, 4);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+	mfs_tensor_release(&out);
+	mfs_tensor_release(&in);
+	/* smaller again fits the grown blocks */
+	in = f32(2, d23, x6);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+	mfs_tensor_release(&out);
+	mfs_tensor_release(&in);
+	mfs_exec_get_stats(e, &st);
+	assert_int_equal(st.buffer_allocs, 4);
+	assert_int_equal(st.runs, 7);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
+static void test_views(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_exec_stats st;
+	mfs_tensor in, out[2];
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "y");
+	gb_output(o, "z");
+	tnode(o, "TCopy", "c", "x", "a");
+	tnode(o, "TView", "v1", "a", "flat");    /* view of a pool block */
+	tnode(o, "TCopy", "c2", "flat", "y");
+	tnode(o, "TView", "v2", "x", "z");       /* view of the caller's input */
+	m = compile_ok(o);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(2, d23, x6);
+	n_copy_runs = 0;
+	for (int r = 0; r < 2; r++) {
+		assert_int_equal(mfs_exec_run(e, &in, out, &err), 0);
+		assert_int_equal(out[0].shape.rank, 1);
+		assert_int_equal(out[0].shape.dims[0], 6);
+		assert_int_equal(out[1].shape.dims[0], 6);
+		for (int i = 0; i < 6; i++) {
+			assert_float_equal(((float *)out[0].data)[i], x6[i], 0);
+			assert_float_equal(((float *)out[1].data)[i], x6[i], 0);
+		}
+		mfs_tensor_release(&out[0]);
+		mfs_tensor_release(&out[1]);
+	}
+	assert_int_equal(n_copy_runs, 4);      /* the views never ran */
+	mfs_exec_get_stats(e, &st);
+	assert_int_equal(st.views, 4);
+	/* "a" stays alive through its view until "y" is made: 2 blocks */
+	assert_int_equal(st.buffer_allocs, 2);
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
+static void test_input_validation(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out;
+	const int64_t dyn[] = { -1, 3 };
+	const int64_t d33[] = { 3, 3 }, d32[] = { 3, 2 }, d6[] = { 6 };
+	float buf[9] = { 0 };
+
+	gb_input(o, "pixels", MFS_DT_FLOAT, 2, dyn);
+	gb_output(o, "y");
+	tnode(o, "TCopy", "c", "pixels", "y");
+	m = compile_ok(o);
+	assert_int_equal(mfs_model_input(m, 0)->dims[0], -1);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+
+	in = f32(2, d33, buf);             /* variable dim: fine */
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+	assert_int_equal(out.shape.dims[0], 3);
+	mfs_tensor_release(&out);
+	mfs_tensor_release(&in);
+
+	in = f32(2, d32, buf);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), -EINVAL);
+	assert_string_equal(err.msg,
+			    "model 'm': input 'pixels' has shape [3,2], the model expects [-1,3]");
+	mfs_tensor_release(&in);
+
+	in = f32(1, d6, buf);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "input 'pixels' has shape [6]"));
+	mfs_tensor_release(&in);
+
+	in = f32(2, d23, buf);
+	in.dtype = MFS_DT_INT32;
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), -EINVAL);
+	assert_string_equal(err.msg,
+			    "model 'm': input 'pixels' has data type int32, the model expects float");
+	in.dtype = MFS_DT_FLOAT;
+	in.nbytes -= 4;
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "holds 20 bytes"));
+	in.nbytes += 4;
+	mfs_tensor_release(&in);
+
+	/* zero rows: a NULL data pointer is fine */
+	{
+		mfs_tensor z = { .dtype = MFS_DT_FLOAT, .shape = { 2, { 0, 3 } } };
+		assert_int_equal(mfs_exec_run(e, &z, &out, &err), 0);
+		assert_int_equal(out.shape.dims[0], 0);
+		assert_int_equal(out.nbytes, 0);
+		mfs_tensor_release(&out);
+	}
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
+static void test_optional_inputs_outputs(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out[2];
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "y");
+	gb_output(o, "y2");
+	tnode(o, "TOpt", "o1", "x,,x", "y,");     /* input 1 omitted, output 1 unnamed */
+	tnode(o, "TOpt", "o2", "x", "y2,side");   /* output 1 named but unread */
+	m = compile_ok(o);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(2, d23, x6);
+	assert_int_equal(mfs_exec_run(e, &in, out, &err), 0);
+	assert_float_equal(((float *)out[0].data)[2], 6, 0);
+	assert_float_equal(((float *)out[1].data)[2], 3, 0);
+	/* o2 ran last: one input, second output provided */
+	assert_true(opt_saw_null[1]);
+	assert_false(opt_out1_null);
+	mfs_tensor_release(&out[0]);
+	mfs_tensor_release(&out[1]);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+
+	/* only o1 now, to see what it got */
+	o = gb_new(13);
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "y");
+	tnode(o, "TOpt", "o1", "x,,x", "y,");
+	m = compile_ok(o);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	assert_int_equal(mfs_exec_run(e, &in, out, &err), 0);
+	assert_false(opt_saw_null[0]);
+	assert_true(opt_saw_null[1]);
+	assert_false(opt_saw_null[2]);
+	assert_true(opt_out1_null);
+	mfs_tensor_release(&out[0]);
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
+static void test_op_errors_name_node(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_exec_stats st;
+	mfs_tensor in, out;
+	const int64_t d2[] = { 2 };
+	const float one[] = { 1, 1 };
+
+	gb_input(o, "x", MFS_DT_FLOAT, 1, d2);
+	gb_output(o, "y");
+	tnode(o, "TCopy", "c", "x", "a");
+	tnode(o, "TFail", "bad", "a", "y");
+	m = compile_ok(o);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(1, d2, one);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), -EDOM);
+	assert_string_equal(err.msg, "model 'm': TFail 'bad': boom");
+	assert_null(out.data);
+	/* the failed run gave its blocks back: the next run reuses them */
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), -EDOM);
+	mfs_exec_get_stats(e, &st);
+	assert_int_equal(st.buffer_allocs, 2);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+
+	o = gb_new(13);
+	gb_input(o, "x", MFS_DT_FLOAT, 1, d2);
+	gb_output(o, "y");
+	tnode(o, "TFailPlain", "quiet", "x", "y");
+	m = compile_ok(o);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), -ERANGE);
+	assert_string_equal(err.msg, "model 'm': TFailPlain 'quiet': plain failure");
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
+static void test_dynamic_shape_and_prepare(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in[2], out;
+	const int64_t d6[] = { 6 }, dyn[] = { -1 };
+	int64_t n = 4;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 1, d6);
+	gb_input(o, "n", MFS_DT_INT64, 0, NULL);
+	gb_output(o, "y");
+	tnode(o, "TDyn", "dyn", "x,n", "a");
+	tnode(o, "TPrep", "prep", "a", "y");
+	m = compile_ok(o);
+	assert_false(m->values[m->output_ids[0]].shape_static);
+	assert_int_equal(mfs_model_output(m, 0)->rank, -1);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in[0] = f32(1, d6, x6);
+	in[1] = (mfs_tensor){ .dtype = MFS_DT_INT64, .data = &n, .nbytes = 8 };
+	assert_int_equal(mfs_exec_run(e, in, &out, &err), 0);
+	assert_int_equal(out.shape.dims[0], 4);
+	assert_float_equal(((float *)out.data)[3], 4, 0);
+	mfs_tensor_release(&out);
+	assert_int_equal(n_prepares, 1);
+	assert_int_equal(mfs_exec_run(e, in, &out, &err), 0);
+	mfs_tensor_release(&out);
+	assert_int_equal(n_prepares, 1);       /* same shapes: no prepare */
+	n = 2;
+	assert_int_equal(mfs_exec_run(e, in, &out, &err), 0);
+	assert_int_equal(out.shape.dims[0], 2);
+	mfs_tensor_release(&out);
+	assert_int_equal(n_prepares, 2);       /* shape changed */
+	n = 7;
+	assert_int_equal(mfs_exec_run(e, in, &out, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "TDyn 'dyn': bad n 7"));
+	mfs_tensor_release(&in[0]);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+	(void)dyn;
+}
+
+static void test_output_is_input_or_constant(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out[2];
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_init_f32(o, "w", 2, d23, x6);
+	gb_output(o, "x");
+	gb_output(o, "w");
+	m = compile_ok(o);
+	assert_int_equal(m->n_nodes, 0);
+	assert_int_equal(mfs_model_output(m, 1)->rank, 2);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(2, d23, x6);
+	assert_int_equal(mfs_exec_run(e, &in, out, &err), 0);
+	assert_true(out[0].data != in.data);
+	assert_memory_equal(out[0].data, x6, sizeof(x6));
+	assert_memory_equal(out[1].data, x6, sizeof(x6));
+	mfs_tensor_release(&out[0]);
+	mfs_tensor_release(&out[1]);
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
+/* test.Conv -> TAdd -> TAdd -> TPlain: the Conv output and the first add
+ * stay NHWC; the second add's output is read by an operator without
+ * NHWC_OK, so it is converted once after the add; the result is right. */
+static onnx_model *layout_graph(void)
+{
+	onnx_model *o = gb_new(13);
+	static const int64_t d4[] = { 1, 3, 2, 2 };
+	gb_input(o, "x", MFS_DT_FLOAT, 4, d4);
+	gb_output(o, "y");
+	tnode(o, "Conv", "conv", "x", "c");
+	tnode(o, "TAdd", "add1", "c,c", "s");
+	tnode(o, "TAdd", "add2", "s,c", "t");
+	tnode(o, "TPlain", "plain", "t", "y");
+	return o;
+}
+
+static void run_layout_graph(mfs_model *m, mfs_exec_stats *st)
+{
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out;
+	static const int64_t d4[] = { 1, 3, 2, 2 };
+	float x[12];
+
+	for (int i = 0; i < 12; i++)
+		x[i] = (float)i;
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(4, d4, x);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+	assert_int_equal(out.layout, MFS_LAYOUT_PLAIN);
+	for (int i = 0; i < 12; i++)
+		assert_float_equal(((float *)out.data)[i], 3 * x[i], 0);
+	mfs_tensor_release(&out);
+	mfs_tensor_release(&in);
+	mfs_exec_get_stats(e, st);
+	mfs_exec_free(e);
+}
+
+static void test_layout_nhwc(void **state)
+{
+	(void)state;
+	mfs_model *m = compile_ok(layout_graph());
+	mfs_exec_stats st;
+
+	assert_int_equal(m->n_nhwc, 2);        /* c and s */
+	run_layout_graph(m, &st);
+	assert_int_equal(conv_seen_in, MFS_LAYOUT_PLAIN);
+	assert_int_equal(conv_seen_out, MFS_LAYOUT_NHWC);
+	assert_int_equal(st.layout_converts, 1);
+	assert_int_equal(plain_saw_nhwc, 0);
+	mfs_model_free(m);
+
+	setenv("MFS_LAYOUT", "plain", 1);
+	m = compile_ok(layout_graph());
+	unsetenv("MFS_LAYOUT");
+	assert_int_equal(m->n_nhwc, 0);
+	run_layout_graph(m, &st);
+	assert_int_equal(conv_seen_out, MFS_LAYOUT_PLAIN);
+	assert_int_equal(st.layout_converts, 0);
+	mfs_model_free(m);
+}
+
+/* A Conv output read by a plain operator is not planned NHWC at all. */
+static void test_layout_demoted(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	static const int64_t d4[] = { 1, 3, 2, 2 };
+	mfs_model *m;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 4, d4);
+	gb_output(o, "y");
+	gb_output(o, "c");
+	tnode(o, "Conv", "conv", "x", "c");
+	tnode(o, "TPlain", "plain", "c", "y");
+	m = compile_ok(o);
+	assert_int_equal(m->n_nhwc, 0);
+	mfs_model_free(m);
+}
+
+/* The reader's infer refuses the planned layouts: the plan backs off. */
+static void test_layout_infer_refuses(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	static const int64_t d4[] = { 1, 3, 2, 2 }, db[] = { 1, 3, 1, 1 };
+	static const float b[] = { 100, 200, 300 };
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out;
+	float x[12];
+
+	gb_input(o, "x", MFS_DT_FLOAT, 4, d4);
+	gb_init_f32(o, "b", 4, db, b);
+	gb_output(o, "y");
+	tnode(o, "Conv", "conv", "x", "c");
+	tnode(o, "TBias", "bias", "c,b", "t");
+	tnode(o, "TAdd", "add", "t,t", "y");
+	m = compile_ok(o);
+	assert_int_equal(m->n_nhwc, 0);
+	for (int i = 0; i < 12; i++)
+		x[i] = (float)i;
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(4, d4, x);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+	for (int i = 0; i < 12; i++)
+		assert_float_equal(((float *)out.data)[i], 2 * (x[i] + b[i / 4]), 0);
+	mfs_tensor_release(&out);
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
+static void test_layout_convert_roundtrip(void **state)
+{
+	(void)state;
+	static const int64_t d4[] = { 2, 3, 2, 5 };
+	float x[60];
+	mfs_tensor a, b, c;
+
+	for (int i = 0; i < 60; i++)
+		x[i] = (float)i;
+	a = f32(4, d4, x);
+	b = f32(4, d4, NULL);
+	c = f32(4, d4, NULL);
+	mfs_layout_convert(&b, &a, MFS_LAYOUT_NHWC);
+	assert_int_equal(b.layout, MFS_LAYOUT_NHWC);
+	/* element (n=1,c=2,h=1,w=3) sits at ((1*2+1)*5+3)*3+2 in NHWC */
+	assert_float_equal(((float *)b.data)[((1 * 2 + 1) * 5 + 3) * 3 + 2],
+			   x[((1 * 3 + 2) * 2 + 1) * 5 + 3], 0);
+	b.layout = MFS_LAYOUT_NHWC;
+	mfs_layout_convert(&c, &b, MFS_LAYOUT_PLAIN);
+	assert_memory_equal(c.data, x, sizeof(x));
+	mfs_tensor_release(&a);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&c);
+}
+
+/* ---- real model files ---------------------------------------------- */
+
+#define TESTDATA "/usr/share/libonnx-testdata/data/node/"
+
+static int read_pb(const char *path, mfs_tensor *t)
+{
+	FILE *f = fopen(path, "rb");
+	char buf[1 << 16];
+	size_t n;
+	mfs_error err;
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	return onnx_tensor_decode(buf, n, NULL, t, NULL, &err);
+}
+
+static void run_case(const char *name, int n_in)
+{
+	char path[512];
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in[4], out, want;
+
+	snprintf(path, sizeof(path), TESTDATA "%s/model.onnx", name);
+	if (access(path, R_OK) != 0)
+		skip();
+	if (mfs_model_load(path, name, &m, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(mfs_model_n_inputs(m), n_in);
+	for (int i = 0; i < n_in; i++) {
+		snprintf(path, sizeof(path), TESTDATA "%s/test_data_set_0/input_%d.pb",
+			 name, i);
+		assert_int_equal(read_pb(path, &in[i]), 0);
+	}
+	snprintf(path, sizeof(path), TESTDATA "%s/test_data_set_0/output_0.pb", name);
+	assert_int_equal(read_pb(path, &want), 0);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	if (mfs_exec_run(e, in, &out, &err))
+		fail_msg("%s", err.msg);
+	assert_true(mfs_shape_equal(&out.shape, &want.shape));
+	assert_int_equal(out.nbytes, want.nbytes);
+	assert_memory_equal(out.data, want.data, want.nbytes);
+	mfs_tensor_release(&out);
+	mfs_tensor_release(&want);
+	for (int i = 0; i < n_in; i++)
+		mfs_tensor_release(&in[i]);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
+static void test_real_identity(void **state)
+{
+	(void)state;
+	mfs_graph_set_op_lookup(NULL);
+	run_case("test_identity", 1);
+}
+
+static void test_real_reshape(void **state)
+{
+	(void)state;
+	mfs_graph_set_op_lookup(NULL);
+	run_case("test_reshape_reordered_all_dims", 2);
+}
+
+static void test_real_missing_file(void **state)
+{
+	(void)state;
+	mfs_model *m;
+	mfs_error err;
+	assert_true(mfs_model_load("/nonexistent/model.onnx", "gone", &m, &err) < 0);
+	assert_null(m);
+	assert_non_null(strstr(err.msg, "model 'gone'"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_topo_sort_and_run, setup),
+		cmocka_unit_test_setup(test_cycle_rejected, setup),
+		cmocka_unit_test_setup(test_undefined_input, setup),
+		cmocka_unit_test_setup(test_output_defined_twice, setup),
+		cmocka_unit_test_setup(test_missing_graph_output, setup),
+		cmocka_unit_test_setup(test_unsupported_op, setup),
+		cmocka_unit_test_setup(test_constant_folding, setup),
+		cmocka_unit_test_setup(test_initializer_input_is_constant, setup),
+		cmocka_unit_test_setup(test_nondeterministic_not_folded, setup),
+		cmocka_unit_test_setup(test_dead_nodes_dropped, setup),
+		cmocka_unit_test_setup(test_buffer_reuse, setup),
+		cmocka_unit_test_setup(test_views, setup),
+		cmocka_unit_test_setup(test_input_validation, setup),
+		cmocka_unit_test_setup(test_optional_inputs_outputs, setup),
+		cmocka_unit_test_setup(test_op_errors_name_node, setup),
+		cmocka_unit_test_setup(test_dynamic_shape_and_prepare, setup),
+		cmocka_unit_test_setup(test_output_is_input_or_constant, setup),
+		cmocka_unit_test_setup(test_layout_nhwc, setup),
+		cmocka_unit_test_setup(test_layout_demoted, setup),
+		cmocka_unit_test_setup(test_layout_infer_refuses, setup),
+		cmocka_unit_test_setup(test_layout_convert_roundtrip, setup),
+		cmocka_unit_test_setup(test_real_identity, setup),
+		cmocka_unit_test_setup(test_real_reshape, setup),
+		cmocka_unit_test_setup(test_real_missing_file, setup),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,130 @@
+/* test_options.c - the daemon's command line (SPEC.md section 1). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "log.h"
+#include "options.h"
+
+static int parse(mfs_options *o, mfs_error *err, int argc, char **argv)
+{
+	mfs_options_init(o);
+	mfs_error_clear(err);
+	return mfs_options_parse(o, argc, argv, err);
+}
+
+static void test_defaults(void **state)
+{
+	(void)state;
+	mfs_options o;
+	mfs_error err;
+	char *argv[] = { "modelfs", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 3, argv), 0);
+	assert_string_equal(o.repository, "repo");
+	assert_string_equal(o.mountpoint, "mnt");
+	assert_false(o.foreground);
+	assert_int_equal(o.device, MFS_DEVICE_AUTO);
+	assert_int_equal(o.poll_secs, 0);
+	assert_int_equal(o.reload_quiet_ms, 250);
+	assert_int_equal(o.threads, 0);
+	assert_true(o.max_request_bytes == (uint64_t)1 << 30);
+	assert_int_equal(o.request_ttl_secs, 300);
+	assert_int_equal(o.log_level, MFS_LOG_INFO);
+	assert_null(o.fuse_opts);
+	mfs_options_release(&o);
+}
+
+static void test_every_option(void **state)
+{
+	(void)state;
+	mfs_options o;
+	mfs_error err;
+	char *argv[] = { "modelfs", "-f", "--device=cpu", "--opencl-device", "NVIDIA",
+			 "--poll-secs=2", "--reload-quiet-ms=100", "--threads=3",
+			 "--max-request-bytes=64M", "--request-ttl-secs=9",
+			 "--log-level=debug", "-o", "allow_other", "-odefault_permissions",
+			 "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 16, argv), 0);
+	assert_true(o.foreground);
+	assert_int_equal(o.device, MFS_DEVICE_CPU);
+	assert_string_equal(o.opencl_device, "NVIDIA");
+	assert_int_equal(o.poll_secs, 2);
+	assert_int_equal(o.reload_quiet_ms, 100);
+	assert_int_equal(o.threads, 3);
+	assert_true(o.max_request_bytes == 64ull << 20);
+	assert_int_equal(o.request_ttl_secs, 9);
+	assert_int_equal(o.log_level, MFS_LOG_DEBUG);
+	assert_string_equal(o.fuse_opts, "allow_other,default_permissions");
+	mfs_options_release(&o);
+
+	/* Options after the operands, as fuse programs allow. */
+	char *argv2[] = { "modelfs", "repo", "mnt", "-f", "--device", "opencl" };
+	assert_int_equal(parse(&o, &err, 6, argv2), 0);
+	assert_true(o.foreground);
+	assert_int_equal(o.device, MFS_DEVICE_OPENCL);
+	mfs_options_release(&o);
+}
+
+static void test_errors_name_the_option(void **state)
+{
+	(void)state;
+	mfs_options o;
+	mfs_error err;
+	struct {
+		int argc;
+		char *argv[5];
+		const char *msg;
+	} cases[] = {
+		{ 2, { "modelfs", "repo" }, "MOUNTPOINT" },
+		{ 1, { "modelfs" }, "REPOSITORY" },
+		{ 4, { "modelfs", "--bogus", "r", "m" }, "--bogus" },
+		{ 4, { "modelfs", "--device=gpu", "r", "m" }, "--device" },
+		{ 4, { "modelfs", "--threads=0", "r", "m" }, "--threads" },
+		{ 4, { "modelfs", "--threads=x", "r", "m" }, "--threads" },
+		{ 4, { "modelfs", "--max-request-bytes=12Q", "r", "m" }, "--max-request-bytes" },
+		{ 4, { "modelfs", "--log-level=loud", "r", "m" }, "--log-level" },
+		{ 4, { "modelfs", "--poll-secs=-1", "r", "m" }, "--poll-secs" },
+		{ 4, { "modelfs", "r", "m", "extra" }, "extra" },
+		{ 3, { "modelfs", "r", "--threads" }, "--threads" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(parse(&o, &err, cases[i].argc, cases[i].argv), -EINVAL);
+		assert_non_null(strstr(err.msg, cases[i].msg));
+		mfs_options_release(&o);
+	}
+}
+
+static void test_help_and_version_win(void **state)
+{
+	(void)state;
+	mfs_options o;
+	mfs_error err;
+	char *argv[] = { "modelfs", "--bogus-later?", "--help" };
+	/* --help stops parsing wherever it is... unless an error comes first. */
+	assert_int_equal(parse(&o, &err, 3, argv), -EINVAL);
+	mfs_options_release(&o);
+	char *argv2[] = { "modelfs", "--help", "--bogus" };
+	assert_int_equal(parse(&o, &err, 3, argv2), 0);
+	assert_true(o.help);
+	mfs_options_release(&o);
+	char *argv3[] = { "modelfs", "--version" };
+	assert_int_equal(parse(&o, &err, 2, argv3), 0);
+	assert_true(o.version);
+	mfs_options_release(&o);
+	assert_non_null(strstr(mfs_options_usage(), "--max-request-bytes"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_every_option),
+		cmocka_unit_test(test_errors_name_the_option),
+		cmocka_unit_test(test_help_and_version_win),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
