@@ -198,6 +198,44 @@ static void test_broadcast(void **st)
 		check_bcast(&cases[i][0], &cases[i][1]);
 }
 
+/* float16 runs through the float kernels in stack blocks: rows longer
+ * than a block, a broadcast row and a scalar. */
+static void test_half_blocks(void **st)
+{
+	(void)st;
+	enum { R = 3, C = 700 };
+	uint16_t a[R * C], b[C], one = mfs_float_to_half(0.5f);
+
+	for (int i = 0; i < R * C; i++)
+		a[i] = mfs_float_to_half((float)(i % 97) - 40);
+	for (int i = 0; i < C; i++)
+		b[i] = mfs_float_to_half((float)(i % 13) * 0.25f);
+	for (int k = 0; k < 2; k++) {
+		call *c = call_new("Mul", 14);
+		call_in(c, MFS_DT_FLOAT16, a, 2, R, C);
+		if (k)
+			call_in(c, MFS_DT_FLOAT16, &one, 0);
+		else
+			call_in(c, MFS_DT_FLOAT16, b, 1, C);
+		assert_int_equal(call_run(c), 0);
+		for (int i = 0; i < R * C; i++) {
+			float want = mfs_half_to_float(a[i]) *
+				     mfs_half_to_float(k ? one : b[i % C]);
+			uint16_t got = ((uint16_t *)c->out.data)[i];
+			assert_int_equal(got, mfs_float_to_half(want));
+		}
+		call_free(c);
+	}
+	call *c = call_new("Less", 13);     /* half in, bool out */
+	call_in(c, MFS_DT_FLOAT16, a, 2, R, C);
+	call_in(c, MFS_DT_FLOAT16, b, 1, C);
+	assert_int_equal(call_run(c), 0);
+	for (int i = 0; i < R * C; i++)
+		assert_int_equal(((uint8_t *)c->out.data)[i],
+				 mfs_half_to_float(a[i]) < mfs_half_to_float(b[i % C]));
+	call_free(c);
+}
+
 static void test_broadcast_errors(void **st)
 {
 	(void)st;
@@ -512,6 +550,26 @@ static void test_where_prelu(void **st)
 	assert_memory_equal(c->out.data, ((int64_t[6]){ 1, 2, 3, -9, -9, -9 }), 48);
 	call_free(c);
 
+	/* the step patterns with loops of their own: all full, Y or X scalar */
+	uint8_t m[4] = { 1, 0, 0, 1 };
+	float fx[4] = { 1, 2, 3, 4 }, fy[4] = { -1, -2, -3, -4 }, s0 = 9;
+	float w_full[4] = { 1, -2, -3, 4 }, w_ys[4] = { 1, 9, 9, 4 }, w_xs[4] = { 9, -2, -3, 9 };
+	for (int k = 0; k < 3; k++) {
+		c = call_new("Where", 16);
+		call_in(c, MFS_DT_BOOL, m, 1, 4);
+		if (k == 2)
+			call_in(c, MFS_DT_FLOAT, &s0, 0);
+		else
+			call_in(c, MFS_DT_FLOAT, fx, 1, 4);
+		if (k == 1)
+			call_in(c, MFS_DT_FLOAT, &s0, 0);
+		else
+			call_in(c, MFS_DT_FLOAT, fy, 1, 4);
+		assert_int_equal(call_run(c), 0);
+		assert_memory_equal(c->out.data, k == 0 ? w_full : k == 1 ? w_ys : w_xs, 16);
+		call_free(c);
+	}
+
 	c = call_new("Where", 16);  /* condition must be bool */
 	call_in(c, MFS_DT_INT64, x, 1, 3);
 	call_in(c, MFS_DT_INT64, x, 1, 3);
@@ -788,9 +846,41 @@ static void test_layout(void **st)
 	assert_int_equal(c->out.layout, MFS_LAYOUT_NHWC);
 	call_free(c);
 
+	/* a plain per-channel operand broadcasts along NHWC's inner C */
+	float v[8] = { 0, 1, 2, 3, 4, 5, 6, 7 }, ch[2] = { 10, 20 };
+	c = call_new("Add", 14);
+	call_in(c, MFS_DT_FLOAT, v, 4, 1, 2, 2, 2);
+	call_in(c, MFS_DT_FLOAT, ch, 3, 2, 1, 1);
+	c->in[0].layout = MFS_LAYOUT_NHWC;
+	assert_int_equal(call_run(c), 0);
+	assert_int_equal(c->out.layout, MFS_LAYOUT_NHWC);
+	for (int i = 0; i < 8; i++)
+		assert_true(((float *)c->out.data)[i] == v[i] + ch[i % 2]);
+	call_free(c);
+
+	/* ... and one constant over channels broadcasts along H and W */
+	float hw[4] = { 100, 200, 300, 400 };
+	c = call_new("Sub", 14);
+	call_in(c, MFS_DT_FLOAT, v, 4, 1, 2, 2, 2);
+	call_in(c, MFS_DT_FLOAT, hw, 4, 1, 1, 2, 2);
+	c->in[0].layout = MFS_LAYOUT_NHWC;
+	assert_int_equal(call_run(c), 0);
+	for (int i = 0; i < 8; i++)
+		assert_true(((float *)c->out.data)[i] == v[i] - hw[i / 2]);
+	call_free(c);
+
+	/* other plain operands would need a transpose: refused */
 	c = call_new("Add", 14);
 	call_in(c, MFS_DT_FLOAT, a, 4, 1, 2, 2, 2);
 	call_in(c, MFS_DT_FLOAT, b, 3, 2, 1, 1);
+	c->in[1].shape = (mfs_shape){ 3, { 2, 2, 1 } };
+	c->in[0].layout = MFS_LAYOUT_NHWC;
+	assert_int_equal(call_run(c), -ENOTSUP);
+	call_free(c);
+
+	c = call_new("Add", 14);    /* NHWC needs a rank-4 result */
+	call_in(c, MFS_DT_FLOAT, a, 4, 1, 2, 2, 2);
+	call_in(c, MFS_DT_FLOAT, b, 5, 1, 1, 1, 1, 2);
 	c->in[0].layout = MFS_LAYOUT_NHWC;
 	assert_int_equal(call_run(c), -ENOTSUP);
 	call_free(c);
@@ -835,6 +925,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_broadcast),
+		cmocka_unit_test(test_half_blocks),
 		cmocka_unit_test(test_broadcast_errors),
 		cmocka_unit_test(test_legacy_broadcast),
 		cmocka_unit_test(test_all_dtypes),
