@@ -753,6 +753,41 @@ static void test_fused_conv(void **st)
 	unsetenv("MFS_CONV");
 }
 
+/* Weights marked constant (ctx->const_in) are reordered once: changing
+ * them in place afterwards is not seen.  Unmarked weights are read again
+ * on every run (a W computed by another node reuses its buffer). */
+static void test_conv_weight_constness(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, w, y1 = { 0 };
+	call c;
+
+	unsetenv("MFS_CONV");
+	tn_init(&t, "Conv");
+	t_rand(&x, shp(4, 1L, 16L, 6L, 6L));
+	t_rand(&w, shp(4, 16L, 16L, 3L, 3L));
+	mfs_tensor *in[] = { &x, &w }, *out[] = { &y1 };
+	for (int marked = 0; marked < 2; marked++) {
+		call_setup(&c, &t, 11, in, 2, out, 1);
+		c.ctx.const_in = marked ? 2u : 0u;
+		assert_int_equal(call_run(&c), 0);
+		float before = ((float *)y1.data)[7];
+		for (int64_t i = 0; i < mfs_shape_numel(&w.shape); i++)
+			((float *)w.data)[i] *= 2.0f;
+		assert_int_equal(c.def->run(&c.ctx), 0);
+		float after = ((float *)y1.data)[7];
+		if (marked)
+			assert_true(after == before);
+		else
+			assert_true(fabsf(after - 2.0f * before) <= 1e-4f * (1.0f + fabsf(before)));
+		call_done(&c);
+	}
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&y1);
+}
+
 /* Bad attributes and inputs: clear errors, never a crash. */
 static void conv_expect_error(tnode *t, mfs_shape xs, mfs_shape ws, int code, const char *needle)
 {
@@ -1582,6 +1617,7 @@ int main(void)
 		cmocka_unit_test(test_conv_im2col),
 		cmocka_unit_test(test_conv_paths_agree),
 		cmocka_unit_test(test_conv_bad),
+		cmocka_unit_test(test_conv_weight_constness),
 		cmocka_unit_test(test_fused_conv),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
