@@ -103,6 +103,7 @@ static int dft_geom(mfs_op_ctx *ctx, int *axis, int64_t *n, int64_t *L, int64_t 
 
 static int dft_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	int axis, rc;
 	int64_t n, L, K;
 	mfs_shape s;
@@ -184,6 +185,7 @@ static int stft_geom(mfs_op_ctx *ctx, int64_t *step, int64_t *L, int64_t *frames
 
 static int stft_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 2, true);
 	int64_t step, L, frames, K;
 	int rc = stft_geom(ctx, &step, &L, &frames, &K);
 	mfs_shape s = { .rank = 4 };

@@ -839,6 +839,123 @@ static void test_signal(void **st)
 	h_free(&h);
 }
 
+/* ---- random inputs: no crash, no out-of-bounds, a clean error -------- */
+
+static const char *const my_ops[] = {
+	"ArgMax", "ArgMin", "Concat", "ConstantOfShape", "CumSum", "DepthToSpace",
+	"SpaceToDepth", "Det", "DFT", "STFT", "Dropout", "Expand", "Tile", "Gather",
+	"GatherND", "ScatterND", "GridSample", "LayerNormalization",
+	"MeanVarianceNormalization", "NegativeLogLikelihoodLoss",
+	"SoftmaxCrossEntropyLoss", "MelWeightMatrix", "NonMaxSuppression", "NonZero",
+	"Compress", "OneHot", "Pad", "Range", "ReduceSum", "ReduceMean", "ReduceMax",
+	"ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+	"ReduceLogSumExp", "ReduceSumSquare", "Reshape", "Flatten", "Upsample",
+	"Resize", "ReverseSequence", "GatherElements", "ScatterElements", "Scatter",
+	"Shape", "Size", "Slice", "Softmax", "LogSoftmax", "Hardmax", "Split",
+	"Squeeze", "Unsqueeze", "TfIdfVectorizer", "TopK", "Transpose", "Trilu",
+	"EyeLike", "Unique", "HannWindow", "HammingWindow", "BlackmanWindow", NULL
+};
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static int64_t rnd(int64_t lo, int64_t hi)  /* inclusive */
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return lo + (int64_t)(rng_state % (uint64_t)(hi - lo + 1));
+}
+
+static void fuzz_one(const char *op, int64_t opset)
+{
+	static const char *const int_attrs[] = { "axis", "keepdims", "select_last_index",
+		"blocksize", "k", "upper", "exclusive", "reverse", "batch_dims", "num_outputs",
+		"allowzero", "noop_with_empty_axes", "largest", "sorted", "center_point_box",
+		"onesided", "inverse", "periodic", "time_axis", "batch_axis", "ignore_index",
+		"start", "end", "max_gram_length", "min_gram_length", "max_skip_count",
+		"exclude_outside", "align_corners" };
+	static const char *const list_attrs[] = { "axes", "perm", "split", "starts", "ends",
+		"pads", "ngram_counts", "ngram_indexes", "pool_int64s" };
+	static const char *const str_attrs[][2] = { { "mode", "linear" }, { "mode", "reflect" },
+		{ "mode", "CRD" }, { "reduction", "add" }, { "mode", "TFIDF" },
+		{ "coordinate_transformation_mode", "align_corners" }, { "mode", "cubic" } };
+	static int64_t lists[8][8];
+	static float fdata[MAXT][256];
+	static int64_t idata[MAXT][256];
+	harness h;
+	int n_out = (int)rnd(1, 4), n_in = (int)rnd(1, 5), rc;
+
+	h_init(&h, op, opset, n_out);
+	for (int i = 0; i < (int)rnd(0, 5); i++) {
+		int which = (int)rnd(0, 2);
+		if (which == 0) {
+			h_attr_int(&h, int_attrs[rnd(0, sizeof(int_attrs) / sizeof(*int_attrs) - 1)],
+				   rnd(-3, 4));
+		} else if (which == 1) {
+			int64_t *l = lists[i];
+			size_t n = (size_t)rnd(0, 6);
+			for (size_t j = 0; j < n; j++)
+				l[j] = rnd(-3, 4);
+			h_attr_ints(&h, list_attrs[rnd(0, sizeof(list_attrs) / sizeof(*list_attrs) - 1)],
+				    l, n);
+		} else {
+			int k = (int)rnd(0, sizeof(str_attrs) / sizeof(*str_attrs) - 1);
+			h_attr_str(&h, str_attrs[k][0], str_attrs[k][1]);
+		}
+	}
+	for (int i = 0; i < n_in; i++) {
+		int64_t dims[4];
+		int rank = (int)rnd(0, 4);
+		int64_t numel = 1;
+		bool is_int = rnd(0, 1) || i > 0;
+		for (int d = 0; d < rank; d++)
+			numel *= dims[d] = rnd(0, 4);
+		if (numel > 256)
+			rank = 0;
+		if (rnd(0, 6) == 0) {
+			h_skip_in(&h);
+			continue;
+		}
+		for (int j = 0; j < 256; j++) {
+			fdata[i][j] = (float)rnd(-8, 8) / 2;
+			idata[i][j] = rnd(-5, 6);
+		}
+		h_in(&h, is_int ? MFS_DT_INT64 : MFS_DT_FLOAT, rank, dims,
+		     is_int ? (void *)idata[i] : (void *)fdata[i]);
+	}
+	rc = h_infer(&h);
+	assert_true(rc <= 0 || rc == MFS_SHAPE_DEPENDS_ON_DATA);
+	if (rc)
+		return;
+	for (int i = 0; i < n_out; i++) {
+		mfs_shape sh = h.out[i].shape;
+		if (h.out[i].dtype == MFS_DT_UNDEFINED || mfs_shape_numel(&sh) > (1 << 20)) {
+			/* an output the op does not have; or too big to bother */
+			if (mfs_shape_numel(&sh) > (1 << 20))
+				return;
+			h.outp[i] = NULL;
+			continue;
+		}
+		assert_int_equal(mfs_tensor_alloc(&h.out[i], h.out[i].dtype, &sh, &h.err), 0);
+	}
+	rc = h.ctx.def->run(&h.ctx);
+	assert_true(rc <= 0);
+	h_free(&h);
+}
+
+static void test_random_inputs(void **st)
+{
+	static const int64_t opsets[] = { 9, 11, 13, 17, 18 };
+	(void)st;
+	for (int i = 0; my_ops[i]; i++)
+		for (int k = 0; k < 5; k++) {
+			if (!mfs_op_find("", my_ops[i], opsets[k]))
+				continue;
+			for (int n = 0; n < 300; n++)
+				fuzz_one(my_ops[i], opsets[k]);
+		}
+}
+
 int main(void)
 {
 	for (int i = 0; i < 64; i++)
@@ -864,6 +981,7 @@ int main(void)
 		cmocka_unit_test(test_loss_unique),
 		cmocka_unit_test(test_detection_and_sampling),
 		cmocka_unit_test(test_signal),
+		cmocka_unit_test(test_random_inputs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
