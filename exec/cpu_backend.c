@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "graph.h"
 #include "log.h"
@@ -60,6 +61,9 @@ typedef struct cpu_exec {
 	pool_buf **hints;          /* block given to request k last run */
 	int n_hints, cap_hints, seq;
 	mfs_exec_stats stats;
+	/* MFS_PROFILE=1 at mfs_exec_new: time every node, log a summary by
+	 * operator type when the context is freed */
+	double *node_ns;
 } cpu_exec;
 
 /* ---- pool ---- */
@@ -150,6 +154,62 @@ static inline void buf_put(pool_buf *b)
 		b->refs--;
 }
 
+/* ---- profiling ---- */
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static void profile_report(const cpu_exec *e)
+{
+	const mfs_model *m = e->m;
+	int n = m->n_nodes, n_types = 0;
+	const char **type = calloc((size_t)n + 1, sizeof(*type));
+	double *ns = calloc((size_t)n + 1, sizeof(*ns)), total = 0;
+	int *count = calloc((size_t)n + 1, sizeof(*count));
+
+	if (!type || !ns || !count || !e->stats.runs)
+		goto out;
+	for (int i = 0; i < n; i++) {
+		const char *t = m->nodes[i].onnx->op_type;
+		int k = 0;
+		while (k < n_types && strcmp(type[k], t))
+			k++;
+		if (k == n_types)
+			type[n_types++] = t;
+		ns[k] += e->node_ns[i];
+		count[k]++;
+		total += e->node_ns[i];
+	}
+	/* largest first (selection sort: a few dozen types) */
+	for (int a = 0; a < n_types; a++) {
+		int best = a;
+		for (int b = a + 1; b < n_types; b++)
+			if (ns[b] > ns[best])
+				best = b;
+		if (best != a) {
+			const char *tt = type[a]; double tn = ns[a]; int tc = count[a];
+			type[a] = type[best]; ns[a] = ns[best]; count[a] = count[best];
+			type[best] = tt; ns[best] = tn; count[best] = tc;
+		}
+	}
+	mfs_log_info("profile '%s': %llu runs, %.3f ms/run in %d nodes",
+		     m->label, (unsigned long long)e->stats.runs,
+		     total / 1e6 / (double)e->stats.runs, n);
+	for (int k = 0; k < n_types; k++)
+		mfs_log_info("profile '%s': %-24s %4d nodes %9.3f ms/run %5.1f%%",
+			     m->label, type[k], count[k],
+			     ns[k] / 1e6 / (double)e->stats.runs,
+			     total > 0 ? 100.0 * ns[k] / total : 0.0);
+out:
+	free(type);
+	free(ns);
+	free(count);
+}
+
 /* ---- the context ---- */
 
 static void cpu_exec_free(void *ctx)
@@ -157,6 +217,10 @@ static void cpu_exec_free(void *ctx)
 	cpu_exec *e = ctx;
 	if (!e)
 		return;
+	if (e->node_ns) {
+		profile_report(e);
+		free(e->node_ns);
+	}
 	for (int i = 0; e->nodes && i < e->m->n_nodes; i++) {
 		const mfs_node *nd = &e->m->nodes[i];
 		node_rt *rt = &e->nodes[i];
@@ -206,6 +270,11 @@ static int cpu_exec_new(mfs_backend *b, const mfs_model *m, void **out,
 			goto oom;
 		for (int k = 0; k < nd->n_out; k++)
 			rt->out[k] = nd->out[k] >= 0 ? &e->vals[nd->out[k]] : NULL;
+	}
+	if (getenv("MFS_PROFILE") && strcmp(getenv("MFS_PROFILE"), "0")) {
+		e->node_ns = calloc((size_t)m->n_nodes + 1, sizeof(*e->node_ns));
+		if (!e->node_ns)
+			goto oom;
 	}
 	e->tmp = calloc((size_t)e->max_in, sizeof(*e->tmp));
 	e->tmp_buf = calloc((size_t)e->max_in, sizeof(*e->tmp_buf));
@@ -367,8 +436,11 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 	int rc = 0;
 
 	/* Inputs, converted where the operator cannot read NHWC. */
-	for (int k = 0; k < nd->n_in; k++)
+	for (int k = 0; k < nd->n_in; k++) {
 		rt->in[k] = nd->in[k] >= 0 ? &e->vals[nd->in[k]] : NULL;
+		if (k < 64 && nd->in[k] >= 0 && m->values[nd->in[k]].kind == MFS_VAL_CONST)
+			ctx.const_in |= (uint64_t)1 << k;
+	}
 	in0 = nd->n_in ? rt->in[0] : NULL;
 	in0_nhwc = in0 && in0->layout == MFS_LAYOUT_NHWC && nhwc_ok;
 	for (int k = 0; k < nd->n_in; k++) {
@@ -382,6 +454,8 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 		if (rc)
 			goto out;
 		rt->in[k] = &e->tmp[k];
+		if (k < 64)   /* a temporary copy: its block is reused */
+			ctx.const_in &= ~((uint64_t)1 << k);
 	}
 
 	/* Output shapes. */
@@ -393,6 +467,26 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 				rt->out[k]->layout = MFS_LAYOUT_PLAIN;
 			}
 		rc = nd->def->infer(&ctx);
+		if (rc < 0 && nhwc_ok) {
+			/* The plan was made on shapes with variable dims set to
+			 * 1; with these shapes the operator may refuse NHWC
+			 * (a broadcast it cannot do in NHWC): plain always works. */
+			bool any = false;
+			for (int k = 0; k < nd->n_in; k++) {
+				const mfs_tensor *t = rt->in[k];
+				if (!t || t->layout != MFS_LAYOUT_NHWC)
+					continue;
+				rc = convert_input(e, k, t, err);
+				if (rc)
+					goto out;
+				rt->in[k] = &e->tmp[k];
+				any = true;
+			}
+			if (any) {
+				mfs_error_clear(err);
+				rc = nd->def->infer(&ctx);
+			}
+		}
 		if (rc > 0)
 			rc = mfs_fail(err, EIO, "output shape unknown although every input is known");
 		if (rc)
@@ -403,6 +497,8 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 				goto fail;
 			}
 	}
+	in0 = nd->n_in ? rt->in[0] : NULL;
+	in0_nhwc = in0 && in0->layout == MFS_LAYOUT_NHWC && nhwc_ok;
 	for (int k = 0; k < nd->n_out; k++) {
 		mfs_tensor *t = rt->out[k];
 		mfs_layout l = MFS_LAYOUT_PLAIN;
@@ -540,7 +636,13 @@ static int cpu_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs
 	}
 	for (int i = 0; i < m->n_nodes; i++) {
 		const mfs_node *nd = &m->nodes[i];
-		rc = run_node(e, i, err);
+		if (e->node_ns) {
+			double t0 = now_ns();
+			rc = run_node(e, i, err);
+			e->node_ns[i] += now_ns() - t0;
+		} else {
+			rc = run_node(e, i, err);
+		}
 		if (rc)
 			goto out;
 		for (int k = 0; k < nd->n_frees; k++)

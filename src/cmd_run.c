@@ -1,13 +1,528 @@
-/* cmd_run.c - placeholder until `modelfs run` lands (owned by the
- * config-run work; replace whole). */
+/* cmd_run.c - `modelfs run`: one request without mounting (SPEC.md
+ * section 1).  Load the version the repository would serve, decode each
+ * NAME=FILE by its extension against the config in effect, run once on
+ * the CPU engine, write each output to DIR/OUTPUT.EXT.  Every failure is
+ * one line, "modelfs run: <model>: <reason>", and exit status 1 (2 for a
+ * command line that cannot be understood). */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "codec.h"
 #include "commands.h"
+#include "config.h"
+#include "engine.h"
+#include "model_load.h"
+#include "repo.h"
+
+/* Inputs larger than this are refused (the daemon's --max-request-bytes
+ * default). */
+#define RUN_MAX_INPUT_BYTES (1ull << 30)
+
+static const char usage_text[] =
+	"usage: modelfs run REPOSITORY/MODEL [--version N] NAME=FILE... [--out DIR]\n"
+	"                   [--format EXT] [--threads N]\n"
+	"\n"
+	"Run MODEL of REPOSITORY once on the input files and write each output to\n"
+	"DIR/OUTPUT.EXT, without mounting anything.\n"
+	"\n"
+	"  NAME=FILE      input NAME read from FILE; the extension names the format:\n"
+	"                 .npy .json .txt .raw .pb (see SPEC.md section 6)\n"
+	"  --version N    run version N (default: the latest the version policy serves)\n"
+	"  --out DIR      write outputs into DIR, created if missing (default: .)\n"
+	"  --format EXT   write outputs as EXT (default: the first input's format)\n"
+	"  --threads N    compute threads (default: the number of cores)\n"
+	"  -h, --help     show this text\n"
+	"\n"
+	"Exit status: 0 on success; 1 if the model or a file failed (one line on\n"
+	"stderr says why); 2 for a bad command line.\n";
+
+typedef struct run_args {
+	const char *target;          /* REPOSITORY/MODEL as given */
+	char *repo, *model;
+	int64_t version;             /* 0 = the policy's latest */
+	const char *out_dir;
+	const char *format;
+	int threads;
+	const char **names, **files;
+	int n_inputs;
+} run_args;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "modelfs run: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'modelfs run --help'.\n");
+	return 2;
+}
+
+/* "--opt=value" or "--opt value": the value, advancing *i; NULL if absent. */
+static const char *opt_value(int argc, char **argv, int *i, const char *opt)
+{
+	size_t n = strlen(opt);
+
+	if (strncmp(argv[*i], opt, n) != 0)
+		return NULL;
+	if (argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (argv[*i][n] == '\0' && *i + 1 < argc)
+		return argv[++*i];
+	return NULL;
+}
+
+static bool is_opt(const char *arg, const char *opt)
+{
+	size_t n = strlen(opt);
+	return strncmp(arg, opt, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+static bool parse_positive(const char *s, int64_t max, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (end == s || *end || errno || v < 1 || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int parse_args(int argc, char **argv, run_args *a)
+{
+	const char *v;
+	int64_t n;
+
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+
+		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+			fputs(usage_text, stdout);
+			return 0;
+		}
+		if (is_opt(arg, "--version")) {
+			if (!(v = opt_value(argc, argv, &i, "--version")) ||
+			    !parse_positive(v, INT64_MAX, &a->version))
+				return usage_error("--version needs a positive integer", NULL);
+		} else if (is_opt(arg, "--out")) {
+			if (!(v = opt_value(argc, argv, &i, "--out")) || !*v)
+				return usage_error("--out needs a directory", NULL);
+			a->out_dir = v;
+		} else if (is_opt(arg, "--format")) {
+			if (!(v = opt_value(argc, argv, &i, "--format")) ||
+			    mfs_format_from_ext(v) < 0)
+				return usage_error("--format needs one of npy, json, txt, raw, pb%s", "");
+			a->format = v;
+		} else if (is_opt(arg, "--threads")) {
+			if (!(v = opt_value(argc, argv, &i, "--threads")) ||
+			    !parse_positive(v, 4096, &n))
+				return usage_error("--threads needs a positive integer", NULL);
+			a->threads = (int)n;
+		} else if (arg[0] == '-' && arg[1] != '\0') {
+			return usage_error("unknown option '%s'", arg);
+		} else if (!a->target) {
+			a->target = arg;
+		} else {
+			const char *eq = strchr(arg, '=');
+			if (!eq || eq == arg || !eq[1])
+				return usage_error("'%s' is not NAME=FILE", arg);
+			a->names[a->n_inputs] = arg;
+			a->files[a->n_inputs] = eq + 1;
+			a->n_inputs++;
+		}
+	}
+	if (!a->target)
+		return usage_error("no REPOSITORY/MODEL given%s", "");
+	return -1;   /* go on */
+}
+
+/* REPOSITORY/MODEL -> repo, model (trailing slashes ignored; no slash
+ * means the model is in the current directory). */
+static int split_target(run_args *a)
+{
+	size_t len = strlen(a->target);
+	const char *slash;
+	char *t;
+
+	while (len > 1 && a->target[len - 1] == '/')
+		len--;
+	t = strndup(a->target, len);
+	if (!t)
+		return -ENOMEM;
+	slash = strrchr(t, '/');
+	if (!slash) {
+		a->repo = strdup(".");
+		a->model = t;
+	} else {
+		a->model = strdup(slash + 1);
+		a->repo = slash == t ? strdup("/") : strndup(t, (size_t)(slash - t));
+		free(t);
+	}
+	return a->repo && a->model ? 0 : -ENOMEM;
+}
+
+static int read_file(const char *path, char **buf, size_t *len, mfs_error *err)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat st;
+	size_t got;
+
+	*buf = NULL;
+	if (!f)
+		return mfs_fail(err, errno, "%s: %s", path, strerror(errno));
+	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+		fclose(f);
+		return mfs_fail(err, EINVAL, "%s: not a regular file", path);
+	}
+	if ((unsigned long long)st.st_size > RUN_MAX_INPUT_BYTES) {
+		fclose(f);
+		return mfs_fail(err, EFBIG, "%s: %lld bytes is more than the 1 GiB limit",
+				path, (long long)st.st_size);
+	}
+	/* +1: never malloc(0), and room for a terminator text codecs may like. */
+	*buf = malloc((size_t)st.st_size + 1);
+	if (!*buf) {
+		fclose(f);
+		return mfs_fail(err, ENOMEM, "%s: out of memory", path);
+	}
+	got = fread(*buf, 1, (size_t)st.st_size, f);
+	if (ferror(f) || got != (size_t)st.st_size) {
+		fclose(f);
+		free(*buf);
+		*buf = NULL;
+		return mfs_fail(err, EIO, "%s: read error", path);
+	}
+	fclose(f);
+	(*buf)[got] = '\0';
+	*len = got;
+	return 0;
+}
+
+/* Write through a temporary name and rename, so a reader never sees half a
+ * file and a failed run leaves no truncated output behind. */
+static int write_file(const char *path, const char *buf, size_t len, mfs_error *err)
+{
+	char tmp[4200];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path, (long)getpid());
+	f = fopen(tmp, "wb");
+	if (!f)
+		return mfs_fail(err, errno, "%s: %s", path, strerror(errno));
+	if (fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+		unlink(tmp);
+		return mfs_fail(err, EIO, "%s: write error", path);
+	}
+	if (rename(tmp, path) != 0) {
+		int e = errno;
+		unlink(tmp);
+		return mfs_fail(err, e, "%s: %s", path, strerror(e));
+	}
+	return 0;
+}
+
+static const char *file_ext(const char *path)
+{
+	const char *base = strrchr(path, '/'), *dot;
+
+	base = base ? base + 1 : path;
+	dot = strrchr(base, '.');
+	return dot ? dot + 1 : "";
+}
+
+/* The version to run: --version if the policy serves it, else the
+ * highest it serves. */
+static int pick_version(const run_args *a, int64_t *out, mfs_error *err)
+{
+	mfs_model_config cfg;
+	mfs_repo_entry e;
+	int64_t *all;
+	int rc, n;
+	char list[256] = "";
+
+	rc = mfs_repo_scan_model(a->repo, a->model, &e, err);
+	if (rc) {
+		if (rc == -ENOENT)
+			return mfs_fail(err, ENOENT, "no such model in %s", a->repo);
+		return rc;
+	}
+	rc = mfs_load_config(a->repo, a->model, &cfg, err);
+	if (rc) {
+		mfs_repo_entry_release(&e);
+		return rc;
+	}
+	if (e.n_versions == 0) {
+		mfs_repo_entry_release(&e);
+		mfs_config_release(&cfg);
+		return mfs_fail(err, ENOENT, "no version directory (1, 2, ...) in %s/%s",
+				a->repo, a->model);
+	}
+	/* The policy compacts in place: keep every version for messages. */
+	all = malloc((size_t)e.n_versions * sizeof(*all));
+	if (!all) {
+		mfs_repo_entry_release(&e);
+		mfs_config_release(&cfg);
+		return mfs_fail(err, ENOMEM, "out of memory");
+	}
+	memcpy(all, e.versions, (size_t)e.n_versions * sizeof(*all));
+	n = mfs_config_apply_version_policy(&cfg, e.versions, e.n_versions);
+	for (int i = 0; i < n; i++) {
+		size_t used = strlen(list);
+		snprintf(list + used, sizeof(list) - used, "%s%lld", i ? ", " : "",
+			 (long long)e.versions[i]);
+	}
+	rc = 0;
+	if (n == 0) {
+		rc = mfs_fail(err, ENOENT, "the version policy serves none of its versions");
+	} else if (a->version == 0) {
+		*out = e.versions[n - 1];
+	} else {
+		rc = mfs_fail(err, ENOENT, "no version %lld (versions: %s)",
+			      (long long)a->version, list);
+		for (int i = 0; i < n; i++)
+			if (e.versions[i] == a->version) {
+				*out = a->version;
+				rc = 0;
+			}
+		for (int i = 0; rc && i < e.n_versions; i++)
+			if (all[i] == a->version)
+				rc = mfs_fail(err, ENOENT,
+					      "version %lld is not served by the version policy (served: %s)",
+					      (long long)a->version, list);
+	}
+	free(all);
+	mfs_repo_entry_release(&e);
+	mfs_config_release(&cfg);
+	return rc;
+}
+
+/* model_load's messages start "model 'm'[ version N]: "; the line already
+ * names the model, so drop that part (keeping "version N: "). */
+static const char *reason(const char *msg, const char *model)
+{
+	size_t n = strlen(model);
+
+	if (strncmp(msg, "model '", 7) == 0 && strncmp(msg + 7, model, n) == 0 &&
+	    msg[7 + n] == '\'') {
+		const char *rest = msg + 8 + n;
+		if (rest[0] == ':' && rest[1] == ' ')
+			return rest + 2;
+		if (rest[0] == ' ')
+			return rest + 1;
+	}
+	return msg;
+}
+
+static int decode_inputs(const run_args *a, const mfs_loaded_version *lv,
+			 mfs_tensor *inputs, mfs_error *err)
+{
+	const mfs_model_config *c = &lv->config;
+
+	for (int k = 0; k < a->n_inputs; k++) {
+		size_t name_len = (size_t)(strchr(a->names[k], '=') - a->names[k]);
+		char name[256];
+		int i, fmt, rc;
+		mfs_tensor_spec spec;
+		mfs_shape model_shape;
+		mfs_tensor *t;
+		char *buf;
+		size_t len = 0;
+
+		snprintf(name, sizeof(name), "%.*s", (int)name_len, a->names[k]);
+		i = mfs_config_find_input(c, name);
+		if (i < 0) {
+			char names[512] = "";
+			for (int j = 0; j < c->n_inputs; j++) {
+				size_t used = strlen(names);
+				snprintf(names + used, sizeof(names) - used, "%s%s",
+					 j ? ", " : "", c->inputs[j].name);
+			}
+			return mfs_fail(err, ENOENT, "unknown input '%s' (inputs: %s)",
+					name, names);
+		}
+		t = &inputs[c->inputs[i].graph_index];
+		if (t->dtype != MFS_DT_UNDEFINED)
+			return mfs_fail(err, EINVAL, "input '%s' given twice", name);
+		fmt = mfs_format_from_ext(file_ext(a->files[k]));
+		if (fmt < 0)
+			return mfs_fail(err, EINVAL,
+					"%s: unknown format '.%s' (npy, json, txt, raw, pb)",
+					a->files[k], file_ext(a->files[k]));
+		rc = read_file(a->files[k], &buf, &len, err);
+		if (rc)
+			return rc;
+		mfs_config_input_spec(c, i, &spec);
+		rc = mfs_tensor_decode((mfs_format)fmt, buf, len, &spec, t, err);
+		free(buf);
+		if (rc) {
+			memset(t, 0, sizeof(*t));
+			mfs_error_prefix(err, "%s: ", a->files[k]);
+			return rc;
+		}
+		rc = mfs_config_input_to_model(c, i, &t->shape, &model_shape, err);
+		if (rc) {
+			mfs_error_prefix(err, "%s: ", a->files[k]);
+			return rc;
+		}
+		t->shape = model_shape;
+	}
+	for (int i = 0; i < c->n_inputs; i++) {
+		mfs_tensor *t = &inputs[c->inputs[i].graph_index];
+		if (t->dtype != MFS_DT_UNDEFINED)
+			continue;
+		if (!c->inputs[i].optional)
+			return mfs_fail(err, EINVAL, "missing input '%s' (give %s=FILE)",
+					c->inputs[i].name, c->inputs[i].name);
+		/* An optional input left out: an empty tensor of its type. */
+		t->dtype = c->inputs[i].dtype;
+		t->shape.rank = 1;
+		t->shape.dims[0] = 0;
+	}
+	return 0;
+}
+
+static int write_outputs(const run_args *a, const mfs_loaded_version *lv,
+			 const mfs_tensor *outputs, mfs_format fmt, mfs_error *err)
+{
+	const mfs_model_config *c = &lv->config;
+	const char *dir = a->out_dir ? a->out_dir : ".";
+
+	if (a->out_dir) {
+		/* mkdir -p */
+		char path[4096];
+		snprintf(path, sizeof(path), "%s", dir);
+		for (char *p = path + 1; ; p++) {
+			if (*p != '/' && *p != '\0')
+				continue;
+			char saved = *p;
+			*p = '\0';
+			if (mkdir(path, 0777) != 0 && errno != EEXIST)
+				return mfs_fail(err, errno, "%s: %s", path, strerror(errno));
+			*p = saved;
+			if (!saved)
+				break;
+		}
+	}
+	for (int i = 0; i < c->n_outputs; i++) {
+		mfs_tensor t = outputs[c->outputs[i].graph_index];
+		char path[4096], *buf;
+		size_t len;
+		int rc;
+
+		if (strchr(c->outputs[i].name, '/') || strcmp(c->outputs[i].name, ".") == 0 ||
+		    strcmp(c->outputs[i].name, "..") == 0)
+			return mfs_fail(err, EINVAL, "output '%s' cannot be a file name",
+					c->outputs[i].name);
+		rc = mfs_config_output_from_model(c, i, &outputs[c->outputs[i].graph_index].shape,
+						  &t.shape, err);
+		if (rc)
+			return rc;
+		t.owns_data = false;
+		rc = mfs_tensor_encode(fmt, &t, c->outputs[i].name, &buf, &len, err);
+		if (rc)
+			return rc;
+		snprintf(path, sizeof(path), "%s/%s.%s", dir, c->outputs[i].name,
+			 mfs_format_ext(fmt));
+		rc = write_file(path, buf, len, err);
+		free(buf);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int run(const run_args *a, mfs_error *err)
+{
+	mfs_loaded_version *lv = NULL;
+	mfs_tensor *inputs = NULL, *outputs = NULL;
+	mfs_exec *ex = NULL;
+	int64_t version = 0;
+	int n_in, n_out, fmt, rc;
+	bool ran = false;
+
+	fmt = a->format ? mfs_format_from_ext(a->format)
+			: a->n_inputs ? mfs_format_from_ext(file_ext(a->files[0]))
+				      : MFS_FMT_NPY;
+	if (fmt < 0)
+		return mfs_fail(err, EINVAL, "%s: unknown format '.%s' (npy, json, txt, raw, pb)",
+				a->files[0], file_ext(a->files[0]));
+	rc = pick_version(a, &version, err);
+	if (rc)
+		return rc;
+	if (a->threads > 0)
+		mfs_engine_set_threads(a->threads);
+	rc = mfs_load_version(a->repo, a->model, version, &lv, err);
+	if (rc)
+		return rc;
+	n_in = mfs_model_n_inputs(lv->graph);
+	n_out = mfs_model_n_outputs(lv->graph);
+	inputs = calloc((size_t)n_in + 1, sizeof(*inputs));
+	outputs = calloc((size_t)n_out + 1, sizeof(*outputs));
+	if (!inputs || !outputs) {
+		rc = mfs_fail(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = decode_inputs(a, lv, inputs, err);
+	if (rc)
+		goto out;
+	rc = mfs_exec_new(lv->graph, NULL, &ex, err);
+	if (rc == 0)
+		rc = mfs_exec_run(ex, inputs, outputs, err);
+	if (rc) {
+		mfs_error_prefix(err, "version %lld: ", (long long)version);
+		goto out;
+	}
+	ran = true;
+	rc = write_outputs(a, lv, outputs, (mfs_format)fmt, err);
+out:
+	for (int i = 0; inputs && i < n_in; i++)
+		mfs_tensor_release(&inputs[i]);
+	for (int i = 0; ran && i < n_out; i++)
+		mfs_tensor_release(&outputs[i]);
+	free(inputs);
+	free(outputs);
+	mfs_exec_free(ex);
+	mfs_loaded_version_free(lv);
+	return rc;
+}
 
 int mfs_cmd_run(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "modelfs run: not built yet\n");
-	return 2;
+	run_args a = { 0 };
+	mfs_error err;
+	int rc;
+
+	a.names = calloc((size_t)argc + 1, sizeof(*a.names));
+	a.files = calloc((size_t)argc + 1, sizeof(*a.files));
+	if (!a.names || !a.files) {
+		fprintf(stderr, "modelfs run: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	rc = parse_args(argc, argv, &a);
+	if (rc >= 0)
+		goto out;
+	if (split_target(&a) != 0) {
+		fprintf(stderr, "modelfs run: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	mfs_error_clear(&err);
+	if (run(&a, &err) != 0) {
+		fprintf(stderr, "modelfs run: %s: %s\n", a.model, reason(err.msg, a.model));
+		rc = 1;
+	} else {
+		rc = 0;
+	}
+out:
+	free(a.names);
+	free(a.files);
+	free(a.repo);
+	free(a.model);
+	return rc;
 }

@@ -28,13 +28,28 @@
  * one sgemm.  A 1x1 kernel with stride 1 and no padding uses X itself.
  * NHWC tensors are converted to plain scratch buffers around it.
  *
- * Weights are treated as constant (reordered once) when their data was
- * known at the first prepare() and the pointer is unchanged at run;
- * otherwise they are reordered on every run.
+ * Weights are reordered once when the engine marks W a model constant
+ * (ctx->const_in bit 1) and its pointer is unchanged; a W computed at run
+ * time is reordered on every run.
  *
  * Only FP32 is supported (the ONNX spec also allows float16 and double: a
  * clear ENOTSUP).
+ *
+ * FusedConv (domain com.modelfs, version 1) is Conv followed by an optional
+ * residual add and activation, for the engine's fusion pass to target (as
+ * ONNX Runtime's com.microsoft.FusedConv):
+ *   Y = act(Conv(X, W, B) + Z)
+ * inputs X, W, B (optional), Z (optional, the output's shape, plain or
+ * NHWC); attributes: Conv's, plus activation ("" = none, "Relu",
+ * "LeakyRelu", "Clip") and activation_params (floats: LeakyRelu alpha
+ * (0.01); Clip min, max).  oneDNN applies Z and the activation as post-ops
+ * (binary add, eltwise) while the output is still in cache; the im2col
+ * path applies them in one pass after the product.  To fuse Conv -> Relu
+ * the engine replaces both nodes by one FusedConv node with Conv's inputs,
+ * attributes and activation="Relu", writing Relu's output; Conv -> Add(.,
+ * Z) -> Relu likewise with Z as input 3.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,17 +59,23 @@
 #include "dense_util.h"
 #include "log.h"
 
+enum conv_act { ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_CLIP };
+
 typedef struct conv_params {
 	int64_t n, c, m, group, cg, mg;
 	mfs_window w;
 	int64_t ksize, osize, isize;     /* prod(kernel), prod(out), prod(in) */
+	/* FusedConv only */
+	const mfs_tensor *z;             /* added before the activation */
+	enum conv_act act;
+	float act_a, act_b;              /* LeakyRelu alpha; Clip min, max */
 } conv_params;
 
 typedef struct conv_state {
 	/* What the state was built for (rebuilt when any of it changes). */
 	mfs_shape xs, ws;
-	mfs_layout xl, yl;
-	bool has_bias;
+	mfs_layout xl, yl, zl;
+	bool has_bias, has_z;
 	bool forced_im2col;              /* MFS_CONV=im2col when built */
 	bool use_dnnl;
 	char why_im2col[160];
@@ -73,13 +94,57 @@ typedef struct conv_state {
 	dnnl_primitive_t wreorder;       /* plain weights -> wei_m; NULL if same format */
 	dnnl_memory_t wplain_m;
 	void *wei_buf;                   /* wei_m's storage when reordered */
-	bool wei_const;                  /* weights data known at first prepare */
+	bool wei_const;                  /* W is a model constant (ctx->const_in) */
 	const void *wei_src;             /* the data wei_buf holds a copy of */
+	/* FusedConv's Z: a binary-add post-op reading channels-last memory
+	 * (plain Z goes through zreorder into zcl_buf first). */
+	dnnl_memory_t z_m, zplain_m;
+	dnnl_primitive_t zreorder;
+	void *zcl_buf;
 
 	/* im2col */
 	float *col;                      /* [cg*ksize, osize] */
-	float *xtmp, *ytmp;              /* plain copies for NHWC tensors */
+	float *xtmp, *ytmp, *ztmp;       /* plain copies for NHWC tensors */
 } conv_state;
+
+static float act_apply(const conv_params *p, float v)
+{
+	switch (p->act) {
+	case ACT_RELU: return v > 0 ? v : 0;
+	case ACT_LEAKY: return v >= 0 ? v : v * p->act_a;
+	case ACT_CLIP: return v < p->act_a ? p->act_a : v > p->act_b ? p->act_b : v;
+	default: return v;
+	}
+}
+
+/* FusedConv's extra attributes: activation ("", Relu, LeakyRelu, Clip)
+ * and activation_params (LeakyRelu: alpha; Clip: min, max). */
+static int fused_params(mfs_op_ctx *ctx, conv_params *p)
+{
+	const char *a = onnx_attr_string(ctx->node, "activation", "");
+	const onnx_attr *pa = onnx_node_attr(ctx->node, "activation_params");
+	size_t np = pa && pa->type == ONNX_ATTR_FLOATS ? pa->n_floats : 0;
+
+	p->act = ACT_NONE;
+	if (!*a)
+		return 0;
+	if (!strcmp(a, "Relu")) {
+		p->act = ACT_RELU;
+	} else if (!strcmp(a, "LeakyRelu")) {
+		p->act = ACT_LEAKY;
+		p->act_a = np >= 1 ? pa->floats[0] : 0.01f;
+	} else if (!strcmp(a, "Clip")) {
+		p->act = ACT_CLIP;
+		p->act_a = np >= 1 ? pa->floats[0] : -INFINITY;
+		p->act_b = np >= 2 ? pa->floats[1] : INFINITY;
+		if (!(p->act_a <= p->act_b))
+			return mfs_op_fail(ctx, EINVAL, "Clip bounds %g > %g", (double)p->act_a,
+					   (double)p->act_b);
+	} else {
+		return mfs_op_fail(ctx, EINVAL, "activation '%s' is not one of Relu, LeakyRelu, Clip", a);
+	}
+	return 0;
+}
 
 static int conv_params_get(mfs_op_ctx *ctx, conv_params *p)
 {
@@ -125,6 +190,24 @@ static int conv_params_get(mfs_op_ctx *ctx, conv_params *p)
 	p->isize = 1;
 	for (int i = 0; i < p->w.nsp; i++)
 		p->isize *= p->w.in[i];
+	p->z = NULL;
+	p->act = ACT_NONE;
+	if (strcmp(ctx->node->op_type, "FusedConv") == 0) {
+		if ((rc = fused_params(ctx, p)) < 0)
+			return rc;
+		p->z = ctx->n_in > 3 ? ctx->in[3] : NULL;
+		if (p->z) {
+			const mfs_shape *zs = &p->z->shape;
+			bool ok = p->z->dtype == MFS_DT_FLOAT && zs->rank == 2 + p->w.nsp &&
+				  zs->dims[0] == p->n && zs->dims[1] == p->m;
+			for (int i = 0; ok && i < p->w.nsp; i++)
+				ok = zs->dims[2 + i] == p->w.out[i];
+			if (!ok)
+				return mfs_op_fail(ctx, EINVAL, "Z must be float with the output's shape");
+			if ((rc = mfs_check_layout(ctx, p->z, "Z")) < 0)
+				return rc;
+		}
+	}
 	return 0;
 }
 
@@ -162,6 +245,15 @@ static void im2col3(const float *x, float *col, int64_t cg, const int64_t in[3],
 		int64_t kd = kr / (k[1] * k[2]), kh = kr / k[2] % k[1], kw = kr % k[2];
 		const float *xc = x + c * isz;
 		float *dst = col + r * osz;
+		/* Output columns whose input column is inside the row:
+		 * 0 <= ow*st - pb + kw*dl < in, i.e. [ow0, ow1). */
+		int64_t base = kw * dl[2] - pb[2];
+		int64_t ow0 = base >= 0 ? 0 : (-base + st[2] - 1) / st[2];
+		int64_t ow1 = in[2] - base <= 0 ? 0 : (in[2] - base + st[2] - 1) / st[2];
+		if (ow1 > out[2])
+			ow1 = out[2];
+		if (ow0 > ow1)
+			ow0 = ow1;
 		for (int64_t od = 0; od < out[0]; od++) {
 			int64_t id = od * st[0] - pb[0] + kd * dl[0];
 			for (int64_t oh = 0; oh < out[1]; oh++) {
@@ -171,11 +263,16 @@ static void im2col3(const float *x, float *col, int64_t cg, const int64_t in[3],
 					memset(d, 0, sizeof(float) * out[2]);
 					continue;
 				}
-				const float *xr = xc + (id * in[1] + ih) * in[2];
-				for (int64_t ow = 0; ow < out[2]; ow++) {
-					int64_t iw = ow * st[2] - pb[2] + kw * dl[2];
-					d[ow] = iw >= 0 && iw < in[2] ? xr[iw] : 0.0f;
-				}
+				const float *xr = xc + (id * in[1] + ih) * in[2] + base;
+				for (int64_t ow = 0; ow < ow0; ow++)
+					d[ow] = 0.0f;
+				if (st[2] == 1)
+					memcpy(d + ow0, xr + ow0, sizeof(float) * (ow1 - ow0));
+				else
+					for (int64_t ow = ow0; ow < ow1; ow++)
+						d[ow] = xr[ow * st[2]];
+				for (int64_t ow = ow1; ow < out[2]; ow++)
+					d[ow] = 0.0f;
 			}
 		}
 	}
@@ -247,6 +344,13 @@ static void conv_dnnl_free(conv_state *s)
 {
 	if (s->prim) dnnl_primitive_destroy(s->prim);
 	if (s->wreorder) dnnl_primitive_destroy(s->wreorder);
+	if (s->zreorder) dnnl_primitive_destroy(s->zreorder);
+	if (s->z_m) dnnl_memory_destroy(s->z_m);
+	if (s->zplain_m) dnnl_memory_destroy(s->zplain_m);
+	free(s->zcl_buf);
+	s->zreorder = NULL;
+	s->z_m = s->zplain_m = NULL;
+	s->zcl_buf = NULL;
 	if (s->xreorder) dnnl_primitive_destroy(s->xreorder);
 	if (s->yreorder) dnnl_primitive_destroy(s->yreorder);
 	if (s->xplain_m) dnnl_memory_destroy(s->xplain_m);
@@ -316,6 +420,8 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 				     mfs_layout xl, mfs_layout yl, bool has_bias,
 				     mfs_error *err)
 {
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_post_ops_t po = NULL;
 	dnnl_engine_t eng = mfs_dnnl_engine(err);
 	int nd = 2 + p->w.nsp;
 	dnnl_dims_t sd, wd, bd, dd, strides, dil, pl, pr;
@@ -361,7 +467,21 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 	CK(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
 			dnnl_convolution_direct, &smd, &wmd_any, has_bias ? &bmd : NULL,
 			&dmd, strides, dil, pl, pr));
-	CK(dnnl_primitive_desc_create(&pd, &cd, NULL, eng, NULL));
+	if (p->z || p->act != ACT_NONE) {
+		/* FusedConv: Y = act(conv + Z) inside the primitive. */
+		CK(dnnl_primitive_attr_create(&attr));
+		CK(dnnl_post_ops_create(&po));
+		if (p->z)
+			CK(dnnl_post_ops_append_binary(po, dnnl_binary_add, &dmd));
+		if (p->act == ACT_RELU)
+			CK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
+		else if (p->act == ACT_LEAKY)
+			CK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, p->act_a, 0.0f));
+		else if (p->act == ACT_CLIP)
+			CK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, p->act_a, p->act_b));
+		CK(dnnl_primitive_attr_set_post_ops(attr, po));
+	}
+	CK(dnnl_primitive_desc_create(&pd, &cd, attr, eng, NULL));
 	const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
 	CK(dnnl_primitive_create(&s->prim, pd));
 	CK(dnnl_stream_create(&s->stream, eng, dnnl_stream_default_flags));
@@ -375,6 +495,11 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 	else
 		CK(edge_reorder(eng, &dmd, nd, dd, false, &s->yreorder, &s->yplain_m,
 				&s->dst_m, &s->ycl_buf));
+	if (p->z && p->z->layout == MFS_LAYOUT_NHWC)
+		CK(dnnl_memory_create(&s->z_m, &dmd, eng, DNNL_MEMORY_NONE));
+	else if (p->z)
+		CK(edge_reorder(eng, &dmd, nd, dd, true, &s->zreorder, &s->zplain_m,
+				&s->z_m, &s->zcl_buf));
 	if (has_bias)
 		CK(dnnl_memory_create(&s->bias_m, &bmd, eng, DNNL_MEMORY_NONE));
 	if (dnnl_memory_desc_equal(wmd, &wmd_plain)) {
@@ -399,9 +524,17 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 		mfs_log_debug("Conv: oneDNN implementation %s", impl ? impl : "?");
 	}
 	dnnl_primitive_desc_destroy(pd);
+	if (po)
+		dnnl_post_ops_destroy(po);
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
 	return dnnl_success;
 #undef CK
 fail:
+	if (po)
+		dnnl_post_ops_destroy(po);
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
 	if (rpd)
 		dnnl_primitive_desc_destroy(rpd);
 	if (pd)
@@ -449,6 +582,7 @@ static void conv_release(void *state)
 	free(s->col);
 	free(s->xtmp);
 	free(s->ytmp);
+	free(s->ztmp);
 	free(s);
 }
 
@@ -472,8 +606,16 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	if (yl != MFS_LAYOUT_PLAIN && !(yl == MFS_LAYOUT_NHWC && p.w.nsp == 2))
 		return mfs_op_fail(ctx, EINVAL, "output layout %d is not supported for rank %d",
 				   (int)yl, 2 + p.w.nsp);
+	bool has_z = p.z != NULL;
+	mfs_layout zl = has_z ? p.z->layout : MFS_LAYOUT_PLAIN;
+	bool wconst = (ctx->const_in >> 1) & 1;
+	if (s && s->wei_const != wconst) {
+		s->wei_const = wconst;
+		s->wei_src = NULL;
+	}
 	if (s && mfs_shape_equal(&s->xs, &x->shape) && mfs_shape_equal(&s->ws, &wt->shape) &&
 	    s->xl == x->layout && s->yl == yl && s->has_bias == has_bias &&
+	    s->has_z == has_z && s->zl == zl &&
 	    s->forced_im2col == conv_force_im2col())
 		return 0;
 
@@ -482,19 +624,22 @@ static int conv_prepare(mfs_op_ctx *ctx)
 		free(s->col);
 		free(s->xtmp);
 		free(s->ytmp);
-		s->col = s->xtmp = s->ytmp = NULL;
+		free(s->ztmp);
+		s->col = s->xtmp = s->ytmp = s->ztmp = NULL;
 	} else {
 		s = calloc(1, sizeof(*s));
 		if (!s)
 			return mfs_op_fail(ctx, ENOMEM, "out of memory");
 		*ctx->state = s;
-		s->wei_const = wt->data != NULL;
 	}
+	s->wei_const = wconst;
 	s->xs = x->shape;
 	s->ws = wt->shape;
 	s->xl = x->layout;
 	s->yl = yl;
 	s->has_bias = has_bias;
+	s->has_z = has_z;
+	s->zl = zl;
 	s->use_dnnl = false;
 	s->forced_im2col = conv_force_im2col();
 	s->why_im2col[0] = 0;
@@ -507,7 +652,8 @@ static int conv_prepare(mfs_op_ctx *ctx)
 		if (st == dnnl_success) {
 			s->use_dnnl = true;
 			/* Constant weights: reorder them now, once. */
-			if (wt->data && (rc = conv_dnnl_weights(ctx, s, wt->data)) < 0)
+			if (wt->data && s->wei_const &&
+			    (rc = conv_dnnl_weights(ctx, s, wt->data)) < 0)
 				return rc;
 			return 0;
 		}
@@ -526,6 +672,9 @@ static int conv_prepare(mfs_op_ctx *ctx)
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
 	if (yl == MFS_LAYOUT_NHWC &&
 	    !(s->ytmp = malloc((size_t)(p.n * p.m * p.osize) * sizeof(float) + 1)))
+		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	if (zl == MFS_LAYOUT_NHWC && has_z &&
+	    !(s->ztmp = malloc((size_t)(p.n * p.m * p.osize) * sizeof(float) + 1)))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
 	return 0;
 }
@@ -553,10 +702,17 @@ static int conv_run(mfs_op_ctx *ctx)
 		dnnl_status_t st;
 		if ((rc = conv_dnnl_weights(ctx, s, wt->data)) < 0)
 			return rc;
-		dnnl_exec_arg_t args[4] = {
+		dnnl_exec_arg_t args[5] = {
 			{ DNNL_ARG_SRC, s->src_m }, { DNNL_ARG_WEIGHTS, s->wei_m },
-			{ DNNL_ARG_DST, s->dst_m }, { DNNL_ARG_BIAS, s->bias_m },
+			{ DNNL_ARG_DST, s->dst_m },
 		};
+		int nargs = 3;
+		if (b)
+			args[nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, s->bias_m };
+		if (p.z)
+			args[nargs++] = (dnnl_exec_arg_t){
+				DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, s->z_m };
+		dnnl_exec_arg_t zargs[2] = { { DNNL_ARG_FROM, s->zplain_m }, { DNNL_ARG_TO, s->z_m } };
 		dnnl_exec_arg_t xargs[2] = { { DNNL_ARG_FROM, s->xplain_m }, { DNNL_ARG_TO, s->src_m } };
 		dnnl_exec_arg_t yargs[2] = { { DNNL_ARG_FROM, s->dst_m }, { DNNL_ARG_TO, s->yplain_m } };
 		if ((st = dnnl_memory_set_data_handle(s->xreorder ? s->xplain_m : s->src_m,
@@ -564,8 +720,11 @@ static int conv_run(mfs_op_ctx *ctx)
 		    (st = dnnl_memory_set_data_handle(s->yreorder ? s->yplain_m : s->dst_m,
 						      y->data)) != dnnl_success ||
 		    (b && (st = dnnl_memory_set_data_handle(s->bias_m, b->data)) != dnnl_success) ||
+		    (p.z && (st = dnnl_memory_set_data_handle(s->zreorder ? s->zplain_m : s->z_m,
+							      p.z->data)) != dnnl_success) ||
 		    (s->xreorder && (st = dnnl_primitive_execute(s->xreorder, s->stream, 2, xargs)) != dnnl_success) ||
-		    (st = dnnl_primitive_execute(s->prim, s->stream, b ? 4 : 3, args)) != dnnl_success ||
+		    (s->zreorder && (st = dnnl_primitive_execute(s->zreorder, s->stream, 2, zargs)) != dnnl_success) ||
+		    (st = dnnl_primitive_execute(s->prim, s->stream, nargs, args)) != dnnl_success ||
 		    (s->yreorder && (st = dnnl_primitive_execute(s->yreorder, s->stream, 2, yargs)) != dnnl_success) ||
 		    (st = dnnl_stream_wait(s->stream)) != dnnl_success)
 			return mfs_op_fail(ctx, EIO, "oneDNN convolution failed: %s",
@@ -582,6 +741,17 @@ static int conv_run(mfs_op_ctx *ctx)
 	if (y->layout == MFS_LAYOUT_NHWC)
 		yp = s->ytmp;
 	conv_im2col_plain(&p, xp, wt->data, b ? b->data : NULL, yp, s->col);
+	if (p.z || p.act != ACT_NONE) {
+		const float *zp = p.z ? p.z->data : NULL;
+		int64_t total = p.n * p.m * p.osize;
+		if (p.z && p.z->layout == MFS_LAYOUT_NHWC) {
+			mfs_nhwc_to_nchw(zp, s->ztmp, p.n, p.m, p.osize);
+			zp = s->ztmp;
+		}
+		#pragma omp parallel for schedule(static)
+		for (int64_t i = 0; i < total; i++)
+			yp[i] = act_apply(&p, zp ? yp[i] + zp[i] : yp[i]);
+	}
 	if (y->layout == MFS_LAYOUT_NHWC)
 		mfs_nchw_to_nhwc(yp, y->data, p.n, p.m, p.osize);
 	return 0;
@@ -591,3 +761,5 @@ MFS_OP(Conv, 1, .flags = MFS_OP_NHWC_OK, .infer = conv_infer, .prepare = conv_pr
        .run = conv_run, .release = conv_release);
 MFS_OP(Conv, 11, .flags = MFS_OP_NHWC_OK, .infer = conv_infer, .prepare = conv_prepare,
        .run = conv_run, .release = conv_release);
+MFS_OP_DOMAIN("com.modelfs", FusedConv, 1, .flags = MFS_OP_NHWC_OK, .infer = conv_infer,
+	      .prepare = conv_prepare, .run = conv_run, .release = conv_release);

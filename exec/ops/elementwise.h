@@ -12,8 +12,8 @@
  * split over OpenMP threads.
  *
  * float16 and bfloat16 are computed in float: when a table has no kernel
- * for them, ew_run widens the inputs into temporaries and narrows the
- * result back (one allocation per run; these types are rare on the CPU).
+ * for them, ew_run converts blocks of each run to float on the stack,
+ * calls the float kernel and converts the result back (no allocation).
  *
  * Layout: the elementwise ops carry MFS_OP_NHWC_OK.  The engine passes NHWC
  * only when every input is NHWC with the same shape, or holds one element;
@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "op.h"
+#include "vmath.h"      /* also relaxes trapping-math/errno for the kernels */
 
 #define EW_NDT 17              /* dtype numbers 0..16 index the tables */
 #define EW_MAX_IN 3            /* Where has three inputs */
@@ -39,6 +40,7 @@ typedef struct ew_params {
 	int64_t i;               /* an int attribute, or a dtype (Cast) */
 	const void *lo, *hi;     /* Clip bounds in the kernel's type; NULL: none */
 	mfs_dtype dt_a, dt_b;    /* Pow: operand types */
+	const void *aux;         /* the driver's own (float16 adapter) */
 } ew_params;
 
 /* A kernel: out[j] = f(in[0][j * step[0]], in[1][j * step[1]], ...) for
@@ -69,9 +71,9 @@ bool ew_table_has(const ew_table *tab, mfs_dtype dt);
 void ew_apply(ew_fn fn, const mfs_tensor *const *in, int n_in, mfs_tensor *out,
 	      const ew_params *p);
 
-/* ew_apply with the kernel chosen from tab by in[0]'s dtype, widening
- * float16/bfloat16 inputs (and the output when it has that type) to float
- * when tab has no kernel of their own.  -ENOTSUP/-ENOMEM with ctx->err. */
+/* ew_apply with the kernel chosen from tab by in[0]'s dtype; float16 and
+ * bfloat16 inputs (and output) go through tab's float kernel when tab has
+ * none of their own.  -ENOTSUP with ctx->err. */
 int ew_run(mfs_op_ctx *ctx, const ew_table *tab, const mfs_tensor *const *in,
 	   int n_in, mfs_tensor *out, const ew_params *p);
 
@@ -120,6 +122,22 @@ int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt);
 		return rc < 0 ? rc : ew_run_all(ctx, tab, &p);              \
 	}
 
+/* The same for an operator whose table depends on an attribute (Mod's
+ * fmod, BitShift's direction): choose(ctx) returns the table, or NULL
+ * after failing with EINVAL. */
+#define EW_OP_FUNCS_SELECT(name, choose, out_dt)                            \
+	static int name##_infer(mfs_op_ctx *ctx)                            \
+	{                                                                   \
+		const ew_table *tab = choose(ctx);                          \
+		return tab ? ew_infer(ctx, tab, out_dt) : -EINVAL;          \
+	}                                                                   \
+	static int name##_run(mfs_op_ctx *ctx)                              \
+	{                                                                   \
+		const ew_table *tab = choose(ctx);                          \
+		ew_params p = { 0 };                                        \
+		return tab ? ew_run_all(ctx, tab, &p) : -EINVAL;            \
+	}
+
 /* ---- kernel generators ------------------------------------------------
  *
  * Type lists: X(suffix, C type, dtype, args...) for each member. */
@@ -143,16 +161,36 @@ int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt);
 /* Table entries for kernels named name_<suffix>. */
 #define EW_ENTRY(sfx, T, DT, name, ...) [DT] = name##_##sfx,
 
+/* -O2 leaves loops of unknown length scalar (GCC's very-cheap cost
+ * model); `omp simd` asks for vectors regardless. */
+#define EW_SIMD _Pragma("omp simd")
+
+/* Kernels are built for AVX-512 and AVX2+FMA as well as the baseline
+ * x86-64 the Makefile targets, and the loader picks the best the CPU has
+ * (GCC function multiversioning).  no-trapping-math: GCC will not turn a
+ * select whose arm computes (x < 0 ? a * x : x) into a vector blend while
+ * FP exceptions are observable; nothing here reads the exception flags.
+ * (A file-level pragma does not reach the clones.)  Not under clang. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define EW_TARGETS                                                          \
+	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), \
+		       optimize("no-trapping-math")))
+#else
+#define EW_TARGETS
+#endif
+
 /* Unary kernel name(out, in...) computing EXPR of x (type T) into TO. */
 #define EW_UNARY_KERNEL(name, T, TO, ...)                                   \
-	static void name(char *out_, const char *const *in,                 \
+	EW_TARGETS static void name(char *out_, const char *const *in,                 \
 			 const int64_t *step, int64_t n, const ew_params *p)  \
 	{                                                                   \
 		const T *a = (const T *)in[0];                              \
 		TO *o = (TO *)out_;                                         \
 		typedef T ew_t __attribute__((unused));                     \
-		(void)p;                                                    \
+		const double pa = p->a, pb = p->b, pc = p->c;               \
+		(void)pa, (void)pb, (void)pc;                               \
 		if (step[0]) {                                              \
+			EW_SIMD                                             \
 			for (int64_t j = 0; j < n; j++) {                   \
 				T x = a[j];                                 \
 				o[j] = (TO)(__VA_ARGS__);                   \
@@ -168,26 +206,30 @@ int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt);
 /* Binary kernel computing EXPR of x, y (type T) into TO, one loop per step
  * pattern so each vectorises. */
 #define EW_BINARY_KERNEL(name, T, TO, ...)                                  \
-	static void name(char *out_, const char *const *in,                 \
+	EW_TARGETS static void name(char *out_, const char *const *in,                 \
 			 const int64_t *step, int64_t n, const ew_params *p)  \
 	{                                                                   \
 		const T *a = (const T *)in[0], *b = (const T *)in[1];       \
 		TO *o = (TO *)out_;                                         \
 		typedef T ew_t __attribute__((unused));                     \
-		(void)p;                                                    \
+		const double pa = p->a, pb = p->b, pc = p->c;               \
+		(void)pa, (void)pb, (void)pc;                               \
 		if (step[0] && step[1]) {                                   \
+			EW_SIMD                                             \
 			for (int64_t j = 0; j < n; j++) {                   \
 				T x = a[j], y = b[j];                       \
 				o[j] = (TO)(__VA_ARGS__);                   \
 			}                                                   \
 		} else if (step[0]) {                                       \
 			T y = b[0];                                         \
+			EW_SIMD                                             \
 			for (int64_t j = 0; j < n; j++) {                   \
 				T x = a[j];                                 \
 				o[j] = (TO)(__VA_ARGS__);                   \
 			}                                                   \
 		} else if (step[1]) {                                       \
 			T x = a[0];                                         \
+			EW_SIMD                                             \
 			for (int64_t j = 0; j < n; j++) {                   \
 				T y = b[j];                                 \
 				o[j] = (TO)(__VA_ARGS__);                   \
@@ -210,7 +252,9 @@ int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt);
 #define EW_DEF_BINARY_BOOL(sfx, T, DT, name, ...)                           \
 	EW_BINARY_KERNEL(name##_##sfx, T, uint8_t, __VA_ARGS__)
 
-/* In a kernel expression, ew_t names the input element type. */
+/* In a kernel expression, ew_t names the input element type and pa, pb,
+ * pc are p->a, p->b, p->c read once before the loop (a load inside a
+ * select arm would keep the loop scalar). */
 
 /* Integer division and remainder that cannot trap: x/0 = 0, x%0 = 0,
  * MIN/-1 = MIN (wrapped), MIN%-1 = 0.  Python-style remainder for Mod with

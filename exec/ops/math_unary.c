@@ -5,11 +5,11 @@
 
 #include "elementwise.h"
 
-EW_T_FLOAT(EW_DEF_UNARY, sqrt, sqrt(x))
-EW_T_FLOAT(EW_DEF_UNARY, exp, exp(x))
-EW_T_FLOAT(EW_DEF_UNARY, log, log(x))
-EW_T_FLOAT(EW_DEF_UNARY, erf, erf(x))
-EW_T_FLOAT(EW_DEF_UNARY, tanh, tanh(x))
+EW_T_FLOAT(EW_DEF_UNARY, sqrt, EW_SQRT(x))
+EW_T_FLOAT(EW_DEF_UNARY, exp, EW_EXP(x))
+EW_T_FLOAT(EW_DEF_UNARY, log, EW_LOG(x))
+EW_T_FLOAT(EW_DEF_UNARY, erf, EW_ERF(x))
+EW_T_FLOAT(EW_DEF_UNARY, tanh, EW_TANH(x))
 EW_T_FLOAT(EW_DEF_UNARY, recip, 1 / x)
 EW_T_FLOAT(EW_DEF_UNARY, floor, floor(x))
 EW_T_FLOAT(EW_DEF_UNARY, ceil, ceil(x))

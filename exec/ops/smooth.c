@@ -6,15 +6,19 @@
 #include "elementwise.h"
 
 /* log(1 + e^x) without overflow for large x */
-#define EW_SOFTPLUS(x) ((x) > 0 ? (x) + log1p(exp(-(x))) : log1p(exp(x)))
+static inline double softplus_d(double x)
+{
+	return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+#define EW_SOFTPLUS(x) _Generic((x), float: ew_softplusf, default: softplus_d)(x)
 
-EW_T_FLOAT(EW_DEF_UNARY, sigmoid, x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)))
+EW_T_FLOAT(EW_DEF_UNARY, sigmoid, 1 / (1 + EW_EXP(-x)))
 EW_T_FLOAT(EW_DEF_UNARY, softplus, EW_SOFTPLUS(x))
 EW_T_FLOAT(EW_DEF_UNARY, softsign, x / (1 + fabs(x)))
-EW_T_FLOAT(EW_DEF_UNARY, mish, x * tanh(EW_SOFTPLUS(x)))
-EW_T_FLOAT(EW_DEF_UNARY, gelu, (ew_t)0.5 * x * (1 + erf(x * (ew_t)0.70710678118654752440)))
+EW_T_FLOAT(EW_DEF_UNARY, mish, x * EW_TANH(EW_SOFTPLUS(x)))
+EW_T_FLOAT(EW_DEF_UNARY, gelu, (ew_t)0.5 * x * (1 + EW_ERF(x * (ew_t)0.70710678118654752440)))
 EW_T_FLOAT(EW_DEF_UNARY, gelut, (ew_t)0.5 * x *
-	   (1 + tanh((ew_t)0.79788456080286535588 * (x + (ew_t)0.044715 * x * x * x))))
+	   (1 + EW_TANH((ew_t)0.79788456080286535588 * (x + (ew_t)0.044715 * x * x * x))))
 
 static const ew_table sigmoid_tab = { 1, { EW_T_FLOAT(EW_ENTRY, sigmoid) } };
 static const ew_table softplus_tab = { 1, { EW_T_FLOAT(EW_ENTRY, softplus) } };
@@ -40,20 +44,7 @@ static const ew_table *gelu_table(mfs_op_ctx *ctx)
 	return NULL;
 }
 
-static int gelu_infer(mfs_op_ctx *ctx)
-{
-	const ew_table *tab = gelu_table(ctx);
-
-	return tab ? ew_infer(ctx, tab, MFS_DT_UNDEFINED) : -EINVAL;
-}
-
-static int gelu_run(mfs_op_ctx *ctx)
-{
-	const ew_table *tab = gelu_table(ctx);
-	ew_params p = { 0 };
-
-	return tab ? ew_run_all(ctx, tab, &p) : -EINVAL;
-}
+EW_OP_FUNCS_SELECT(gelu, gelu_table, MFS_DT_UNDEFINED)
 
 MFS_OP(Sigmoid, 1, .flags = MFS_OP_NHWC_OK, .infer = sigmoid_infer, .run = sigmoid_run);
 MFS_OP(Softplus, 1, .flags = MFS_OP_NHWC_OK, .infer = softplus_infer, .run = softplus_run);

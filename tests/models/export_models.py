@@ -84,16 +84,33 @@ class Encoder(torch.nn.Module):
         return x
 
 
+def calibrate_batchnorm(m, rng):
+    """Fresh BatchNorm layers (mean 0, var 1) let a deep random network's
+    activations shrink to nothing (MobileNetV2's logits come out ~1e-9),
+    which makes a numeric check meaningless.  One training-mode pass over a
+    random batch with momentum 1 sets the running statistics to real ones,
+    as a trained model has."""
+    for mod in m.modules():
+        if isinstance(mod, torch.nn.BatchNorm2d):
+            mod.momentum = 1.0
+    m.train()
+    with torch.no_grad():
+        m(torch.from_numpy(rng.standard_normal((4, 3, 224, 224), dtype=np.float32)))
+    m.eval()
+
+
 def build(name):
     """(module, input name, example input, output name)."""
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     if name == "resnet18":
         m = torchvision.models.resnet18(weights=None)
+        calibrate_batchnorm(m, rng)
         x = rng.standard_normal((1, 3, 224, 224), dtype=np.float32)
         return m, "input", x, "logits"
     if name == "mobilenet_v2":
         m = torchvision.models.mobilenet_v2(weights=None)
+        calibrate_batchnorm(m, rng)
         x = rng.standard_normal((1, 3, 224, 224), dtype=np.float32)
         return m, "input", x, "logits"
     if name == "encoder":

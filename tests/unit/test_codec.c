@@ -120,6 +120,28 @@ static void test_all_formats(void **state)
 	}
 }
 
+/* .pb (codec_pb.c over the ONNX reader) through the dispatcher: the
+ * datatype must match exactly, and errors name the tensor and format. */
+static void test_pb_dispatch(void **state)
+{
+	(void)state;
+	static const int64_t d4[] = { 4 }, d16[] = { 16 };
+	mfs_shape s4 = shape_of(1, d4);
+	mfs_tensor t;
+	mfs_error err;
+	char *buf;
+	size_t len;
+	assert_int_equal(mfs_tensor_alloc(&t, MFS_DT_INT64, &s4, &err), 0);
+	buf = encode_ok(MFS_FMT_PB, &t, "stored_name", &len);
+	mfs_tensor_release(&t);
+	mfs_tensor_spec want = spec_of("INPUT0", MFS_DT_FLOAT, 1, d16);
+	decode_fails(MFS_FMT_PB, buf, len, &want, EINVAL,
+		     "input 'INPUT0': expected FP32 [16], got INT64 [4]");
+	mfs_tensor_spec any = spec_of("INPUT0", MFS_DT_FLOAT, -1, NULL);
+	decode_fails(MFS_FMT_PB, buf, len - 1, &any, EINVAL, "input 'INPUT0': pb file: ");
+	free(buf);
+}
+
 static void test_put_values(void **state)
 {
 	(void)state;
@@ -158,6 +180,7 @@ int main(void)
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_dispatch_errors),
 		cmocka_unit_test(test_all_formats),
+		cmocka_unit_test(test_pb_dispatch),
 		cmocka_unit_test(test_put_values),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

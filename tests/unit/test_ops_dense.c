@@ -651,6 +651,143 @@ static void test_conv_paths_agree(void **st)
 	mfs_tensor_release(&y2);
 }
 
+/* FusedConv (com.modelfs): act(conv + Z) against the naive conv. */
+static void fused_check(mfs_layout xl, mfs_layout yl, mfs_layout zl, const char *act,
+			bool with_z)
+{
+	conv_case cc = { 2, 2, 6, 8, 2, { 7, 6 }, { 3, 3 }, { 1, 2 }, { 1, 1 }, { 1, 0 },
+			 { 1, 1 }, NULL, true };
+	const int64_t OH = 7, OW = 3, S = OH * OW, osz = 2 * 8 * S;
+	int64_t out[3] = { OH, OW, 1 };
+	tnode t;
+	mfs_tensor x, w, b, z, y = { 0 };
+	call c;
+	static float attr_params[2];
+	float ref[2 * 8 * 7 * 3], tmp[2 * 8 * 7 * 3];
+
+	tn_init(&t, "FusedConv");
+	t.node.domain = (char *)"com.modelfs";
+	tn_int(&t, "group", 2);
+	tn_ints(&t, "strides", 2, 1L, 2L);
+	tn_ints(&t, "pads", 4, 1L, 0L, 1L, 1L);
+	if (act) {
+		tn_str(&t, "activation", act);
+		onnx_attr *a = tn_attr(&t, "activation_params", ONNX_ATTR_FLOATS);
+		attr_params[0] = !strcmp(act, "Clip") ? -0.2f : 0.1f;
+		attr_params[1] = 0.3f;
+		a->floats = attr_params;
+		a->n_floats = 2;
+	}
+	t_rand(&x, shp(4, 2L, 6L, 7L, 6L));
+	t_rand(&w, shp(4, 8L, 3L, 3L, 3L));
+	t_rand(&b, shp(1, 8L));
+	t_rand(&z, shp(4, 2L, 8L, OH, OW));
+	ref_conv(&cc, out, x.data, w.data, b.data, ref);
+	for (int64_t i = 0; i < osz; i++) {
+		float v = ref[i] + (with_z ? ((float *)z.data)[i] : 0.0f);
+		if (act && !strcmp(act, "Relu"))
+			v = v > 0 ? v : 0;
+		else if (act && !strcmp(act, "LeakyRelu"))
+			v = v >= 0 ? v : v * 0.1f;
+		else if (act && !strcmp(act, "Clip"))
+			v = v < -0.2f ? -0.2f : v > 0.3f ? 0.3f : v;
+		ref[i] = v;
+	}
+	if (xl == MFS_LAYOUT_NHWC) {
+		float *xt = malloc(x.nbytes);
+		to_nhwc(x.data, xt, 2, 6, 42);
+		memcpy(x.data, xt, x.nbytes);
+		free(xt);
+		x.layout = MFS_LAYOUT_NHWC;
+	}
+	if (zl == MFS_LAYOUT_NHWC) {
+		to_nhwc(z.data, tmp, 2, 8, S);
+		memcpy(z.data, tmp, z.nbytes);
+		z.layout = MFS_LAYOUT_NHWC;
+	}
+	y.layout = yl;
+	mfs_tensor *in[] = { &x, &w, &b, with_z ? &z : NULL }, *outs[] = { &y };
+	const mfs_op_def *def = mfs_op_find("com.modelfs", "FusedConv", 1);
+	assert_non_null(def);
+	memset(&c, 0, sizeof(c));
+	c.def = def;
+	for (int i = 0; i < 4; i++)
+		c.in[i] = in[i];
+	c.out[0] = outs[0];
+	c.ctx = (mfs_op_ctx){ .def = def, .node = &t.node, .opset = 1, .n_in = 4, .in = c.in,
+			      .n_out = 1, .out = c.out, .state = &c.state, .err = &c.err };
+	int rc = call_run(&c);
+	if (rc)
+		print_error("%s\n", c.err.msg);
+	assert_int_equal(rc, 0);
+	if (yl == MFS_LAYOUT_NHWC) {
+		to_nhwc(ref, tmp, 2, 8, S);
+		memcpy(ref, tmp, sizeof(ref));
+	}
+	assert_close(y.data, ref, osz, 1e-4f);
+	call_done(&c);
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&z);
+	mfs_tensor_release(&y);
+}
+
+static void fused_all(void)
+{
+	const char *acts[] = { NULL, "Relu", "LeakyRelu", "Clip" };
+	for (int a = 0; a < 4; a++)
+		for (int l = 0; l < 8; l++)
+			fused_check(l & 1 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN,
+				    l & 2 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN,
+				    l & 4 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN, acts[a], a != 1 || l < 4);
+}
+
+static void test_fused_conv(void **st)
+{
+	(void)st;
+	unsetenv("MFS_CONV");
+	fused_all();
+	setenv("MFS_CONV", "im2col", 1);
+	fused_all();
+	unsetenv("MFS_CONV");
+}
+
+/* Weights marked constant (ctx->const_in) are reordered once: changing
+ * them in place afterwards is not seen.  Unmarked weights are read again
+ * on every run (a W computed by another node reuses its buffer). */
+static void test_conv_weight_constness(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, w, y1 = { 0 };
+	call c;
+
+	unsetenv("MFS_CONV");
+	tn_init(&t, "Conv");
+	t_rand(&x, shp(4, 1L, 16L, 6L, 6L));
+	t_rand(&w, shp(4, 16L, 16L, 3L, 3L));
+	mfs_tensor *in[] = { &x, &w }, *out[] = { &y1 };
+	for (int marked = 0; marked < 2; marked++) {
+		call_setup(&c, &t, 11, in, 2, out, 1);
+		c.ctx.const_in = marked ? 2u : 0u;
+		assert_int_equal(call_run(&c), 0);
+		float before = ((float *)y1.data)[7];
+		for (int64_t i = 0; i < mfs_shape_numel(&w.shape); i++)
+			((float *)w.data)[i] *= 2.0f;
+		assert_int_equal(c.def->run(&c.ctx), 0);
+		float after = ((float *)y1.data)[7];
+		if (marked)
+			assert_true(after == before);
+		else
+			assert_true(fabsf(after - 2.0f * before) <= 1e-4f * (1.0f + fabsf(before)));
+		call_done(&c);
+	}
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&y1);
+}
+
 /* Bad attributes and inputs: clear errors, never a crash. */
 static void conv_expect_error(tnode *t, mfs_shape xs, mfs_shape ws, int code, const char *needle)
 {
@@ -1285,6 +1422,356 @@ static void test_einsum(void **st)
 	mfs_tensor_release(&sq);
 }
 
+static void test_quantize(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, sc, zp, y = { 0 }, back = { 0 };
+	call c;
+
+	/* per-axis (axis 1) int8, ties to even, saturation */
+	t_alloc(&x, MFS_DT_FLOAT, shp(2, 2L, 3L));
+	t_alloc(&sc, MFS_DT_FLOAT, shp(1, 3L));
+	t_alloc(&zp, MFS_DT_INT8, shp(1, 3L));
+	const float xv[6] = { 2.5f, 3.5f, -2.5f, 1000.0f, -1000.0f, 0.0f };
+	memcpy(x.data, xv, sizeof(xv));
+	float *sv = sc.data;
+	sv[0] = 1.0f; sv[1] = 1.0f; sv[2] = 0.5f;
+	int8_t *zv = zp.data;
+	zv[0] = 0; zv[1] = 1; zv[2] = -1;
+	tn_init(&t, "QuantizeLinear");
+	mfs_tensor *in[] = { &x, &sc, &zp }, *out[] = { &y };
+	call_setup(&c, &t, 13, in, 3, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.dtype, MFS_DT_INT8);
+	const int8_t want[6] = { 2, 5, -6, 127, -128, -1 };
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(((int8_t *)y.data)[i], want[i]);
+	call_done(&c);
+
+	/* and back */
+	tn_init(&t, "DequantizeLinear");
+	mfs_tensor *in2[] = { &y, &sc, &zp }, *out2[] = { &back };
+	call_setup(&c, &t, 13, in2, 3, out2, 1);
+	assert_int_equal(call_run(&c), 0);
+	const float wantf[6] = { 2.0f, 4.0f, -2.5f, 127.0f, -129.0f, 0.0f };
+	assert_close(back.data, wantf, 6, 1e-6f);
+	call_done(&c);
+
+	/* per-axis scale before opset 13 is an error */
+	tn_init(&t, "QuantizeLinear");
+	expect_error(&t, 10, in, 3, EINVAL, "opset 13");
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&sc);
+	mfs_tensor_release(&zp);
+	mfs_tensor_release(&y);
+	mfs_tensor_release(&back);
+}
+
+static void test_maxunpool(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, ind, y = { 0 };
+	call c;
+
+	tn_init(&t, "MaxUnpool");
+	tn_ints(&t, "kernel_shape", 2, 2L, 2L);
+	tn_ints(&t, "strides", 2, 2L, 2L);
+	t_rand(&x, shp(4, 1L, 2L, 2L, 2L));
+	t_alloc(&ind, MFS_DT_INT64, shp(4, 1L, 2L, 2L, 2L));
+	int64_t *iv = ind.data;
+	const int64_t pos[8] = { 0, 3, 9, 15, 16, 18, 24, 31 };
+	memcpy(iv, pos, sizeof(pos));
+	mfs_tensor *in[] = { &x, &ind }, *out[] = { &y };
+	call_setup(&c, &t, 11, in, 2, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.shape.dims[2], 4);
+	assert_int_equal(y.shape.dims[3], 4);
+	float want[32] = { 0 };
+	for (int i = 0; i < 8; i++)
+		want[pos[i]] = ((float *)x.data)[i];
+	assert_close(y.data, want, 32, 0.0f);
+	call_done(&c);
+	iv[7] = 32;   /* one past the end */
+	expect_error(&t, 11, in, 2, EINVAL, "outside the output");
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&ind);
+	mfs_tensor_release(&y);
+}
+
+/* Bidirectional RNN with sequence lengths against a naive loop: the
+ * reverse direction starts at each entry's own last step; Y is zero past
+ * an entry's length. */
+static void test_rnn_bidirectional(void **st)
+{
+	(void)st;
+	enum { T = 3, B = 2, I = 2, H = 3 };
+	tnode t;
+	mfs_tensor x, w, r, b, sl, y = { 0 }, yh = { 0 };
+	call c;
+
+	tn_init(&t, "RNN");
+	tn_int(&t, "hidden_size", H);
+	tn_str(&t, "direction", "bidirectional");
+	tn_float(&t, "clip", 0.9f);
+	char *onames[2] = { (char *)"y", (char *)"yh" };
+	t.node.outputs = onames;
+	t.node.n_outputs = 2;
+	t_rand(&x, shp(3, (int64_t)T, (int64_t)B, (int64_t)I));
+	t_rand(&w, shp(3, 2L, (int64_t)H, (int64_t)I));
+	t_rand(&r, shp(3, 2L, (int64_t)H, (int64_t)H));
+	t_rand(&b, shp(2, 2L, (int64_t)(2 * H)));
+	t_alloc(&sl, MFS_DT_INT32, shp(1, (int64_t)B));
+	((int32_t *)sl.data)[0] = 3;
+	((int32_t *)sl.data)[1] = 1;
+	mfs_tensor *in[] = { &x, &w, &r, &b, &sl }, *out[] = { &y, &yh };
+	call_setup(&c, &t, 14, in, 5, out, 2);
+	int rc = call_run(&c);
+	if (rc)
+		print_error("%s\n", c.err.msg);
+	assert_int_equal(rc, 0);
+
+	float ry[T][2][B][H] = { 0 }, rh[2][B][H];
+	const float *X = x.data, *W = w.data, *R = r.data, *Bb = b.data;
+	for (int d = 0; d < 2; d++)
+		for (int bi = 0; bi < B; bi++) {
+			int len = ((int32_t *)sl.data)[bi];
+			float h[H] = { 0 };
+			for (int s2 = 0; s2 < len; s2++) {
+				int tt = d ? len - 1 - s2 : s2;
+				float hn[H];
+				for (int k = 0; k < H; k++) {
+					double a = Bb[d * 2 * H + k] + Bb[d * 2 * H + H + k];
+					for (int q = 0; q < I; q++)
+						a += X[(tt * B + bi) * I + q] * W[(d * H + k) * I + q];
+					for (int q = 0; q < H; q++)
+						a += h[q] * R[(d * H + k) * H + q];
+					a = a < -0.9 ? -0.9 : a > 0.9 ? 0.9 : a;
+					hn[k] = (float)tanh(a);
+				}
+				memcpy(h, hn, sizeof(h));
+				memcpy(ry[tt][d][bi], h, sizeof(h));
+			}
+			memcpy(rh[d][bi], h, sizeof(h));
+		}
+	assert_close(y.data, &ry[0][0][0][0], T * 2 * B * H, 1e-5f);
+	assert_close(yh.data, &rh[0][0][0], 2 * B * H, 1e-5f);
+	call_done(&c);
+
+	/* wrong W shape */
+	mfs_tensor *bad[] = { &x, &r, &r };
+	expect_error(&t, 14, bad, 3, EINVAL, "W must have shape");
+	mfs_tensor *ins[] = { &x, &w, &r, &b, &sl, &y, &yh };
+	for (int i = 0; i < 7; i++)
+		mfs_tensor_release(ins[i]);
+}
+
+/* RoiAlign: on a linear ramp image, bilinear averages are exact, so an
+ * ROI inside the image gives the ramp at each bin's centre. */
+static void test_roialign(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, rois, bi, y = { 0 };
+	call c;
+
+	tn_init(&t, "RoiAlign");
+	tn_int(&t, "output_height", 2);
+	tn_int(&t, "output_width", 2);
+	tn_int(&t, "sampling_ratio", 2);
+	t_alloc(&x, MFS_DT_FLOAT, shp(4, 2L, 1L, 8L, 8L));
+	for (int n = 0; n < 2; n++)
+		for (int i = 0; i < 8; i++)
+			for (int j = 0; j < 8; j++)
+				((float *)x.data)[(n * 8 + i) * 8 + j] = (float)(n * 100 + 2 * i + j);
+	t_alloc(&rois, MFS_DT_FLOAT, shp(2, 1L, 4L));
+	const float roi[4] = { 1.5f, 2.5f, 5.5f, 6.5f };   /* half_pixel: [1,2]..[5,6] */
+	memcpy(rois.data, roi, sizeof(roi));
+	t_alloc(&bi, MFS_DT_INT64, shp(1, 1L));
+	((int64_t *)bi.data)[0] = 1;
+	mfs_tensor *in[] = { &x, &rois, &bi }, *out[] = { &y };
+	call_setup(&c, &t, 16, in, 3, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	/* bin centres: x in {2, 4}, y in {3, 5}; value 100 + 2y + x */
+	const float want[4] = { 100 + 6 + 2, 100 + 6 + 4, 100 + 10 + 2, 100 + 10 + 4 };
+	assert_close(y.data, want, 4, 1e-5f);
+	call_done(&c);
+	((int64_t *)bi.data)[0] = 2;
+	expect_error(&t, 16, in, 3, EINVAL, "batch_indices");
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&rois);
+	mfs_tensor_release(&bi);
+	mfs_tensor_release(&y);
+}
+
+/* ---- random attributes and shapes: errors are fine, crashes are not ---- */
+
+static int64_t rnd(int64_t lo, int64_t hi)
+{
+	frand();
+	return lo + (int64_t)(rng_state % (uint64_t)(hi - lo + 1));
+}
+
+static void random_window_attrs(tnode *t, int nsp, bool kernel)
+{
+	int idx;
+	onnx_attr *a;
+	if (kernel || rnd(0, 3) == 0) {
+		idx = t->node.n_attrs;
+		a = tn_attr(t, "kernel_shape", ONNX_ATTR_INTS);
+		int n = rnd(0, 5) == 0 ? (int)rnd(0, 3) : nsp;
+		for (int i = 0; i < n; i++)
+			t->ints[idx][i] = rnd(-1, 5);
+		a->ints = t->ints[idx];
+		a->n_ints = (size_t)n;
+	}
+	const char *names[] = { "strides", "dilations", "pads", "output_padding" };
+	for (int k = 0; k < 4; k++) {
+		if (rnd(0, 2) == 0)
+			continue;
+		idx = t->node.n_attrs;
+		a = tn_attr(t, names[k], ONNX_ATTR_INTS);
+		int n = (k == 2 ? 2 : 1) * nsp;
+		if (rnd(0, 6) == 0)
+			n = (int)rnd(0, 6);
+		for (int i = 0; i < n; i++)
+			t->ints[idx][i] = rnd(k == 2 ? -1 : 0, 4);
+		a->ints = t->ints[idx];
+		a->n_ints = (size_t)n;
+	}
+	if (rnd(0, 3) == 0) {
+		const char *ap[] = { "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "BOGUS" };
+		tn_str(t, "auto_pad", ap[rnd(0, 4)]);
+	}
+	if (rnd(0, 2) == 0)
+		tn_int(t, "ceil_mode", rnd(0, 2));
+	if (rnd(0, 2) == 0)
+		tn_int(t, "group", rnd(0, 3));
+	if (rnd(0, 3) == 0)
+		tn_int(t, "count_include_pad", rnd(0, 1));
+	if (rnd(0, 3) == 0)
+		tn_int(t, "storage_order", rnd(0, 2));
+}
+
+static void test_random_no_crash(void **st)
+{
+	(void)st;
+	const char *ops[] = { "Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool",
+			      "GlobalAveragePool", "BatchNormalization", "ConvInteger" };
+	int ok = 0, refused = 0;
+	for (int iter = 0; iter < 600; iter++) {
+		const char *op = ops[iter % 8];
+		int nsp = (int)rnd(1, 3);
+		if (rnd(0, 10) == 0)
+			nsp = (int)rnd(0, 5);
+		tnode t;
+		tn_init(&t, op);
+		random_window_attrs(&t, nsp, !strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||
+				    !strcmp(op, "LpPool"));
+		mfs_shape xs = { .rank = 2 + nsp, .dims = { rnd(1, 2), rnd(1, 4) } };
+		mfs_shape ws = { .rank = 2 + nsp, .dims = { rnd(1, 4), rnd(1, 4) } };
+		for (int i = 0; i < nsp; i++) {
+			xs.dims[2 + i] = rnd(1, 6);
+			ws.dims[2 + i] = rnd(1, 4);
+		}
+		if (xs.rank > MFS_MAX_RANK)
+			continue;
+		bool q = !strcmp(op, "ConvInteger");
+		mfs_tensor x, w, b[4], y = { 0 }, y2 = { 0 };
+		t_alloc(&x, q ? MFS_DT_UINT8 : MFS_DT_FLOAT, xs);
+		t_alloc(&w, q ? MFS_DT_UINT8 : MFS_DT_FLOAT, ws);
+		mfs_tensor *in[5] = { &x, &w };
+		int n_in = 2;
+		if (!strcmp(op, "BatchNormalization")) {
+			for (int i = 0; i < 4; i++) {
+				t_alloc(&b[i], MFS_DT_FLOAT, shp(1, rnd(0, 1) ? xs.dims[1] : rnd(1, 4)));
+				((float *)b[i].data)[0] = 1.0f;
+				in[1 + i] = &b[i];
+			}
+			n_in = 5;
+		} else {
+			for (int i = 0; i < 4; i++)
+				t_alloc(&b[i], MFS_DT_FLOAT, shp(1, 1L));
+			if (strncmp(op, "Conv", 4))
+				n_in = 1;
+		}
+		mfs_tensor *out[2] = { &y, rnd(0, 3) == 0 ? &y2 : NULL };
+		char *onames[2] = { (char *)"y", (char *)"i" };
+		t.node.outputs = onames;
+		t.node.n_outputs = !strcmp(op, "MaxPool") && out[1] ? 2 : 1;
+		call c;
+		call_setup(&c, &t, (int64_t)rnd(10, 19), in, n_in, out, t.node.n_outputs);
+		if (!c.def) {
+			call_done(&c);
+		} else {
+			int rc = call_run(&c);
+			if (rc == 0)
+				ok++;
+			else {
+				refused++;
+				assert_true(rc < 0);
+				assert_true(c.err.msg[0] != 0);
+			}
+			call_done(&c);
+		}
+		mfs_tensor_release(&x);
+		mfs_tensor_release(&w);
+		for (int i = 0; i < 4; i++)
+			mfs_tensor_release(&b[i]);
+		mfs_tensor_release(&y);
+		mfs_tensor_release(&y2);
+	}
+	/* Both outcomes happen: the generator reaches valid and invalid cases. */
+	assert_true(ok > 50);
+	assert_true(refused > 50);
+
+	/* MatMul and Gemm on random ranks and extents, zeros included;
+	 * results checked against the naive product when accepted. */
+	ok = refused = 0;
+	for (int iter = 0; iter < 400; iter++) {
+		bool gemm = iter & 1;
+		tnode t;
+		tn_init(&t, gemm ? "Gemm" : "MatMul");
+		if (gemm) {
+			tn_int(&t, "transA", rnd(0, 1));
+			tn_int(&t, "transB", rnd(0, 1));
+		}
+		mfs_shape as = { .rank = (int)rnd(gemm ? 1 : 1, gemm ? 3 : 4) };
+		mfs_shape bs = { .rank = (int)rnd(1, gemm ? 3 : 4) };
+		for (int i = 0; i < as.rank; i++)
+			as.dims[i] = rnd(0, 3);
+		for (int i = 0; i < bs.rank; i++)
+			bs.dims[i] = rnd(0, 3);
+		if (!gemm && rnd(0, 1)) /* make the inner dims agree more often */
+			bs.dims[bs.rank >= 2 ? bs.rank - 2 : 0] = as.dims[as.rank - 1];
+		mfs_tensor a, b, y = { 0 };
+		t_rand(&a, as);
+		t_rand(&b, bs);
+		mfs_tensor *in[] = { &a, &b }, *out[] = { &y };
+		call c;
+		call_setup(&c, &t, 13, in, 2, out, 1);
+		int rc = call_run(&c);
+		if (rc == 0) {
+			ok++;
+			if (!gemm && as.rank == 2 && bs.rank == 2) {
+				float ref[9];
+				ref_matmul(a.data, b.data, ref, as.dims[0], as.dims[1], bs.dims[1]);
+				assert_close(y.data, ref, as.dims[0] * bs.dims[1], 1e-5f);
+			}
+		} else {
+			refused++;
+			assert_true(c.err.msg[0] != 0);
+		}
+		call_done(&c);
+		mfs_tensor_release(&a);
+		mfs_tensor_release(&b);
+		mfs_tensor_release(&y);
+	}
+	assert_true(ok > 20);
+	assert_true(refused > 20);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1297,6 +1784,8 @@ int main(void)
 		cmocka_unit_test(test_conv_im2col),
 		cmocka_unit_test(test_conv_paths_agree),
 		cmocka_unit_test(test_conv_bad),
+		cmocka_unit_test(test_conv_weight_constness),
+		cmocka_unit_test(test_fused_conv),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
 		cmocka_unit_test(test_global_pools),
@@ -1308,6 +1797,11 @@ int main(void)
 		cmocka_unit_test(test_conv_integer),
 		cmocka_unit_test(test_qlinear_matmul),
 		cmocka_unit_test(test_einsum),
+		cmocka_unit_test(test_quantize),
+		cmocka_unit_test(test_maxunpool),
+		cmocka_unit_test(test_rnn_bidirectional),
+		cmocka_unit_test(test_roialign),
+		cmocka_unit_test(test_random_no_crash),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

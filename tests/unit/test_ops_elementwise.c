@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "op.h"
+#include "ops/vmath.h"
 
 /* ---- calling an operator ------------------------------------------- */
 
@@ -195,6 +196,44 @@ static void test_broadcast(void **st)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		check_bcast(&cases[i][0], &cases[i][1]);
+}
+
+/* float16 runs through the float kernels in stack blocks: rows longer
+ * than a block, a broadcast row and a scalar. */
+static void test_half_blocks(void **st)
+{
+	(void)st;
+	enum { R = 3, C = 700 };
+	uint16_t a[R * C], b[C], one = mfs_float_to_half(0.5f);
+
+	for (int i = 0; i < R * C; i++)
+		a[i] = mfs_float_to_half((float)(i % 97) - 40);
+	for (int i = 0; i < C; i++)
+		b[i] = mfs_float_to_half((float)(i % 13) * 0.25f);
+	for (int k = 0; k < 2; k++) {
+		call *c = call_new("Mul", 14);
+		call_in(c, MFS_DT_FLOAT16, a, 2, R, C);
+		if (k)
+			call_in(c, MFS_DT_FLOAT16, &one, 0);
+		else
+			call_in(c, MFS_DT_FLOAT16, b, 1, C);
+		assert_int_equal(call_run(c), 0);
+		for (int i = 0; i < R * C; i++) {
+			float want = mfs_half_to_float(a[i]) *
+				     mfs_half_to_float(k ? one : b[i % C]);
+			uint16_t got = ((uint16_t *)c->out.data)[i];
+			assert_int_equal(got, mfs_float_to_half(want));
+		}
+		call_free(c);
+	}
+	call *c = call_new("Less", 13);     /* half in, bool out */
+	call_in(c, MFS_DT_FLOAT16, a, 2, R, C);
+	call_in(c, MFS_DT_FLOAT16, b, 1, C);
+	assert_int_equal(call_run(c), 0);
+	for (int i = 0; i < R * C; i++)
+		assert_int_equal(((uint8_t *)c->out.data)[i],
+				 mfs_half_to_float(a[i]) < mfs_half_to_float(b[i % C]));
+	call_free(c);
 }
 
 static void test_broadcast_errors(void **st)
@@ -511,6 +550,26 @@ static void test_where_prelu(void **st)
 	assert_memory_equal(c->out.data, ((int64_t[6]){ 1, 2, 3, -9, -9, -9 }), 48);
 	call_free(c);
 
+	/* the step patterns with loops of their own: all full, Y or X scalar */
+	uint8_t m[4] = { 1, 0, 0, 1 };
+	float fx[4] = { 1, 2, 3, 4 }, fy[4] = { -1, -2, -3, -4 }, s0 = 9;
+	float w_full[4] = { 1, -2, -3, 4 }, w_ys[4] = { 1, 9, 9, 4 }, w_xs[4] = { 9, -2, -3, 9 };
+	for (int k = 0; k < 3; k++) {
+		c = call_new("Where", 16);
+		call_in(c, MFS_DT_BOOL, m, 1, 4);
+		if (k == 2)
+			call_in(c, MFS_DT_FLOAT, &s0, 0);
+		else
+			call_in(c, MFS_DT_FLOAT, fx, 1, 4);
+		if (k == 1)
+			call_in(c, MFS_DT_FLOAT, &s0, 0);
+		else
+			call_in(c, MFS_DT_FLOAT, fy, 1, 4);
+		assert_int_equal(call_run(c), 0);
+		assert_memory_equal(c->out.data, k == 0 ? w_full : k == 1 ? w_ys : w_xs, 16);
+		call_free(c);
+	}
+
 	c = call_new("Where", 16);  /* condition must be bool */
 	call_in(c, MFS_DT_INT64, x, 1, 3);
 	call_in(c, MFS_DT_INT64, x, 1, 3);
@@ -565,6 +624,17 @@ static void test_pow(void **st)
 	call_free(c);
 
 	check_f32("Pow", 15, 3, fb, e, (float[3]){ 16, -32, 3 }, 1e-5f);
+
+	/* a scalar exponent 2 squares (any exponent type); the output takes
+	 * the broadcast shape */
+	int64_t two = 2;
+	c = call_new("Pow", 15);
+	call_in(c, MFS_DT_FLOAT, fb, 1, 3);
+	call_in(c, MFS_DT_INT64, &two, 2, 1, 1);
+	assert_int_equal(call_run(c), 0);
+	assert_int_equal(c->out.shape.rank, 2);
+	assert_memory_equal(c->out.data, ((float[3]){ 4, 4, 81 }), 12);
+	call_free(c);
 }
 
 static void test_clip(void **st)
@@ -787,18 +857,112 @@ static void test_layout(void **st)
 	assert_int_equal(c->out.layout, MFS_LAYOUT_NHWC);
 	call_free(c);
 
+	/* a plain per-channel operand broadcasts along NHWC's inner C */
+	float v[8] = { 0, 1, 2, 3, 4, 5, 6, 7 }, ch[2] = { 10, 20 };
+	c = call_new("Add", 14);
+	call_in(c, MFS_DT_FLOAT, v, 4, 1, 2, 2, 2);
+	call_in(c, MFS_DT_FLOAT, ch, 3, 2, 1, 1);
+	c->in[0].layout = MFS_LAYOUT_NHWC;
+	assert_int_equal(call_run(c), 0);
+	assert_int_equal(c->out.layout, MFS_LAYOUT_NHWC);
+	for (int i = 0; i < 8; i++)
+		assert_true(((float *)c->out.data)[i] == v[i] + ch[i % 2]);
+	call_free(c);
+
+	/* ... and one constant over channels broadcasts along H and W */
+	float hw[4] = { 100, 200, 300, 400 };
+	c = call_new("Sub", 14);
+	call_in(c, MFS_DT_FLOAT, v, 4, 1, 2, 2, 2);
+	call_in(c, MFS_DT_FLOAT, hw, 4, 1, 1, 2, 2);
+	c->in[0].layout = MFS_LAYOUT_NHWC;
+	assert_int_equal(call_run(c), 0);
+	for (int i = 0; i < 8; i++)
+		assert_true(((float *)c->out.data)[i] == v[i] - hw[i / 2]);
+	call_free(c);
+
+	/* other plain operands would need a transpose: refused */
 	c = call_new("Add", 14);
 	call_in(c, MFS_DT_FLOAT, a, 4, 1, 2, 2, 2);
 	call_in(c, MFS_DT_FLOAT, b, 3, 2, 1, 1);
+	c->in[1].shape = (mfs_shape){ 3, { 2, 2, 1 } };
 	c->in[0].layout = MFS_LAYOUT_NHWC;
 	assert_int_equal(call_run(c), -ENOTSUP);
 	call_free(c);
+
+	c = call_new("Add", 14);    /* NHWC needs a rank-4 result */
+	call_in(c, MFS_DT_FLOAT, a, 4, 1, 2, 2, 2);
+	call_in(c, MFS_DT_FLOAT, b, 5, 1, 1, 1, 1, 2);
+	c->in[0].layout = MFS_LAYOUT_NHWC;
+	assert_int_equal(call_run(c), -ENOTSUP);
+	call_free(c);
+}
+
+/* The vectorisable float functions against libm in double. */
+static void test_vmath_accuracy(void **st)
+{
+	(void)st;
+	double worst[4] = { 0 };
+	for (int i = -2000000; i <= 2000000; i++) {
+		float x = (float)i * 1e-5f * (i % 3 == 0 ? 10 : 1);
+		double e = exp((double)x), th = tanh((double)x), er = erf((double)x);
+		double sg = 1 / (1 + exp(-(double)x));
+		if (e > 1e-37 && e < 1e38) {
+			double r = fabs(ew_expf(x) - e) / e;
+			worst[0] = r > worst[0] ? r : worst[0];
+		}
+		double rt = fabs(ew_tanhf(x) - th) / (fabs(th) + 1e-30);
+		worst[1] = rt > worst[1] ? rt : worst[1];
+		double ae = fabs(ew_erff(x) - er);
+		worst[2] = ae > worst[2] ? ae : worst[2];
+		if (sg > 1e-37) {
+			double rs = fabs(ew_sigmoidf(x) - sg) / sg;
+			worst[3] = rs > worst[3] ? rs : worst[3];
+		}
+	}
+	print_message("vmath worst: exp %.3g rel, tanh %.3g rel, erf %.3g abs, sigmoid %.3g rel\n",
+		      worst[0], worst[1], worst[2], worst[3]);
+	assert_true(worst[0] < 2.5e-7);
+	assert_true(worst[1] < 1e-6);
+	assert_true(worst[2] < 2e-7);
+	assert_true(worst[3] < 5e-7);
+	assert_true(isnan(ew_expf(NAN)) && isnan(ew_tanhf(NAN)) && isnan(ew_erff(NAN)));
+	assert_true(ew_expf(INFINITY) > 1e38f && ew_expf(-INFINITY) < 1e-37f);
+	assert_true(ew_tanhf(INFINITY) == 1 && ew_tanhf(-INFINITY) == -1);
+	assert_true(ew_erff(INFINITY) == 1 && ew_erff(-INFINITY) == -1);
+	assert_true(ew_erff(0) == 0 && ew_tanhf(-0.0f) == 0);
+
+	/* log over every binade (denormals included) and around 1 */
+	double wl = 0, wsp = 0;
+	for (int i = 0; i < 3000000; i++) {
+		float x = i < 2000000 ? ldexpf(1 + (i % 1000) / 1000.0f, i / 1000 % 2000 - 1000 + 851)
+				      : 1 + (i - 2500000) * 1e-7f;
+		if (!(x > 0) || isinf(x))
+			continue;
+		double ref = log((double)x);
+		double err = fabs(ew_logf(x) - ref) / (fabs(ref) > 1e-3 ? fabs(ref) : 1e-3);
+		wl = err > wl ? err : wl;
+	}
+	for (int i = -300000; i <= 300000; i++) {
+		float x = i * 1e-4f;
+		double ref = log1p(exp((double)x));
+		double err = fabs(ew_softplusf(x) - ref) / ref;
+		wsp = err > wsp ? err : wsp;
+	}
+	print_message("vmath worst: log %.3g rel, softplus %.3g rel\n", wl, wsp);
+	assert_true(wl < 3e-7);
+	assert_true(wsp < 5e-7);
+	assert_true(ew_logf(0) == -INFINITY && ew_logf(INFINITY) == INFINITY);
+	assert_true(isnan(ew_logf(-1)) && isnan(ew_logf(NAN)) && ew_logf(1) == 0);
+	assert_float_equal(ew_logf(1e-45f), log((double)1e-45f), 1e-4);
+	assert_float_equal(ew_log1pf(1e-10f), 1e-10, 1e-17);
+	assert_true(ew_softplusf(200) == 200 && ew_softplusf(-200) >= 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_broadcast),
+		cmocka_unit_test(test_half_blocks),
 		cmocka_unit_test(test_broadcast_errors),
 		cmocka_unit_test(test_legacy_broadcast),
 		cmocka_unit_test(test_all_dtypes),
@@ -812,6 +976,7 @@ int main(void)
 		cmocka_unit_test(test_unary_values),
 		cmocka_unit_test(test_cast),
 		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_vmath_accuracy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
