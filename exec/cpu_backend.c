@@ -534,8 +534,12 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 		pool_buf *b;
 		if (!t)
 			continue;
-		if (!tensor_bytes_checked(t, &bytes)) {
-			rc = mfs_fail(err, EINVAL, "output %d is too large", k);
+		if (!tensor_bytes_checked(t, &bytes) ||
+		    bytes > mfs_engine_max_tensor_bytes()) {
+			char sh[160];
+			rc = mfs_fail(err, EFBIG, "output %d of shape %s is larger than the %zu-byte limit",
+				      k, mfs_shape_format(&t->shape, sh, sizeof(sh)),
+				      mfs_engine_max_tensor_bytes());
 			goto fail;
 		}
 		t->nbytes = bytes;

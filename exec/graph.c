@@ -516,10 +516,23 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 	for (int k = 0; !rc && k < nd->n_out; k++) {
 		mfs_dtype dt;
 		mfs_shape sh;
+		double bytes;
 		if (!pout[k])
 			continue;
 		dt = tout[k].dtype;
 		sh = tout[k].shape;
+		bytes = (double)mfs_dtype_size(dt);
+		for (int d = 0; d < sh.rank; d++)
+			bytes *= (double)sh.dims[d];
+		if (bytes > (double)mfs_engine_max_tensor_bytes()) {
+			char txt[160];
+			rc = mfs_fail(c->err, EFBIG,
+				      "%s '%s': output %d of shape %s is larger than the %zu-byte limit",
+				      nd->onnx->op_type, node_label(nd->onnx), k,
+				      mfs_shape_format(&sh, txt, sizeof(txt)),
+				      mfs_engine_max_tensor_bytes());
+			break;
+		}
 		rc = mfs_tensor_alloc(&tout[k], dt, &sh, c->err);
 	}
 	if (!rc && nd->def->prepare)

@@ -1164,6 +1164,35 @@ static void test_layout_convert_roundtrip(void **state)
 	mfs_tensor_release(&c);
 }
 
+static void test_tensor_size_limit(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	const int64_t dyn[] = { -1 };
+	const int64_t d100[] = { 100 };
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 1, dyn);
+	gb_output(o, "y");
+	tnode(o, "TCopy", "big", "x", "y");
+	m = compile_ok(o);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(1, d100, NULL);
+	mfs_engine_set_max_tensor_bytes(399);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), -EFBIG);
+	assert_string_equal(err.msg, "model 'm': TCopy 'big': output 0 of shape [100] is larger than the 399-byte limit");
+	mfs_engine_set_max_tensor_bytes(400);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+	mfs_tensor_release(&out);
+	mfs_engine_set_max_tensor_bytes((size_t)16 << 30);
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
 /* One compiled model, four execution contexts on four threads. */
 struct worker {
 	const mfs_model *m;
@@ -1333,6 +1362,7 @@ int main(void)
 		cmocka_unit_test_setup(test_layout_dynamic_batch, setup),
 		cmocka_unit_test_setup(test_layout_convert_roundtrip, setup),
 		cmocka_unit_test_setup(test_shared_model_threads, setup),
+		cmocka_unit_test_setup(test_tensor_size_limit, setup),
 		cmocka_unit_test_setup(test_real_identity, setup),
 		cmocka_unit_test_setup(test_real_reshape, setup),
 		cmocka_unit_test_setup(test_real_missing_file, setup),
