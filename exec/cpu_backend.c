@@ -436,8 +436,11 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 	int rc = 0;
 
 	/* Inputs, converted where the operator cannot read NHWC. */
-	for (int k = 0; k < nd->n_in; k++)
+	for (int k = 0; k < nd->n_in; k++) {
 		rt->in[k] = nd->in[k] >= 0 ? &e->vals[nd->in[k]] : NULL;
+		if (k < 64 && nd->in[k] >= 0 && m->values[nd->in[k]].kind == MFS_VAL_CONST)
+			ctx.const_in |= (uint64_t)1 << k;
+	}
 	in0 = nd->n_in ? rt->in[0] : NULL;
 	in0_nhwc = in0 && in0->layout == MFS_LAYOUT_NHWC && nhwc_ok;
 	for (int k = 0; k < nd->n_in; k++) {
@@ -451,6 +454,8 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 		if (rc)
 			goto out;
 		rt->in[k] = &e->tmp[k];
+		if (k < 64)   /* a temporary copy: its block is reused */
+			ctx.const_in &= ~((uint64_t)1 << k);
 	}
 
 	/* Output shapes. */

@@ -28,9 +28,9 @@
  * one sgemm.  A 1x1 kernel with stride 1 and no padding uses X itself.
  * NHWC tensors are converted to plain scratch buffers around it.
  *
- * Weights are treated as constant (reordered once) when their data was
- * known at the first prepare() and the pointer is unchanged at run;
- * otherwise they are reordered on every run.
+ * Weights are reordered once when the engine marks W a model constant
+ * (ctx->const_in bit 1) and its pointer is unchanged; a W computed at run
+ * time is reordered on every run.
  *
  * Only FP32 is supported (the ONNX spec also allows float16 and double: a
  * clear ENOTSUP).
@@ -94,7 +94,7 @@ typedef struct conv_state {
 	dnnl_primitive_t wreorder;       /* plain weights -> wei_m; NULL if same format */
 	dnnl_memory_t wplain_m;
 	void *wei_buf;                   /* wei_m's storage when reordered */
-	bool wei_const;                  /* weights data known at first prepare */
+	bool wei_const;                  /* W is a model constant (ctx->const_in) */
 	const void *wei_src;             /* the data wei_buf holds a copy of */
 	/* FusedConv's Z: a binary-add post-op reading channels-last memory
 	 * (plain Z goes through zreorder into zcl_buf first). */
@@ -245,6 +245,15 @@ static void im2col3(const float *x, float *col, int64_t cg, const int64_t in[3],
 		int64_t kd = kr / (k[1] * k[2]), kh = kr / k[2] % k[1], kw = kr % k[2];
 		const float *xc = x + c * isz;
 		float *dst = col + r * osz;
+		/* Output columns whose input column is inside the row:
+		 * 0 <= ow*st - pb + kw*dl < in, i.e. [ow0, ow1). */
+		int64_t base = kw * dl[2] - pb[2];
+		int64_t ow0 = base >= 0 ? 0 : (-base + st[2] - 1) / st[2];
+		int64_t ow1 = in[2] - base <= 0 ? 0 : (in[2] - base + st[2] - 1) / st[2];
+		if (ow1 > out[2])
+			ow1 = out[2];
+		if (ow0 > ow1)
+			ow0 = ow1;
 		for (int64_t od = 0; od < out[0]; od++) {
 			int64_t id = od * st[0] - pb[0] + kd * dl[0];
 			for (int64_t oh = 0; oh < out[1]; oh++) {
@@ -254,11 +263,16 @@ static void im2col3(const float *x, float *col, int64_t cg, const int64_t in[3],
 					memset(d, 0, sizeof(float) * out[2]);
 					continue;
 				}
-				const float *xr = xc + (id * in[1] + ih) * in[2];
-				for (int64_t ow = 0; ow < out[2]; ow++) {
-					int64_t iw = ow * st[2] - pb[2] + kw * dl[2];
-					d[ow] = iw >= 0 && iw < in[2] ? xr[iw] : 0.0f;
-				}
+				const float *xr = xc + (id * in[1] + ih) * in[2] + base;
+				for (int64_t ow = 0; ow < ow0; ow++)
+					d[ow] = 0.0f;
+				if (st[2] == 1)
+					memcpy(d + ow0, xr + ow0, sizeof(float) * (ow1 - ow0));
+				else
+					for (int64_t ow = ow0; ow < ow1; ow++)
+						d[ow] = xr[ow * st[2]];
+				for (int64_t ow = ow1; ow < out[2]; ow++)
+					d[ow] = 0.0f;
 			}
 		}
 	}
@@ -594,6 +608,11 @@ static int conv_prepare(mfs_op_ctx *ctx)
 				   (int)yl, 2 + p.w.nsp);
 	bool has_z = p.z != NULL;
 	mfs_layout zl = has_z ? p.z->layout : MFS_LAYOUT_PLAIN;
+	bool wconst = (ctx->const_in >> 1) & 1;
+	if (s && s->wei_const != wconst) {
+		s->wei_const = wconst;
+		s->wei_src = NULL;
+	}
 	if (s && mfs_shape_equal(&s->xs, &x->shape) && mfs_shape_equal(&s->ws, &wt->shape) &&
 	    s->xl == x->layout && s->yl == yl && s->has_bias == has_bias &&
 	    s->has_z == has_z && s->zl == zl &&
@@ -612,8 +631,8 @@ static int conv_prepare(mfs_op_ctx *ctx)
 		if (!s)
 			return mfs_op_fail(ctx, ENOMEM, "out of memory");
 		*ctx->state = s;
-		s->wei_const = wt->data != NULL;
 	}
+	s->wei_const = wconst;
 	s->xs = x->shape;
 	s->ws = wt->shape;
 	s->xl = x->layout;
@@ -633,7 +652,8 @@ static int conv_prepare(mfs_op_ctx *ctx)
 		if (st == dnnl_success) {
 			s->use_dnnl = true;
 			/* Constant weights: reorder them now, once. */
-			if (wt->data && (rc = conv_dnnl_weights(ctx, s, wt->data)) < 0)
+			if (wt->data && s->wei_const &&
+			    (rc = conv_dnnl_weights(ctx, s, wt->data)) < 0)
 				return rc;
 			return 0;
 		}

@@ -753,6 +753,41 @@ static void test_fused_conv(void **st)
 	unsetenv("MFS_CONV");
 }
 
+/* Weights marked constant (ctx->const_in) are reordered once: changing
+ * them in place afterwards is not seen.  Unmarked weights are read again
+ * on every run (a W computed by another node reuses its buffer). */
+static void test_conv_weight_constness(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, w, y1 = { 0 };
+	call c;
+
+	unsetenv("MFS_CONV");
+	tn_init(&t, "Conv");
+	t_rand(&x, shp(4, 1L, 16L, 6L, 6L));
+	t_rand(&w, shp(4, 16L, 16L, 3L, 3L));
+	mfs_tensor *in[] = { &x, &w }, *out[] = { &y1 };
+	for (int marked = 0; marked < 2; marked++) {
+		call_setup(&c, &t, 11, in, 2, out, 1);
+		c.ctx.const_in = marked ? 2u : 0u;
+		assert_int_equal(call_run(&c), 0);
+		float before = ((float *)y1.data)[7];
+		for (int64_t i = 0; i < mfs_shape_numel(&w.shape); i++)
+			((float *)w.data)[i] *= 2.0f;
+		assert_int_equal(c.def->run(&c.ctx), 0);
+		float after = ((float *)y1.data)[7];
+		if (marked)
+			assert_true(after == before);
+		else
+			assert_true(fabsf(after - 2.0f * before) <= 1e-4f * (1.0f + fabsf(before)));
+		call_done(&c);
+	}
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&y1);
+}
+
 /* Bad attributes and inputs: clear errors, never a crash. */
 static void conv_expect_error(tnode *t, mfs_shape xs, mfs_shape ws, int code, const char *needle)
 {
@@ -1532,6 +1567,44 @@ static void test_rnn_bidirectional(void **st)
 		mfs_tensor_release(ins[i]);
 }
 
+/* RoiAlign: on a linear ramp image, bilinear averages are exact, so an
+ * ROI inside the image gives the ramp at each bin's centre. */
+static void test_roialign(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, rois, bi, y = { 0 };
+	call c;
+
+	tn_init(&t, "RoiAlign");
+	tn_int(&t, "output_height", 2);
+	tn_int(&t, "output_width", 2);
+	tn_int(&t, "sampling_ratio", 2);
+	t_alloc(&x, MFS_DT_FLOAT, shp(4, 2L, 1L, 8L, 8L));
+	for (int n = 0; n < 2; n++)
+		for (int i = 0; i < 8; i++)
+			for (int j = 0; j < 8; j++)
+				((float *)x.data)[(n * 8 + i) * 8 + j] = (float)(n * 100 + 2 * i + j);
+	t_alloc(&rois, MFS_DT_FLOAT, shp(2, 1L, 4L));
+	const float roi[4] = { 1.5f, 2.5f, 5.5f, 6.5f };   /* half_pixel: [1,2]..[5,6] */
+	memcpy(rois.data, roi, sizeof(roi));
+	t_alloc(&bi, MFS_DT_INT64, shp(1, 1L));
+	((int64_t *)bi.data)[0] = 1;
+	mfs_tensor *in[] = { &x, &rois, &bi }, *out[] = { &y };
+	call_setup(&c, &t, 16, in, 3, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	/* bin centres: x in {2, 4}, y in {3, 5}; value 100 + 2y + x */
+	const float want[4] = { 100 + 6 + 2, 100 + 6 + 4, 100 + 10 + 2, 100 + 10 + 4 };
+	assert_close(y.data, want, 4, 1e-5f);
+	call_done(&c);
+	((int64_t *)bi.data)[0] = 2;
+	expect_error(&t, 16, in, 3, EINVAL, "batch_indices");
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&rois);
+	mfs_tensor_release(&bi);
+	mfs_tensor_release(&y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1544,6 +1617,7 @@ int main(void)
 		cmocka_unit_test(test_conv_im2col),
 		cmocka_unit_test(test_conv_paths_agree),
 		cmocka_unit_test(test_conv_bad),
+		cmocka_unit_test(test_conv_weight_constness),
 		cmocka_unit_test(test_fused_conv),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
@@ -1559,6 +1633,7 @@ int main(void)
 		cmocka_unit_test(test_quantize),
 		cmocka_unit_test(test_maxunpool),
 		cmocka_unit_test(test_rnn_bidirectional),
+		cmocka_unit_test(test_roialign),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -198,6 +198,44 @@ static void test_broadcast(void **st)
 		check_bcast(&cases[i][0], &cases[i][1]);
 }
 
+/* float16 runs through the float kernels in stack blocks: rows longer
+ * than a block, a broadcast row and a scalar. */
+static void test_half_blocks(void **st)
+{
+	(void)st;
+	enum { R = 3, C = 700 };
+	uint16_t a[R * C], b[C], one = mfs_float_to_half(0.5f);
+
+	for (int i = 0; i < R * C; i++)
+		a[i] = mfs_float_to_half((float)(i % 97) - 40);
+	for (int i = 0; i < C; i++)
+		b[i] = mfs_float_to_half((float)(i % 13) * 0.25f);
+	for (int k = 0; k < 2; k++) {
+		call *c = call_new("Mul", 14);
+		call_in(c, MFS_DT_FLOAT16, a, 2, R, C);
+		if (k)
+			call_in(c, MFS_DT_FLOAT16, &one, 0);
+		else
+			call_in(c, MFS_DT_FLOAT16, b, 1, C);
+		assert_int_equal(call_run(c), 0);
+		for (int i = 0; i < R * C; i++) {
+			float want = mfs_half_to_float(a[i]) *
+				     mfs_half_to_float(k ? one : b[i % C]);
+			uint16_t got = ((uint16_t *)c->out.data)[i];
+			assert_int_equal(got, mfs_float_to_half(want));
+		}
+		call_free(c);
+	}
+	call *c = call_new("Less", 13);     /* half in, bool out */
+	call_in(c, MFS_DT_FLOAT16, a, 2, R, C);
+	call_in(c, MFS_DT_FLOAT16, b, 1, C);
+	assert_int_equal(call_run(c), 0);
+	for (int i = 0; i < R * C; i++)
+		assert_int_equal(((uint8_t *)c->out.data)[i],
+				 mfs_half_to_float(a[i]) < mfs_half_to_float(b[i % C]));
+	call_free(c);
+}
+
 static void test_broadcast_errors(void **st)
 {
 	(void)st;
@@ -887,6 +925,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_broadcast),
+		cmocka_unit_test(test_half_blocks),
 		cmocka_unit_test(test_broadcast_errors),
 		cmocka_unit_test(test_legacy_broadcast),
 		cmocka_unit_test(test_all_dtypes),
