@@ -263,8 +263,8 @@ static int cpu_exec_new(mfs_backend *b, const mfs_model *m, void **out,
 		node_rt *rt = &e->nodes[i];
 		if (nd->n_in > e->max_in)
 			e->max_in = nd->n_in;
-		rt->in = calloc((size_t)nd->n_in + 1, sizeof(*rt->in));
-		rt->out = calloc((size_t)nd->n_out + 1, sizeof(*rt->out));
+		rt->in = calloc((size_t)nd->n_in + MFS_ARG_PAD, sizeof(*rt->in));
+		rt->out = calloc((size_t)nd->n_out + MFS_ARG_PAD, sizeof(*rt->out));
 		rt->sig = calloc((size_t)nd->n_in + 1, sizeof(*rt->sig));
 		if (!rt->in || !rt->out || !rt->sig)
 			goto oom;

@@ -28,6 +28,11 @@ typedef enum mfs_value_kind {
 	MFS_VAL_UNDEFINED,     /* named but never produced (an error if read) */
 } mfs_value_kind;
 
+/* Operators get ctx->in / ctx->out arrays with this many NULL entries
+ * past n_in / n_out, so `if (ctx->in[2])` on an omitted trailing input is
+ * safe (checking n_in is still the rule). */
+#define MFS_ARG_PAD 8
+
 /* last_use of a value that must outlive the run (graph outputs). */
 #define MFS_LAST_USE_END INT32_MAX
 

@@ -534,6 +534,27 @@ static void test_unsupported_op(void **state)
 			    "model 'm': operator 'com.example.Bar' (opset 0) is not supported (node 'n2')");
 }
 
+/* Operators need not check that input 0 and output 0 exist. */
+static void test_first_input_output_required(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_error err;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "y");
+	gb_node(o, "", "Relu", "r", "", "y");
+	assert_int_equal(compile_err(o, &err), -EINVAL);
+	assert_string_equal(err.msg, "model 'm': Relu 'r': input 0 is missing");
+
+	o = gb_new(13);
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "x");
+	gb_node(o, "", "Relu", "r", "x", ",z");
+	assert_int_equal(compile_err(o, &err), -EINVAL);
+	assert_string_equal(err.msg, "model 'm': Relu 'r': output 0 has no name");
+}
+
 static void test_constant_folding(void **state)
 {
 	(void)state;
@@ -1345,6 +1366,7 @@ int main(void)
 		cmocka_unit_test_setup(test_output_defined_twice, setup),
 		cmocka_unit_test_setup(test_missing_graph_output, setup),
 		cmocka_unit_test_setup(test_unsupported_op, setup),
+		cmocka_unit_test_setup(test_first_input_output_required, setup),
 		cmocka_unit_test_setup(test_constant_folding, setup),
 		cmocka_unit_test_setup(test_initializer_input_is_constant, setup),
 		cmocka_unit_test_setup(test_nondeterministic_not_folded, setup),
