@@ -624,6 +624,17 @@ static void test_pow(void **st)
 	call_free(c);
 
 	check_f32("Pow", 15, 3, fb, e, (float[3]){ 16, -32, 3 }, 1e-5f);
+
+	/* a scalar exponent 2 squares (any exponent type); the output takes
+	 * the broadcast shape */
+	int64_t two = 2;
+	c = call_new("Pow", 15);
+	call_in(c, MFS_DT_FLOAT, fb, 1, 3);
+	call_in(c, MFS_DT_INT64, &two, 2, 1, 1);
+	assert_int_equal(call_run(c), 0);
+	assert_int_equal(c->out.shape.rank, 2);
+	assert_memory_equal(c->out.data, ((float[3]){ 4, 4, 81 }), 12);
+	call_free(c);
 }
 
 static void test_clip(void **st)
@@ -919,6 +930,32 @@ static void test_vmath_accuracy(void **st)
 	assert_true(ew_tanhf(INFINITY) == 1 && ew_tanhf(-INFINITY) == -1);
 	assert_true(ew_erff(INFINITY) == 1 && ew_erff(-INFINITY) == -1);
 	assert_true(ew_erff(0) == 0 && ew_tanhf(-0.0f) == 0);
+
+	/* log over every binade (denormals included) and around 1 */
+	double wl = 0, wsp = 0;
+	for (int i = 0; i < 3000000; i++) {
+		float x = i < 2000000 ? ldexpf(1 + (i % 1000) / 1000.0f, i / 1000 % 2000 - 1000 + 851)
+				      : 1 + (i - 2500000) * 1e-7f;
+		if (!(x > 0) || isinf(x))
+			continue;
+		double ref = log((double)x);
+		double err = fabs(ew_logf(x) - ref) / (fabs(ref) > 1e-3 ? fabs(ref) : 1e-3);
+		wl = err > wl ? err : wl;
+	}
+	for (int i = -300000; i <= 300000; i++) {
+		float x = i * 1e-4f;
+		double ref = log1p(exp((double)x));
+		double err = fabs(ew_softplusf(x) - ref) / ref;
+		wsp = err > wsp ? err : wsp;
+	}
+	print_message("vmath worst: log %.3g rel, softplus %.3g rel\n", wl, wsp);
+	assert_true(wl < 3e-7);
+	assert_true(wsp < 5e-7);
+	assert_true(ew_logf(0) == -INFINITY && ew_logf(INFINITY) == INFINITY);
+	assert_true(isnan(ew_logf(-1)) && isnan(ew_logf(NAN)) && ew_logf(1) == 0);
+	assert_float_equal(ew_logf(1e-45f), log((double)1e-45f), 1e-4);
+	assert_float_equal(ew_log1pf(1e-10f), 1e-10, 1e-17);
+	assert_true(ew_softplusf(200) == 200 && ew_softplusf(-200) >= 0);
 }
 
 int main(void)
