@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuse.h"
 #include "graph.h"
 #include "log.h"
 
@@ -348,7 +349,8 @@ static int resolve_nodes(compiler *c)
 		nd->out = calloc((size_t)on->n_outputs + 1, sizeof(int));
 		if (!nd->in || !nd->out)
 			return mfs_fail(c->err, ENOMEM, "out of memory");
-		nd->conv_layout = strcmp(on->op_type, "Conv") == 0 &&
+		nd->conv_layout = (strcmp(on->op_type, "Conv") == 0 ||
+				   strcmp(on->op_type, "FusedConv") == 0) &&
 				  (nd->def->flags & MFS_OP_NHWC_OK);
 		for (int k = 0; k < on->n_outputs; k++) {
 			int id = add_value(c, on->outputs[k]);
@@ -1066,7 +1068,9 @@ int mfs_model_compile(onnx_model *onnx, const char *label, mfs_model **out,
 	c.m = m;
 	c.g = onnx->graph;
 
-	rc = build_values(&c);
+	rc = mfs_fuse_graph(onnx, err);    /* Conv + activation (fuse.h) */
+	if (rc >= 0)
+		rc = build_values(&c);
 	if (!rc)
 		rc = resolve_nodes(&c);
 	if (!rc)

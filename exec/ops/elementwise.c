@@ -1,8 +1,6 @@
 /* elementwise.c - broadcasting driver, half precision through float and the
  * shared infer/run of the elementwise operators (see elementwise.h). */
 #include <omp.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "elementwise.h"
 
@@ -301,9 +299,9 @@ mfs_tensor ew_legacy_operand(const mfs_op_ctx *ctx, const mfs_tensor *a,
 	return r;
 }
 
-/* The inputs of the op as the kernels see them (legacy broadcasting
- * applied to input 1 of a binary op).  n_in is at most EW_MAX_IN unless
- * fold is set, where only the shapes are used. */
+/* ctx->in[first..] into in[] (at most max, none omitted) as the kernels
+ * see them: legacy broadcasting applied to input 1 of a binary op, *tmp
+ * holding that view.  Returns the count or a negative errno. */
 static int gather_inputs(mfs_op_ctx *ctx, int first, mfs_tensor *tmp,
 			 const mfs_tensor **in, int max)
 {

@@ -95,6 +95,57 @@ static void expand_param(const mfs_tensor *t, const mfs_shape *x, int axis,
 	}
 }
 
+/* y = (x - m) * inv * scale + bias over one row, vectorised and built
+ * for AVX-512 and AVX2 as well as the baseline. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+static void ln_apply(const float *x, float *y, int64_t n, float m, float inv,
+		     const float *scale, const float *bias)
+{
+	if (bias) {
+		#pragma omp simd
+		for (int64_t i = 0; i < n; i++)
+			y[i] = (x[i] - m) * inv * scale[i] + bias[i];
+	} else {
+		#pragma omp simd
+		for (int64_t i = 0; i < n; i++)
+			y[i] = (x[i] - m) * inv * scale[i];
+	}
+}
+
+/* The common case: float data, Scale and B exactly the normalised shape. */
+static bool ln_float_fast(mfs_op_ctx *ctx, int64_t rows, int64_t len, double eps)
+{
+	const mfs_tensor *x = ctx->in[0], *sc = ctx->in[1], *b = oc_in(ctx, 2);
+	mfs_tensor *mean = oc_out(ctx, 1), *invstd = oc_out(ctx, 2);
+	const float *xd = x->data, *sd = sc->data, *bd = b ? b->data : NULL;
+	float *yd = ctx->out[0]->data;
+
+	if (x->dtype != MFS_DT_FLOAT || sc->dtype != MFS_DT_FLOAT ||
+	    mfs_shape_numel(&sc->shape) != len || (b && (b->dtype != MFS_DT_FLOAT ||
+	    mfs_shape_numel(&b->shape) != len)) || (mean && mean->dtype != MFS_DT_FLOAT) ||
+	    (invstd && invstd->dtype != MFS_DT_FLOAT))
+		return false;
+	#pragma omp parallel for if (rows * len > 65536 && rows > 1) schedule(static)
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = xd + r * len;
+		double m = 0, v = 0;
+		for (int64_t i = 0; i < len; i++)
+			m += xr[i];
+		m /= (double)len;
+		for (int64_t i = 0; i < len; i++)
+			v += ((double)xr[i] - m) * ((double)xr[i] - m);
+		double inv = 1.0 / sqrt(v / (double)len + eps);
+		ln_apply(xr, yd + r * len, len, (float)m, (float)inv, sd, bd);
+		if (mean)
+			((float *)mean->data)[r] = (float)m;
+		if (invstd)
+			((float *)invstd->data)[r] = (float)inv;
+	}
+	return true;
+}
+
 static int ln_run(mfs_op_ctx *ctx)
 {
 	const mfs_tensor *x = ctx->in[0];
@@ -108,6 +159,8 @@ static int ln_run(mfs_op_ctx *ctx)
 		return rc;
 	for (int i = axis; i < x->shape.rank; i++)
 		len *= x->shape.dims[i];
+	if (len && ln_float_fast(ctx, mfs_shape_numel(&x->shape) / len, len, a.eps))
+		return 0;
 	params = malloc(2 * (size_t)len * sizeof(double) + 1);
 	if (!params)
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");

@@ -829,6 +829,28 @@ static void test_signal(void **st)
 	assert_floats(&h.out[0], dw, 8, 1e-6);
 	h_free(&h);
 
+	/* Length 8 (FFT) and 6 (direct sum) against a naive DFT, complex in. */
+	for (int L = 6; L <= 8; L += 2) {
+		int64_t cd[] = { 1, L, 2 };
+		float sig[16];
+		for (int i = 0; i < 2 * L; i++)
+			sig[i] = (float)((i * 7) % 5) - 2;
+		h_init(&h, "DFT", 17, 1);
+		h_in(&h, MFS_DT_FLOAT, 3, cd, sig);
+		assert_int_equal(h_run(&h), 0);
+		for (int k = 0; k < L; k++) {
+			double re = 0, im = 0;
+			for (int n = 0; n < L; n++) {
+				double a = -2 * M_PI * k * n / L;
+				re += sig[2 * n] * cos(a) - sig[2 * n + 1] * sin(a);
+				im += sig[2 * n] * sin(a) + sig[2 * n + 1] * cos(a);
+			}
+			assert_true(fabs(((float *)h.out[0].data)[2 * k] - re) < 1e-4);
+			assert_true(fabs(((float *)h.out[0].data)[2 * k + 1] - im) < 1e-4);
+		}
+		h_free(&h);
+	}
+
 	int64_t rd[] = { 3, 2 }, ld[] = { 2 }, lens[] = { 3, 1 };
 	h_init(&h, "ReverseSequence", 10, 1);
 	h_in(&h, MFS_DT_FLOAT, 2, rd, seq);
