@@ -861,6 +861,56 @@ static void test_signal(void **st)
 	h_free(&h);
 }
 
+/* Large enough for the threaded paths (oc_copy_view splits copies over
+ * 1 MiB; row maps and reductions go parallel above 64K elements). */
+static void test_large_threaded(void **st)
+{
+	harness h;
+	int64_t xd[] = { 3, 600, 700 }, perm[] = { 2, 0, 1 }, n = 3 * 600 * 700;
+	float *x = malloc(sizeof(float) * (size_t)n);
+	(void)st;
+	for (int64_t i = 0; i < n; i++)
+		x[i] = (float)(i % 1000) / 100.f;
+	h_init(&h, "Transpose", 13, 1);
+	h_attr_ints(&h, "perm", perm, 3);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, x);
+	assert_int_equal(h_run(&h), 0);
+	const float *y = h.out[0].data;
+	for (int64_t k = 0; k < 700; k += 7)
+		for (int64_t i = 0; i < 3; i++)
+			for (int64_t j = 0; j < 600; j += 3)
+				assert_true(y[(k * 3 + i) * 600 + j] == x[(i * 600 + j) * 700 + k]);
+	h_free(&h);
+
+	h_init(&h, "Softmax", 13, 1);
+	h_attr_int(&h, "axis", 1);  /* not innermost: gathered rows */
+	h_in(&h, MFS_DT_FLOAT, 3, xd, x);
+	assert_int_equal(h_run(&h), 0);
+	y = h.out[0].data;
+	for (int64_t i = 0; i < 3; i++)
+		for (int64_t k = 0; k < 700; k += 50) {
+			double sum = 0;
+			for (int64_t j = 0; j < 600; j++)
+				sum += y[(i * 600 + j) * 700 + k];
+			assert_true(fabs(sum - 1) < 1e-4);
+		}
+	h_free(&h);
+
+	int64_t axes[] = { 2 };
+	h_init(&h, "ReduceSum", 11, 1);
+	h_attr_ints(&h, "axes", axes, 1);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, x);
+	assert_int_equal(h_run(&h), 0);
+	for (int64_t r = 0; r < 1800; r += 37) {
+		double sum = 0;
+		for (int64_t k = 0; k < 700; k++)
+			sum += x[r * 700 + k];
+		assert_true(fabs(((float *)h.out[0].data)[r] - sum) < 1e-2);
+	}
+	h_free(&h);
+	free(x);
+}
+
 /* ---- random inputs: no crash, no out-of-bounds, a clean error -------- */
 
 static const char *const my_ops[] = {
@@ -1003,6 +1053,7 @@ int main(void)
 		cmocka_unit_test(test_loss_unique),
 		cmocka_unit_test(test_detection_and_sampling),
 		cmocka_unit_test(test_signal),
+		cmocka_unit_test(test_large_threaded),
 		cmocka_unit_test(test_random_inputs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
