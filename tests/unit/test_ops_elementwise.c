@@ -236,6 +236,51 @@ static void test_half_blocks(void **st)
 	call_free(c);
 }
 
+/* Where over random three-way broadcasts (ranks up to 6, dims that are
+ * the output's or 1, sizes up to 4^6 elements) against the naive index
+ * map: every collapse/merge path of the driver. */
+static uint32_t lcg(uint32_t *s)
+{
+	*s = *s * 1664525u + 1013904223u;
+	return *s >> 8;
+}
+
+static void test_broadcast_random(void **st)
+{
+	(void)st;
+	uint32_t seed = 12345;
+	for (int iter = 0; iter < 400; iter++) {
+		mfs_shape o = { .rank = 1 + (int)(lcg(&seed) % 6) }, sh[3];
+		call *c = call_new("Where", 16);
+		for (int d = 0; d < o.rank; d++)
+			o.dims[d] = 1 + lcg(&seed) % 4;
+		for (int k = 0; k < 3; k++) {
+			sh[k].rank = (int)(lcg(&seed) % (o.rank + 1));
+			for (int d = 0; d < sh[k].rank; d++)
+				sh[k].dims[d] = lcg(&seed) % 3 == 0 ? 1
+						: o.dims[o.rank - sh[k].rank + d];
+			assert_int_equal(mfs_tensor_alloc(&c->in[k], k ? MFS_DT_FLOAT : MFS_DT_BOOL,
+							  &sh[k], NULL), 0);
+			for (int64_t i = 0; i < mfs_shape_numel(&sh[k]); i++) {
+				if (k)
+					((float *)c->in[k].data)[i] = (float)(k * 1000 + i);
+				else
+					((uint8_t *)c->in[k].data)[i] = lcg(&seed) & 1;
+			}
+			c->inp[k] = &c->in[k];
+		}
+		c->n_in = 3;
+		assert_int_equal(call_run(c), 0);
+		for (int64_t i = 0; i < mfs_shape_numel(&c->out.shape); i++) {
+			uint8_t cond = ((uint8_t *)c->in[0].data)[bcast_index(&c->out.shape, &sh[0], i)];
+			int k = cond ? 1 : 2;
+			float want = ((float *)c->in[k].data)[bcast_index(&c->out.shape, &sh[k], i)];
+			assert_true(((float *)c->out.data)[i] == want);
+		}
+		call_free(c);
+	}
+}
+
 static void test_broadcast_errors(void **st)
 {
 	(void)st;
@@ -962,6 +1007,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_broadcast),
+		cmocka_unit_test(test_broadcast_random),
 		cmocka_unit_test(test_half_blocks),
 		cmocka_unit_test(test_broadcast_errors),
 		cmocka_unit_test(test_legacy_broadcast),
