@@ -521,6 +521,16 @@ static void test_pad(void **st)
 	assert_floats(&h.out[0], w2, 3, 0);
 	h_free(&h);
 
+	/* CenterCropPad: rows padded 3 -> 5 (1 before), columns cropped 4 -> 2. */
+	int64_t cd[] = { 3, 4 }, td[] = { 2 }, target[] = { 5, 2 };
+	h_init(&h, "CenterCropPad", 18, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, cd, seq);
+	h_in(&h, MFS_DT_INT64, 1, td, target);
+	assert_int_equal(h_run(&h), 0);
+	float w3[] = { 0, 0, 1, 2, 5, 6, 9, 10, 0, 0 };
+	assert_floats(&h.out[0], w3, 10, 0);
+	h_free(&h);
+
 	int64_t over[] = { 0, -5, 0, 0 };
 	h_init(&h, "Pad", 18, 1);
 	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
@@ -722,6 +732,32 @@ static void test_resize(void **st)
 	assert_floats(&h.out[0], want, 12, 0);
 	h_free(&h);
 
+	/* Opset 19's half_pixel_symmetric (ONNX's own example). */
+	int64_t rd[] = { 1, 1, 1, 4 };
+	float r4[] = { 1, 2, 3, 4 }, sc4[] = { 1, 1, 1, 0.6f };
+	h_init(&h, "Resize", 19, 1);
+	h_attr_str(&h, "mode", "linear");
+	h_attr_str(&h, "coordinate_transformation_mode", "half_pixel_symmetric");
+	h_in(&h, MFS_DT_FLOAT, 4, rd, r4);
+	h_skip_in(&h);
+	h_in(&h, MFS_DT_FLOAT, 1, sd, sc4);
+	assert_int_equal(h_run(&h), 0);
+	float sym[] = { 1.6666666f, 3.3333333f };
+	assert_floats(&h.out[0], sym, 2, 1e-5);
+	h_free(&h);
+
+	/* keep_aspect_ratio_policy not_larger: sizes 7x8 of 2x2 give 7x7. */
+	int64_t ax[] = { 2, 3 }, s2d[] = { 2 }, s78[] = { 7, 8 };
+	h_init(&h, "Resize", 18, 1);
+	h_attr_ints(&h, "axes", ax, 2);
+	h_attr_str(&h, "keep_aspect_ratio_policy", "not_larger");
+	h_in(&h, MFS_DT_FLOAT, 4, xd, x);
+	h_skip_in(&h);
+	h_skip_in(&h);
+	h_in(&h, MFS_DT_INT64, 1, s2d, s78);
+	assert_int_equal(h_infer(&h), 0);
+	assert_shape(&h.out[0], 4, 1, 1, 7, 7);
+
 	h_init(&h, "Resize", 13, 1);  /* both scales and sizes: refused */
 	h_in(&h, MFS_DT_FLOAT, 4, xd, x);
 	h_skip_in(&h);
@@ -861,6 +897,43 @@ static void test_signal(void **st)
 	h_free(&h);
 }
 
+static void test_group_norm(void **st)
+{
+	harness h;
+	int64_t xd[] = { 2, 4, 3 }, gd[] = { 2 }, cd[] = { 4 };
+	float x[24], s2[] = { 1.5f, -0.5f }, b2[] = { 0.25f, 1 };
+	float s4[] = { 1, 2, 3, 4 }, b4[] = { 0, 1, 0, 1 };
+	/* numpy: per-group statistics, per-group (opset 18) and per-channel
+	 * (opset 21 form) affine. */
+	float want_g[] = { -1.94577f, -1.06746f, -0.18915f, 0.68915f, 1.56746f, 2.44577f,
+			   0.15485f, 1.67612f, 1.42258f, 1.16903f, 0.91548f, 0.66194f,
+			   1.78681f, 2.49611f, -1.75968f, -1.05038f, -0.34108f, 0.36822f,
+			   0.76855f, 0.53709f, 0.30564f, 1.69436f, 1.46291f, 1.23145f };
+	float want_c[] = { -1.46385f, -0.87831f, -0.29277f, 1.58554f, 2.75662f, 3.92770f,
+			   5.07092f, -4.05674f, -2.53546f, -0.35224f, 1.67612f, 3.70449f,
+			   1.02454f, 1.49741f, -1.33979f, -0.73384f, 0.21189f, 1.15762f,
+			   1.38873f, 2.77746f, 4.16619f, -4.55491f, -2.70328f, -0.85164f };
+	(void)st;
+	for (int i = 0; i < 24; i++)
+		x[i] = (float)(i % 7) - 3;
+	for (int pc = 0; pc < 2; pc++) {
+		h_init(&h, "GroupNormalization", 18, 1);
+		h_attr_int(&h, "num_groups", 2);
+		h_in(&h, MFS_DT_FLOAT, 3, xd, x);
+		h_in(&h, MFS_DT_FLOAT, 1, pc ? cd : gd, pc ? s4 : s2);
+		h_in(&h, MFS_DT_FLOAT, 1, pc ? cd : gd, pc ? b4 : b2);
+		assert_int_equal(h_run(&h), 0);
+		assert_floats(&h.out[0], pc ? want_c : want_g, 24, 1e-4);
+		h_free(&h);
+	}
+	h_init(&h, "GroupNormalization", 18, 1);  /* 3 groups do not divide 4 */
+	h_attr_int(&h, "num_groups", 3);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, x);
+	h_in(&h, MFS_DT_FLOAT, 1, gd, s2);
+	h_in(&h, MFS_DT_FLOAT, 1, gd, b2);
+	assert_int_equal(h_infer(&h), -EINVAL);
+}
+
 /* Large enough for the threaded paths (oc_copy_view splits copies over
  * 1 MiB; row maps and reductions go parallel above 64K elements). */
 static void test_large_threaded(void **st)
@@ -925,7 +998,8 @@ static const char *const my_ops[] = {
 	"Resize", "ReverseSequence", "GatherElements", "ScatterElements", "Scatter",
 	"Shape", "Size", "Slice", "Softmax", "LogSoftmax", "Hardmax", "Split",
 	"Squeeze", "Unsqueeze", "TfIdfVectorizer", "TopK", "Transpose", "Trilu",
-	"EyeLike", "Unique", "HannWindow", "HammingWindow", "BlackmanWindow", NULL
+	"EyeLike", "Unique", "HannWindow", "HammingWindow", "BlackmanWindow",
+	"GroupNormalization", "CenterCropPad", NULL
 };
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -1053,6 +1127,7 @@ int main(void)
 		cmocka_unit_test(test_loss_unique),
 		cmocka_unit_test(test_detection_and_sampling),
 		cmocka_unit_test(test_signal),
+		cmocka_unit_test(test_group_norm),
 		cmocka_unit_test(test_large_threaded),
 		cmocka_unit_test(test_random_inputs),
 	};
