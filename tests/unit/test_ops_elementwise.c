@@ -226,6 +226,29 @@ static void test_half_blocks(void **st)
 		}
 		call_free(c);
 	}
+	/* every float16 and bfloat16 bit pattern survives the conversions
+	 * (Max(x, x) = x; NaN stays NaN) */
+	static uint16_t all[65536];
+	for (int i = 0; i < 65536; i++)
+		all[i] = (uint16_t)i;
+	for (int t = 0; t < 2; t++) {
+		mfs_dtype dt = t ? MFS_DT_BFLOAT16 : MFS_DT_FLOAT16;
+		call *c = call_new("Max", 13);
+		call_in(c, dt, all, 1, 65536);
+		call_in(c, dt, all, 1, 65536);
+		assert_int_equal(call_run(c), 0);
+		for (int i = 0; i < 65536; i++) {
+			uint16_t got = ((uint16_t *)c->out.data)[i];
+			float w = t ? mfs_bf16_to_float(all[i]) : mfs_half_to_float(all[i]);
+			float g = t ? mfs_bf16_to_float(got) : mfs_half_to_float(got);
+			if (isnan(w))
+				assert_true(isnan(g));
+			else
+				assert_int_equal(got, all[i]);
+		}
+		call_free(c);
+	}
+
 	call *c = call_new("Less", 13);     /* half in, bool out */
 	call_in(c, MFS_DT_FLOAT16, a, 2, R, C);
 	call_in(c, MFS_DT_FLOAT16, b, 1, C);
