@@ -833,6 +833,24 @@ static void test_detection_and_sampling(void **st)
 	assert_floats(&h.out[0], gw, 2, 1e-6);
 	h_free(&h);
 
+	/* AffineGrid against torch.nn.functional.affine_grid. */
+	float theta[] = { 1, 0.5f, 0.1f, -0.2f, 0.8f, 0.3f };
+	int64_t thd[] = { 1, 2, 3 }, szd[] = { 4 }, size[] = { 1, 1, 2, 3 };
+	float ag0[] = { -0.81667f, 0.03333f, -0.15f, -0.1f, 0.51667f, -0.23333f,
+			-0.31667f, 0.83333f, 0.35f, 0.7f, 1.01667f, 0.56667f };
+	float ag1[] = { -1.4f, -0.3f, -0.4f, -0.5f, 0.6f, -0.7f,
+			-0.4f, 1.3f, 0.6f, 1.1f, 1.6f, 0.9f };
+	for (int ac = 0; ac < 2; ac++) {
+		h_init(&h, "AffineGrid", 20, 1);
+		h_attr_int(&h, "align_corners", ac);
+		h_in(&h, MFS_DT_FLOAT, 3, thd, theta);
+		h_in(&h, MFS_DT_INT64, 1, szd, size);
+		assert_int_equal(h_run(&h), 0);
+		assert_shape(&h.out[0], 4, 1, 2, 3, 2);
+		assert_floats(&h.out[0], ac ? ag1 : ag0, 12, 1e-5);
+		h_free(&h);
+	}
+
 	int64_t md[] = { 2, 2 };
 	float m[] = { 3, 8, 4, 6 };
 	h_init(&h, "Det", 11, 1);
@@ -862,6 +880,16 @@ static void test_signal(void **st)
 	assert_int_equal(h_run(&h), 0);
 	assert_shape(&h.out[0], 3, 1, 4, 2);
 	float dw[] = { 1, 0, 0, -1, -1, 0, 0, 1 };
+	assert_floats(&h.out[0], dw, 8, 1e-6);
+	h_free(&h);
+
+	/* Opset 20: the axis is an input (-2: the last signal axis). */
+	int64_t ax = -2;
+	h_init(&h, "DFT", 20, 1);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, x);
+	h_skip_in(&h);
+	h_in(&h, MFS_DT_INT64, 0, one, &ax);
+	assert_int_equal(h_run(&h), 0);
 	assert_floats(&h.out[0], dw, 8, 1e-6);
 	h_free(&h);
 
@@ -999,7 +1027,7 @@ static const char *const my_ops[] = {
 	"Shape", "Size", "Slice", "Softmax", "LogSoftmax", "Hardmax", "Split",
 	"Squeeze", "Unsqueeze", "TfIdfVectorizer", "TopK", "Transpose", "Trilu",
 	"EyeLike", "Unique", "HannWindow", "HammingWindow", "BlackmanWindow",
-	"GroupNormalization", "CenterCropPad", NULL
+	"GroupNormalization", "CenterCropPad", "AffineGrid", NULL
 };
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -1091,10 +1119,10 @@ static void fuzz_one(const char *op, int64_t opset)
 
 static void test_random_inputs(void **st)
 {
-	static const int64_t opsets[] = { 9, 11, 13, 17, 18 };
+	static const int64_t opsets[] = { 9, 11, 13, 17, 18, 20 };
 	(void)st;
 	for (int i = 0; my_ops[i]; i++)
-		for (int k = 0; k < 5; k++) {
+		for (int k = 0; k < 6; k++) {
 			if (!mfs_op_find("", my_ops[i], opsets[k]))
 				continue;
 			for (int n = 0; n < 300; n++)
