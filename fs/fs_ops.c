@@ -835,10 +835,19 @@ static void op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		max = others < max ? max - others : 0;
 	}
 	if ((uint64_t)at + size > max) {
+		/* The file is refused: nothing of it is committed at close. */
+		if (h->kind == H_INPUT)
+			h->dirty = h->written = false;
 		pthread_mutex_unlock(&h->lock);
-		mfs_log_warn("model '%s' request '%s': '%s' refused: more than --max-request-bytes=%" PRIu64,
-			     h->model, h->req ? mfs_request_name(h->req) : "infer", h->name,
-			     fs->conf.max_request_bytes);
+		if (h->kind == H_INPUT) {
+			mfs_error err;
+			mfs_fail(&err, EFBIG, "'%s' refused: the request would pass --max-request-bytes=%" PRIu64,
+				 h->name, fs->conf.max_request_bytes);
+			mfs_request_note_error(h->req, &err);
+		} else {
+			mfs_log_warn("model '%s' infer: request refused: more than --max-request-bytes=%" PRIu64,
+				     h->model, fs->conf.max_request_bytes);
+		}
 		fuse_reply_err(freq, EFBIG);
 		return;
 	}
@@ -980,6 +989,12 @@ void fs_answer_infer(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 {
 	(void)fs;
 	pthread_mutex_lock(&h->lock);
+	if (!h->have_content && !h->req) {
+		/* Nothing was ever asked on this file. */
+		pthread_mutex_unlock(&h->lock);
+		fuse_reply_buf(freq, NULL, 0);
+		return;
+	}
 	if (!h->have_content)
 		infer_response(h);
 	size_t pos = h->rpos < h->len ? h->rpos : h->len;
@@ -997,17 +1012,17 @@ static void infer_read(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 	mfs_error err;
 	mfs_error_clear(&err);
 	pthread_mutex_lock(&h->lock);
-	if (h->have_content || h->wlen == 0) {
-		pthread_mutex_unlock(&h->lock);
-		fs_answer_infer(fs, freq, h, size);
-		return;
-	}
 	if (h->inflight) {
 		/* A read interrupted earlier: wait for the same run again. */
 		mfs_request *r = h->req;
 		pthread_mutex_unlock(&h->lock);
 		if (fs_wait_read(fs, freq, h, r, size, 0) == 0)
 			fs_answer_infer(fs, freq, h, size);
+		return;
+	}
+	if (h->have_content || h->wlen == 0) {
+		pthread_mutex_unlock(&h->lock);
+		fs_answer_infer(fs, freq, h, size);
 		return;
 	}
 	int rc;
@@ -1320,6 +1335,16 @@ int mfs_fs_new(const mfs_fs_conf *conf, mfs_fs **out, mfs_error *err)
 	fs->root->nlookup = 1;
 	*out = fs;
 	return 0;
+}
+
+int mfs_fs_open_files(mfs_fs *fs)
+{
+	int n = 0;
+	pthread_mutex_lock(&fs->hlock);
+	for (handle *h = fs->handles; h; h = h->hnext)
+		n += h->kind != H_DIR;
+	pthread_mutex_unlock(&fs->hlock);
+	return n;
 }
 
 void mfs_fs_stop_accepting(mfs_fs *fs)

@@ -47,6 +47,7 @@
 
 #define FUSE_THREADS 8
 #define DRAIN_NS (10ull * 1000000000ull)   /* how long running requests get at shutdown */
+#define CLOSE_GRACE_NS (2ull * 1000000000ull)   /* and then open files to be read and closed */
 
 typedef struct daemon_ctx {
 	mfs_options opts;
@@ -199,6 +200,13 @@ static void shut_down(daemon_ctx *d, const char *why)
 	mfs_fs_stop_accepting(d->fs);
 	mfs_sched_stop(d->sched, DRAIN_NS);
 	mfs_fs_cancel_reads(d->fs, EINTR);
+	uint64_t t0 = mfs_now_ns();
+	/* Readers that got their answer may need more reads to take all of
+	 * it (a result over one read's size): serve them a little longer. */
+	while (mfs_fs_open_files(d->fs) > 0 && mfs_now_ns() - t0 < CLOSE_GRACE_NS) {
+		struct timespec ts = { 0, 20000000 };
+		nanosleep(&ts, NULL);
+	}
 	stop_loop(d);
 }
 
