@@ -109,8 +109,8 @@ run: deps all
 # `make test`: set up, build (plain and ASan+UBSan), run every suite and
 # print one summary line.
 test: deps
-	$(MAKE) all unit-bins
-	$(MAKE) BUILD=build/asan SAN=1 OPT=-O1 unit-bins build/asan/modelfs
+	$(MAKE) -j$(shell nproc) all unit-bins
+	$(MAKE) -j$(shell nproc) BUILD=build/asan SAN=1 OPT=-O1 unit-bins build/asan/modelfs
 	sh tests/run-all.sh
 
 # Fuzzing (libFuzzer, clang).  Every tests/fuzz/fuzz_<name>.c defines

@@ -462,6 +462,26 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 				rt->out[k]->layout = MFS_LAYOUT_PLAIN;
 			}
 		rc = nd->def->infer(&ctx);
+		if (rc < 0 && nhwc_ok) {
+			/* The plan was made on shapes with variable dims set to
+			 * 1; with these shapes the operator may refuse NHWC
+			 * (a broadcast it cannot do in NHWC): plain always works. */
+			bool any = false;
+			for (int k = 0; k < nd->n_in; k++) {
+				const mfs_tensor *t = rt->in[k];
+				if (!t || t->layout != MFS_LAYOUT_NHWC)
+					continue;
+				rc = convert_input(e, k, t, err);
+				if (rc)
+					goto out;
+				rt->in[k] = &e->tmp[k];
+				any = true;
+			}
+			if (any) {
+				mfs_error_clear(err);
+				rc = nd->def->infer(&ctx);
+			}
+		}
 		if (rc > 0)
 			rc = mfs_fail(err, EIO, "output shape unknown although every input is known");
 		if (rc)
@@ -472,6 +492,8 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 				goto fail;
 			}
 	}
+	in0 = nd->n_in ? rt->in[0] : NULL;
+	in0_nhwc = in0 && in0->layout == MFS_LAYOUT_NHWC && nhwc_ok;
 	for (int k = 0; k < nd->n_out; k++) {
 		mfs_tensor *t = rt->out[k];
 		mfs_layout l = MFS_LAYOUT_PLAIN;

@@ -677,14 +677,15 @@ bool mfs_layout_pass_enabled(void)
 	return !(e && strcmp(e, "plain") == 0);
 }
 
-static bool is_rank4_static(const mfs_value *v)
+static bool is_rank4_planned(const mfs_value *v)
 {
-	return v->kind == MFS_VAL_NODE && v->shape_static && v->shape.rank == 4;
+	return v->kind == MFS_VAL_NODE && v->plan_known && v->plan_shape.rank == 4;
 }
 
-/* Would nd's infer accept its inputs in the planned layouts?  Asked only
- * where some input is planned NHWC; every input shape must be static. */
-static bool layout_trial(compiler *c, const mfs_node *nd)
+/* Call nd's infer on the planning shapes (graph.h: plan_shape), with the
+ * planned layouts when layouts is set.  Returns infer's result; the
+ * outputs are left in c->tout.  Every input must be plan_known. */
+static int plan_infer(compiler *c, const mfs_node *nd, bool layouts)
 {
 	const mfs_model *m = c->m;
 	mfs_error scratch;
@@ -701,26 +702,78 @@ static bool layout_trial(compiler *c, const mfs_node *nd)
 		c->pin[k] = v ? t : NULL;
 		if (!v)
 			continue;
-		if (!v->shape_static || v->dtype == MFS_DT_UNDEFINED)
-			return false;
+		if (!v->plan_known)
+			return -EINVAL;
 		if (v->kind == MFS_VAL_CONST) {
 			*t = v->constant;
 		} else {
 			memset(t, 0, sizeof(*t));
-			t->dtype = v->dtype;
-			t->shape = v->shape;
-			t->nbytes = (size_t)mfs_shape_numel(&v->shape) *
-				    mfs_dtype_size(v->dtype);
+			t->dtype = v->plan_dtype;
+			t->shape = v->plan_shape;
+			t->nbytes = (size_t)mfs_shape_numel(&v->plan_shape) *
+				    mfs_dtype_size(v->plan_dtype);
 		}
-		t->layout = v->layout;
+		t->layout = layouts ? v->layout : MFS_LAYOUT_PLAIN;
 	}
 	for (int k = 0; k < nd->n_out; k++) {
 		memset(&c->tout[k], 0, sizeof(c->tout[k]));
-		c->tout[k].layout = nd->out[k] >= 0 ? m->values[nd->out[k]].layout
-						    : MFS_LAYOUT_PLAIN;
+		if (layouts && nd->out[k] >= 0)
+			c->tout[k].layout = m->values[nd->out[k]].layout;
 		c->pout[k] = nd->out[k] >= 0 ? &c->tout[k] : NULL;
 	}
-	return nd->def->infer(&ctx) == 0;
+	return nd->def->infer(&ctx);
+}
+
+/* Planning shapes: static ones where known, else from the graph inputs
+ * with variable dims set to 1, through infer. */
+static void plan_shapes(compiler *c)
+{
+	mfs_model *m = c->m;
+
+	for (int v = 0; v < m->n_values; v++) {
+		mfs_value *val = &m->values[v];
+		if (val->shape_static && val->dtype != MFS_DT_UNDEFINED) {
+			val->plan_known = true;
+			val->plan_dtype = val->dtype;
+			val->plan_shape = val->shape;
+		}
+	}
+	for (int i = 0; i < m->n_inputs; i++) {
+		const mfs_io_desc *d = &m->inputs[i];
+		mfs_value *val = &m->values[m->input_ids[i]];
+		if (val->plan_known || d->rank < 0)
+			continue;
+		val->plan_known = true;
+		val->plan_dtype = d->dtype;
+		val->plan_shape.rank = d->rank;
+		for (int k = 0; k < d->rank; k++)
+			val->plan_shape.dims[k] = d->dims[k] >= 0 ? d->dims[k] : 1;
+	}
+	for (int i = 0; i < m->n_nodes; i++) {
+		const mfs_node *nd = &m->nodes[i];
+		bool need = false;
+		for (int k = 0; k < nd->n_out; k++)
+			if (nd->out[k] >= 0 && !m->values[nd->out[k]].plan_known)
+				need = true;
+		if (!need || plan_infer(c, nd, false) != 0)
+			continue;
+		for (int k = 0; k < nd->n_out; k++) {
+			mfs_value *v = nd->out[k] >= 0 ? &m->values[nd->out[k]] : NULL;
+			if (!v || v->plan_known || !shape_valid(&c->tout[k].shape) ||
+			    !mfs_dtype_size(c->tout[k].dtype))
+				continue;
+			v->plan_known = true;
+			v->plan_dtype = c->tout[k].dtype;
+			v->plan_shape = c->tout[k].shape;
+		}
+	}
+}
+
+/* Would nd's infer accept its inputs in the planned layouts?  Asked only
+ * where some input is planned NHWC. */
+static bool layout_trial(compiler *c, const mfs_node *nd)
+{
+	return plan_infer(c, nd, true) == 0;
 }
 
 static bool demote(mfs_value *v)
@@ -754,7 +807,7 @@ static void plan_layouts(compiler *c)
 		if (!(nd->def->flags & MFS_OP_NHWC_OK))
 			continue;
 		for (int k = 0; k < nd->n_out; k++)
-			if (nd->out[k] >= 0 && is_rank4_static(&m->values[nd->out[k]]))
+			if (nd->out[k] >= 0 && is_rank4_planned(&m->values[nd->out[k]]))
 				m->values[nd->out[k]].layout = MFS_LAYOUT_NHWC;
 	}
 	while (changed) {
@@ -778,8 +831,8 @@ static void plan_layouts(compiler *c)
 				if (!v || v->layout != MFS_LAYOUT_NHWC)
 					continue;
 				if (ok && (k == 0 ||
-					   (in0_nhwc && mfs_shape_equal(&v->shape,
-									&in0->shape))))
+					   (in0_nhwc && mfs_shape_equal(&v->plan_shape,
+									&in0->plan_shape))))
 					any = true;
 				else
 					changed |= demote(v);
@@ -870,8 +923,10 @@ static int plan_lifetimes(compiler *c)
 		    m->values[v].last_use < 0)
 			m->values[v].last_use = m->values[v].producer;
 
-	if (mfs_layout_pass_enabled())
+	if (mfs_layout_pass_enabled()) {
+		plan_shapes(c);
 		plan_layouts(c);
+	}
 	drop_unread_constants(c);
 
 	for (int v = 0; v < m->n_values; v++) {

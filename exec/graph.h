@@ -43,6 +43,12 @@ typedef struct mfs_value {
 	int input_index;       /* position in mfs_model_input, or -1 */
 	int output_index;      /* first position in outputs, or -1 */
 	mfs_layout layout;     /* storage planned at compile (layout pass) */
+	/* The shape and type with every variable input dim set to 1: what the
+	 * layout pass plans with when shapes are not static (a variable batch
+	 * leaves ranks and layouts alone).  Never used for sizes. */
+	bool plan_known;
+	mfs_dtype plan_dtype;
+	mfs_shape plan_shape;
 } mfs_value;
 
 typedef struct mfs_node {

@@ -6,6 +6,7 @@
 
 static int arg_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	const mfs_tensor *in = ctx->in[0];
 	int axis, rc;
 	mfs_shape out = in->shape;

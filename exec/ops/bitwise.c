@@ -36,20 +36,7 @@ static const ew_table *shift_table(mfs_op_ctx *ctx)
 	return NULL;
 }
 
-static int shift_infer(mfs_op_ctx *ctx)
-{
-	const ew_table *tab = shift_table(ctx);
-
-	return tab ? ew_infer(ctx, tab, MFS_DT_UNDEFINED) : -EINVAL;
-}
-
-static int shift_run(mfs_op_ctx *ctx)
-{
-	const ew_table *tab = shift_table(ctx);
-	ew_params p = { 0 };
-
-	return tab ? ew_run_all(ctx, tab, &p) : -EINVAL;
-}
+EW_OP_FUNCS_SELECT(shift, shift_table, MFS_DT_UNDEFINED)
 
 MFS_OP(BitwiseAnd, 18, .flags = MFS_OP_NHWC_OK, .infer = band_infer, .run = band_run);
 MFS_OP(BitwiseOr, 18, .flags = MFS_OP_NHWC_OK, .infer = bor_infer, .run = bor_run);

@@ -15,6 +15,7 @@ static int concat_axis(mfs_op_ctx *ctx, int rank, int *axis)
 
 static int concat_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 0, true);
 	const mfs_tensor *first = NULL;
 	int axis, rc;
 	mfs_shape out;

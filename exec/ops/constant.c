@@ -58,6 +58,7 @@ static int constant_value(mfs_op_ctx *ctx, mfs_dtype *dt, mfs_shape *shape,
 
 static int constant_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 0, true);
 	mfs_dtype dt;
 	mfs_shape s;
 	const void *b;
@@ -104,6 +105,7 @@ static int fill_value(mfs_op_ctx *ctx, mfs_dtype *dt, const void **bytes)
 
 static int cos_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	int64_t dims[MFS_MAX_RANK];
 	int n = 0, rc;
 	mfs_dtype dt;

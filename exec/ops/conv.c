@@ -245,6 +245,15 @@ static void im2col3(const float *x, float *col, int64_t cg, const int64_t in[3],
 		int64_t kd = kr / (k[1] * k[2]), kh = kr / k[2] % k[1], kw = kr % k[2];
 		const float *xc = x + c * isz;
 		float *dst = col + r * osz;
+		/* Output columns whose input column is inside the row:
+		 * 0 <= ow*st - pb + kw*dl < in, i.e. [ow0, ow1). */
+		int64_t base = kw * dl[2] - pb[2];
+		int64_t ow0 = base >= 0 ? 0 : (-base + st[2] - 1) / st[2];
+		int64_t ow1 = in[2] - base <= 0 ? 0 : (in[2] - base + st[2] - 1) / st[2];
+		if (ow1 > out[2])
+			ow1 = out[2];
+		if (ow0 > ow1)
+			ow0 = ow1;
 		for (int64_t od = 0; od < out[0]; od++) {
 			int64_t id = od * st[0] - pb[0] + kd * dl[0];
 			for (int64_t oh = 0; oh < out[1]; oh++) {
@@ -254,11 +263,16 @@ static void im2col3(const float *x, float *col, int64_t cg, const int64_t in[3],
 					memset(d, 0, sizeof(float) * out[2]);
 					continue;
 				}
-				const float *xr = xc + (id * in[1] + ih) * in[2];
-				for (int64_t ow = 0; ow < out[2]; ow++) {
-					int64_t iw = ow * st[2] - pb[2] + kw * dl[2];
-					d[ow] = iw >= 0 && iw < in[2] ? xr[iw] : 0.0f;
-				}
+				const float *xr = xc + (id * in[1] + ih) * in[2] + base;
+				for (int64_t ow = 0; ow < ow0; ow++)
+					d[ow] = 0.0f;
+				if (st[2] == 1)
+					memcpy(d + ow0, xr + ow0, sizeof(float) * (ow1 - ow0));
+				else
+					for (int64_t ow = ow0; ow < ow1; ow++)
+						d[ow] = xr[ow * st[2]];
+				for (int64_t ow = ow1; ow < out[2]; ow++)
+					d[ow] = 0.0f;
 			}
 		}
 	}

@@ -42,6 +42,7 @@ static int cs_axis(mfs_op_ctx *ctx, int *axis)
 
 static int cs_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 2, true);
 	int axis, rc;
 
 	if (ctx->in[0]->shape.rank < 1)

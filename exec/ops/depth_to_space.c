@@ -39,6 +39,7 @@ static int d2s_geom(mfs_op_ctx *ctx, bool to_space, int64_t *b, mfs_shape *out)
 
 static int d2s_infer_common(mfs_op_ctx *ctx, bool to_space)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	int64_t b;
 	mfs_shape out;
 	int rc = d2s_geom(ctx, to_space, &b, &out);

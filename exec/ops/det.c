@@ -7,6 +7,7 @@
 
 static int det_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	const mfs_tensor *x = ctx->in[0];
 	int r = x->shape.rank, rc;
 	mfs_shape s = x->shape;

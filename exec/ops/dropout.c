@@ -26,6 +26,7 @@ static int check_training(mfs_op_ctx *ctx)
 
 static int dropout_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	const mfs_tensor *in = ctx->in[0];
 	int rc = check_training(ctx);
 

@@ -1,4 +1,4 @@
-/* elementwise.c - broadcasting driver, half-precision widening and the
+/* elementwise.c - broadcasting driver, half precision through float and the
  * shared infer/run of the elementwise operators (see elementwise.h). */
 #include <omp.h>
 #include <stdlib.h>
@@ -154,41 +154,63 @@ bool ew_table_has(const ew_table *tab, mfs_dtype dt)
 	return tab->fn[dt] || (ew_is_half(dt) && tab->fn[MFS_DT_FLOAT]);
 }
 
-static int widen(const mfs_tensor *src, mfs_tensor *dst, mfs_error *err)
-{
-	int64_t n = mfs_shape_numel(&src->shape);
-	const uint16_t *s = src->data;
-	int rc = mfs_tensor_alloc(dst, MFS_DT_FLOAT, &src->shape, err);
-	float *d = dst->data;
+/* float16/bfloat16 through a float kernel: blocks of each run are
+ * converted on the stack, so no tensor-sized temporaries. */
+#define EW_HALF_BLOCK 256
 
-	if (rc < 0)
-		return rc;
-	dst->layout = src->layout;
+typedef struct ew_half {
+	ew_fn fn;                       /* the float kernel */
+	const ew_params *p;             /* its parameters */
+	int n_in;
+	mfs_dtype in_dt[EW_MAX_IN], out_dt;
+} ew_half;
+
+static void half_to_float(float *d, const uint16_t *s, int64_t n, mfs_dtype dt)
+{
 	for (int64_t i = 0; i < n; i++)
-		d[i] = src->dtype == MFS_DT_FLOAT16 ? mfs_half_to_float(s[i])
-						    : mfs_bf16_to_float(s[i]);
-	return 0;
+		d[i] = dt == MFS_DT_FLOAT16 ? mfs_half_to_float(s[i])
+					    : mfs_bf16_to_float(s[i]);
 }
 
-static void narrow(const mfs_tensor *src, mfs_tensor *dst)
+static void half_kernel(char *out, const char *const *in, const int64_t *step,
+			int64_t n, const ew_params *p)
 {
-	int64_t n = mfs_shape_numel(&src->shape);
-	const float *s = src->data;
-	uint16_t *d = dst->data;
+	const ew_half *h = p->aux;
+	float buf[EW_MAX_IN][EW_HALF_BLOCK], obuf[EW_HALF_BLOCK];
+	bool out_half = ew_is_half(h->out_dt);
+	size_t os = mfs_dtype_size(h->out_dt);
 
-	for (int64_t i = 0; i < n; i++)
-		d[i] = dst->dtype == MFS_DT_FLOAT16 ? mfs_float_to_half(s[i])
-						    : mfs_float_to_bf16(s[i]);
+	for (int64_t j = 0; j < n; j += EW_HALF_BLOCK) {
+		int64_t m = n - j < EW_HALF_BLOCK ? n - j : EW_HALF_BLOCK;
+		const char *ptr[EW_MAX_IN];
+		char *o = out_half ? (char *)obuf : out + j * (int64_t)os;
+		for (int k = 0; k < h->n_in; k++) {
+			size_t es = mfs_dtype_size(h->in_dt[k]);
+			const char *src = in[k] + j * step[k] * (int64_t)es;
+			ptr[k] = src;
+			if (ew_is_half(h->in_dt[k])) {
+				half_to_float(buf[k], (const uint16_t *)src,
+					      step[k] ? m : 1, h->in_dt[k]);
+				ptr[k] = (const char *)buf[k];
+			}
+		}
+		h->fn(o, ptr, step, m, h->p);
+		if (out_half) {
+			uint16_t *d = (uint16_t *)out + j;
+			for (int64_t i = 0; i < m; i++)
+				d[i] = h->out_dt == MFS_DT_FLOAT16
+				       ? mfs_float_to_half(obuf[i])
+				       : mfs_float_to_bf16(obuf[i]);
+		}
+	}
 }
 
 int ew_run(mfs_op_ctx *ctx, const ew_table *tab, const mfs_tensor *const *in,
 	   int n_in, mfs_tensor *out, const ew_params *p)
 {
 	mfs_dtype dt = in[0]->dtype;
-	mfs_tensor wide[EW_MAX_IN], wout;
-	const mfs_tensor *win[EW_MAX_IN];
-	mfs_tensor *o = out;
-	int rc = 0;
+	ew_half h = { .p = p, .n_in = n_in, .out_dt = out->dtype };
+	ew_params hp = *p;
 
 	if (dt > 0 && dt < EW_NDT && tab->fn[dt]) {
 		ew_apply(tab->fn[dt], in, n_in, out, p);
@@ -197,31 +219,12 @@ int ew_run(mfs_op_ctx *ctx, const ew_table *tab, const mfs_tensor *const *in,
 	if (!ew_table_has(tab, dt))
 		return mfs_op_fail(ctx, ENOTSUP, "input type %s is not supported",
 				   mfs_dtype_onnx_name(dt));
-	memset(wide, 0, sizeof(wide));
-	memset(&wout, 0, sizeof(wout));
-	for (int k = 0; k < n_in; k++) {
-		win[k] = in[k];
-		if (in[k]->dtype == dt) {
-			wide[k].shape = in[k]->shape;
-			if (rc == 0)
-				rc = widen(in[k], &wide[k], ctx->err);
-			win[k] = &wide[k];
-		}
-	}
-	if (rc == 0 && out->dtype == dt) {
-		rc = mfs_tensor_alloc(&wout, MFS_DT_FLOAT, &out->shape, ctx->err);
-		wout.layout = out->layout;
-		o = &wout;
-	}
-	if (rc == 0) {
-		ew_apply(tab->fn[MFS_DT_FLOAT], win, n_in, o, p);
-		if (o != out)
-			narrow(o, out);
-	}
+	h.fn = tab->fn[MFS_DT_FLOAT];
 	for (int k = 0; k < n_in; k++)
-		mfs_tensor_release(&wide[k]);
-	mfs_tensor_release(&wout);
-	return rc;
+		h.in_dt[k] = in[k]->dtype;
+	hp.aux = &h;
+	ew_apply(half_kernel, in, n_in, out, &hp);
+	return 0;
 }
 
 /* A plain operand broadcast against NHWC data: padded to [n,c,h,w], its
@@ -434,47 +437,10 @@ static int fold(mfs_op_ctx *ctx, const ew_table *tab, const ew_table *post,
 int ew_run_fold(mfs_op_ctx *ctx, const ew_table *tab, const ew_table *post,
 		const ew_params *p)
 {
-	mfs_dtype dt = ctx->in[0]->dtype;
-	mfs_tensor *out = ctx->n_out > 0 ? ctx->out[0] : NULL;
-	mfs_tensor acc, *wide;
-	int rc;
-
 	for (int k = 0; k < ctx->n_in; k++)
 		if (!ctx->in[k])
 			return mfs_op_fail(ctx, EINVAL, "input %d is missing", k);
-	if (ctx->n_out < 1 || !out)
+	if (ctx->n_out < 1 || !ctx->out[0])
 		return 0;
-	if (!ew_is_half(dt) || tab->fn[dt])
-		return fold(ctx, tab, post, p, out);
-
-	/* float16: fold in float over widened copies of every input */
-	wide = calloc((size_t)ctx->n_in, sizeof(*wide));
-	memset(&acc, 0, sizeof(acc));
-	if (!wide)
-		return mfs_op_fail(ctx, ENOMEM, "out of memory");
-	rc = mfs_tensor_alloc(&acc, MFS_DT_FLOAT, &out->shape, ctx->err);
-	acc.layout = out->layout;
-	for (int k = 0; rc == 0 && k < ctx->n_in; k++)
-		rc = widen(ctx->in[k], &wide[k], ctx->err);
-	if (rc == 0) {
-		mfs_tensor **saved = ctx->in;
-		mfs_tensor **ptrs = calloc((size_t)ctx->n_in, sizeof(*ptrs));
-		if (!ptrs) {
-			rc = mfs_op_fail(ctx, ENOMEM, "out of memory");
-		} else {
-			for (int k = 0; k < ctx->n_in; k++)
-				ptrs[k] = &wide[k];
-			ctx->in = ptrs;
-			rc = fold(ctx, tab, post, p, &acc);
-			ctx->in = saved;
-			free(ptrs);
-		}
-	}
-	if (rc == 0)
-		narrow(&acc, out);
-	for (int k = 0; k < ctx->n_in; k++)
-		mfs_tensor_release(&wide[k]);
-	free(wide);
-	mfs_tensor_release(&acc);
-	return rc;
+	return fold(ctx, tab, post, p, ctx->out[0]);
 }

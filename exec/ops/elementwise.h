@@ -12,8 +12,8 @@
  * split over OpenMP threads.
  *
  * float16 and bfloat16 are computed in float: when a table has no kernel
- * for them, ew_run widens the inputs into temporaries and narrows the
- * result back (one allocation per run; these types are rare on the CPU).
+ * for them, ew_run converts blocks of each run to float on the stack,
+ * calls the float kernel and converts the result back (no allocation).
  *
  * Layout: the elementwise ops carry MFS_OP_NHWC_OK.  The engine passes NHWC
  * only when every input is NHWC with the same shape, or holds one element;
@@ -39,6 +39,7 @@ typedef struct ew_params {
 	int64_t i;               /* an int attribute, or a dtype (Cast) */
 	const void *lo, *hi;     /* Clip bounds in the kernel's type; NULL: none */
 	mfs_dtype dt_a, dt_b;    /* Pow: operand types */
+	const void *aux;         /* the driver's own (float16 adapter) */
 } ew_params;
 
 /* A kernel: out[j] = f(in[0][j * step[0]], in[1][j * step[1]], ...) for
@@ -69,9 +70,9 @@ bool ew_table_has(const ew_table *tab, mfs_dtype dt);
 void ew_apply(ew_fn fn, const mfs_tensor *const *in, int n_in, mfs_tensor *out,
 	      const ew_params *p);
 
-/* ew_apply with the kernel chosen from tab by in[0]'s dtype, widening
- * float16/bfloat16 inputs (and the output when it has that type) to float
- * when tab has no kernel of their own.  -ENOTSUP/-ENOMEM with ctx->err. */
+/* ew_apply with the kernel chosen from tab by in[0]'s dtype; float16 and
+ * bfloat16 inputs (and output) go through tab's float kernel when tab has
+ * none of their own.  -ENOTSUP with ctx->err. */
 int ew_run(mfs_op_ctx *ctx, const ew_table *tab, const mfs_tensor *const *in,
 	   int n_in, mfs_tensor *out, const ew_params *p);
 
@@ -118,6 +119,22 @@ int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt);
 		int (*pf)(mfs_op_ctx *, ew_params *) = params_fn;           \
 		int rc = pf ? pf(ctx, &p) : 0;                              \
 		return rc < 0 ? rc : ew_run_all(ctx, tab, &p);              \
+	}
+
+/* The same for an operator whose table depends on an attribute (Mod's
+ * fmod, BitShift's direction): choose(ctx) returns the table, or NULL
+ * after failing with EINVAL. */
+#define EW_OP_FUNCS_SELECT(name, choose, out_dt)                            \
+	static int name##_infer(mfs_op_ctx *ctx)                            \
+	{                                                                   \
+		const ew_table *tab = choose(ctx);                          \
+		return tab ? ew_infer(ctx, tab, out_dt) : -EINVAL;          \
+	}                                                                   \
+	static int name##_run(mfs_op_ctx *ctx)                              \
+	{                                                                   \
+		const ew_table *tab = choose(ctx);                          \
+		ew_params p = { 0 };                                        \
+		return tab ? ew_run_all(ctx, tab, &p) : -EINVAL;            \
 	}
 
 /* ---- kernel generators ------------------------------------------------

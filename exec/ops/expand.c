@@ -32,6 +32,7 @@ static int expand_shape(mfs_op_ctx *ctx, mfs_shape *out)
 
 static int expand_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 2, true);
 	mfs_shape out;
 	int rc = expand_shape(ctx, &out);
 	if (rc)
@@ -82,6 +83,7 @@ static int tile_shape(mfs_op_ctx *ctx, int64_t *reps, mfs_shape *out)
 
 static int tile_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 2, true);
 	int64_t reps[MFS_MAX_RANK];
 	mfs_shape out;
 	int rc = tile_shape(ctx, reps, &out);

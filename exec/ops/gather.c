@@ -6,6 +6,7 @@
 
 static int gather_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 2, true);
 	const mfs_tensor *data = ctx->in[0], *idx;
 	int axis, rc;
 	mfs_shape out = { 0 };

@@ -75,6 +75,7 @@ static int nd_check(mfs_op_ctx *ctx, const nd_plan *p, const mfs_tensor *idx)
 
 static int gnd_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 2, true);
 	const mfs_tensor *data = ctx->in[0], *idx;
 	int b = (int)onnx_attr_int(ctx->node, "batch_dims", 0), rc;
 	nd_plan p;
@@ -106,6 +107,8 @@ static int gnd_run(mfs_op_ctx *ctx)
 	if ((rc = nd_make(ctx, data, idx, (int)onnx_attr_int(ctx->node, "batch_dims", 0), &p)) ||
 	    (rc = oc_elem_size(ctx, data, &es)) || (rc = nd_check(ctx, &p, idx)))
 		return rc;
+	if (!p.slice)
+		return 0;
 	for (int64_t bt = 0; bt < p.batches; bt++)
 		for (int64_t t = 0; t < p.tuples; t++) {
 			int64_t off = nd_offset(&p, idx, bt, t);
@@ -140,6 +143,7 @@ static int snd_check(mfs_op_ctx *ctx, nd_plan *p, int *red)
 
 static int snd_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 3, true);
 	nd_plan p;
 	int red, rc;
 
@@ -162,7 +166,7 @@ static int snd_run(mfs_op_ctx *ctx)
 		return rc;
 	if (out->data != data->data && data->nbytes)
 		memcpy(out->data, data->data, data->nbytes);
-	for (int64_t t = 0; t < p.tuples; t++) {
+	for (int64_t t = 0; p.slice && t < p.tuples; t++) {
 		int64_t off = nd_offset(&p, idx, 0, t);
 		if (red == OC_RED_NONE) {
 			memcpy((char *)out->data + off * (int64_t)es,

@@ -40,6 +40,7 @@ static int gs_config(mfs_op_ctx *ctx, gs_cfg *c)
 
 static int gs_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 2, true);
 	gs_cfg c;
 	int rc = gs_config(ctx, &c);
 	mfs_shape s;

@@ -1,10 +1,11 @@
 /* Identity: output 0 is input 0 (a view). */
 #include <string.h>
 
-#include "op.h"
+#include "op_common.h"
 
 static int identity_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	ctx->out[0]->dtype = ctx->in[0]->dtype;
 	ctx->out[0]->shape = ctx->in[0]->shape;
 	return 0;

@@ -53,6 +53,7 @@ static bool bcast_ok(const mfs_tensor *t, const mfs_shape *x, int axis)
 
 static int ln_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 2, true);
 	const mfs_tensor *x = ctx->in[0];
 	int axis, rc;
 	mfs_shape st = x->shape;
@@ -136,6 +137,7 @@ static int mvn_mask(mfs_op_ctx *ctx, unsigned *mask)
 
 static int mvn_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	unsigned mask;
 	int rc;
 

@@ -41,6 +41,7 @@ static int loss_check(mfs_op_ctx *ctx, loss_red *red)
 
 static int loss_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 2, true);
 	loss_red red;
 	mfs_shape scalar = { 0 };
 	int rc = loss_check(ctx, &red);

@@ -37,16 +37,6 @@ static const ew_table *mod_table(mfs_op_ctx *ctx)
 	return onnx_attr_int(ctx->node, "fmod", 0) ? &cmod_tab : &pymod_tab;
 }
 
-static int mod_infer(mfs_op_ctx *ctx)
-{
-	return ew_infer(ctx, mod_table(ctx), MFS_DT_UNDEFINED);
-}
-
-static int mod_run(mfs_op_ctx *ctx)
-{
-	ew_params p = { 0 };
-
-	return ew_run_all(ctx, mod_table(ctx), &p);
-}
+EW_OP_FUNCS_SELECT(mod, mod_table, MFS_DT_UNDEFINED)
 
 MFS_OP(Mod, 10, .flags = MFS_OP_NHWC_OK, .infer = mod_infer, .run = mod_run);

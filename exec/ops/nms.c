@@ -139,6 +139,7 @@ static int nms(mfs_op_ctx *ctx, int64_t *out, int64_t cap, int64_t *n)
 
 static int nms_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 2, true);
 	int64_t n = 0;
 	mfs_shape s = { .rank = 2, .dims = { 0, 3 } };
 	int rc = nms(ctx, NULL, 0, &n);

@@ -20,6 +20,7 @@ static int64_t count_set(const mfs_tensor *t, int64_t n)
 
 static int nonzero_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	const mfs_tensor *in = ctx->in[0];
 	mfs_shape out = { .rank = 2 };
 	int rc;
@@ -98,6 +99,7 @@ static int compress_geom(mfs_op_ctx *ctx, int *axis, int64_t *count, mfs_shape *
 
 static int compress_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 2, true);
 	int axis, rc;
 	int64_t count;
 	mfs_shape out;

@@ -35,6 +35,7 @@ static int onehot_geom(mfs_op_ctx *ctx, int64_t *depth, int *axis, mfs_shape *ou
 
 static int onehot_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 3, true);
 	int64_t depth;
 	int axis, rc;
 	mfs_shape out;

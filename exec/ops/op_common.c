@@ -23,6 +23,16 @@ int oc_need(mfs_op_ctx *ctx, int i)
 	return 0;
 }
 
+int oc_check_io(mfs_op_ctx *ctx, int n_in, bool out0)
+{
+	for (int i = 0; i < n_in; i++)
+		if (!oc_in(ctx, i))
+			return mfs_op_fail(ctx, EINVAL, "input %d is required", i);
+	if (out0 && !oc_out(ctx, 0))
+		return mfs_op_fail(ctx, EINVAL, "output 0 is required");
+	return 0;
+}
+
 int oc_elem_size(mfs_op_ctx *ctx, const mfs_tensor *t, size_t *es)
 {
 	*es = mfs_dtype_size(t->dtype);

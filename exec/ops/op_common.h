@@ -37,6 +37,17 @@ void oc_set_out(mfs_op_ctx *ctx, int i, mfs_dtype dt, const mfs_shape *s);
 /* Fail unless input i is present. */
 int oc_need(mfs_op_ctx *ctx, int i);
 
+/* Fail unless inputs 0..n_in-1 are present and, when out0, output 0 is
+ * requested: a model may leave any name empty.  Every infer starts with
+ * OC_CHECK_IO, so run (called only after infer succeeded) may rely on it. */
+int oc_check_io(mfs_op_ctx *ctx, int n_in, bool out0);
+#define OC_CHECK_IO(ctx, n_in, out0)                                         \
+	do {                                                                  \
+		int rc_io_ = oc_check_io(ctx, n_in, out0);                    \
+		if (rc_io_)                                                   \
+			return rc_io_;                                        \
+	} while (0)
+
 /* Bytes per element of t, failing with ENOTSUP for strings and unknown
  * dtypes; *es receives the size. */
 int oc_elem_size(mfs_op_ctx *ctx, const mfs_tensor *t, size_t *es);

@@ -35,7 +35,8 @@ static int pad_plan_make(mfs_op_ctx *ctx, bool attrs, pad_plan *p)
 		size_t c = onnx_attr_ints(ctx->node, "pads", &v);
 		if (c > 2 * MFS_MAX_RANK)
 			return mfs_op_fail(ctx, EINVAL, "too many pads");
-		memcpy(pads, v, c * sizeof(*v));
+		for (size_t i = 0; i < c; i++)
+			pads[i] = v[i];
 		n = (int)c;
 	} else if ((rc = oc_need(ctx, 1)) ||
 		   (rc = oc_read_ints(ctx, 1, pads, 2 * MFS_MAX_RANK, &n))) {
@@ -102,6 +103,7 @@ static int64_t src_coord(pad_mode m, int64_t o, int64_t begin, int64_t d)
 
 static int pad_infer_common(mfs_op_ctx *ctx, bool attrs)
 {
+	OC_CHECK_IO(ctx, attrs ? 1 : 2, true);
 	pad_plan p;
 	int rc = pad_plan_make(ctx, attrs, &p);
 	if (rc)

@@ -53,6 +53,7 @@ static int range_count(mfs_op_ctx *ctx, int64_t *n)
 
 static int range_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 3, true);
 	int64_t n = 0;
 	int rc = range_count(ctx, &n);
 	mfs_shape s = { .rank = 1 };

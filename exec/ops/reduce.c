@@ -93,6 +93,7 @@ static int reduce_mask(mfs_op_ctx *ctx, bool axes_input, unsigned *mask, bool *n
 
 static int reduce_infer(mfs_op_ctx *ctx, bool axes_input)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	const mfs_tensor *in = ctx->in[0];
 	bool keep = onnx_attr_int(ctx->node, "keepdims", 1) != 0, noop;
 	unsigned mask;

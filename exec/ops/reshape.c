@@ -3,6 +3,7 @@
 
 static int reshape_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 2, true);
 	const mfs_tensor *in = ctx->in[0];
 	int64_t want[MFS_MAX_RANK], known = 1, total;
 	int n = 0, infer_at = -1, rc;
@@ -56,6 +57,7 @@ static int reshape_infer(mfs_op_ctx *ctx)
 
 static int flatten_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	const mfs_tensor *in = ctx->in[0];
 	int64_t axis = onnx_attr_int(ctx->node, "axis", 1), outer, n, inner;
 	mfs_shape out = { .rank = 2 };

@@ -102,7 +102,8 @@ static int rs_config(mfs_op_ctx *ctx, int version, rs_cfg *c)
 		unsigned mask;
 		if (n > MFS_MAX_RANK)
 			return mfs_op_fail(ctx, EINVAL, "too many axes");
-		memcpy(axes, v, n * sizeof(*v));
+		for (size_t i = 0; i < n; i++)
+			axes[i] = v[i];
 		nax = (int)n;
 		if ((rc = oc_axes_mask(ctx, axes, nax, r, &mask, ax)))
 			return rc;
@@ -275,6 +276,7 @@ static void make_taps(const rs_cfg *c, int d, int r, int64_t in, int64_t x, taps
 
 static int rs_infer(mfs_op_ctx *ctx, int version)
 {
+	OC_CHECK_IO(ctx, version == 9 ? 2 : 1, true);
 	rs_cfg c;
 	int rc = rs_config(ctx, version, &c);
 	if (rc)

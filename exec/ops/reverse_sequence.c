@@ -24,6 +24,7 @@ static int rs_axes(mfs_op_ctx *ctx, int *ta, int *ba)
 
 static int rs_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 2, true);
 	int ta, ba, rc = rs_axes(ctx, &ta, &ba);
 	if (rc)
 		return rc;

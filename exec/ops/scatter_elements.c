@@ -64,6 +64,7 @@ static int check_ranks(mfs_op_ctx *ctx, const mfs_tensor *data, const mfs_tensor
 
 static int ge_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 2, true);
 	int axis, rc = check_ranks(ctx, ctx->in[0], ctx->in[1], false, &axis);
 	if (rc)
 		return rc;
@@ -109,6 +110,7 @@ static int ge_run(mfs_op_ctx *ctx)
 
 static int se_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 3, true);
 	int axis, red, rc;
 
 	if ((rc = check_ranks(ctx, ctx->in[0], ctx->in[1], true, &axis)) ||

@@ -20,6 +20,7 @@ static void shape_range(mfs_op_ctx *ctx, int rank, int64_t *b, int64_t *e)
 
 static int shape_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	int64_t b, e;
 	mfs_shape out = { .rank = 1 };
 
@@ -41,6 +42,7 @@ static int shape_run(mfs_op_ctx *ctx)
 
 static int size_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	mfs_shape out = { .rank = 0 };
 	oc_set_out(ctx, 0, MFS_DT_INT64, &out);
 	return 0;

@@ -101,6 +101,7 @@ static int slice_plan_make(mfs_op_ctx *ctx, bool attrs, slice_plan *p)
 
 static int slice_infer_common(mfs_op_ctx *ctx, bool attrs)
 {
+	OC_CHECK_IO(ctx, attrs ? 1 : 3, true);
 	slice_plan p;
 	int rc = slice_plan_make(ctx, attrs, &p);
 	if (rc)

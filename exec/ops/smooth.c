@@ -41,20 +41,7 @@ static const ew_table *gelu_table(mfs_op_ctx *ctx)
 	return NULL;
 }
 
-static int gelu_infer(mfs_op_ctx *ctx)
-{
-	const ew_table *tab = gelu_table(ctx);
-
-	return tab ? ew_infer(ctx, tab, MFS_DT_UNDEFINED) : -EINVAL;
-}
-
-static int gelu_run(mfs_op_ctx *ctx)
-{
-	const ew_table *tab = gelu_table(ctx);
-	ew_params p = { 0 };
-
-	return tab ? ew_run_all(ctx, tab, &p) : -EINVAL;
-}
+EW_OP_FUNCS_SELECT(gelu, gelu_table, MFS_DT_UNDEFINED)
 
 MFS_OP(Sigmoid, 1, .flags = MFS_OP_NHWC_OK, .infer = sigmoid_infer, .run = sigmoid_run);
 MFS_OP(Softplus, 1, .flags = MFS_OP_NHWC_OK, .infer = softplus_infer, .run = softplus_run);

@@ -64,6 +64,7 @@ static int sm_mask(mfs_op_ctx *ctx, bool coerce, unsigned *mask)
 
 static int sm_infer(mfs_op_ctx *ctx, bool coerce)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	unsigned mask;
 	int rc;
 

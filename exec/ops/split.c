@@ -22,7 +22,8 @@ static int split_sizes(mfs_op_ctx *ctx, sizes_src src, int axis, int64_t *sz)
 		size_t c = onnx_attr_ints(ctx->node, "split", &v);
 		if (c > SPLIT_MAX)
 			return mfs_op_fail(ctx, EINVAL, "too many split sizes");
-		memcpy(sz, v, c * sizeof(*v));
+		for (size_t i = 0; i < c; i++)
+			sz[i] = v[i];
 		cnt = (int)c;
 	} else if (src != SIZES_ATTR && oc_in(ctx, 1)) {
 		if ((rc = oc_read_ints(ctx, 1, sz, SPLIT_MAX, &cnt)))
@@ -65,6 +66,7 @@ static int split_sizes(mfs_op_ctx *ctx, sizes_src src, int axis, int64_t *sz)
 
 static int split_infer_common(mfs_op_ctx *ctx, sizes_src src)
 {
+	OC_CHECK_IO(ctx, 1, false);
 	const mfs_tensor *in = ctx->in[0];
 	int64_t sz[SPLIT_MAX];
 	int axis, rc;

@@ -21,6 +21,7 @@ static int get_axes(mfs_op_ctx *ctx, bool from_input, int64_t *axes, int *n)
 
 static int squeeze_common(mfs_op_ctx *ctx, bool from_input)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	const mfs_tensor *in = ctx->in[0];
 	int64_t axes[MFS_MAX_RANK];
 	int n, rc;
@@ -45,6 +46,7 @@ static int squeeze_common(mfs_op_ctx *ctx, bool from_input)
 
 static int unsqueeze_common(mfs_op_ctx *ctx, bool from_input)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	const mfs_tensor *in = ctx->in[0];
 	int64_t axes[MFS_MAX_RANK];
 	int n, rc, rank, j = 0;

@@ -69,6 +69,7 @@ static int tfidf_cfg(mfs_op_ctx *ctx, tfidf *t)
 
 static int tfidf_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	tfidf t;
 	int rc = tfidf_cfg(ctx, &t);
 	mfs_shape s = ctx->in[0]->shape;

@@ -55,6 +55,7 @@ static int topk_geom(mfs_op_ctx *ctx, bool k_input, int64_t *k, int *axis)
 
 static int topk_infer(mfs_op_ctx *ctx, bool k_input)
 {
+	OC_CHECK_IO(ctx, k_input ? 2 : 1, false);
 	int64_t k;
 	int axis, rc;
 	mfs_shape s = ctx->in[0]->shape;

@@ -21,6 +21,7 @@ static int get_perm(mfs_op_ctx *ctx, int rank, int *perm)
 
 static int transpose_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	const mfs_tensor *in = ctx->in[0];
 	int perm[MFS_MAX_RANK], rc;
 	mfs_shape out = { .rank = in->shape.rank };

@@ -7,6 +7,7 @@
 
 static int trilu_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	const mfs_tensor *in = ctx->in[0];
 	size_t es;
 	int rc;
@@ -52,6 +53,7 @@ static int trilu_run(mfs_op_ctx *ctx)
 
 static int eyelike_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	const mfs_tensor *in = ctx->in[0];
 	mfs_dtype dt = (mfs_dtype)onnx_attr_int(ctx->node, "dtype", in->dtype);
 

@@ -141,6 +141,7 @@ static void uq_shapes(mfs_op_ctx *ctx, const uq *q, int axis)
 
 static int unique_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	uq q;
 	int axis, rc = uq_build(ctx, &q, &axis);
 

@@ -3,16 +3,36 @@
  * every dtype (float16 included) takes the same path. */
 #include "elementwise.h"
 
+/* Masking (X or Y a scalar, the other and cond full rows) is the common
+ * case in attention masks: those step patterns get loops of their own. */
 #define EW_DEF_WHERE(T, name)                                               \
-	static void name(char *out, const char *const *in,                  \
-			 const int64_t *step, int64_t n, const ew_params *p)  \
+	EW_TARGETS static void name(char *out, const char *const *in,       \
+				    const int64_t *step, int64_t n,         \
+				    const ew_params *p)                     \
 	{                                                                   \
 		const uint8_t *c = (const uint8_t *)in[0];                  \
 		const T *x = (const T *)in[1], *y = (const T *)in[2];       \
 		T *o = (T *)out;                                            \
 		(void)p;                                                    \
-		for (int64_t j = 0; j < n; j++)                             \
-			o[j] = c[j * step[0]] ? x[j * step[1]] : y[j * step[2]]; \
+		if (step[0] && step[1] && step[2]) {                        \
+			EW_SIMD                                             \
+			for (int64_t j = 0; j < n; j++)                     \
+				o[j] = c[j] ? x[j] : y[j];                  \
+		} else if (step[0] && step[1]) {                            \
+			T yv = y[0];                                        \
+			EW_SIMD                                             \
+			for (int64_t j = 0; j < n; j++)                     \
+				o[j] = c[j] ? x[j] : yv;                    \
+		} else if (step[0] && step[2]) {                            \
+			T xv = x[0];                                        \
+			EW_SIMD                                             \
+			for (int64_t j = 0; j < n; j++)                     \
+				o[j] = c[j] ? xv : y[j];                    \
+		} else {                                                    \
+			for (int64_t j = 0; j < n; j++)                     \
+				o[j] = c[j * step[0]] ? x[j * step[1]]      \
+						      : y[j * step[2]];     \
+		}                                                           \
 	}
 EW_DEF_WHERE(uint8_t, where_1)
 EW_DEF_WHERE(uint16_t, where_2)

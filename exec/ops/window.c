@@ -29,6 +29,7 @@ static int win_size(mfs_op_ctx *ctx, int64_t *n, mfs_dtype *dt)
 
 static int win_infer(mfs_op_ctx *ctx)
 {
+	OC_CHECK_IO(ctx, 1, true);
 	int64_t n = 0;
 	mfs_dtype dt;
 	mfs_shape s = { .rank = 1 };

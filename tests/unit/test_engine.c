@@ -316,7 +316,34 @@ static int bias_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
+/* TBcast: a + b with b's batch broadcast; in NHWC only when both inputs
+ * are NHWC with one shape (as the elementwise ops do). */
+static int bcast_infer(mfs_op_ctx *ctx)
+{
+	const mfs_tensor *a = ctx->in[0], *b = ctx->in[1];
+	int rc;
+	if ((a->layout == MFS_LAYOUT_NHWC || b->layout == MFS_LAYOUT_NHWC) &&
+	    (a->layout != b->layout || !mfs_shape_equal(&a->shape, &b->shape)))
+		return mfs_op_fail(ctx, ENOTSUP, "NHWC needs equal shapes");
+	rc = mfs_broadcast_shape(&a->shape, &b->shape, &ctx->out[0]->shape, ctx->err);
+	ctx->out[0]->dtype = a->dtype;
+	return rc;
+}
+
+static int bcast_run(mfs_op_ctx *ctx)
+{
+	const float *a = ctx->in[0]->data, *b = ctx->in[1]->data;
+	float *y = ctx->out[0]->data;
+	int64_t n = mfs_shape_numel(&ctx->out[0]->shape);
+	int64_t nb = mfs_shape_numel(&ctx->in[1]->shape);
+	for (int64_t i = 0; i < n; i++)
+		y[i] = a[i] + b[i % nb];
+	return 0;
+}
+
 static const mfs_op_def test_ops[] = {
+	{ .domain = "test", .op_type = "TBcast", .since_version = 1,
+	  .flags = MFS_OP_NHWC_OK, .infer = bcast_infer, .run = bcast_run },
 	{ .domain = "test", .op_type = "TBias", .since_version = 1,
 	  .flags = MFS_OP_NHWC_OK, .infer = bias_infer, .run = bias_run },
 	{ .domain = "test", .op_type = "TCopy", .since_version = 1,
@@ -1060,6 +1087,57 @@ static void test_layout_infer_refuses(void **state)
 	mfs_model_free(m);
 }
 
+/* A variable batch: the plan is made at batch 1 (Conv outputs NHWC); at
+ * batch 2 the broadcast node refuses NHWC and the engine falls back to
+ * plain for it; results are right either way. */
+static void test_layout_dynamic_batch(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	static const int64_t dx[] = { -1, 3, 2, 2 }, dy[] = { 1, 3, 2, 2 };
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_exec_stats st;
+	float x[24], y[12];
+
+	gb_input(o, "x", MFS_DT_FLOAT, 4, dx);
+	gb_input(o, "y", MFS_DT_FLOAT, 4, dy);
+	gb_output(o, "out");
+	tnode(o, "Conv", "ca", "x", "a");
+	tnode(o, "Conv", "cb", "y", "b");
+	tnode(o, "TBcast", "bc", "a,b", "s");
+	tnode(o, "TAdd", "add", "s,s", "t");
+	tnode(o, "TPlain", "plain", "t", "out");
+	m = compile_ok(o);
+	assert_false(m->values[m->output_ids[0]].shape_static);
+	assert_int_equal(m->n_nhwc, 3);         /* a, b, s */
+	for (int i = 0; i < 24; i++)
+		x[i] = (float)i;
+	for (int i = 0; i < 12; i++)
+		y[i] = (float)(100 * i);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	for (int64_t batch = 1; batch <= 2; batch++) {
+		const int64_t d[] = { batch, 3, 2, 2 };
+		mfs_tensor in[2], out;
+		in[0] = f32(4, d, x);
+		in[1] = f32(4, dy, y);
+		if (mfs_exec_run(e, in, &out, &err))
+			fail_msg("%s", err.msg);
+		assert_int_equal(out.shape.dims[0], batch);
+		for (int i = 0; i < 12 * batch; i++)
+			assert_float_equal(((float *)out.data)[i], 2 * (x[i] + y[i % 12]), 0);
+		mfs_tensor_release(&out);
+		mfs_tensor_release(&in[0]);
+		mfs_tensor_release(&in[1]);
+		mfs_exec_get_stats(e, &st);
+		/* batch 1: t converted once; batch 2: b, then a */
+		assert_int_equal(st.layout_converts, batch == 1 ? 1 : 3);
+	}
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
 static void test_layout_convert_roundtrip(void **state)
 {
 	(void)state;
@@ -1184,6 +1262,7 @@ int main(void)
 		cmocka_unit_test_setup(test_layout_nhwc, setup),
 		cmocka_unit_test_setup(test_layout_demoted, setup),
 		cmocka_unit_test_setup(test_layout_infer_refuses, setup),
+		cmocka_unit_test_setup(test_layout_dynamic_batch, setup),
 		cmocka_unit_test_setup(test_layout_convert_roundtrip, setup),
 		cmocka_unit_test_setup(test_real_identity, setup),
 		cmocka_unit_test_setup(test_real_reshape, setup),

@@ -1433,6 +1433,143 @@ static void test_quantize(void **st)
 	mfs_tensor_release(&back);
 }
 
+static void test_maxunpool(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, ind, y = { 0 };
+	call c;
+
+	tn_init(&t, "MaxUnpool");
+	tn_ints(&t, "kernel_shape", 2, 2L, 2L);
+	tn_ints(&t, "strides", 2, 2L, 2L);
+	t_rand(&x, shp(4, 1L, 2L, 2L, 2L));
+	t_alloc(&ind, MFS_DT_INT64, shp(4, 1L, 2L, 2L, 2L));
+	int64_t *iv = ind.data;
+	const int64_t pos[8] = { 0, 3, 9, 15, 16, 18, 24, 31 };
+	memcpy(iv, pos, sizeof(pos));
+	mfs_tensor *in[] = { &x, &ind }, *out[] = { &y };
+	call_setup(&c, &t, 11, in, 2, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.shape.dims[2], 4);
+	assert_int_equal(y.shape.dims[3], 4);
+	float want[32] = { 0 };
+	for (int i = 0; i < 8; i++)
+		want[pos[i]] = ((float *)x.data)[i];
+	assert_close(y.data, want, 32, 0.0f);
+	call_done(&c);
+	iv[7] = 32;   /* one past the end */
+	expect_error(&t, 11, in, 2, EINVAL, "outside the output");
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&ind);
+	mfs_tensor_release(&y);
+}
+
+/* Bidirectional RNN with sequence lengths against a naive loop: the
+ * reverse direction starts at each entry's own last step; Y is zero past
+ * an entry's length. */
+static void test_rnn_bidirectional(void **st)
+{
+	(void)st;
+	enum { T = 3, B = 2, I = 2, H = 3 };
+	tnode t;
+	mfs_tensor x, w, r, b, sl, y = { 0 }, yh = { 0 };
+	call c;
+
+	tn_init(&t, "RNN");
+	tn_int(&t, "hidden_size", H);
+	tn_str(&t, "direction", "bidirectional");
+	tn_float(&t, "clip", 0.9f);
+	char *onames[2] = { (char *)"y", (char *)"yh" };
+	t.node.outputs = onames;
+	t.node.n_outputs = 2;
+	t_rand(&x, shp(3, (int64_t)T, (int64_t)B, (int64_t)I));
+	t_rand(&w, shp(3, 2L, (int64_t)H, (int64_t)I));
+	t_rand(&r, shp(3, 2L, (int64_t)H, (int64_t)H));
+	t_rand(&b, shp(2, 2L, (int64_t)(2 * H)));
+	t_alloc(&sl, MFS_DT_INT32, shp(1, (int64_t)B));
+	((int32_t *)sl.data)[0] = 3;
+	((int32_t *)sl.data)[1] = 1;
+	mfs_tensor *in[] = { &x, &w, &r, &b, &sl }, *out[] = { &y, &yh };
+	call_setup(&c, &t, 14, in, 5, out, 2);
+	int rc = call_run(&c);
+	if (rc)
+		print_error("%s\n", c.err.msg);
+	assert_int_equal(rc, 0);
+
+	float ry[T][2][B][H] = { 0 }, rh[2][B][H];
+	const float *X = x.data, *W = w.data, *R = r.data, *Bb = b.data;
+	for (int d = 0; d < 2; d++)
+		for (int bi = 0; bi < B; bi++) {
+			int len = ((int32_t *)sl.data)[bi];
+			float h[H] = { 0 };
+			for (int s2 = 0; s2 < len; s2++) {
+				int tt = d ? len - 1 - s2 : s2;
+				float hn[H];
+				for (int k = 0; k < H; k++) {
+					double a = Bb[d * 2 * H + k] + Bb[d * 2 * H + H + k];
+					for (int q = 0; q < I; q++)
+						a += X[(tt * B + bi) * I + q] * W[(d * H + k) * I + q];
+					for (int q = 0; q < H; q++)
+						a += h[q] * R[(d * H + k) * H + q];
+					a = a < -0.9 ? -0.9 : a > 0.9 ? 0.9 : a;
+					hn[k] = (float)tanh(a);
+				}
+				memcpy(h, hn, sizeof(h));
+				memcpy(ry[tt][d][bi], h, sizeof(h));
+			}
+			memcpy(rh[d][bi], h, sizeof(h));
+		}
+	assert_close(y.data, &ry[0][0][0][0], T * 2 * B * H, 1e-5f);
+	assert_close(yh.data, &rh[0][0][0], 2 * B * H, 1e-5f);
+	call_done(&c);
+
+	/* wrong W shape */
+	mfs_tensor *bad[] = { &x, &r, &r };
+	expect_error(&t, 14, bad, 3, EINVAL, "W must have shape");
+	mfs_tensor *ins[] = { &x, &w, &r, &b, &sl, &y, &yh };
+	for (int i = 0; i < 7; i++)
+		mfs_tensor_release(ins[i]);
+}
+
+/* RoiAlign: on a linear ramp image, bilinear averages are exact, so an
+ * ROI inside the image gives the ramp at each bin's centre. */
+static void test_roialign(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, rois, bi, y = { 0 };
+	call c;
+
+	tn_init(&t, "RoiAlign");
+	tn_int(&t, "output_height", 2);
+	tn_int(&t, "output_width", 2);
+	tn_int(&t, "sampling_ratio", 2);
+	t_alloc(&x, MFS_DT_FLOAT, shp(4, 2L, 1L, 8L, 8L));
+	for (int n = 0; n < 2; n++)
+		for (int i = 0; i < 8; i++)
+			for (int j = 0; j < 8; j++)
+				((float *)x.data)[(n * 8 + i) * 8 + j] = (float)(n * 100 + 2 * i + j);
+	t_alloc(&rois, MFS_DT_FLOAT, shp(2, 1L, 4L));
+	const float roi[4] = { 1.5f, 2.5f, 5.5f, 6.5f };   /* half_pixel: [1,2]..[5,6] */
+	memcpy(rois.data, roi, sizeof(roi));
+	t_alloc(&bi, MFS_DT_INT64, shp(1, 1L));
+	((int64_t *)bi.data)[0] = 1;
+	mfs_tensor *in[] = { &x, &rois, &bi }, *out[] = { &y };
+	call_setup(&c, &t, 16, in, 3, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	/* bin centres: x in {2, 4}, y in {3, 5}; value 100 + 2y + x */
+	const float want[4] = { 100 + 6 + 2, 100 + 6 + 4, 100 + 10 + 2, 100 + 10 + 4 };
+	assert_close(y.data, want, 4, 1e-5f);
+	call_done(&c);
+	((int64_t *)bi.data)[0] = 2;
+	expect_error(&t, 16, in, 3, EINVAL, "batch_indices");
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&rois);
+	mfs_tensor_release(&bi);
+	mfs_tensor_release(&y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1458,6 +1595,9 @@ int main(void)
 		cmocka_unit_test(test_qlinear_matmul),
 		cmocka_unit_test(test_einsum),
 		cmocka_unit_test(test_quantize),
+		cmocka_unit_test(test_maxunpool),
+		cmocka_unit_test(test_rnn_bidirectional),
+		cmocka_unit_test(test_roialign),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -198,6 +198,44 @@ static void test_broadcast(void **st)
 		check_bcast(&cases[i][0], &cases[i][1]);
 }
 
+/* float16 runs through the float kernels in stack blocks: rows longer
+ * than a block, a broadcast row and a scalar. */
+static void test_half_blocks(void **st)
+{
+	(void)st;
+	enum { R = 3, C = 700 };
+	uint16_t a[R * C], b[C], one = mfs_float_to_half(0.5f);
+
+	for (int i = 0; i < R * C; i++)
+		a[i] = mfs_float_to_half((float)(i % 97) - 40);
+	for (int i = 0; i < C; i++)
+		b[i] = mfs_float_to_half((float)(i % 13) * 0.25f);
+	for (int k = 0; k < 2; k++) {
+		call *c = call_new("Mul", 14);
+		call_in(c, MFS_DT_FLOAT16, a, 2, R, C);
+		if (k)
+			call_in(c, MFS_DT_FLOAT16, &one, 0);
+		else
+			call_in(c, MFS_DT_FLOAT16, b, 1, C);
+		assert_int_equal(call_run(c), 0);
+		for (int i = 0; i < R * C; i++) {
+			float want = mfs_half_to_float(a[i]) *
+				     mfs_half_to_float(k ? one : b[i % C]);
+			uint16_t got = ((uint16_t *)c->out.data)[i];
+			assert_int_equal(got, mfs_float_to_half(want));
+		}
+		call_free(c);
+	}
+	call *c = call_new("Less", 13);     /* half in, bool out */
+	call_in(c, MFS_DT_FLOAT16, a, 2, R, C);
+	call_in(c, MFS_DT_FLOAT16, b, 1, C);
+	assert_int_equal(call_run(c), 0);
+	for (int i = 0; i < R * C; i++)
+		assert_int_equal(((uint8_t *)c->out.data)[i],
+				 mfs_half_to_float(a[i]) < mfs_half_to_float(b[i % C]));
+	call_free(c);
+}
+
 static void test_broadcast_errors(void **st)
 {
 	(void)st;
@@ -511,6 +549,26 @@ static void test_where_prelu(void **st)
 	assert_int_equal(c->out.shape.rank, 2);
 	assert_memory_equal(c->out.data, ((int64_t[6]){ 1, 2, 3, -9, -9, -9 }), 48);
 	call_free(c);
+
+	/* the step patterns with loops of their own: all full, Y or X scalar */
+	uint8_t m[4] = { 1, 0, 0, 1 };
+	float fx[4] = { 1, 2, 3, 4 }, fy[4] = { -1, -2, -3, -4 }, s0 = 9;
+	float w_full[4] = { 1, -2, -3, 4 }, w_ys[4] = { 1, 9, 9, 4 }, w_xs[4] = { 9, -2, -3, 9 };
+	for (int k = 0; k < 3; k++) {
+		c = call_new("Where", 16);
+		call_in(c, MFS_DT_BOOL, m, 1, 4);
+		if (k == 2)
+			call_in(c, MFS_DT_FLOAT, &s0, 0);
+		else
+			call_in(c, MFS_DT_FLOAT, fx, 1, 4);
+		if (k == 1)
+			call_in(c, MFS_DT_FLOAT, &s0, 0);
+		else
+			call_in(c, MFS_DT_FLOAT, fy, 1, 4);
+		assert_int_equal(call_run(c), 0);
+		assert_memory_equal(c->out.data, k == 0 ? w_full : k == 1 ? w_ys : w_xs, 16);
+		call_free(c);
+	}
 
 	c = call_new("Where", 16);  /* condition must be bool */
 	call_in(c, MFS_DT_INT64, x, 1, 3);
@@ -867,6 +925,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_broadcast),
+		cmocka_unit_test(test_half_blocks),
 		cmocka_unit_test(test_broadcast_errors),
 		cmocka_unit_test(test_legacy_broadcast),
 		cmocka_unit_test(test_all_dtypes),

@@ -730,6 +730,232 @@ static void test_resize(void **st)
 	assert_int_equal(h_infer(&h), -EINVAL);
 }
 
+static void test_loss_unique(void **st)
+{
+	harness h;
+	int64_t xd[] = { 2, 3 }, td[] = { 2 }, tgt[] = { 2, -1 };
+	float logp[] = { -1, -2, -3, -4, -5, -6 };
+	(void)st;
+	h_init(&h, "NegativeLogLikelihoodLoss", 13, 1);
+	h_attr_int(&h, "ignore_index", -1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, logp);
+	h_in(&h, MFS_DT_INT64, 1, td, tgt);
+	assert_int_equal(h_run(&h), 0);
+	assert_int_equal(h.out[0].shape.rank, 0);
+	assert_true(((float *)h.out[0].data)[0] == 3);  /* mean over 1 counted */
+	h_free(&h);
+
+	int64_t bad[] = { 3, 0 };  /* class 3 of 3 */
+	h_init(&h, "SoftmaxCrossEntropyLoss", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, xd, logp);
+	h_in(&h, MFS_DT_INT64, 1, td, bad);
+	assert_int_equal(h_run(&h), -EINVAL);
+	h_free(&h);
+
+	int64_t ud[] = { 6 };
+	float u[] = { 2, 1, 1, 3, 4, 3 };
+	h_init(&h, "Unique", 11, 4);
+	h_attr_int(&h, "sorted", 0);
+	h_in(&h, MFS_DT_FLOAT, 1, ud, u);
+	assert_int_equal(h_run(&h), 0);
+	float uw[] = { 2, 1, 3, 4 };
+	assert_floats(&h.out[0], uw, 4, 0);
+	int64_t *inv = h.out[2].data, *cnt = h.out[3].data;
+	assert_true(inv[0] == 0 && inv[2] == 1 && inv[5] == 2 && cnt[1] == 2 && cnt[3] == 1);
+	h_free(&h);
+}
+
+static void test_detection_and_sampling(void **st)
+{
+	harness h;
+	/* Two overlapping boxes and one apart; IoU(0,1) = 0.81 > 0.5. */
+	float boxes[] = { 0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 5, 1, 6 };
+	float scores[] = { 0.9f, 0.8f, 0.7f };
+	int64_t bd[] = { 1, 3, 4 }, sd[] = { 1, 1, 3 }, one[] = { 1 }, mx = 3;
+	float iou = 0.5f;
+	(void)st;
+	h_init(&h, "NonMaxSuppression", 11, 1);
+	h_in(&h, MFS_DT_FLOAT, 3, bd, boxes);
+	h_in(&h, MFS_DT_FLOAT, 3, sd, scores);
+	h_in(&h, MFS_DT_INT64, 1, one, &mx);
+	h_in(&h, MFS_DT_FLOAT, 1, one, &iou);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 2, 2, 3);
+	int64_t *sel = h.out[0].data;
+	assert_true(sel[2] == 0 && sel[5] == 2);
+	h_free(&h);
+
+	/* GridSample at the corners with align_corners reads the corners. */
+	int64_t xd[] = { 1, 1, 2, 2 }, gd[] = { 1, 1, 2, 2 };
+	float x[] = { 1, 2, 3, 4 }, grid[] = { -1, -1, 1, 1 };
+	h_init(&h, "GridSample", 16, 1);
+	h_attr_int(&h, "align_corners", 1);
+	h_in(&h, MFS_DT_FLOAT, 4, xd, x);
+	h_in(&h, MFS_DT_FLOAT, 4, gd, grid);
+	assert_int_equal(h_run(&h), 0);
+	float gw[] = { 1, 4 };
+	assert_floats(&h.out[0], gw, 2, 1e-6);
+	h_free(&h);
+
+	int64_t md[] = { 2, 2 };
+	float m[] = { 3, 8, 4, 6 };
+	h_init(&h, "Det", 11, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, md, m);
+	assert_int_equal(h_run(&h), 0);
+	assert_true(fabsf(((float *)h.out[0].data)[0] + 14) < 1e-5f);
+	h_free(&h);
+}
+
+static void test_signal(void **st)
+{
+	harness h;
+	int64_t one[] = { 1 }, n = 4;
+	(void)st;
+	h_init(&h, "HannWindow", 17, 1);
+	h_in(&h, MFS_DT_INT64, 0, one, &n);
+	assert_int_equal(h_run(&h), 0);
+	float hw[] = { 0, 0.5f, 1, 0.5f };
+	assert_floats(&h.out[0], hw, 4, 1e-6);
+	h_free(&h);
+
+	/* DFT of [1, 0, 0, 0] is all ones; of [0, 1, 0, 0] the 4 roots. */
+	int64_t xd[] = { 1, 4, 1 };
+	float x[] = { 0, 1, 0, 0 };
+	h_init(&h, "DFT", 17, 1);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, x);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 3, 1, 4, 2);
+	float dw[] = { 1, 0, 0, -1, -1, 0, 0, 1 };
+	assert_floats(&h.out[0], dw, 8, 1e-6);
+	h_free(&h);
+
+	int64_t rd[] = { 3, 2 }, ld[] = { 2 }, lens[] = { 3, 1 };
+	h_init(&h, "ReverseSequence", 10, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, rd, seq);
+	h_in(&h, MFS_DT_INT64, 1, ld, lens);
+	assert_int_equal(h_run(&h), 0);
+	float rw[] = { 4, 1, 2, 3, 0, 5 };
+	assert_floats(&h.out[0], rw, 6, 0);
+	h_free(&h);
+}
+
+/* ---- random inputs: no crash, no out-of-bounds, a clean error -------- */
+
+static const char *const my_ops[] = {
+	"ArgMax", "ArgMin", "Concat", "ConstantOfShape", "CumSum", "DepthToSpace",
+	"SpaceToDepth", "Det", "DFT", "STFT", "Dropout", "Expand", "Tile", "Gather",
+	"GatherND", "ScatterND", "GridSample", "LayerNormalization",
+	"MeanVarianceNormalization", "NegativeLogLikelihoodLoss",
+	"SoftmaxCrossEntropyLoss", "MelWeightMatrix", "NonMaxSuppression", "NonZero",
+	"Compress", "OneHot", "Pad", "Range", "ReduceSum", "ReduceMean", "ReduceMax",
+	"ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+	"ReduceLogSumExp", "ReduceSumSquare", "Reshape", "Flatten", "Upsample",
+	"Resize", "ReverseSequence", "GatherElements", "ScatterElements", "Scatter",
+	"Shape", "Size", "Slice", "Softmax", "LogSoftmax", "Hardmax", "Split",
+	"Squeeze", "Unsqueeze", "TfIdfVectorizer", "TopK", "Transpose", "Trilu",
+	"EyeLike", "Unique", "HannWindow", "HammingWindow", "BlackmanWindow", NULL
+};
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static int64_t rnd(int64_t lo, int64_t hi)  /* inclusive */
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return lo + (int64_t)(rng_state % (uint64_t)(hi - lo + 1));
+}
+
+static void fuzz_one(const char *op, int64_t opset)
+{
+	static const char *const int_attrs[] = { "axis", "keepdims", "select_last_index",
+		"blocksize", "k", "upper", "exclusive", "reverse", "batch_dims", "num_outputs",
+		"allowzero", "noop_with_empty_axes", "largest", "sorted", "center_point_box",
+		"onesided", "inverse", "periodic", "time_axis", "batch_axis", "ignore_index",
+		"start", "end", "max_gram_length", "min_gram_length", "max_skip_count",
+		"exclude_outside", "align_corners" };
+	static const char *const list_attrs[] = { "axes", "perm", "split", "starts", "ends",
+		"pads", "ngram_counts", "ngram_indexes", "pool_int64s" };
+	static const char *const str_attrs[][2] = { { "mode", "linear" }, { "mode", "reflect" },
+		{ "mode", "CRD" }, { "reduction", "add" }, { "mode", "TFIDF" },
+		{ "coordinate_transformation_mode", "align_corners" }, { "mode", "cubic" } };
+	static int64_t lists[8][8];
+	static float fdata[MAXT][256];
+	static int64_t idata[MAXT][256];
+	harness h;
+	int n_out = (int)rnd(1, 4), n_in = (int)rnd(1, 5), rc;
+
+	h_init(&h, op, opset, n_out);
+	for (int i = 0; i < (int)rnd(0, 5); i++) {
+		int which = (int)rnd(0, 2);
+		if (which == 0) {
+			h_attr_int(&h, int_attrs[rnd(0, sizeof(int_attrs) / sizeof(*int_attrs) - 1)],
+				   rnd(-3, 4));
+		} else if (which == 1) {
+			int64_t *l = lists[i];
+			size_t n = (size_t)rnd(0, 6);
+			for (size_t j = 0; j < n; j++)
+				l[j] = rnd(-3, 4);
+			h_attr_ints(&h, list_attrs[rnd(0, sizeof(list_attrs) / sizeof(*list_attrs) - 1)],
+				    l, n);
+		} else {
+			int k = (int)rnd(0, sizeof(str_attrs) / sizeof(*str_attrs) - 1);
+			h_attr_str(&h, str_attrs[k][0], str_attrs[k][1]);
+		}
+	}
+	for (int i = 0; i < n_in; i++) {
+		int64_t dims[4];
+		int rank = (int)rnd(0, 4);
+		int64_t numel = 1;
+		bool is_int = rnd(0, 1) || i > 0;
+		for (int d = 0; d < rank; d++)
+			numel *= dims[d] = rnd(0, 4);
+		if (numel > 256)
+			rank = 0;
+		if (rnd(0, 6) == 0) {
+			h_skip_in(&h);
+			continue;
+		}
+		for (int j = 0; j < 256; j++) {
+			fdata[i][j] = (float)rnd(-8, 8) / 2;
+			idata[i][j] = rnd(-5, 6);
+		}
+		h_in(&h, is_int ? MFS_DT_INT64 : MFS_DT_FLOAT, rank, dims,
+		     is_int ? (void *)idata[i] : (void *)fdata[i]);
+	}
+	rc = h_infer(&h);
+	assert_true(rc <= 0 || rc == MFS_SHAPE_DEPENDS_ON_DATA);
+	if (rc)
+		return;
+	for (int i = 0; i < n_out; i++) {
+		mfs_shape sh = h.out[i].shape;
+		if (h.out[i].dtype == MFS_DT_UNDEFINED || mfs_shape_numel(&sh) > (1 << 20)) {
+			/* an output the op does not have; or too big to bother */
+			if (mfs_shape_numel(&sh) > (1 << 20))
+				return;
+			h.outp[i] = NULL;
+			continue;
+		}
+		assert_int_equal(mfs_tensor_alloc(&h.out[i], h.out[i].dtype, &sh, &h.err), 0);
+	}
+	rc = h.ctx.def->run(&h.ctx);
+	assert_true(rc <= 0);
+	h_free(&h);
+}
+
+static void test_random_inputs(void **st)
+{
+	static const int64_t opsets[] = { 9, 11, 13, 17, 18 };
+	(void)st;
+	for (int i = 0; my_ops[i]; i++)
+		for (int k = 0; k < 5; k++) {
+			if (!mfs_op_find("", my_ops[i], opsets[k]))
+				continue;
+			for (int n = 0; n < 300; n++)
+				fuzz_one(my_ops[i], opsets[k]);
+		}
+}
+
 int main(void)
 {
 	for (int i = 0; i < 64; i++)
@@ -752,6 +978,10 @@ int main(void)
 		cmocka_unit_test(test_data_dependent),
 		cmocka_unit_test(test_misc),
 		cmocka_unit_test(test_resize),
+		cmocka_unit_test(test_loss_unique),
+		cmocka_unit_test(test_detection_and_sampling),
+		cmocka_unit_test(test_signal),
+		cmocka_unit_test(test_random_inputs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
