@@ -263,8 +263,8 @@ static int cpu_exec_new(mfs_backend *b, const mfs_model *m, void **out,
 		node_rt *rt = &e->nodes[i];
 		if (nd->n_in > e->max_in)
 			e->max_in = nd->n_in;
-		rt->in = calloc((size_t)nd->n_in + 1, sizeof(*rt->in));
-		rt->out = calloc((size_t)nd->n_out + 1, sizeof(*rt->out));
+		rt->in = calloc((size_t)nd->n_in + MFS_ARG_PAD, sizeof(*rt->in));
+		rt->out = calloc((size_t)nd->n_out + MFS_ARG_PAD, sizeof(*rt->out));
 		rt->sig = calloc((size_t)nd->n_in + 1, sizeof(*rt->sig));
 		if (!rt->in || !rt->out || !rt->sig)
 			goto oom;
@@ -436,8 +436,11 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 	int rc = 0;
 
 	/* Inputs, converted where the operator cannot read NHWC. */
-	for (int k = 0; k < nd->n_in; k++)
+	for (int k = 0; k < nd->n_in; k++) {
 		rt->in[k] = nd->in[k] >= 0 ? &e->vals[nd->in[k]] : NULL;
+		if (k < 64 && nd->in[k] >= 0 && m->values[nd->in[k]].kind == MFS_VAL_CONST)
+			ctx.const_in |= (uint64_t)1 << k;
+	}
 	in0 = nd->n_in ? rt->in[0] : NULL;
 	in0_nhwc = in0 && in0->layout == MFS_LAYOUT_NHWC && nhwc_ok;
 	for (int k = 0; k < nd->n_in; k++) {
@@ -451,6 +454,8 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 		if (rc)
 			goto out;
 		rt->in[k] = &e->tmp[k];
+		if (k < 64)   /* a temporary copy: its block is reused */
+			ctx.const_in &= ~((uint64_t)1 << k);
 	}
 
 	/* Output shapes. */
@@ -534,8 +539,12 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 		pool_buf *b;
 		if (!t)
 			continue;
-		if (!tensor_bytes_checked(t, &bytes)) {
-			rc = mfs_fail(err, EINVAL, "output %d is too large", k);
+		if (!tensor_bytes_checked(t, &bytes) ||
+		    bytes > mfs_engine_max_tensor_bytes()) {
+			char sh[160];
+			rc = mfs_fail(err, EFBIG, "output %d of shape %s is larger than the %zu-byte limit",
+				      k, mfs_shape_format(&t->shape, sh, sizeof(sh)),
+				      mfs_engine_max_tensor_bytes());
 			goto fail;
 		}
 		t->nbytes = bytes;

@@ -49,6 +49,11 @@ typedef struct mfs_op_ctx {
 	mfs_tensor **out;            /* out[i] == NULL: output not requested */
 	void **state;                /* per node, per execution context */
 	mfs_error *err;
+	/* Bit i set: in[i] is a constant of the model (an initializer or a
+	 * folded value): its data never changes between runs, so prepare()
+	 * may pack it once (Conv's reordered weights).  Clear bits promise
+	 * nothing; inputs past 63 are never marked. */
+	uint64_t const_in;
 } mfs_op_ctx;
 
 /* Flags describing what an operator tolerates. */

@@ -39,6 +39,10 @@ void mfs_fs_stop_accepting(mfs_fs *fs);
  * their deadline. */
 void mfs_fs_expire(mfs_fs *fs);
 
+/* Files open right now (directories not counted): shutdown lets
+ * readers that already have their answer finish reading it. */
+int mfs_fs_open_files(mfs_fs *fs);
+
 /* Answer every stored read with err (positive errno); for shutdown. */
 void mfs_fs_cancel_reads(mfs_fs *fs, int err);
 

@@ -647,6 +647,11 @@ static handle *handle_new(mfs_fs *fs, hkind kind, const target *t)
 
 static void handle_free(mfs_fs *fs, handle *h)
 {
+	/* Wait out a reply still being written from h's buffers by another
+	 * thread (the kernel may deliver it, and the reader close the file,
+	 * before that thread's writev has returned). */
+	pthread_mutex_lock(&h->lock);
+	pthread_mutex_unlock(&h->lock);
 	pthread_mutex_lock(&fs->hlock);
 	if (h->hprev)
 		h->hprev->hnext = h->hnext;
@@ -835,10 +840,19 @@ static void op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		max = others < max ? max - others : 0;
 	}
 	if ((uint64_t)at + size > max) {
+		/* The file is refused: nothing of it is committed at close. */
+		if (h->kind == H_INPUT)
+			h->dirty = h->written = false;
 		pthread_mutex_unlock(&h->lock);
-		mfs_log_warn("model '%s' request '%s': '%s' refused: more than --max-request-bytes=%" PRIu64,
-			     h->model, h->req ? mfs_request_name(h->req) : "infer", h->name,
-			     fs->conf.max_request_bytes);
+		if (h->kind == H_INPUT) {
+			mfs_error err;
+			mfs_fail(&err, EFBIG, "'%s' refused: the request would pass --max-request-bytes=%" PRIu64,
+				 h->name, fs->conf.max_request_bytes);
+			mfs_request_note_error(h->req, &err);
+		} else {
+			mfs_log_warn("model '%s' infer: request refused: more than --max-request-bytes=%" PRIu64,
+				     h->model, fs->conf.max_request_bytes);
+		}
 		fuse_reply_err(freq, EFBIG);
 		return;
 	}
@@ -947,8 +961,10 @@ void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off)
 		h->len = len;
 		h->have_content = true;
 	}
-	pthread_mutex_unlock(&h->lock);
+	/* Reply under the lock: release() frees the content only after
+	 * taking it, and the reply's buffer must live until writev returns. */
 	fs_reply_slice(freq, h->content, h->len, size, off);
+	pthread_mutex_unlock(&h->lock);
 }
 
 /* Build the session's response (h->lock held). */
@@ -980,6 +996,12 @@ void fs_answer_infer(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 {
 	(void)fs;
 	pthread_mutex_lock(&h->lock);
+	if (!h->have_content && !h->req) {
+		/* Nothing was ever asked on this file. */
+		pthread_mutex_unlock(&h->lock);
+		fuse_reply_buf(freq, NULL, 0);
+		return;
+	}
 	if (!h->have_content)
 		infer_response(h);
 	size_t pos = h->rpos < h->len ? h->rpos : h->len;
@@ -997,17 +1019,17 @@ static void infer_read(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 	mfs_error err;
 	mfs_error_clear(&err);
 	pthread_mutex_lock(&h->lock);
-	if (h->have_content || h->wlen == 0) {
-		pthread_mutex_unlock(&h->lock);
-		fs_answer_infer(fs, freq, h, size);
-		return;
-	}
 	if (h->inflight) {
 		/* A read interrupted earlier: wait for the same run again. */
 		mfs_request *r = h->req;
 		pthread_mutex_unlock(&h->lock);
 		if (fs_wait_read(fs, freq, h, r, size, 0) == 0)
 			fs_answer_infer(fs, freq, h, size);
+		return;
+	}
+	if (h->have_content || h->wlen == 0) {
+		pthread_mutex_unlock(&h->lock);
+		fs_answer_infer(fs, freq, h, size);
 		return;
 	}
 	int rc;
@@ -1076,7 +1098,9 @@ static void op_read(fuse_req_t freq, fuse_ino_t ino, size_t size, off_t off,
 	(void)ino;
 	switch (h->kind) {
 	case H_STATIC:
+		pthread_mutex_lock(&h->lock);
 		fs_reply_slice(freq, h->content, h->len, size, off);
+		pthread_mutex_unlock(&h->lock);
 		return;
 	case H_OUTPUT: {
 		pthread_mutex_lock(&h->lock);
@@ -1322,6 +1346,16 @@ int mfs_fs_new(const mfs_fs_conf *conf, mfs_fs **out, mfs_error *err)
 	return 0;
 }
 
+int mfs_fs_open_files(mfs_fs *fs)
+{
+	int n = 0;
+	pthread_mutex_lock(&fs->hlock);
+	for (handle *h = fs->handles; h; h = h->hnext)
+		n += h->kind != H_DIR;
+	pthread_mutex_unlock(&fs->hlock);
+	return n;
+}
+
 void mfs_fs_stop_accepting(mfs_fs *fs)
 {
 	__atomic_store_n(&fs->accepting, false, __ATOMIC_RELEASE);
@@ -1333,8 +1367,10 @@ static void expire_below(mfs_fs *fs, node *n, uint64_t now)
 	for (node *c = n->children, *next; c; c = next) {
 		next = c->sibling;
 		if (c->kind == N_REQ) {
+			/* last_use may be later than now (touched meanwhile):
+			 * no unsigned subtraction here. */
 			if (!mfs_request_busy(c->req) &&
-			    now - mfs_request_last_use(c->req) > fs->conf.request_ttl_ns) {
+			    mfs_request_last_use(c->req) + fs->conf.request_ttl_ns < now) {
 				mfs_log_info("model '%s' request '%s': removed after %" PRIu64 " s unused",
 					     c->model, c->name, fs->conf.request_ttl_ns / 1000000000u);
 				mfs_request_mark_removed(c->req);

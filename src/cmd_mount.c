@@ -47,6 +47,7 @@
 
 #define FUSE_THREADS 8
 #define DRAIN_NS (10ull * 1000000000ull)   /* how long running requests get at shutdown */
+#define CLOSE_GRACE_NS (2ull * 1000000000ull)   /* and then open files to be read and closed */
 
 typedef struct daemon_ctx {
 	mfs_options opts;
@@ -199,6 +200,13 @@ static void shut_down(daemon_ctx *d, const char *why)
 	mfs_fs_stop_accepting(d->fs);
 	mfs_sched_stop(d->sched, DRAIN_NS);
 	mfs_fs_cancel_reads(d->fs, EINTR);
+	uint64_t t0 = mfs_now_ns();
+	/* Readers that got their answer may need more reads to take all of
+	 * it (a result over one read's size): serve them a little longer. */
+	while (mfs_fs_open_files(d->fs) > 0 && mfs_now_ns() - t0 < CLOSE_GRACE_NS) {
+		struct timespec ts = { 0, 20000000 };
+		nanosleep(&ts, NULL);
+	}
 	stop_loop(d);
 }
 
@@ -362,7 +370,6 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 	if (notify_fd >= 0) {
 		/* Daemon: detach from the terminal now that start-up worked. */
 		int nullfd = open("/dev/null", O_RDWR);
-		mfs_log_use_syslog(1);
 		tell_parent(&notify_fd, 0);
 		if (nullfd >= 0) {
 			dup2(nullfd, 0);
@@ -446,6 +453,10 @@ int mfs_cmd_mount(int argc, char **argv)
 		mfs_options_release(&d.opts);
 		return 1;
 	}
+	/* A daemon logs to syslog from the start; only a reason not to start
+	 * is printed (one line, on the terminal it was started from). */
+	if (notify_fd >= 0)
+		mfs_log_use_syslog(1);
 	/* The daemon never touches the mountpoint through its own mount. */
 	if (chdir("/") != 0)
 		mfs_log_warn("chdir /: %s", strerror(errno));

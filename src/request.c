@@ -453,6 +453,13 @@ out:
 	return rc;
 }
 
+void mfs_request_note_error(mfs_request *r, const mfs_error *err)
+{
+	pthread_mutex_lock(&r->lock);
+	record(r, -err->code, err);
+	pthread_mutex_unlock(&r->lock);
+}
+
 static input_slot *slot_by_file(mfs_request *r, const char *filename)
 {
 	for (int i = 0; i < r->n_in; i++)

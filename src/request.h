@@ -86,6 +86,10 @@ int mfs_request_commit_file(mfs_request *r, const char *filename,
 int mfs_request_submit_tensors(mfs_request *r, mfs_tensor *tensors,
 			       mfs_error *err);
 
+/* Record an error found outside the request (a write refused by the
+ * filesystem) for $req/error, and log it once. */
+void mfs_request_note_error(mfs_request *r, const mfs_error *err);
+
 /* Forget an input file ("NAME.EXT") that was committed; -ENOENT if none. */
 int mfs_request_remove_input(mfs_request *r, const char *filename);
 

@@ -4,11 +4,12 @@
 #include <tgmath.h>
 
 #include "elementwise.h"
-#include "vmath.h"
 
-#define A ((ew_t)p->a)
-#define B ((ew_t)p->b)
-#define C ((ew_t)p->c)
+#define A ((ew_t)pa)
+#define B ((ew_t)pb)
+#define C ((ew_t)pc)
+/* v limited to [0, 1] by selects (vectorise; NaN stays NaN as in numpy) */
+#define EW_UNIT(v) ((v) < 0 ? (ew_t)0 : (v) > 1 ? (ew_t)1 : (v))
 
 EW_T_FLOAT(EW_DEF_UNARY, relu, x < 0 ? (ew_t)0 : x)
 EW_T_SINT(EW_DEF_UNARY, relu, x < 0 ? 0 : x)
@@ -18,8 +19,8 @@ EW_T_FLOAT(EW_DEF_UNARY, selu, x <= 0 ? C * (A * EW_EXP(x) - A) : C * x)
 EW_T_FLOAT(EW_DEF_UNARY, celu, x < 0 ? A * (EW_EXP(x / A) - 1) : x)
 EW_T_FLOAT(EW_DEF_UNARY, threlu, x > A ? x : (ew_t)0)
 EW_T_FLOAT(EW_DEF_UNARY, shrink, x < -A ? x + B : x > A ? x - B : (ew_t)0)
-EW_T_FLOAT(EW_DEF_UNARY, hsig, fmax((ew_t)0, fmin((ew_t)1, A * x + B)))
-EW_T_FLOAT(EW_DEF_UNARY, hswish, x * fmax((ew_t)0, fmin((ew_t)1, A * x + B)))
+EW_T_FLOAT(EW_DEF_UNARY, hsig, EW_UNIT(A * x + B))
+EW_T_FLOAT(EW_DEF_UNARY, hswish, x * EW_UNIT(A * x + B))
 
 static const ew_table relu_tab = { 1, { EW_T_FLOAT(EW_ENTRY, relu) EW_T_SINT(EW_ENTRY, relu) } };
 static const ew_table leaky_tab = { 1, { EW_T_FLOAT(EW_ENTRY, leaky) } };

@@ -5,24 +5,33 @@
  * NaN passes through. */
 #include "elementwise.h"
 
+/* One branch-free loop per combination of bounds, so each vectorises. */
+#define EW_CLIP_LOOP(LO, HI)                                                \
+	EW_SIMD                                                             \
+	for (int64_t j = 0; j < n; j++) {                                   \
+		__typeof__(lo) x = a[j];                                    \
+		x = (LO) && x < lo ? lo : x;                                \
+		o[j] = (HI) && x > hi ? hi : x;                             \
+	}
+
 #define EW_DEF_CLIP(sfx, T, DT, name)                                       \
-	static void name##_##sfx(char *out, const char *const *in,          \
-				 const int64_t *step, int64_t n,            \
-				 const ew_params *p)                        \
+	EW_TARGETS static void name##_##sfx(char *out, const char *const *in, \
+					    const int64_t *step, int64_t n, \
+					    const ew_params *p)             \
 	{                                                                   \
 		const T *a = (const T *)in[0];                              \
 		T *o = (T *)out;                                            \
-		bool has_lo = p->lo, has_hi = p->hi;                        \
-		T lo = has_lo ? *(const T *)p->lo : 0;                      \
-		T hi = has_hi ? *(const T *)p->hi : 0;                      \
+		T lo = p->lo ? *(const T *)p->lo : 0;                       \
+		T hi = p->hi ? *(const T *)p->hi : 0;                       \
 		(void)step;     /* unary: X has the output's shape */       \
-		for (int64_t j = 0; j < n; j++) {                           \
-			T x = a[j];                                         \
-			if (has_lo && x < lo)                               \
-				x = lo;                                     \
-			if (has_hi && x > hi)                               \
-				x = hi;                                     \
-			o[j] = x;                                           \
+		if (p->lo && p->hi) {                                       \
+			EW_CLIP_LOOP(1, 1)                                  \
+		} else if (p->lo) {                                         \
+			EW_CLIP_LOOP(1, 0)                                  \
+		} else if (p->hi) {                                         \
+			EW_CLIP_LOOP(0, 1)                                  \
+		} else {                                                    \
+			EW_CLIP_LOOP(0, 0)                                  \
 		}                                                           \
 	}
 EW_T_NUM(EW_DEF_CLIP, clip)

@@ -28,9 +28,9 @@
  * one sgemm.  A 1x1 kernel with stride 1 and no padding uses X itself.
  * NHWC tensors are converted to plain scratch buffers around it.
  *
- * Weights are treated as constant (reordered once) when their data was
- * known at the first prepare() and the pointer is unchanged at run;
- * otherwise they are reordered on every run.
+ * Weights are reordered once when the engine marks W a model constant
+ * (ctx->const_in bit 1) and its pointer is unchanged; a W computed at run
+ * time is reordered on every run.
  *
  * Only FP32 is supported (the ONNX spec also allows float16 and double: a
  * clear ENOTSUP).
@@ -94,7 +94,7 @@ typedef struct conv_state {
 	dnnl_primitive_t wreorder;       /* plain weights -> wei_m; NULL if same format */
 	dnnl_memory_t wplain_m;
 	void *wei_buf;                   /* wei_m's storage when reordered */
-	bool wei_const;                  /* weights data known at first prepare */
+	bool wei_const;                  /* W is a model constant (ctx->const_in) */
 	const void *wei_src;             /* the data wei_buf holds a copy of */
 	/* FusedConv's Z: a binary-add post-op reading channels-last memory
 	 * (plain Z goes through zreorder into zcl_buf first). */
@@ -608,6 +608,11 @@ static int conv_prepare(mfs_op_ctx *ctx)
 				   (int)yl, 2 + p.w.nsp);
 	bool has_z = p.z != NULL;
 	mfs_layout zl = has_z ? p.z->layout : MFS_LAYOUT_PLAIN;
+	bool wconst = (ctx->const_in >> 1) & 1;
+	if (s && s->wei_const != wconst) {
+		s->wei_const = wconst;
+		s->wei_src = NULL;
+	}
 	if (s && mfs_shape_equal(&s->xs, &x->shape) && mfs_shape_equal(&s->ws, &wt->shape) &&
 	    s->xl == x->layout && s->yl == yl && s->has_bias == has_bias &&
 	    s->has_z == has_z && s->zl == zl &&
@@ -626,8 +631,8 @@ static int conv_prepare(mfs_op_ctx *ctx)
 		if (!s)
 			return mfs_op_fail(ctx, ENOMEM, "out of memory");
 		*ctx->state = s;
-		s->wei_const = wt->data != NULL;
 	}
+	s->wei_const = wconst;
 	s->xs = x->shape;
 	s->ws = wt->shape;
 	s->xl = x->layout;
@@ -647,7 +652,8 @@ static int conv_prepare(mfs_op_ctx *ctx)
 		if (st == dnnl_success) {
 			s->use_dnnl = true;
 			/* Constant weights: reorder them now, once. */
-			if (wt->data && (rc = conv_dnnl_weights(ctx, s, wt->data)) < 0)
+			if (wt->data && s->wei_const &&
+			    (rc = conv_dnnl_weights(ctx, s, wt->data)) < 0)
 				return rc;
 			return 0;
 		}

@@ -1,7 +1,6 @@
 /* elementwise.c - broadcasting driver, half precision through float and the
  * shared infer/run of the elementwise operators (see elementwise.h). */
 #include <omp.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "elementwise.h"
@@ -165,11 +164,77 @@ typedef struct ew_half {
 	mfs_dtype in_dt[EW_MAX_IN], out_dt;
 } ew_half;
 
-static void half_to_float(float *d, const uint16_t *s, int64_t n, mfs_dtype dt)
+/* float16 <-> float: F16C instructions, 8 at a time, where the CPU has
+ * them (every x86-64-v3 CPU); mfs_half_to_float & co otherwise.  Both
+ * round to nearest even. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define EW_F16C 1
+
+__attribute__((target("avx,f16c")))
+static void f16_load_f16c(float *d, const uint16_t *s, int64_t n)
 {
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(d + i, _mm256_cvtph_ps(
+				 _mm_loadu_si128((const __m128i *)(s + i))));
+	for (; i < n; i++)
+		d[i] = _cvtsh_ss(s[i]);
+}
+
+__attribute__((target("avx,f16c")))
+static void f16_store_f16c(uint16_t *d, const float *s, int64_t n)
+{
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(
+				 _mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+	for (; i < n; i++)
+		d[i] = _cvtss_sh(s[i], _MM_FROUND_TO_NEAREST_INT);
+}
+#endif
+
+void ew_half_load(float *d, const uint16_t *s, int64_t n, mfs_dtype dt)
+{
+	if (dt == MFS_DT_BFLOAT16) {
+		EW_SIMD
+		for (int64_t i = 0; i < n; i++) {
+			uint32_t b = (uint32_t)s[i] << 16;
+			memcpy(&d[i], &b, 4);
+		}
+		return;
+	}
+#ifdef EW_F16C
+	if (__builtin_cpu_supports("f16c")) {
+		f16_load_f16c(d, s, n);
+		return;
+	}
+#endif
 	for (int64_t i = 0; i < n; i++)
-		d[i] = dt == MFS_DT_FLOAT16 ? mfs_half_to_float(s[i])
-					    : mfs_bf16_to_float(s[i]);
+		d[i] = mfs_half_to_float(s[i]);
+}
+
+void ew_half_store(uint16_t *d, const float *s, int64_t n, mfs_dtype dt)
+{
+	if (dt == MFS_DT_BFLOAT16) {
+		EW_SIMD
+		for (int64_t i = 0; i < n; i++) {
+			uint32_t x;
+			memcpy(&x, &s[i], 4);
+			uint32_t r = (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+			d[i] = (uint16_t)((x & 0x7fffffffu) > 0x7f800000u
+					  ? (x >> 16) | 0x40 : r);
+		}
+		return;
+	}
+#ifdef EW_F16C
+	if (__builtin_cpu_supports("f16c")) {
+		f16_store_f16c(d, s, n);
+		return;
+	}
+#endif
+	for (int64_t i = 0; i < n; i++)
+		d[i] = mfs_float_to_half(s[i]);
 }
 
 static void half_kernel(char *out, const char *const *in, const int64_t *step,
@@ -189,19 +254,14 @@ static void half_kernel(char *out, const char *const *in, const int64_t *step,
 			const char *src = in[k] + j * step[k] * (int64_t)es;
 			ptr[k] = src;
 			if (ew_is_half(h->in_dt[k])) {
-				half_to_float(buf[k], (const uint16_t *)src,
-					      step[k] ? m : 1, h->in_dt[k]);
+				ew_half_load(buf[k], (const uint16_t *)src,
+					     step[k] ? m : 1, h->in_dt[k]);
 				ptr[k] = (const char *)buf[k];
 			}
 		}
 		h->fn(o, ptr, step, m, h->p);
-		if (out_half) {
-			uint16_t *d = (uint16_t *)out + j;
-			for (int64_t i = 0; i < m; i++)
-				d[i] = h->out_dt == MFS_DT_FLOAT16
-				       ? mfs_float_to_half(obuf[i])
-				       : mfs_float_to_bf16(obuf[i]);
-		}
+		if (out_half)
+			ew_half_store((uint16_t *)out + j, obuf, m, h->out_dt);
 	}
 }
 
@@ -301,9 +361,9 @@ mfs_tensor ew_legacy_operand(const mfs_op_ctx *ctx, const mfs_tensor *a,
 	return r;
 }
 
-/* The inputs of the op as the kernels see them (legacy broadcasting
- * applied to input 1 of a binary op).  n_in is at most EW_MAX_IN unless
- * fold is set, where only the shapes are used. */
+/* ctx->in[first..] into in[] (at most max, none omitted) as the kernels
+ * see them: legacy broadcasting applied to input 1 of a binary op, *tmp
+ * holding that view.  Returns the count or a negative errno. */
 static int gather_inputs(mfs_op_ctx *ctx, int first, mfs_tensor *tmp,
 			 const mfs_tensor **in, int max)
 {

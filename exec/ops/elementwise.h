@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "op.h"
+#include "vmath.h"      /* also relaxes trapping-math/errno for the kernels */
 
 #define EW_NDT 17              /* dtype numbers 0..16 index the tables */
 #define EW_MAX_IN 3            /* Where has three inputs */
@@ -64,6 +65,11 @@ static inline bool ew_is_float(mfs_dtype dt)
 
 /* True when tab can run dt (directly or, for half types, through float). */
 bool ew_table_has(const ew_table *tab, mfs_dtype dt);
+
+/* n float16 (dt FLOAT16) or bfloat16 values to float and back, rounding
+ * to nearest even; F16C instructions where the CPU has them. */
+void ew_half_load(float *d, const uint16_t *s, int64_t n, mfs_dtype dt);
+void ew_half_store(uint16_t *d, const float *s, int64_t n, mfs_dtype dt);
 
 /* Run fn over out = f(in...), each in[k] broadcast to out->shape.  Inputs
  * must have the dtypes fn expects; out is allocated. */
@@ -166,10 +172,14 @@ int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt);
 
 /* Kernels are built for AVX-512 and AVX2+FMA as well as the baseline
  * x86-64 the Makefile targets, and the loader picks the best the CPU has
- * (GCC function multiversioning).  Not under clang (fuzz builds). */
+ * (GCC function multiversioning).  no-trapping-math: GCC will not turn a
+ * select whose arm computes (x < 0 ? a * x : x) into a vector blend while
+ * FP exceptions are observable; nothing here reads the exception flags.
+ * (A file-level pragma does not reach the clones.)  Not under clang. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define EW_TARGETS                                                          \
-	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), \
+		       optimize("no-trapping-math")))
 #else
 #define EW_TARGETS
 #endif
@@ -182,7 +192,8 @@ int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt);
 		const T *a = (const T *)in[0];                              \
 		TO *o = (TO *)out_;                                         \
 		typedef T ew_t __attribute__((unused));                     \
-		(void)p;                                                    \
+		const double pa = p->a, pb = p->b, pc = p->c;               \
+		(void)pa, (void)pb, (void)pc;                               \
 		if (step[0]) {                                              \
 			EW_SIMD                                             \
 			for (int64_t j = 0; j < n; j++) {                   \
@@ -206,7 +217,8 @@ int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt);
 		const T *a = (const T *)in[0], *b = (const T *)in[1];       \
 		TO *o = (TO *)out_;                                         \
 		typedef T ew_t __attribute__((unused));                     \
-		(void)p;                                                    \
+		const double pa = p->a, pb = p->b, pc = p->c;               \
+		(void)pa, (void)pb, (void)pc;                               \
 		if (step[0] && step[1]) {                                   \
 			EW_SIMD                                             \
 			for (int64_t j = 0; j < n; j++) {                   \
@@ -245,7 +257,9 @@ int ew_infer_shape(mfs_op_ctx *ctx, int first, mfs_dtype out_dt);
 #define EW_DEF_BINARY_BOOL(sfx, T, DT, name, ...)                           \
 	EW_BINARY_KERNEL(name##_##sfx, T, uint8_t, __VA_ARGS__)
 
-/* In a kernel expression, ew_t names the input element type. */
+/* In a kernel expression, ew_t names the input element type and pa, pb,
+ * pc are p->a, p->b, p->c read once before the loop (a load inside a
+ * select arm would keep the loop scalar). */
 
 /* Integer division and remainder that cannot trap: x/0 = 0, x%0 = 0,
  * MIN/-1 = MIN (wrapped), MIN%-1 = 0.  Python-style remainder for Mod with

@@ -5,15 +5,17 @@
 #include "elementwise.h"
 
 EW_T_FLOAT(EW_DEF_UNARY_BOOL, isnan, x != x)
-EW_T_FLOAT(EW_DEF_UNARY_BOOL, isinf, isinf(x) && ((x > 0 && (p->i & 1)) || (x < 0 && (p->i & 2))))
+/* bitwise, not short-circuit: the loop then vectorises */
+EW_T_FLOAT(EW_DEF_UNARY_BOOL, isinf, ((x == (ew_t)INFINITY) & (int)(pa > 0)) |
+	   ((x == -(ew_t)INFINITY) & (int)(pb > 0)))
 
 static const ew_table isnan_tab = { 1, { EW_T_FLOAT(EW_ENTRY, isnan) } };
 static const ew_table isinf_tab = { 1, { EW_T_FLOAT(EW_ENTRY, isinf) } };
 
 static int isinf_params(mfs_op_ctx *ctx, ew_params *p)
 {
-	p->i = (onnx_attr_int(ctx->node, "detect_positive", 1) ? 1 : 0) |
-	       (onnx_attr_int(ctx->node, "detect_negative", 1) ? 2 : 0);
+	p->a = onnx_attr_int(ctx->node, "detect_positive", 1) ? 1 : 0;
+	p->b = onnx_attr_int(ctx->node, "detect_negative", 1) ? 1 : 0;
 	return 0;
 }
 

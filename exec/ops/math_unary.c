@@ -4,11 +4,10 @@
 #include <tgmath.h>
 
 #include "elementwise.h"
-#include "vmath.h"
 
 EW_T_FLOAT(EW_DEF_UNARY, sqrt, EW_SQRT(x))
 EW_T_FLOAT(EW_DEF_UNARY, exp, EW_EXP(x))
-EW_T_FLOAT(EW_DEF_UNARY, log, log(x))
+EW_T_FLOAT(EW_DEF_UNARY, log, EW_LOG(x))
 EW_T_FLOAT(EW_DEF_UNARY, erf, EW_ERF(x))
 EW_T_FLOAT(EW_DEF_UNARY, tanh, EW_TANH(x))
 EW_T_FLOAT(EW_DEF_UNARY, recip, 1 / x)

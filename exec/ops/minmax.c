@@ -5,7 +5,7 @@
 EW_T_NUM(EW_DEF_BINARY, max, (x != x || x > y) ? x : y)
 EW_T_NUM(EW_DEF_BINARY, min, (x != x || x < y) ? x : y)
 EW_T_NUM(EW_DEF_BINARY, sum, x + y)
-EW_T_FLOAT(EW_DEF_UNARY, mean, x / (ew_t)p->a)
+EW_T_FLOAT(EW_DEF_UNARY, mean, x / (ew_t)pa)
 
 static const ew_table max_tab = { 0, { EW_T_NUM(EW_ENTRY, max) } };
 static const ew_table min_tab = { 0, { EW_T_NUM(EW_ENTRY, min) } };

@@ -124,6 +124,8 @@ static int compress_run(mfs_op_ctx *ctx)
 		n = mfs_shape_numel(&in->shape);
 	else
 		oc_split_at(&in->shape, axis, &outer, &n, &inner);
+	if (!inner || !outer)
+		return 0;
 	for (int64_t i = 0; i < cond->shape.dims[0] && i < n; i++) {
 		if (!is_set(cond, i))
 			continue;

@@ -4,10 +4,13 @@
 #include <tgmath.h>
 
 #include "elementwise.h"
-#include "vmath.h"
 
 /* log(1 + e^x) without overflow for large x */
-#define EW_SOFTPLUS(x) ((x) > 0 ? (x) + log1p(exp(-(x))) : log1p(exp(x)))
+static inline double softplus_d(double x)
+{
+	return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+#define EW_SOFTPLUS(x) _Generic((x), float: ew_softplusf, default: softplus_d)(x)
 
 EW_T_FLOAT(EW_DEF_UNARY, sigmoid, 1 / (1 + EW_EXP(-x)))
 EW_T_FLOAT(EW_DEF_UNARY, softplus, EW_SOFTPLUS(x))

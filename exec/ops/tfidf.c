@@ -113,6 +113,8 @@ static int tfidf_run(mfs_op_ctx *ctx)
 
 	if (rc)
 		return rc;
+	if (!rows || !t.out_dim)
+		return 0;
 	memset(y, 0, (size_t)(rows * t.out_dim) * sizeof(float));
 	for (int64_t r = 0; r < rows; r++) {
 		float *yr = y + r * t.out_dim;

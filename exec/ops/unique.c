@@ -163,7 +163,7 @@ static int unique_run(mfs_op_ctx *ctx)
 	if (rc)
 		return rc < 0 ? rc : mfs_op_fail(ctx, EINVAL, "input unknown at run");
 	for (int64_t k = 0; k < q.u; k++) {
-		for (int64_t o = 0; y && o < q.outer; o++)
+		for (int64_t o = 0; y && q.inner && o < q.outer; o++)
 			memcpy((char *)y->data + ((o * q.u + k) * q.inner) * (int64_t)es,
 			       (const char *)q.x->data + ((o * q.n + q.first[k]) * q.inner) * (int64_t)es,
 			       (size_t)q.inner * es);

@@ -15,6 +15,7 @@
 #ifndef MFS_OPS_VMATH_H
 #define MFS_OPS_VMATH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* GCC will not if-convert chains of float selects while FP exceptions are
@@ -88,6 +89,56 @@ EW_VINLINE float ew_erff(float x)
 	return ax < 0.5f ? s : y;
 }
 
+/* Cephes logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) by a
+ * polynomial in m - 1.  Denormals are scaled up first; x < 0 and NaN give
+ * NaN, 0 gives -inf, +inf gives +inf. */
+EW_VINLINE float ew_logf(float x)
+{
+	union { int32_t i; float f; } u;
+	float m, z, y, e, scaled = x * 8388608.0f;      /* 2^23 */
+	bool tiny = x < 1.17549435e-38f;
+	int32_t bits;
+
+	u.f = tiny ? scaled : x;
+	bits = u.i;
+	e = (float)(((bits >> 23) & 0xff) - 126) - (tiny ? 23.0f : 0.0f);
+	u.i = (bits & 0x007fffff) | 0x3f000000;         /* m in [0.5, 1) */
+	m = u.f;
+	e = m < 0.707106781186547524f ? e - 1 : e;
+	m = m < 0.707106781186547524f ? m + m - 1 : m - 1;
+	z = m * m;
+	y = 7.0376836292e-2f;
+	y = y * m - 1.1514610310e-1f;
+	y = y * m + 1.1676998740e-1f;
+	y = y * m - 1.2420140846e-1f;
+	y = y * m + 1.4249322787e-1f;
+	y = y * m - 1.6668057665e-1f;
+	y = y * m + 2.0000714765e-1f;
+	y = y * m - 2.4999993993e-1f;
+	y = y * m + 3.3333331174e-1f;
+	y = y * m * z;
+	y = y + e * -2.12194440e-4f - 0.5f * z;
+	y = m + y + e * 0.693359375f;
+	y = x == 0 ? -__builtin_inff() : y;
+	y = x == __builtin_inff() ? x : y;
+	return x < 0 || x != x ? __builtin_nanf("") : y;
+}
+
+/* log(1 + u) for u > -1, accurate for tiny u: the rounding of 1 + u is
+ * corrected to first order. */
+EW_VINLINE float ew_log1pf(float u)
+{
+	float w = 1 + u;
+	return w == 1 ? u : ew_logf(w) - ((w - 1) - u) / w;
+}
+
+/* log(1 + e^x) without overflow */
+EW_VINLINE float ew_softplusf(float x)
+{
+	float ax = x < 0 ? -x : x;
+	return (x > 0 ? x : 0) + ew_log1pf(ew_expf(-ax));
+}
+
 EW_VINLINE float ew_sigmoidf(float x)
 {
 	return 1 / (1 + ew_expf(-x));
@@ -96,6 +147,7 @@ EW_VINLINE float ew_sigmoidf(float x)
 #define EW_EXP(x) _Generic((x), float: ew_expf, default: exp)(x)
 #define EW_TANH(x) _Generic((x), float: ew_tanhf, default: tanh)(x)
 #define EW_ERF(x) _Generic((x), float: ew_erff, default: erf)(x)
+#define EW_LOG(x) _Generic((x), float: ew_logf, default: log)(x)
 #define EW_SQRT(x) _Generic((x), float: __builtin_sqrtf, default: __builtin_sqrt)(x)
 
 #endif

@@ -20,7 +20,8 @@ mount_repo() {
 	shift
 	MNT=$(mktemp -d "${BATS_RUN_TMPDIR:-/tmp}/mnt.XXXXXX")
 	DAEMON_LOG="$MNT.log"
-	"$MODELFS" -f "$@" "$repo" "$MNT" 2>"$DAEMON_LOG" &
+	# fd 3 is bats' own output: a daemon holding it would hang bats.
+	"$MODELFS" -f "$@" "$repo" "$MNT" 2>"$DAEMON_LOG" 3>&- &
 	DAEMON_PID=$!
 	local i
 	for i in $(seq 1 300); do
@@ -41,8 +42,19 @@ mount_repo() {
 
 # Check the daemon's exit and log; $1: expected exit status (default 0).
 daemon_finished_cleanly() {
-	local want=${1:-0} rc=0
-	wait "$DAEMON_PID" || rc=$?
+	local want=${1:-0} rc=0 i
+	# Bounded: a daemon that does not stop is a failure, not a hang.
+	for i in $(seq 1 600); do
+		kill -0 "$DAEMON_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$DAEMON_PID" 2>/dev/null; then
+		echo "modelfs did not exit within 30 s; its log:" >&2
+		tail -30 "$DAEMON_LOG" >&2
+		kill -9 "$DAEMON_PID" 2>/dev/null
+		return 1
+	fi
+	wait "$DAEMON_PID" 2>/dev/null || rc=$?
 	if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$DAEMON_LOG"; then
 		echo "sanitizer report in the daemon's log:" >&2
 		cat "$DAEMON_LOG" >&2
@@ -87,4 +99,19 @@ try:
 except OSError as e:
     print(errno.errorcode[e.errno])
 "
+}
+
+# A repository with examples/add_sub, examples/mlp and the fixtures of
+# make_fixtures.py; prints its path.
+make_test_repo() {
+	local dir
+	dir=$(mktemp -d "${BATS_RUN_TMPDIR:-/tmp}/repo.XXXXXX")
+	cp -r "$EXAMPLES/add_sub" "$EXAMPLES/mlp" "$dir/"
+	"$PY" "$TOP/tests/e2e/make_fixtures.py" "$dir" "$EXAMPLES" || return 1
+	echo "$dir"
+}
+
+# An input for the slow model (x: [1,256,1024]) at $1.
+slow_input() {
+	"$PY" -c "import numpy as np; np.save('$1', np.random.default_rng(${2:-1}).random((1, 256, 1024), dtype=np.float32))"
 }

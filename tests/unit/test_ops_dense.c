@@ -753,6 +753,41 @@ static void test_fused_conv(void **st)
 	unsetenv("MFS_CONV");
 }
 
+/* Weights marked constant (ctx->const_in) are reordered once: changing
+ * them in place afterwards is not seen.  Unmarked weights are read again
+ * on every run (a W computed by another node reuses its buffer). */
+static void test_conv_weight_constness(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, w, y1 = { 0 };
+	call c;
+
+	unsetenv("MFS_CONV");
+	tn_init(&t, "Conv");
+	t_rand(&x, shp(4, 1L, 16L, 6L, 6L));
+	t_rand(&w, shp(4, 16L, 16L, 3L, 3L));
+	mfs_tensor *in[] = { &x, &w }, *out[] = { &y1 };
+	for (int marked = 0; marked < 2; marked++) {
+		call_setup(&c, &t, 11, in, 2, out, 1);
+		c.ctx.const_in = marked ? 2u : 0u;
+		assert_int_equal(call_run(&c), 0);
+		float before = ((float *)y1.data)[7];
+		for (int64_t i = 0; i < mfs_shape_numel(&w.shape); i++)
+			((float *)w.data)[i] *= 2.0f;
+		assert_int_equal(c.def->run(&c.ctx), 0);
+		float after = ((float *)y1.data)[7];
+		if (marked)
+			assert_true(after == before);
+		else
+			assert_true(fabsf(after - 2.0f * before) <= 1e-4f * (1.0f + fabsf(before)));
+		call_done(&c);
+	}
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&y1);
+}
+
 /* Bad attributes and inputs: clear errors, never a crash. */
 static void conv_expect_error(tnode *t, mfs_shape xs, mfs_shape ws, int code, const char *needle)
 {
@@ -1570,6 +1605,173 @@ static void test_roialign(void **st)
 	mfs_tensor_release(&y);
 }
 
+/* ---- random attributes and shapes: errors are fine, crashes are not ---- */
+
+static int64_t rnd(int64_t lo, int64_t hi)
+{
+	frand();
+	return lo + (int64_t)(rng_state % (uint64_t)(hi - lo + 1));
+}
+
+static void random_window_attrs(tnode *t, int nsp, bool kernel)
+{
+	int idx;
+	onnx_attr *a;
+	if (kernel || rnd(0, 3) == 0) {
+		idx = t->node.n_attrs;
+		a = tn_attr(t, "kernel_shape", ONNX_ATTR_INTS);
+		int n = rnd(0, 5) == 0 ? (int)rnd(0, 3) : nsp;
+		for (int i = 0; i < n; i++)
+			t->ints[idx][i] = rnd(-1, 5);
+		a->ints = t->ints[idx];
+		a->n_ints = (size_t)n;
+	}
+	const char *names[] = { "strides", "dilations", "pads", "output_padding" };
+	for (int k = 0; k < 4; k++) {
+		if (rnd(0, 2) == 0)
+			continue;
+		idx = t->node.n_attrs;
+		a = tn_attr(t, names[k], ONNX_ATTR_INTS);
+		int n = (k == 2 ? 2 : 1) * nsp;
+		if (rnd(0, 6) == 0)
+			n = (int)rnd(0, 6);
+		for (int i = 0; i < n; i++)
+			t->ints[idx][i] = rnd(k == 2 ? -1 : 0, 4);
+		a->ints = t->ints[idx];
+		a->n_ints = (size_t)n;
+	}
+	if (rnd(0, 3) == 0) {
+		const char *ap[] = { "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "BOGUS" };
+		tn_str(t, "auto_pad", ap[rnd(0, 4)]);
+	}
+	if (rnd(0, 2) == 0)
+		tn_int(t, "ceil_mode", rnd(0, 2));
+	if (rnd(0, 2) == 0)
+		tn_int(t, "group", rnd(0, 3));
+	if (rnd(0, 3) == 0)
+		tn_int(t, "count_include_pad", rnd(0, 1));
+	if (rnd(0, 3) == 0)
+		tn_int(t, "storage_order", rnd(0, 2));
+}
+
+static void test_random_no_crash(void **st)
+{
+	(void)st;
+	const char *ops[] = { "Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool",
+			      "GlobalAveragePool", "BatchNormalization", "ConvInteger" };
+	int ok = 0, refused = 0;
+	for (int iter = 0; iter < 600; iter++) {
+		const char *op = ops[iter % 8];
+		int nsp = (int)rnd(1, 3);
+		if (rnd(0, 10) == 0)
+			nsp = (int)rnd(0, 5);
+		tnode t;
+		tn_init(&t, op);
+		random_window_attrs(&t, nsp, !strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||
+				    !strcmp(op, "LpPool"));
+		mfs_shape xs = { .rank = 2 + nsp, .dims = { rnd(1, 2), rnd(1, 4) } };
+		mfs_shape ws = { .rank = 2 + nsp, .dims = { rnd(1, 4), rnd(1, 4) } };
+		for (int i = 0; i < nsp; i++) {
+			xs.dims[2 + i] = rnd(1, 6);
+			ws.dims[2 + i] = rnd(1, 4);
+		}
+		if (xs.rank > MFS_MAX_RANK)
+			continue;
+		bool q = !strcmp(op, "ConvInteger");
+		mfs_tensor x, w, b[4], y = { 0 }, y2 = { 0 };
+		t_alloc(&x, q ? MFS_DT_UINT8 : MFS_DT_FLOAT, xs);
+		t_alloc(&w, q ? MFS_DT_UINT8 : MFS_DT_FLOAT, ws);
+		mfs_tensor *in[5] = { &x, &w };
+		int n_in = 2;
+		if (!strcmp(op, "BatchNormalization")) {
+			for (int i = 0; i < 4; i++) {
+				t_alloc(&b[i], MFS_DT_FLOAT, shp(1, rnd(0, 1) ? xs.dims[1] : rnd(1, 4)));
+				((float *)b[i].data)[0] = 1.0f;
+				in[1 + i] = &b[i];
+			}
+			n_in = 5;
+		} else {
+			for (int i = 0; i < 4; i++)
+				t_alloc(&b[i], MFS_DT_FLOAT, shp(1, 1L));
+			if (strncmp(op, "Conv", 4))
+				n_in = 1;
+		}
+		mfs_tensor *out[2] = { &y, rnd(0, 3) == 0 ? &y2 : NULL };
+		char *onames[2] = { (char *)"y", (char *)"i" };
+		t.node.outputs = onames;
+		t.node.n_outputs = !strcmp(op, "MaxPool") && out[1] ? 2 : 1;
+		call c;
+		call_setup(&c, &t, (int64_t)rnd(10, 19), in, n_in, out, t.node.n_outputs);
+		if (!c.def) {
+			call_done(&c);
+		} else {
+			int rc = call_run(&c);
+			if (rc == 0)
+				ok++;
+			else {
+				refused++;
+				assert_true(rc < 0);
+				assert_true(c.err.msg[0] != 0);
+			}
+			call_done(&c);
+		}
+		mfs_tensor_release(&x);
+		mfs_tensor_release(&w);
+		for (int i = 0; i < 4; i++)
+			mfs_tensor_release(&b[i]);
+		mfs_tensor_release(&y);
+		mfs_tensor_release(&y2);
+	}
+	/* Both outcomes happen: the generator reaches valid and invalid cases. */
+	assert_true(ok > 50);
+	assert_true(refused > 50);
+
+	/* MatMul and Gemm on random ranks and extents, zeros included;
+	 * results checked against the naive product when accepted. */
+	ok = refused = 0;
+	for (int iter = 0; iter < 400; iter++) {
+		bool gemm = iter & 1;
+		tnode t;
+		tn_init(&t, gemm ? "Gemm" : "MatMul");
+		if (gemm) {
+			tn_int(&t, "transA", rnd(0, 1));
+			tn_int(&t, "transB", rnd(0, 1));
+		}
+		mfs_shape as = { .rank = (int)rnd(gemm ? 1 : 1, gemm ? 3 : 4) };
+		mfs_shape bs = { .rank = (int)rnd(1, gemm ? 3 : 4) };
+		for (int i = 0; i < as.rank; i++)
+			as.dims[i] = rnd(0, 3);
+		for (int i = 0; i < bs.rank; i++)
+			bs.dims[i] = rnd(0, 3);
+		if (!gemm && rnd(0, 1)) /* make the inner dims agree more often */
+			bs.dims[bs.rank >= 2 ? bs.rank - 2 : 0] = as.dims[as.rank - 1];
+		mfs_tensor a, b, y = { 0 };
+		t_rand(&a, as);
+		t_rand(&b, bs);
+		mfs_tensor *in[] = { &a, &b }, *out[] = { &y };
+		call c;
+		call_setup(&c, &t, 13, in, 2, out, 1);
+		int rc = call_run(&c);
+		if (rc == 0) {
+			ok++;
+			if (!gemm && as.rank == 2 && bs.rank == 2) {
+				float ref[9];
+				ref_matmul(a.data, b.data, ref, as.dims[0], as.dims[1], bs.dims[1]);
+				assert_close(y.data, ref, as.dims[0] * bs.dims[1], 1e-5f);
+			}
+		} else {
+			refused++;
+			assert_true(c.err.msg[0] != 0);
+		}
+		call_done(&c);
+		mfs_tensor_release(&a);
+		mfs_tensor_release(&b);
+		mfs_tensor_release(&y);
+	}
+	assert_true(ok > 20);
+	assert_true(refused > 20);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1582,6 +1784,7 @@ int main(void)
 		cmocka_unit_test(test_conv_im2col),
 		cmocka_unit_test(test_conv_paths_agree),
 		cmocka_unit_test(test_conv_bad),
+		cmocka_unit_test(test_conv_weight_constness),
 		cmocka_unit_test(test_fused_conv),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
@@ -1598,6 +1801,7 @@ int main(void)
 		cmocka_unit_test(test_maxunpool),
 		cmocka_unit_test(test_rnn_bidirectional),
 		cmocka_unit_test(test_roialign),
+		cmocka_unit_test(test_random_no_crash),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,22 @@
+/* fuse.h - rewrites of the ONNX graph before compile that let one operator
+ * do the work of several.
+ *
+ * Today: Conv followed by its only reader Relu, LeakyRelu or Clip (with
+ * constant bounds) becomes one com.modelfs FusedConv node (exec/ops/conv.c)
+ * that applies the activation as a oneDNN post-op while the output is
+ * still in cache, instead of a second pass over memory.  The pattern and
+ * its limits are in fuse.c.  MFS_FUSE=0 in the environment turns the pass
+ * off (to compare, or to rule it out).
+ */
+#ifndef MFS_FUSE_H
+#define MFS_FUSE_H
+
+#include "error.h"
+#include "onnx.h"
+
+/* Rewrite m's graph in place.  Returns the number of fusions made (>= 0),
+ * or -ENOMEM with err filled (m is then unchanged or consistently
+ * partially rewritten: every rewrite is complete or not made). */
+int mfs_fuse_graph(onnx_model *m, mfs_error *err);
+
+#endif
