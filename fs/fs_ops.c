@@ -647,6 +647,11 @@ static handle *handle_new(mfs_fs *fs, hkind kind, const target *t)
 
 static void handle_free(mfs_fs *fs, handle *h)
 {
+	/* Wait out a reply still being written from h's buffers by another
+	 * thread (the kernel may deliver it, and the reader close the file,
+	 * before that thread's writev has returned). */
+	pthread_mutex_lock(&h->lock);
+	pthread_mutex_unlock(&h->lock);
 	pthread_mutex_lock(&fs->hlock);
 	if (h->hprev)
 		h->hprev->hnext = h->hnext;
@@ -956,8 +961,10 @@ void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off)
 		h->len = len;
 		h->have_content = true;
 	}
-	pthread_mutex_unlock(&h->lock);
+	/* Reply under the lock: release() frees the content only after
+	 * taking it, and the reply's buffer must live until writev returns. */
 	fs_reply_slice(freq, h->content, h->len, size, off);
+	pthread_mutex_unlock(&h->lock);
 }
 
 /* Build the session's response (h->lock held). */
@@ -1091,7 +1098,9 @@ static void op_read(fuse_req_t freq, fuse_ino_t ino, size_t size, off_t off,
 	(void)ino;
 	switch (h->kind) {
 	case H_STATIC:
+		pthread_mutex_lock(&h->lock);
 		fs_reply_slice(freq, h->content, h->len, size, off);
+		pthread_mutex_unlock(&h->lock);
 		return;
 	case H_OUTPUT: {
 		pthread_mutex_lock(&h->lock);
@@ -1358,8 +1367,10 @@ static void expire_below(mfs_fs *fs, node *n, uint64_t now)
 	for (node *c = n->children, *next; c; c = next) {
 		next = c->sibling;
 		if (c->kind == N_REQ) {
+			/* last_use may be later than now (touched meanwhile):
+			 * no unsigned subtraction here. */
 			if (!mfs_request_busy(c->req) &&
-			    now - mfs_request_last_use(c->req) > fs->conf.request_ttl_ns) {
+			    mfs_request_last_use(c->req) + fs->conf.request_ttl_ns < now) {
 				mfs_log_info("model '%s' request '%s': removed after %" PRIu64 " s unused",
 					     c->model, c->name, fs->conf.request_ttl_ns / 1000000000u);
 				mfs_request_mark_removed(c->req);

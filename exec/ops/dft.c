@@ -13,10 +13,12 @@
 typedef struct twiddle {
 	int64_t L;
 	double *c, *s;
+	double *buf;      /* scratch: L complex inputs, then K complex outputs */
 } twiddle;
 
 static int tw_init(mfs_op_ctx *ctx, twiddle *t, int64_t L)
 {
+	t->buf = NULL;
 	t->L = L;
 	t->c = malloc((size_t)(L + 1) * sizeof(double));
 	t->s = malloc((size_t)(L + 1) * sizeof(double));
@@ -36,6 +38,22 @@ static void tw_free(twiddle *t)
 {
 	free(t->c);
 	free(t->s);
+	free(t->buf);
+}
+
+/* Twiddles for length L and scratch for K outputs. */
+static int tw_setup(mfs_op_ctx *ctx, twiddle *t, int64_t L, int64_t K)
+{
+	int rc = tw_init(ctx, t, L);
+
+	if (rc)
+		return rc;
+	t->buf = malloc((size_t)(2 * L + 2 * K) * sizeof(double));
+	if (!t->buf) {
+		tw_free(t);
+		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	}
+	return 0;
 }
 
 /* In-place radix-2 FFT of x (L complex values, L a power of two). */
@@ -209,13 +227,9 @@ static int dft_run(mfs_op_ctx *ctx, bool axis_input)
 
 	if ((rc = dft_geom(ctx, axis_input, &axis, &n, &L, &K)))
 		return rc < 0 ? rc : mfs_op_fail(ctx, EINVAL, "dft_length unknown at run");
-	if ((rc = tw_init(ctx, &t, L)))
+	if ((rc = tw_setup(ctx, &t, L, K)))
 		return rc;
-	buf = malloc((size_t)(2 * L + 2 * K) * sizeof(double));
-	if (!buf) {
-		tw_free(&t);
-		return mfs_op_fail(ctx, ENOMEM, "out of memory");
-	}
+	buf = t.buf;
 	oc_split_at(&x->shape, axis, &outer, &d, &inner);
 	inner /= comp;  /* complex elements after the axis */
 	for (int64_t o = 0; o < outer; o++)
@@ -232,7 +246,6 @@ static int dft_run(mfs_op_ctx *ctx, bool axis_input)
 				oc_store(out->dtype, out->data, e + 1, buf[2 * L + 2 * k + 1]);
 			}
 		}
-	free(buf);
 	tw_free(&t);
 	return 0;
 }
@@ -296,13 +309,9 @@ static int stft_run(mfs_op_ctx *ctx)
 		return rc < 0 ? rc : mfs_op_fail(ctx, EINVAL, "lengths unknown at run");
 	if (w && !mfs_shape_numel(&w->shape))
 		w = NULL;
-	if ((rc = tw_init(ctx, &t, L)))
+	if ((rc = tw_setup(ctx, &t, L, K)))
 		return rc;
-	buf = malloc((size_t)(2 * L + 2 * K) * sizeof(double));
-	if (!buf) {
-		tw_free(&t);
-		return mfs_op_fail(ctx, ENOMEM, "out of memory");
-	}
+	buf = t.buf;
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t f = 0; f < frames; f++) {
 			for (int64_t j = 0; j < L; j++) {
@@ -316,7 +325,6 @@ static int stft_run(mfs_op_ctx *ctx)
 				oc_store(out->dtype, out->data, ((b * frames + f) * K) * 2 + k,
 					 buf[2 * L + k]);
 		}
-	free(buf);
 	tw_free(&t);
 	return 0;
 }

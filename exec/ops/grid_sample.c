@@ -98,16 +98,6 @@ static double pixel(const mfs_tensor *t, int64_t p, int64_t H, int64_t W, int64_
 	return oc_load(t->dtype, t->data, (p * H + y) * W + x);
 }
 
-static void cubic(double t, double *w)
-{
-	const double A = -0.75;
-	double u = 1 - t;
-	w[0] = ((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A;
-	w[1] = ((A + 2) * t - (A + 3)) * t * t + 1;
-	w[2] = ((A + 2) * u - (A + 3)) * u * u + 1;
-	w[3] = ((A * (u + 1) - 5 * A) * (u + 1) + 8 * A) * (u + 1) - 4 * A;
-}
-
 static double sample(const gs_cfg *c, const mfs_tensor *x, int64_t p, int64_t H, int64_t W,
 		     double gx, double gy)
 {
@@ -119,8 +109,8 @@ static double sample(const gs_cfg *c, const mfs_tensor *x, int64_t p, int64_t H,
 
 	if (c->mode == G_BICUBIC) {
 		double x0 = floor(ix), y0 = floor(iy), wx[4], wy[4], acc = 0;
-		cubic(ix - x0, wx);
-		cubic(iy - y0, wy);
+		oc_cubic_coeffs(ix - x0, -0.75, wx);
+		oc_cubic_coeffs(iy - y0, -0.75, wy);
 		for (int i = 0; i < 4; i++)
 			for (int j = 0; j < 4; j++) {
 				/* Each tap is padded on its own, then read with bounds. */

@@ -17,18 +17,26 @@ typedef struct ln_args {
 	mfs_tensor *mean, *invstd;
 } ln_args;
 
-static void ln_row(double *x, int64_t n, int64_t r, void *user)
+/* Mean and 1 / sqrt(variance + eps) of a row. */
+static void moments(const double *x, int64_t n, double eps, double *mean, double *inv)
 {
-	ln_args *a = user;
-	double m = 0, v = 0, inv;
+	double m = 0, v = 0;
 
 	for (int64_t i = 0; i < n; i++)
 		m += x[i];
 	m /= (double)n;
 	for (int64_t i = 0; i < n; i++)
 		v += (x[i] - m) * (x[i] - m);
-	v /= (double)n;
-	inv = 1.0 / sqrt(v + a->eps);
+	*mean = m;
+	*inv = 1.0 / sqrt(v / (double)n + eps);
+}
+
+static void ln_row(double *x, int64_t n, int64_t r, void *user)
+{
+	ln_args *a = user;
+	double m, inv;
+
+	moments(x, n, a->eps, &m, &inv);
 	for (int64_t i = 0; i < n; i++) {
 		x[i] = (x[i] - m) * inv;
 		if (a->scale)
@@ -223,14 +231,9 @@ static void gn_row(double *x, int64_t n, int64_t r, void *user)
 {
 	const gn_args *a = user;
 	int64_t g = r % a->groups;
-	double m = 0, v = 0, inv;
+	double m, inv;
 
-	for (int64_t i = 0; i < n; i++)
-		m += x[i];
-	m /= (double)n;
-	for (int64_t i = 0; i < n; i++)
-		v += (x[i] - m) * (x[i] - m);
-	inv = 1.0 / sqrt(v / (double)n + a->eps);
+	moments(x, n, a->eps, &m, &inv);
 	for (int64_t i = 0; i < n; i++) {
 		int64_t k = a->per_channel ? g * a->per_group_ch + i / a->spatial : g;
 		x[i] = (x[i] - m) * inv * a->scale[k] + a->bias[k];

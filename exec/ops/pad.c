@@ -32,13 +32,8 @@ static int pad_plan_make(mfs_op_ctx *ctx, bool attrs, pad_plan *p)
 	if ((int)p->mode < 0)
 		return mfs_op_fail(ctx, EINVAL, "unknown mode '%s'", mode);
 	if (attrs) {
-		const int64_t *v;
-		size_t c = onnx_attr_ints(ctx->node, "pads", &v);
-		if (c > 2 * MFS_MAX_RANK)
-			return mfs_op_fail(ctx, EINVAL, "too many pads");
-		for (size_t i = 0; i < c; i++)
-			pads[i] = v[i];
-		n = (int)c;
+		if ((rc = oc_attr_ints(ctx, "pads", pads, 2 * MFS_MAX_RANK, &n)))
+			return rc;
 	} else if ((rc = oc_need(ctx, 1)) ||
 		   (rc = oc_read_ints(ctx, 1, pads, 2 * MFS_MAX_RANK, &n))) {
 		return rc;
@@ -180,26 +175,13 @@ static int pad_run_common(mfs_op_ctx *ctx, bool attrs)
 static int ccp_plan(mfs_op_ctx *ctx, pad_plan *p)
 {
 	const mfs_tensor *in = ctx->in[0];
-	int64_t want[MFS_MAX_RANK], axes[MFS_MAX_RANK];
+	int64_t want[MFS_MAX_RANK];
 	int r = in->shape.rank, n = 0, nax = r, ax[MFS_MAX_RANK], rc;
-	unsigned mask;
 
 	if ((rc = oc_elem_size(ctx, in, &(size_t){ 0 })) ||
 	    (rc = oc_read_ints(ctx, 1, want, MFS_MAX_RANK, &n)))
 		return rc;
-	if (onnx_node_attr(ctx->node, "axes")) {
-		const int64_t *v;
-		size_t c = onnx_attr_ints(ctx->node, "axes", &v);
-		if (c > MFS_MAX_RANK)
-			return mfs_op_fail(ctx, EINVAL, "too many axes");
-		for (size_t i = 0; i < c; i++)
-			axes[i] = v[i];
-		nax = (int)c;
-	} else {
-		for (int i = 0; i < r; i++)
-			axes[i] = i;
-	}
-	if ((rc = oc_axes_mask(ctx, axes, nax, r, &mask, ax)))
+	if ((rc = oc_attr_axes(ctx, r, ax, &nax)))
 		return rc;
 	if (n != nax)
 		return mfs_op_fail(ctx, EINVAL, "%d sizes for %d axes", n, nax);

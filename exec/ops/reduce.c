@@ -74,13 +74,9 @@ static int reduce_mask(mfs_op_ctx *ctx, bool axes_input, unsigned *mask, bool *n
 		if (oc_in(ctx, 1) && (rc = oc_read_ints(ctx, 1, axes, MFS_MAX_RANK, &n)))
 			return rc;
 	} else {
-		const int64_t *v;
-		size_t c = onnx_attr_ints(ctx->node, "axes", &v);
-		if (c > MFS_MAX_RANK)
-			return mfs_op_fail(ctx, EINVAL, "too many axes");
-		for (size_t i = 0; i < c; i++)
-			axes[i] = v[i];
-		n = (int)c;
+		if ((rc = oc_attr_ints(ctx, "axes", axes, MFS_MAX_RANK, &n)))
+			return rc;
+		n = n < 0 ? 0 : n;
 	}
 	*noop = false;
 	if (!n) {

@@ -68,7 +68,7 @@ static int rs_config(mfs_op_ctx *ctx, int version, rs_cfg *c)
 	const mfs_tensor *x = ctx->in[0];
 	int r = x->shape.rank, rc, ns = 0, nz = 0, nr = 0, nax = r, ax[MFS_MAX_RANK];
 	double scales[MFS_MAX_RANK];
-	int64_t sizes[MFS_MAX_RANK], axes[MFS_MAX_RANK];
+	int64_t sizes[MFS_MAX_RANK];
 
 	memset(c, 0, sizeof(*c));
 	if ((rc = oc_need_numeric(ctx, x, true)))
@@ -98,21 +98,8 @@ static int rs_config(mfs_op_ctx *ctx, int version, rs_cfg *c)
 		   : !strcmp(policy, "not_smaller") ? 2 : -1;
 	if (keep < 0)
 		return mfs_op_fail(ctx, EINVAL, "unknown keep_aspect_ratio_policy '%s'", policy);
-	if (onnx_node_attr(ctx->node, "axes")) {
-		const int64_t *v;
-		size_t n = onnx_attr_ints(ctx->node, "axes", &v);
-		unsigned mask;
-		if (n > MFS_MAX_RANK)
-			return mfs_op_fail(ctx, EINVAL, "too many axes");
-		for (size_t i = 0; i < n; i++)
-			axes[i] = v[i];
-		nax = (int)n;
-		if ((rc = oc_axes_mask(ctx, axes, nax, r, &mask, ax)))
-			return rc;
-	} else {
-		for (int i = 0; i < r; i++)
-			ax[i] = i;
-	}
+	if ((rc = oc_attr_axes(ctx, r, ax, &nax)))
+		return rc;
 
 	if (version == 7) {
 		const onnx_attr *a = onnx_node_attr(ctx->node, "scales");
@@ -224,14 +211,9 @@ static void coeffs(const rs_cfg *c, double t, double *w, int *n)
 		w[1] = t;
 		*n = 2;
 		break;
-	default: {
-		double u = 1 - t;
-		w[0] = ((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A;
-		w[1] = ((A + 2) * t - (A + 3)) * t * t + 1;
-		w[2] = ((A + 2) * u - (A + 3)) * u * u + 1;
-		w[3] = ((A * (u + 1) - 5 * A) * (u + 1) + 8 * A) * (u + 1) - 4 * A;
+	default:
+		oc_cubic_coeffs(t, A, w);
 		*n = 4;
-	}
 	}
 }
 
