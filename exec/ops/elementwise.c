@@ -194,7 +194,7 @@ static void f16_store_f16c(uint16_t *d, const float *s, int64_t n)
 }
 #endif
 
-static void half_load(float *d, const uint16_t *s, int64_t n, mfs_dtype dt)
+void ew_half_load(float *d, const uint16_t *s, int64_t n, mfs_dtype dt)
 {
 	if (dt == MFS_DT_BFLOAT16) {
 		EW_SIMD
@@ -214,7 +214,7 @@ static void half_load(float *d, const uint16_t *s, int64_t n, mfs_dtype dt)
 		d[i] = mfs_half_to_float(s[i]);
 }
 
-static void half_store(uint16_t *d, const float *s, int64_t n, mfs_dtype dt)
+void ew_half_store(uint16_t *d, const float *s, int64_t n, mfs_dtype dt)
 {
 	if (dt == MFS_DT_BFLOAT16) {
 		EW_SIMD
@@ -254,14 +254,14 @@ static void half_kernel(char *out, const char *const *in, const int64_t *step,
 			const char *src = in[k] + j * step[k] * (int64_t)es;
 			ptr[k] = src;
 			if (ew_is_half(h->in_dt[k])) {
-				half_load(buf[k], (const uint16_t *)src,
-					  step[k] ? m : 1, h->in_dt[k]);
+				ew_half_load(buf[k], (const uint16_t *)src,
+					     step[k] ? m : 1, h->in_dt[k]);
 				ptr[k] = (const char *)buf[k];
 			}
 		}
 		h->fn(o, ptr, step, m, h->p);
 		if (out_half)
-			half_store((uint16_t *)out + j, obuf, m, h->out_dt);
+			ew_half_store((uint16_t *)out + j, obuf, m, h->out_dt);
 	}
 }
 

@@ -66,6 +66,11 @@ static inline bool ew_is_float(mfs_dtype dt)
 /* True when tab can run dt (directly or, for half types, through float). */
 bool ew_table_has(const ew_table *tab, mfs_dtype dt);
 
+/* n float16 (dt FLOAT16) or bfloat16 values to float and back, rounding
+ * to nearest even; F16C instructions where the CPU has them. */
+void ew_half_load(float *d, const uint16_t *s, int64_t n, mfs_dtype dt);
+void ew_half_store(uint16_t *d, const float *s, int64_t n, mfs_dtype dt);
+
 /* Run fn over out = f(in...), each in[k] broadcast to out->shape.  Inputs
  * must have the dtypes fn expects; out is allocated. */
 void ew_apply(ew_fn fn, const mfs_tensor *const *in, int n_in, mfs_tensor *out,

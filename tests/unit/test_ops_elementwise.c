@@ -891,6 +891,30 @@ static void test_cast(void **st)
 	call_free(c2);
 	call_free(c3);
 
+	/* float -> float16/bfloat16 rounds like mfs_float_to_half/bf16 over
+	 * normals, subnormals, ties and overflow */
+	enum { NS = 200000 };
+	float *sw = malloc(NS * sizeof(float));
+	assert_non_null(sw);
+	for (int i = 0; i < NS; i++)
+		sw[i] = ldexpf(1 + (i % 4096) / 4096.0f, i / 4096 - 26) * (i & 1 ? -1 : 1);
+	for (int t = 0; t < 2; t++) {
+		c = call_new("Cast", 13);
+		c->in[0].dtype = MFS_DT_FLOAT;
+		assert_int_equal(mfs_tensor_alloc(&c->in[0], MFS_DT_FLOAT,
+						  &(mfs_shape){ 1, { NS } }, NULL), 0);
+		memcpy(c->in[0].data, sw, NS * sizeof(float));
+		c->inp[0] = &c->in[0];
+		c->n_in = 1;
+		call_attr_i(c, "to", t ? MFS_DT_BFLOAT16 : MFS_DT_FLOAT16);
+		assert_int_equal(call_run(c), 0);
+		for (int i = 0; i < NS; i++)
+			assert_int_equal(((uint16_t *)c->out.data)[i],
+					 t ? mfs_float_to_bf16(sw[i]) : mfs_float_to_half(sw[i]));
+		call_free(c);
+	}
+	free(sw);
+
 	c = call_new("Cast", 13);
 	call_in(c, MFS_DT_FLOAT, x, 1, 6);
 	call_attr_i(c, "to", MFS_DT_STRING);
