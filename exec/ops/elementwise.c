@@ -62,8 +62,66 @@ static void plan_build(ew_plan *pl, const mfs_tensor *const *in, int n_in,
 	}
 }
 
-/* Output elements [lo, hi): one kernel call per (part of an) inner row,
- * the outer index advanced like an odometer. */
+/* Advance the row odometer (dims 0..R-2) by count rows; count never
+ * passes the end of dim R-2. */
+static void odo_advance(const ew_plan *pl, int64_t *idx, int64_t *off,
+			int64_t count)
+{
+	int d = pl->rank - 2;
+
+	for (int k = 0; k < pl->n_in; k++)
+		off[k] += count * pl->stride[k][d];
+	idx[d] += count;
+	while (idx[d] == pl->dims[d]) {
+		for (int k = 0; k < pl->n_in; k++)
+			off[k] -= pl->stride[k][d] * pl->dims[d];
+		idx[d] = 0;
+		if (--d < 0)
+			break;
+		for (int k = 0; k < pl->n_in; k++)
+			off[k] += pl->stride[k][d];
+		idx[d]++;
+	}
+}
+
+/* Short rows (NHWC data with a per-channel operand: rows of C elements)
+ * would cost a kernel call each.  When every input either continues
+ * contiguously from row to row or repeats the same row (a vector of the
+ * inner dim), the repeated rows are copied EW_TILE_BYTES at a time into a
+ * tile and the kernel runs over many rows in one call. */
+#define EW_TILE_BYTES 8192
+
+typedef struct ew_tiles {
+	int64_t rows;                   /* rows per call; < 2: no tiling */
+	bool rep[EW_MAX_IN];            /* input k repeats one row */
+	int64_t built[EW_MAX_IN];       /* offset the tile was made from */
+	char buf[EW_MAX_IN][EW_TILE_BYTES] __attribute__((aligned(64)));
+} ew_tiles;
+
+static void tiles_init(ew_tiles *t, const ew_plan *pl, const int64_t *step)
+{
+	int R = pl->rank;
+	int64_t inner = pl->dims[R - 1];
+	size_t es = 0;
+
+	t->rows = 0;
+	if (R < 2 || inner * 8 > EW_TILE_BYTES)
+		return;
+	for (int k = 0; k < pl->n_in; k++) {
+		int64_t so = pl->stride[k][R - 2];
+		t->rep[k] = so == 0 && step[k] == 1;
+		t->built[k] = -1;
+		if (t->rep[k])
+			es = pl->esize[k] > es ? pl->esize[k] : es;
+		else if (so != inner * step[k])
+			return;         /* neither contiguous nor repeated */
+	}
+	if (es)
+		t->rows = EW_TILE_BYTES / (int64_t)(es * (size_t)inner);
+}
+
+/* Output elements [lo, hi): kernel calls over whole or tiled rows, the
+ * row index advanced like an odometer. */
 static void run_range(const ew_plan *pl, ew_fn fn, char *out,
 		      const char *const *in, int64_t lo, int64_t hi,
 		      const ew_params *p)
@@ -72,6 +130,7 @@ static void run_range(const ew_plan *pl, ew_fn fn, char *out,
 	int64_t inner = pl->dims[R - 1];
 	int64_t idx[MFS_MAX_RANK], off[EW_MAX_IN] = { 0 }, step[EW_MAX_IN];
 	int64_t row = lo / inner, col = lo % inner;
+	ew_tiles tiles;
 
 	for (int d = R - 2; d >= 0; d--) {
 		idx[d] = row % pl->dims[d];
@@ -81,24 +140,44 @@ static void run_range(const ew_plan *pl, ew_fn fn, char *out,
 	}
 	for (int k = 0; k < pl->n_in; k++)
 		step[k] = pl->stride[k][R - 1];
+	tiles_init(&tiles, pl, step);
 
 	for (int64_t pos = lo; pos < hi;) {
 		int64_t n = inner - col < hi - pos ? inner - col : hi - pos;
 		const char *ptr[EW_MAX_IN];
+		int64_t rows = tiles.rows;
+
+		if (rows >= 2 && col == 0) {
+			rows = rows < pl->dims[R - 2] - idx[R - 2] ? rows
+			       : pl->dims[R - 2] - idx[R - 2];
+			rows = rows < (hi - pos) / inner ? rows : (hi - pos) / inner;
+		}
+		if (tiles.rows >= 2 && col == 0 && rows >= 2) {
+			for (int k = 0; k < pl->n_in; k++) {
+				size_t es = pl->esize[k];
+				ptr[k] = in[k] + off[k] * (int64_t)es;
+				if (!tiles.rep[k])
+					continue;
+				if (tiles.built[k] != off[k]) {
+					for (int64_t r = 0; r < tiles.rows; r++)
+						memcpy(tiles.buf[k] + r * inner * (int64_t)es,
+						       ptr[k], (size_t)inner * es);
+					tiles.built[k] = off[k];
+				}
+				ptr[k] = tiles.buf[k];
+			}
+			fn(out + pos * (int64_t)pl->osize, ptr, step, rows * inner, p);
+			pos += rows * inner;
+			odo_advance(pl, idx, off, rows);
+			continue;
+		}
 		for (int k = 0; k < pl->n_in; k++)
 			ptr[k] = in[k] + (off[k] + col * step[k]) * (int64_t)pl->esize[k];
 		fn(out + pos * (int64_t)pl->osize, ptr, step, n, p);
 		pos += n;
 		col = 0;
-		for (int d = R - 2; d >= 0; d--) {
-			for (int k = 0; k < pl->n_in; k++)
-				off[k] += pl->stride[k][d];
-			if (++idx[d] < pl->dims[d])
-				break;
-			for (int k = 0; k < pl->n_in; k++)
-				off[k] -= pl->stride[k][d] * pl->dims[d];
-			idx[d] = 0;
-		}
+		if (R >= 2)
+			odo_advance(pl, idx, off, 1);
 	}
 }
 

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "ops/dense_util.h"
 #include "op.h"
 
 /* ---- a hand-built node --------------------------------------------------- */
@@ -374,12 +375,27 @@ static void test_gemm(void **st)
 {
 	(void)st;
 	mfs_shape none = { .rank = -1 };
-	gemm_case(0, 0, 1.0f, 1.0f, none);
-	gemm_case(1, 0, 0.5f, 2.0f, shp(2, 5L, 3L));
-	gemm_case(0, 1, 1.0f, 1.0f, shp(1, 3L));
-	gemm_case(1, 1, 2.0f, -1.0f, shp(2, 5L, 1L));
-	gemm_case(0, 0, 1.0f, 0.5f, shp(0));
-	gemm_case(1, 1, 1.0f, 1.0f, shp(2, 1L, 3L));
+	/* both FP32 libraries behind mfs_sgemm */
+	for (int lib = 0; lib < 2; lib++) {
+		if (lib)
+			setenv("MFS_GEMM", "openblas", 1);
+		gemm_case(0, 0, 1.0f, 1.0f, none);
+		gemm_case(1, 0, 0.5f, 2.0f, shp(2, 5L, 3L));
+		gemm_case(0, 1, 1.0f, 1.0f, shp(1, 3L));
+		gemm_case(1, 1, 2.0f, -1.0f, shp(2, 5L, 1L));
+		gemm_case(0, 0, 1.0f, 0.5f, shp(0));
+		gemm_case(1, 1, 1.0f, 1.0f, shp(2, 1L, 3L));
+		assert_string_equal(mfs_sgemm_library(), lib ? "openblas" : "onednn");
+	}
+	unsetenv("MFS_GEMM");
+}
+
+static void test_matmul_openblas(void **st)
+{
+	setenv("MFS_GEMM", "openblas", 1);
+	test_matmul_2d_and_batched(st);
+	test_matmul_vectors(st);
+	unsetenv("MFS_GEMM");
 }
 
 static void test_gemm_bad(void **st)
@@ -1778,6 +1794,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_2d_and_batched),
 		cmocka_unit_test(test_matmul_vectors),
 		cmocka_unit_test(test_matmul_int64),
+		cmocka_unit_test(test_matmul_openblas),
 		cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_gemm_bad),
 		cmocka_unit_test(test_conv_onednn),

@@ -193,6 +193,12 @@ static void test_broadcast(void **st)
 		{ { 4, { 8, 16, 32, 33 } }, { 3, { 16, 1, 1 } } }, /* threads */
 		{ { 3, { 64, 32, 33 } }, { 3, { 64, 1, 33 } } },   /* threads */
 		{ { 1, { 0 } }, { 1, { 1 } } },                /* empty */
+		/* short repeated rows (tiled), thread chunks ending mid-row */
+		{ { 2, { 3001, 13 } }, { 1, { 13 } } },
+		{ { 3, { 7, 900, 5 } }, { 3, { 7, 1, 5 } } },
+		{ { 3, { 7, 900, 5 } }, { 3, { 1, 900, 5 } } },
+		{ { 2, { 5, 3 } }, { 2, { 5, 3 } } },
+		{ { 1, { 9 } }, { 2, { 4, 1 } } },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		check_bcast(&cases[i][0], &cases[i][1]);

@@ -851,6 +851,25 @@ static void test_detection_and_sampling(void **st)
 		h_free(&h);
 	}
 
+	/* Col2Im against torch.nn.functional.fold (pads 1,0 / 1,0, strides 1,2). */
+	float cols[64];
+	for (int i = 0; i < 64; i++)
+		cols[i] = (float)(i % 7);
+	int64_t cold[] = { 1, 8, 8 }, two[] = { 2 }, img[] = { 3, 4 }, blk[] = { 2, 2 };
+	int64_t pads[] = { 1, 0, 1, 0 }, strides[] = { 1, 2 };
+	float fold[] = { 4, 6, 6, 8, 8, 10, 10, 12, 12, 0, 0, 2,
+			 12, 0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10 };
+	h_init(&h, "Col2Im", 18, 1);
+	h_attr_ints(&h, "pads", pads, 4);
+	h_attr_ints(&h, "strides", strides, 2);
+	h_in(&h, MFS_DT_FLOAT, 3, cold, cols);
+	h_in(&h, MFS_DT_INT64, 1, two, img);
+	h_in(&h, MFS_DT_INT64, 1, two, blk);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 4, 1, 2, 3, 4);
+	assert_floats(&h.out[0], fold, 24, 0);
+	h_free(&h);
+
 	int64_t md[] = { 2, 2 };
 	float m[] = { 3, 8, 4, 6 };
 	h_init(&h, "Det", 11, 1);
@@ -1027,7 +1046,7 @@ static const char *const my_ops[] = {
 	"Shape", "Size", "Slice", "Softmax", "LogSoftmax", "Hardmax", "Split",
 	"Squeeze", "Unsqueeze", "TfIdfVectorizer", "TopK", "Transpose", "Trilu",
 	"EyeLike", "Unique", "HannWindow", "HammingWindow", "BlackmanWindow",
-	"GroupNormalization", "CenterCropPad", "AffineGrid", NULL
+	"GroupNormalization", "CenterCropPad", "AffineGrid", "Col2Im", NULL
 };
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
