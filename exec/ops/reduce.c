@@ -5,6 +5,7 @@
  * accumulate in double whatever the dtype. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "op_common.h"
 
@@ -96,8 +97,12 @@ static int reduce_infer(mfs_op_ctx *ctx, bool axes_input)
 	mfs_shape out = { 0 };
 	int rc;
 
-	if ((rc = oc_need_numeric(ctx, in, true)) ||
-	    (rc = reduce_mask(ctx, axes_input, &mask, &noop)))
+	/* bool is a valid input of ReduceMax/ReduceMin (opset 20): any/all. */
+	bool minmax = !strcmp(ctx->node->op_type, "ReduceMax") ||
+		      !strcmp(ctx->node->op_type, "ReduceMin");
+	if (!(minmax && in->dtype == MFS_DT_BOOL) && (rc = oc_need_numeric(ctx, in, true)))
+		return rc;
+	if ((rc = reduce_mask(ctx, axes_input, &mask, &noop)))
 		return rc;
 	for (int i = 0; i < in->shape.rank; i++) {
 		if (!((mask >> i) & 1))

@@ -439,6 +439,22 @@ static void test_reduce(void **st)
 	assert_true(((float *)h.out[0].data)[0] == 11);
 	h_free(&h);
 
+	/* bool ReduceMax/ReduceMin (opset 20) are any/all. */
+	int64_t bd[] = { 2, 2 };
+	uint8_t bools[] = { 0, 1, 0, 0 };
+	int64_t last[] = { 1 }, one[] = { 1 };
+	h_init(&h, "ReduceMax", 20, 1);
+	h_attr_int(&h, "keepdims", 0);
+	h_in(&h, MFS_DT_BOOL, 2, bd, bools);
+	h_in(&h, MFS_DT_INT64, 1, one, last);
+	assert_int_equal(h_run(&h), 0);
+	assert_int_equal(h.out[0].dtype, MFS_DT_BOOL);
+	assert_true(((uint8_t *)h.out[0].data)[0] == 1 && ((uint8_t *)h.out[0].data)[1] == 0);
+	h_free(&h);
+	h_init(&h, "ReduceSum", 13, 1);  /* but not a bool sum */
+	h_in(&h, MFS_DT_BOOL, 2, bd, bools);
+	assert_int_equal(h_infer(&h), -ENOTSUP);
+
 	int64_t dup[] = { 1, -2 };
 	h_init(&h, "ReduceSum", 13, 1);
 	h_in(&h, MFS_DT_FLOAT, 3, xd, seq);
