@@ -1279,16 +1279,48 @@ static void op_releasedir(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info
 	fuse_reply_err(freq, 0);
 }
 
+/* Rename inside one request directory: a temporary (dot file) into
+ * place commits it (rename-into-place); see mfs_request_rename_file. */
 static void op_rename(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		      fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
-	(void)parent;
-	(void)name;
-	(void)newparent;
-	(void)newname;
-	(void)flags;
-	/* Files appear by being written and closed (the commit point). */
-	fuse_reply_err(freq, EXDEV);
+	mfs_fs *fs = fuse_req_userdata(freq);
+	target p;
+	mfs_error err;
+	if (resolve(fs, parent, &p) < 0) {
+		fuse_reply_err(freq, ENOENT);
+		return;
+	}
+	if (p.kind != N_REQ || newparent != parent) {
+		fuse_reply_err(freq, p.kind == N_REQ || p.kind == N_REQS ? EXDEV : EROFS);
+		target_release(&p);
+		return;
+	}
+	if (flags) {
+		fuse_reply_err(freq, EINVAL);
+		target_release(&p);
+		return;
+	}
+	mfs_format fmt;
+	if (rfile_index(newname) >= 0 || output_file(p.req, newname, &fmt) >= 0) {
+		fuse_reply_err(freq, EACCES);
+		target_release(&p);
+		return;
+	}
+	mfs_error_clear(&err);
+	int rc = mfs_request_rename_file(p.req, name, newname, &err);
+	if (rc == 0 || rc == -EAGAIN) {
+		pthread_mutex_lock(&fs->lock);
+		node *pn = node_find(fs, parent);
+		node *c;
+		if (pn && (c = node_child(pn, name)))
+			node_kill(fs, c);
+		if (pn && (c = node_child(pn, newname)))
+			node_kill(fs, c);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	fuse_reply_err(freq, -rc);
+	target_release(&p);
 }
 
 static const struct fuse_lowlevel_ops ops = {

@@ -1347,6 +1347,100 @@ static void test_real_reshape(void **state)
 	run_case("test_reshape_reordered_all_dims", 2);
 }
 
+static void test_real_add(void **state)
+{
+	(void)state;
+	mfs_graph_set_op_lookup(NULL);
+	run_case("test_add", 2);
+}
+
+/* Conv -> Relu -> Conv -> Add(residual) -> GlobalAveragePool with the
+ * registry's operators: the NHWC plan and the plain run agree. */
+static onnx_model *cnn_graph(void)
+{
+	onnx_model *o = gb_new(13);
+	static const int64_t dx[] = { -1, 8, 6, 6 }, dw[] = { 8, 8, 3, 3 }, db[] = { 8 };
+	float w1[576], w2[576], b[8];
+	uint32_t seed = 7;
+	onnx_node *n;
+	static const int64_t pads[] = { 1, 1, 1, 1 };
+
+	for (int i = 0; i < 576; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		w1[i] = (float)(seed >> 8) / (float)(1 << 24) - 0.5f;
+		seed = seed * 1664525u + 1013904223u;
+		w2[i] = (float)(seed >> 8) / (float)(1 << 24) - 0.5f;
+	}
+	for (int i = 0; i < 8; i++)
+		b[i] = 0.1f * (float)i - 0.3f;
+	gb_input(o, "x", MFS_DT_FLOAT, 4, dx);
+	gb_init_f32(o, "w1", 4, dw, w1);
+	gb_init_f32(o, "w2", 4, dw, w2);
+	gb_init_f32(o, "b", 1, db, b);
+	gb_output(o, "y");
+	for (int k = 0; k < 2; k++) {
+		n = gb_node(o, "", "Conv", k ? "conv2" : "conv1", k ? "r,w2,b" : "x,w1,b",
+			    k ? "c2" : "c1");
+		n->attrs = realloc(n->attrs, sizeof(*n->attrs));
+		memset(n->attrs, 0, sizeof(*n->attrs));
+		n->n_attrs = 1;
+		n->attrs[0].name = strdup("pads");
+		n->attrs[0].type = ONNX_ATTR_INTS;
+		n->attrs[0].n_ints = 4;
+		n->attrs[0].ints = malloc(sizeof(pads));
+		memcpy(n->attrs[0].ints, pads, sizeof(pads));
+		if (!k)
+			gb_node(o, "", "Relu", "relu", "c1", "r");
+	}
+	gb_node(o, "", "Add", "add", "c2,r", "s");
+	gb_node(o, "", "GlobalAveragePool", "gap", "s", "y");
+	return o;
+}
+
+static void run_cnn(mfs_model *m, float *y)
+{
+	static const int64_t d[] = { 2, 8, 6, 6 };
+	float x[576];
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out;
+
+	for (int i = 0; i < 576; i++)
+		x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(4, d, x);
+	for (int r = 0; r < 2; r++) {
+		if (mfs_exec_run(e, &in, &out, &err))
+			fail_msg("%s", err.msg);
+		assert_int_equal(out.nbytes, 16 * sizeof(float));
+		memcpy(y, out.data, out.nbytes);
+		mfs_tensor_release(&out);
+	}
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+}
+
+static void test_real_cnn_layouts_agree(void **state)
+{
+	(void)state;
+	mfs_model *m;
+	float y_nhwc[16], y_plain[16];
+
+	mfs_graph_set_op_lookup(NULL);
+	m = compile_ok(cnn_graph());
+	assert_int_equal(m->n_nhwc, 3);   /* r, c2, s */
+	run_cnn(m, y_nhwc);
+	mfs_model_free(m);
+	setenv("MFS_LAYOUT", "plain", 1);
+	m = compile_ok(cnn_graph());
+	unsetenv("MFS_LAYOUT");
+	assert_int_equal(m->n_nhwc, 0);
+	run_cnn(m, y_plain);
+	mfs_model_free(m);
+	for (int i = 0; i < 16; i++)
+		assert_float_equal(y_nhwc[i], y_plain[i], 1e-4);
+}
+
 static void test_real_missing_file(void **state)
 {
 	(void)state;
@@ -1387,6 +1481,8 @@ int main(void)
 		cmocka_unit_test_setup(test_tensor_size_limit, setup),
 		cmocka_unit_test_setup(test_real_identity, setup),
 		cmocka_unit_test_setup(test_real_reshape, setup),
+		cmocka_unit_test_setup(test_real_add, setup),
+		cmocka_unit_test_setup(test_real_cnn_layouts_agree, setup),
 		cmocka_unit_test_setup(test_real_missing_file, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
