@@ -263,8 +263,8 @@ static int cpu_exec_new(mfs_backend *b, const mfs_model *m, void **out,
 		node_rt *rt = &e->nodes[i];
 		if (nd->n_in > e->max_in)
 			e->max_in = nd->n_in;
-		rt->in = calloc((size_t)nd->n_in + 1, sizeof(*rt->in));
-		rt->out = calloc((size_t)nd->n_out + 1, sizeof(*rt->out));
+		rt->in = calloc((size_t)nd->n_in + MFS_ARG_PAD, sizeof(*rt->in));
+		rt->out = calloc((size_t)nd->n_out + MFS_ARG_PAD, sizeof(*rt->out));
 		rt->sig = calloc((size_t)nd->n_in + 1, sizeof(*rt->sig));
 		if (!rt->in || !rt->out || !rt->sig)
 			goto oom;
@@ -539,8 +539,12 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 		pool_buf *b;
 		if (!t)
 			continue;
-		if (!tensor_bytes_checked(t, &bytes)) {
-			rc = mfs_fail(err, EINVAL, "output %d is too large", k);
+		if (!tensor_bytes_checked(t, &bytes) ||
+		    bytes > mfs_engine_max_tensor_bytes()) {
+			char sh[160];
+			rc = mfs_fail(err, EFBIG, "output %d of shape %s is larger than the %zu-byte limit",
+				      k, mfs_shape_format(&t->shape, sh, sizeof(sh)),
+				      mfs_engine_max_tensor_bytes());
 			goto fail;
 		}
 		t->nbytes = bytes;

@@ -16,6 +16,17 @@ struct mfs_exec {
 };
 
 static atomic_int engine_threads;      /* 0: library defaults */
+static _Atomic size_t max_tensor_bytes = (size_t)16 << 30;
+
+void mfs_engine_set_max_tensor_bytes(size_t n)
+{
+	atomic_store(&max_tensor_bytes, n);
+}
+
+size_t mfs_engine_max_tensor_bytes(void)
+{
+	return atomic_load(&max_tensor_bytes);
+}
 
 void mfs_engine_set_threads(int n)
 {

@@ -240,6 +240,11 @@ static int build_values(compiler *c)
 	return 0;
 }
 
+static bool is_default_domain(const char *d)
+{
+	return !d || !*d || strcmp(d, "ai.onnx") == 0;
+}
+
 static mfs_op_lookup_fn test_lookup;
 
 void mfs_graph_set_op_lookup(mfs_op_lookup_fn fn)
@@ -252,6 +257,31 @@ static const mfs_op_def *find_op(const char *domain, const char *op_type,
 {
 	const mfs_op_def *d = test_lookup ? test_lookup(domain, op_type, opset) : NULL;
 	return d ? d : mfs_op_find(domain, op_type, opset);
+}
+
+/* ONNX operators (default domain) whose first input may be absent; for
+ * every other one the engine refuses a node without input 0, so
+ * operators need not each check it. */
+static bool input0_optional(const char *op)
+{
+	static const char *const ops[] = {
+		"Constant", "RandomNormal", "RandomUniform", "Loop", "Optional",
+		"SequenceEmpty", NULL
+	};
+	for (int i = 0; ops[i]; i++)
+		if (!strcmp(op, ops[i]))
+			return true;
+	return false;
+}
+
+/* ... and those whose first output may be unnamed. */
+static bool output0_optional(const char *op)
+{
+	static const char *const ops[] = { "LSTM", "GRU", "RNN", NULL };
+	for (int i = 0; ops[i]; i++)
+		if (!strcmp(op, ops[i]))
+			return true;
+	return false;
 }
 
 static const char *domain_prefix(const char *d, char *buf, size_t size)
@@ -297,6 +327,8 @@ static int resolve_nodes(compiler *c)
 			if ((size_t)g->nodes[i].n_outputs > max_out)
 				max_out = (size_t)g->nodes[i].n_outputs;
 		}
+		max_in += MFS_ARG_PAD;
+		max_out += MFS_ARG_PAD;
 		c->tin = calloc(max_in, sizeof(*c->tin));
 		c->pin = calloc(max_in, sizeof(*c->pin));
 		c->tout = calloc(max_out, sizeof(*c->tout));
@@ -338,8 +370,17 @@ static int resolve_nodes(compiler *c)
 	 * resolves (the graph may be out of order). */
 	for (int i = 0; i < g->n_nodes; i++) {
 		const onnx_node *on = &g->nodes[i];
+		bool dflt = is_default_domain(on->domain);
 		for (int k = 0; k < on->n_inputs; k++)
 			c->all[i].in[k] = add_value(c, on->inputs[k]);
+		if (dflt && (on->n_inputs < 1 || c->all[i].in[0] < 0) &&
+		    !input0_optional(on->op_type))
+			return mfs_fail(c->err, EINVAL, "%s '%s': input 0 is missing",
+					on->op_type, node_label(on));
+		if (dflt && (on->n_outputs < 1 || c->all[i].out[0] < 0) &&
+		    !output0_optional(on->op_type))
+			return mfs_fail(c->err, EINVAL, "%s '%s': output 0 has no name",
+					on->op_type, node_label(on));
 	}
 	for (int i = 0; i < g->n_nodes; i++) {
 		const onnx_node *on = &g->nodes[i];
@@ -447,9 +488,13 @@ static int check_inferred(const mfs_node *nd, mfs_tensor **out, mfs_error *err)
 	return 0;
 }
 
-static bool is_default_domain(const char *d)
+/* The NULL entries past n_in / n_out (graph.h: MFS_ARG_PAD). */
+static void clear_pad(compiler *c, const mfs_node *nd)
 {
-	return !d || !*d || strcmp(d, "ai.onnx") == 0;
+	for (int k = 0; k < MFS_ARG_PAD; k++) {
+		c->pin[nd->n_in + k] = NULL;
+		c->pout[nd->n_out + k] = NULL;
+	}
 }
 
 /* Call a node's operator at compile time.  fold: run it on its constant
@@ -491,6 +536,7 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 		memset(&tout[k], 0, sizeof(tout[k]));
 		pout[k] = nd->out[k] >= 0 ? &tout[k] : NULL;
 	}
+	clear_pad(c, nd);
 	rc = nd->def->infer(&ctx);
 	if (rc == MFS_SHAPE_DEPENDS_ON_DATA && !fold)
 		return 0;
@@ -518,10 +564,23 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 	for (int k = 0; !rc && k < nd->n_out; k++) {
 		mfs_dtype dt;
 		mfs_shape sh;
+		double bytes;
 		if (!pout[k])
 			continue;
 		dt = tout[k].dtype;
 		sh = tout[k].shape;
+		bytes = (double)mfs_dtype_size(dt);
+		for (int d = 0; d < sh.rank; d++)
+			bytes *= (double)sh.dims[d];
+		if (bytes > (double)mfs_engine_max_tensor_bytes()) {
+			char txt[160];
+			rc = mfs_fail(c->err, EFBIG,
+				      "%s '%s': output %d of shape %s is larger than the %zu-byte limit",
+				      nd->onnx->op_type, node_label(nd->onnx), k,
+				      mfs_shape_format(&sh, txt, sizeof(txt)),
+				      mfs_engine_max_tensor_bytes());
+			break;
+		}
 		rc = mfs_tensor_alloc(&tout[k], dt, &sh, c->err);
 	}
 	if (!rc && nd->def->prepare)
@@ -723,6 +782,7 @@ static int plan_infer(compiler *c, const mfs_node *nd, bool layouts)
 			c->tout[k].layout = m->values[nd->out[k]].layout;
 		c->pout[k] = nd->out[k] >= 0 ? &c->tout[k] : NULL;
 	}
+	clear_pad(c, nd);
 	return nd->def->infer(&ctx);
 }
 

@@ -28,6 +28,11 @@ typedef enum mfs_value_kind {
 	MFS_VAL_UNDEFINED,     /* named but never produced (an error if read) */
 } mfs_value_kind;
 
+/* Operators get ctx->in / ctx->out arrays with this many NULL entries
+ * past n_in / n_out, so `if (ctx->in[2])` on an omitted trailing input is
+ * safe (checking n_in is still the rule). */
+#define MFS_ARG_PAD 8
+
 /* last_use of a value that must outlive the run (graph outputs). */
 #define MFS_LAST_USE_END INT32_MAX
 
@@ -108,6 +113,12 @@ bool mfs_layout_pass_enabled(void);
  * both).  dst must hold src->nbytes; dst's layout is set. */
 void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src,
 			mfs_layout to);
+
+/* The largest tensor an operator may produce (at load or run); beyond it
+ * the node fails with -EFBIG instead of trying to allocate.  Default
+ * 16 GiB; fuzzing lowers it. */
+void mfs_engine_set_max_tensor_bytes(size_t n);
+size_t mfs_engine_max_tensor_bytes(void);
 
 /* Tests only: resolve operators through fn first (falling back to the
  * registry when it returns NULL); NULL restores the registry alone.  Not

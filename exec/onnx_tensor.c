@@ -600,8 +600,8 @@ out:
 }
 
 static int decode(const uint8_t *buf, size_t len, const char *base_dir,
-		  onnx_ext_budget *budget, struct tp_info *ti, mfs_tensor *out, char **name,
-		  mfs_error *err)
+		  onnx_ext_budget *budget, struct tp_info *ti, mfs_tensor *out,
+		  char **name, mfs_error *err)
 {
 	mfs_shape shape = { 0 };
 	mfs_dtype dt;
@@ -682,8 +682,8 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 				sb);
 
 	if (ti->data_location == 1)
-		rc = read_external(ti, base_dir, budget, dt, &shape, (size_t)numel * esize,
-				   out, err);
+		rc = read_external(ti, base_dir, budget, dt, &shape,
+				   (size_t)numel * esize, out, err);
 	else
 		rc = mfs_tensor_alloc(out, dt, &shape, err);
 	if (rc)

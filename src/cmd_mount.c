@@ -370,7 +370,6 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 	if (notify_fd >= 0) {
 		/* Daemon: detach from the terminal now that start-up worked. */
 		int nullfd = open("/dev/null", O_RDWR);
-		mfs_log_use_syslog(1);
 		tell_parent(&notify_fd, 0);
 		if (nullfd >= 0) {
 			dup2(nullfd, 0);
@@ -454,6 +453,10 @@ int mfs_cmd_mount(int argc, char **argv)
 		mfs_options_release(&d.opts);
 		return 1;
 	}
+	/* A daemon logs to syslog from the start; only a reason not to start
+	 * is printed (one line, on the terminal it was started from). */
+	if (notify_fd >= 0)
+		mfs_log_use_syslog(1);
 	/* The daemon never touches the mountpoint through its own mount. */
 	if (chdir("/") != 0)
 		mfs_log_warn("chdir /: %s", strerror(errno));

@@ -209,6 +209,23 @@ int mfs_tensor_encode(mfs_format fmt, const mfs_tensor *t, const char *name,
 
 /* ---- helpers shared by the codecs ---- */
 
+int64_t mfs_codec_numel(const int64_t *dims, int rank, int skip)
+{
+	int64_t n = 1;
+
+	for (int i = 0; i < rank; i++)
+		if (i != skip && dims[i] == 0)
+			return 0;
+	for (int i = 0; i < rank; i++) {
+		if (i == skip)
+			continue;
+		if (dims[i] < 0 || n > INT64_MAX / dims[i])
+			return -1;
+		n *= dims[i];
+	}
+	return n;
+}
+
 int mfs_codec_infer_shape(const mfs_tensor_spec *spec, int64_t count,
 			  mfs_shape *out, mfs_error *err)
 {
@@ -230,20 +247,18 @@ int mfs_codec_infer_shape(const mfs_tensor_spec *spec, int64_t count,
 	format_spec_shape(spec, sbuf, sizeof(sbuf));
 	out->rank = spec->rank;
 	for (int i = 0; i < spec->rank; i++) {
-		int64_t d = spec->dims[i];
-		out->dims[i] = d;
-		if (d < 0) {
-			if (unknown >= 0)
-				return mfs_fail(err, EINVAL,
-						"the expected shape %s has more than one variable dim and this format carries no shape (use .npy or .json)",
-						sbuf);
-			unknown = i;
+		out->dims[i] = spec->dims[i];
+		if (spec->dims[i] >= 0)
 			continue;
-		}
-		if (d && known > INT64_MAX / d)
-			return mfs_fail(err, EINVAL, "the expected shape %s is too large", sbuf);
-		known *= d;
+		if (unknown >= 0)
+			return mfs_fail(err, EINVAL,
+					"the expected shape %s has more than one variable dim and this format carries no shape (use .npy or .json)",
+					sbuf);
+		unknown = i;
 	}
+	known = mfs_codec_numel(spec->dims, spec->rank, unknown);
+	if (known < 0)
+		return mfs_fail(err, EINVAL, "the expected shape %s is too large", sbuf);
 	if (unknown < 0) {
 		if (known != count)
 			return mfs_fail(err, EINVAL,

@@ -30,6 +30,11 @@ MFS_CODEC_DECLARE(pb)   /* codec_pb.c: ONNX TensorProto via onnx_tensor_* */
 int mfs_codec_infer_shape(const mfs_tensor_spec *spec, int64_t count,
 			  mfs_shape *out, mfs_error *err);
 
+/* Product of dims[0..rank) leaving out index skip (-1: none); 0 when any
+ * dim is 0, whatever the others (an empty tensor may have a huge dim);
+ * -1 when the product overflows int64 or a dim is negative. */
+int64_t mfs_codec_numel(const int64_t *dims, int rank, int skip);
+
 /* The datatype a text file is parsed into: spec's, which must be one the
  * text codecs handle.  -EINVAL/-ENOTSUP otherwise. */
 int mfs_codec_text_dtype(const mfs_tensor_spec *spec, mfs_dtype *out,

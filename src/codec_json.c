@@ -163,12 +163,9 @@ static int decode_tree(json_t *root, const mfs_tensor_spec *spec,
 		if ((rc = parse_shape(jshape, &shape, err)))
 			return rc;
 		n_nest = mfs_shape_numel(&nest);
-		n_shape = 1;
-		for (int i = 0; i < shape.rank; i++) {
-			if (shape.dims[i] && n_shape > INT64_MAX / shape.dims[i])
-				return mfs_fail(err, EINVAL, "\"shape\" is too large");
-			n_shape *= shape.dims[i];
-		}
+		n_shape = mfs_codec_numel(shape.dims, shape.rank, -1);
+		if (n_shape < 0)
+			return mfs_fail(err, EINVAL, "\"shape\" is too large");
 		if (n_nest != n_shape) {
 			char a[128], b[128];
 			return mfs_fail(err, EINVAL,

@@ -152,9 +152,10 @@ static int parse_shape(struct hp *h, mfs_shape *s)
 			return 0;
 		}
 		while (h->p < h->end && *h->p >= '0' && *h->p <= '9') {
-			if (v > (INT64_MAX - 9) / 10)
+			int digit = *h->p++ - '0';
+			if (v > (INT64_MAX - digit) / 10)
 				return mfs_fail(h->err, EINVAL, "shape dim is too large");
-			v = v * 10 + (*h->p++ - '0');
+			v = v * 10 + digit;
 			digits++;
 		}
 		if (!digits)
@@ -243,6 +244,7 @@ int mfs_codec_npy_decode(const void *buf, size_t len,
 {
 	const unsigned char *b = buf;
 	size_t hlen, start, esize, want;
+	int64_t n;
 	mfs_dtype dt = MFS_DT_UNDEFINED;
 	mfs_shape shape = { 0 };
 	int rc;
@@ -271,12 +273,10 @@ int mfs_codec_npy_decode(const void *buf, size_t len,
 	if (rc)
 		return rc;
 	esize = mfs_dtype_size(dt);
-	want = esize;
-	for (int i = 0; i < shape.rank; i++) {
-		if (shape.dims[i] && want > SIZE_MAX / (uint64_t)shape.dims[i])
-			return mfs_fail(err, EINVAL, "shape is too large");
-		want *= (size_t)shape.dims[i];
-	}
+	n = mfs_codec_numel(shape.dims, shape.rank, -1);
+	if (n < 0 || (uint64_t)n > SIZE_MAX / esize)
+		return mfs_fail(err, EINVAL, "shape is too large");
+	want = (size_t)n * esize;
 	if (len - start - hlen != want)
 		return mfs_fail(err, EINVAL, "has %zu bytes of data, but %s shape needs %zu",
 				len - start - hlen, mfs_dtype_onnx_name(dt), want);

@@ -28,6 +28,16 @@ typedef struct input_slot {
 	int graph_idx;
 } input_slot;
 
+/* A file whose name starts with '.': a temporary a tool writes before
+ * renaming it into place (cp --backup, rsync, editors, Python's
+ * tempfile + os.replace).  Kept as bytes; checked when renamed to an
+ * input's name. */
+typedef struct staged_file {
+	char *name;
+	char *blob;
+	size_t len;
+} staged_file;
+
 typedef struct enc_cache {
 	char *buf;
 	size_t len;
@@ -65,6 +75,8 @@ struct mfs_request {
 	mfs_waiter *waiters;       /* doubly linked, NULL-terminated */
 	uint64_t last_use;
 	bool removed;              /* atomic */
+	staged_file *staged;       /* dot files: kept as written, never decoded */
+	int n_staged;
 };
 
 bool mfs_request_name_ok(const char *name)
@@ -104,6 +116,11 @@ static void free_request(mfs_request *r)
 		mfs_tensor_release(&r->run_out[i]);
 	for (int i = 0; r->enc && i < r->n_out * MFS_FMT_COUNT; i++)
 		free(r->enc[i].buf);
+	for (int i = 0; i < r->n_staged; i++) {
+		free(r->staged[i].name);
+		free(r->staged[i].blob);
+	}
+	free(r->staged);
 	free(r->in);
 	free(r->out_graph_idx);
 	free(r->run_in);
@@ -210,6 +227,8 @@ int mfs_request_output_index(const mfs_request *r, const char *name)
 static uint64_t input_bytes_locked(const mfs_request *r)
 {
 	uint64_t n = 0;
+	for (int i = 0; i < r->n_staged; i++)
+		n += r->staged[i].len;
 	for (int i = 0; i < r->n_in; i++)
 		if (r->in[i].present)
 			n += r->in[i].blob ? r->in[i].blob_len : r->in[i].t.nbytes;
@@ -310,16 +329,111 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 	return rc;
 }
 
+static int find_staged(const mfs_request *r, const char *name)
+{
+	for (int i = 0; i < r->n_staged; i++)
+		if (strcmp(r->staged[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static void drop_staged(mfs_request *r, int i)
+{
+	free(r->staged[i].name);
+	free(r->staged[i].blob);
+	r->staged[i] = r->staged[--r->n_staged];
+}
+
+/* Keep a dot file's bytes (lock held). */
+static int stage_locked(mfs_request *r, const char *filename, const void *buf,
+			size_t len, mfs_error *err)
+{
+	int i = find_staged(r, filename);
+	uint64_t others = input_bytes_locked(r) - (i >= 0 ? r->staged[i].len : 0);
+	if (others + len > r->max_bytes)
+		return record(r, mfs_fail(err, EFBIG, "'%s': the request's files would be %" PRIu64
+					  " bytes, more than --max-request-bytes=%" PRIu64,
+					  filename, others + len, r->max_bytes), err);
+	char *blob = malloc(len ? len : 1);
+	if (!blob)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	if (len)
+		memcpy(blob, buf, len);
+	if (i < 0) {
+		staged_file *ns = realloc(r->staged, (size_t)(r->n_staged + 1) * sizeof(*ns));
+		char *name = strdup(filename);
+		if (!ns || !name) {
+			if (ns)
+				r->staged = ns;
+			free(name);
+			free(blob);
+			return mfs_fail(err, ENOMEM, "out of memory");
+		}
+		r->staged = ns;
+		i = r->n_staged++;
+		r->staged[i] = (staged_file){ name, NULL, 0 };
+	}
+	free(r->staged[i].blob);
+	r->staged[i].blob = blob;
+	r->staged[i].len = len;
+	return 0;
+}
+
+static int commit_locked(mfs_request *r, const char *filename, const void *buf,
+			 size_t len, mfs_error *err);
+
 int mfs_request_commit_file(mfs_request *r, const char *filename,
 			    const void *buf, size_t len, mfs_error *err)
+{
+	pthread_mutex_lock(&r->lock);
+	r->last_use = mfs_now_ns();
+	int rc = filename[0] == '.' ? stage_locked(r, filename, buf, len, err)
+				    : commit_locked(r, filename, buf, len, err);
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+int mfs_request_rename_file(mfs_request *r, const char *from, const char *to,
+			    mfs_error *err)
+{
+	int rc;
+	pthread_mutex_lock(&r->lock);
+	r->last_use = mfs_now_ns();
+	int i = find_staged(r, from);
+	if (i < 0) {
+		rc = mfs_fail(err, EXDEV, "'%s': only a dot file (a temporary) can be renamed", from);
+	} else if (to[0] == '.') {
+		staged_file f = r->staged[i];
+		r->staged[i].blob = NULL;
+		rc = stage_locked(r, to, f.blob, f.len, err);
+		if (rc == 0 && (i = find_staged(r, from)) >= 0)
+			drop_staged(r, i);
+		free(f.blob);
+	} else {
+		/* The temporary's bytes become the input, checked as at close. */
+		staged_file f = r->staged[i];
+		r->staged[i] = r->staged[--r->n_staged];
+		rc = commit_locked(r, to, f.blob, f.len, err);
+		if (rc < 0 && rc != -EAGAIN) {
+			/* A failed rename changes nothing: the temporary stays. */
+			r->staged[r->n_staged++] = f;
+		} else {
+			free(f.name);
+			free(f.blob);
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+static int commit_locked(mfs_request *r, const char *filename, const void *buf,
+			 size_t len, mfs_error *err)
 {
 	size_t name_len;
 	int fmt = mfs_format_split_filename(filename, &name_len);
 	char name[256];
 	int rc = 0;
 
-	pthread_mutex_lock(&r->lock);
-	r->last_use = mfs_now_ns();
 	if (fmt < 0 || name_len >= sizeof(name)) {
 		rc = record(r, mfs_fail(err, ENOENT, "'%s': not NAME.EXT with EXT one of npy, json, txt, raw, pb",
 					filename), err);
@@ -398,7 +512,6 @@ int mfs_request_commit_file(mfs_request *r, const char *filename,
 	if (all_present(r))
 		rc = submit_locked(r, err);
 out:
-	pthread_mutex_unlock(&r->lock);
 	return rc;
 }
 
@@ -472,17 +585,21 @@ int mfs_request_remove_input(mfs_request *r, const char *filename)
 {
 	pthread_mutex_lock(&r->lock);
 	input_slot *s = slot_by_file(r, filename);
+	int i = find_staged(r, filename);
 	if (s)
 		clear_slot(s);
+	else if (i >= 0)
+		drop_staged(r, i);
 	pthread_mutex_unlock(&r->lock);
-	return s ? 0 : -ENOENT;
+	return s || i >= 0 ? 0 : -ENOENT;
 }
 
 int64_t mfs_request_input_file_size(mfs_request *r, const char *filename)
 {
 	pthread_mutex_lock(&r->lock);
 	input_slot *s = slot_by_file(r, filename);
-	int64_t n = s ? (int64_t)s->blob_len : -1;
+	int i = find_staged(r, filename);
+	int64_t n = s ? (int64_t)s->blob_len : i >= 0 ? (int64_t)r->staged[i].len : -1;
 	pthread_mutex_unlock(&r->lock);
 	return n;
 }
@@ -493,13 +610,17 @@ int mfs_request_input_file(mfs_request *r, const char *filename,
 	int rc = 0;
 	pthread_mutex_lock(&r->lock);
 	input_slot *s = slot_by_file(r, filename);
-	if (!s) {
+	int i = find_staged(r, filename);
+	const char *src = s ? s->blob : i >= 0 ? r->staged[i].blob : NULL;
+	size_t n = s ? s->blob_len : i >= 0 ? r->staged[i].len : 0;
+	if (!s && i < 0) {
 		rc = -ENOENT;
-	} else if (!(*buf = malloc(s->blob_len ? s->blob_len : 1))) {
+	} else if (!(*buf = malloc(n ? n : 1))) {
 		rc = -ENOMEM;
 	} else {
-		memcpy(*buf, s->blob, s->blob_len);
-		*len = s->blob_len;
+		if (n)
+			memcpy(*buf, src, n);
+		*len = n;
 	}
 	pthread_mutex_unlock(&r->lock);
 	return rc;
@@ -765,9 +886,11 @@ mfs_format mfs_request_list_format(mfs_request *r)
 int mfs_request_list(mfs_request *r, char ***names, int *n)
 {
 	pthread_mutex_lock(&r->lock);
-	char **v = calloc((size_t)(r->n_in + r->n_out) + 1, sizeof(char *));
+	char **v = calloc((size_t)(r->n_in + r->n_out + r->n_staged) + 1, sizeof(char *));
 	int k = 0;
 	bool oom = !v;
+	for (int i = 0; !oom && i < r->n_staged; i++)
+		oom = !(v[k++] = strdup(r->staged[i].name));
 	for (int i = 0; !oom && i < r->n_in; i++)
 		if (r->in[i].present && r->in[i].filename)
 			oom = !(v[k++] = strdup(r->in[i].filename));

@@ -80,6 +80,14 @@ uint64_t mfs_request_max_bytes(const mfs_request *r);
 int mfs_request_commit_file(mfs_request *r, const char *filename,
 			    const void *buf, size_t len, mfs_error *err);
 
+/* A file whose name starts with '.' is a temporary: commit_file keeps its
+ * bytes as written (listed, readable, removable, counted in max_bytes)
+ * and checks nothing.  Renaming it to an input's name commits it then,
+ * with commit_file's errors (the temporary stays when it fails).  Only
+ * temporaries can be renamed: -EXDEV otherwise. */
+int mfs_request_rename_file(mfs_request *r, const char *from, const char *to,
+			    mfs_error *err);
+
 /* Replace all inputs at once and submit (the infer file).  tensors[i]
  * (one per config input, in config order; an absent optional input has
  * dtype UNDEFINED) are moved into the request.  Same errors as above. */

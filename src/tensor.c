@@ -80,9 +80,17 @@ mfs_dtype mfs_dtype_from_config(const char *name)
 int64_t mfs_shape_numel(const mfs_shape *s)
 {
 	int64_t n = 1;
+	bool empty = false;
 	for (int i = 0; i < s->rank; i++) {
 		if (s->dims[i] < 0)
 			return -1;
+		empty |= s->dims[i] == 0;
+	}
+	if (empty)  /* before multiplying: [huge, huge, 0] is empty */
+		return 0;
+	for (int i = 0; i < s->rank; i++) {
+		if (n > INT64_MAX / s->dims[i])
+			return -1;  /* no tensor this large can exist */
 		n *= s->dims[i];
 	}
 	return n;
@@ -129,7 +137,12 @@ int mfs_tensor_alloc(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
 	for (int i = 0; i < shape->rank; i++) {
 		if (shape->dims[i] < 0)
 			return mfs_fail(err, EINVAL, "tensor dim %d is negative", i);
-		if (shape->dims[i] && n > SIZE_MAX / esize / (size_t)shape->dims[i])
+		/* An empty tensor may have huge other dims: no overflow then. */
+		if (shape->dims[i] == 0)
+			n = 0;
+	}
+	for (int i = 0; i < shape->rank && n; i++) {
+		if (n > SIZE_MAX / esize / (size_t)shape->dims[i])
 			return mfs_fail(err, EINVAL, "tensor size overflows");
 		n *= (size_t)shape->dims[i];
 	}

@@ -51,7 +51,8 @@ typedef struct mfs_shape {
 	int64_t dims[MFS_MAX_RANK];     /* -1 = unknown/variable (specs only) */
 } mfs_shape;
 
-/* Number of elements (1 for a scalar); -1 if any dim is negative. */
+/* Number of elements (1 for a scalar; 0 if any dim is 0); -1 if any dim
+ * is negative or the count overflows int64. */
 int64_t mfs_shape_numel(const mfs_shape *s);
 bool mfs_shape_equal(const mfs_shape *a, const mfs_shape *b);
 /* "[1,3,224,224]" into buf (always NUL-terminated); returns buf. */

@@ -161,6 +161,16 @@ static void cast_kernel(char *out, const char *const *in, const int64_t *step,
 		uint64_t u[CAST_BLOCK];
 	} buf;
 
+	/* float <-> float16/bfloat16 directly (the common Casts of mixed
+	 * precision models) */
+	if (step[0] && p->dt_a == MFS_DT_FLOAT && ew_is_half(p->dt_b)) {
+		ew_half_store((uint16_t *)out, (const float *)in[0], n, p->dt_b);
+		return;
+	}
+	if (step[0] && ew_is_half(p->dt_a) && p->dt_b == MFS_DT_FLOAT) {
+		ew_half_load((float *)out, (const uint16_t *)in[0], n, p->dt_a);
+		return;
+	}
 	for (int64_t j = 0; j < n; j += CAST_BLOCK) {
 		int64_t m = n - j < CAST_BLOCK ? n - j : CAST_BLOCK;
 		const char *s = in[0] + j * step[0] * (int64_t)is;

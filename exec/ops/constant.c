@@ -56,32 +56,34 @@ static int constant_value(mfs_op_ctx *ctx, mfs_dtype *dt, mfs_shape *shape,
 	return 0;
 }
 
-static int constant_infer(mfs_op_ctx *ctx)
+/* infer sets the output's type and shape; run (out_data non-NULL) copies
+ * the value. */
+static int constant_emit(mfs_op_ctx *ctx, void *out_data)
 {
-	OC_CHECK_IO(ctx, 0, true);
 	mfs_dtype dt;
 	mfs_shape s;
 	const void *b;
 	size_t nb;
 	int rc = constant_value(ctx, &dt, &s, &b, &nb);
+
 	if (rc)
 		return rc;
-	oc_set_out(ctx, 0, dt, &s);
+	if (!out_data)
+		oc_set_out(ctx, 0, dt, &s);
+	else if (nb)
+		memcpy(out_data, b, nb);
 	return 0;
+}
+
+static int constant_infer(mfs_op_ctx *ctx)
+{
+	OC_CHECK_IO(ctx, 0, true);
+	return constant_emit(ctx, NULL);
 }
 
 static int constant_run(mfs_op_ctx *ctx)
 {
-	mfs_dtype dt;
-	mfs_shape s;
-	const void *b;
-	size_t nb;
-	int rc = constant_value(ctx, &dt, &s, &b, &nb);
-	if (rc)
-		return rc;
-	if (nb)
-		memcpy(ctx->out[0]->data, b, nb);
-	return 0;
+	return constant_emit(ctx, ctx->out[0]->data);
 }
 
 /* ConstantOfShape's fill value: one element, float 0 by default. */

@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
 
 #include "dense_util.h"
 
@@ -266,10 +265,10 @@ static int ct_run(mfs_op_ctx *ctx)
 			if (p.isize == 0 || rows == 0)
 				continue;
 			/* col [rows, in] = W_g^T [rows, cg] * X_g [cg, in] */
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)p.isize,
-				    (int)p.cg, 1.0f, (const float *)w->data + g * p.cg * rows, (int)rows,
-				    (const float *)x->data + (bi * p.c + g * p.cg) * p.isize,
-				    (int)p.isize, 0.0f, s->col, (int)p.isize);
+			mfs_sgemm(true, false, rows, p.isize, p.cg, 1.0f,
+				  (const float *)w->data + g * p.cg * rows, rows,
+				  (const float *)x->data + (bi * p.c + g * p.cg) * p.isize,
+				  p.isize, 0.0f, s->col, p.isize);
 			col2im3(s->col, yg, &p);
 		}
 	return 0;

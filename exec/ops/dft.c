@@ -13,10 +13,12 @@
 typedef struct twiddle {
 	int64_t L;
 	double *c, *s;
+	double *buf;      /* scratch: L complex inputs, then K complex outputs */
 } twiddle;
 
 static int tw_init(mfs_op_ctx *ctx, twiddle *t, int64_t L)
 {
+	t->buf = NULL;
 	t->L = L;
 	t->c = malloc((size_t)(L + 1) * sizeof(double));
 	t->s = malloc((size_t)(L + 1) * sizeof(double));
@@ -36,6 +38,22 @@ static void tw_free(twiddle *t)
 {
 	free(t->c);
 	free(t->s);
+	free(t->buf);
+}
+
+/* Twiddles for length L and scratch for K outputs. */
+static int tw_setup(mfs_op_ctx *ctx, twiddle *t, int64_t L, int64_t K)
+{
+	int rc = tw_init(ctx, t, L);
+
+	if (rc)
+		return rc;
+	t->buf = malloc((size_t)(2 * L + 2 * K) * sizeof(double));
+	if (!t->buf) {
+		tw_free(t);
+		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	}
+	return 0;
 }
 
 /* In-place radix-2 FFT of x (L complex values, L a power of two). */
@@ -132,14 +150,41 @@ static int complex_last(mfs_op_ctx *ctx, const mfs_tensor *x, int min_rank)
 	return 0;
 }
 
+/* The signal axis: an attribute (default 1) before opset 20, an optional
+ * scalar input (default -2) from 20.  Negative counts from the back of the
+ * full rank; the last (complex) dim is not a signal axis. */
+static int dft_axis(mfs_op_ctx *ctx, bool axis_input, int *axis)
+{
+	const mfs_tensor *t = oc_in(ctx, 2);
+	int r = ctx->in[0]->shape.rank;
+	int64_t v = onnx_attr_int(ctx->node, "axis", 1);
+
+	if (axis_input) {
+		v = -2;
+		if (t && mfs_shape_numel(&t->shape) > 0) {
+			if (mfs_shape_numel(&t->shape) != 1 || !oc_is_int(t->dtype))
+				return mfs_op_fail(ctx, EINVAL, "axis must be one integer");
+			if (!t->data)
+				return MFS_SHAPE_DEPENDS_ON_DATA;
+			v = mfs_tensor_get_i64(t, 0);
+		}
+	}
+	if (v < 0)
+		v += r;
+	if (v < 0 || v > r - 2)
+		return mfs_op_fail(ctx, EINVAL, "axis is out of range for rank %d", r);
+	*axis = (int)v;
+	return 0;
+}
+
 /* DFT geometry: axis, input length n, transform length L, outputs K. */
-static int dft_geom(mfs_op_ctx *ctx, int *axis, int64_t *n, int64_t *L, int64_t *K)
+static int dft_geom(mfs_op_ctx *ctx, bool axis_input, int *axis, int64_t *n, int64_t *L,
+		    int64_t *K)
 {
 	const mfs_tensor *x = ctx->in[0];
 	int rc;
 
-	if ((rc = complex_last(ctx, x, 3)) ||
-	    (rc = oc_axis(ctx, onnx_attr_int(ctx->node, "axis", 1), x->shape.rank - 1, axis)))
+	if ((rc = complex_last(ctx, x, 3)) || (rc = dft_axis(ctx, axis_input, axis)))
 		return rc;
 	*n = *L = x->shape.dims[*axis];
 	if ((rc = opt_len(ctx, 1, L)))
@@ -154,23 +199,25 @@ static int dft_geom(mfs_op_ctx *ctx, int *axis, int64_t *n, int64_t *L, int64_t 
 	return 0;
 }
 
-static int dft_infer(mfs_op_ctx *ctx)
+static int dft_infer(mfs_op_ctx *ctx, bool axis_input)
 {
 	OC_CHECK_IO(ctx, 1, true);
 	int axis, rc;
 	int64_t n, L, K;
 	mfs_shape s;
 
-	if ((rc = dft_geom(ctx, &axis, &n, &L, &K)))
+	if ((rc = dft_geom(ctx, axis_input, &axis, &n, &L, &K)))
 		return rc;
 	s = ctx->in[0]->shape;
 	s.dims[axis] = K;
 	s.dims[s.rank - 1] = 2;
+	if ((rc = oc_check_shape(ctx, &s)))
+		return rc;
 	oc_set_out(ctx, 0, ctx->in[0]->dtype, &s);
 	return 0;
 }
 
-static int dft_run(mfs_op_ctx *ctx)
+static int dft_run(mfs_op_ctx *ctx, bool axis_input)
 {
 	const mfs_tensor *x = ctx->in[0];
 	mfs_tensor *out = ctx->out[0];
@@ -180,15 +227,11 @@ static int dft_run(mfs_op_ctx *ctx)
 	twiddle t;
 	double *buf;
 
-	if ((rc = dft_geom(ctx, &axis, &n, &L, &K)))
+	if ((rc = dft_geom(ctx, axis_input, &axis, &n, &L, &K)))
 		return rc < 0 ? rc : mfs_op_fail(ctx, EINVAL, "dft_length unknown at run");
-	if ((rc = tw_init(ctx, &t, L)))
+	if ((rc = tw_setup(ctx, &t, L, K)))
 		return rc;
-	buf = malloc((size_t)(2 * L + 2 * K) * sizeof(double));
-	if (!buf) {
-		tw_free(&t);
-		return mfs_op_fail(ctx, ENOMEM, "out of memory");
-	}
+	buf = t.buf;
 	oc_split_at(&x->shape, axis, &outer, &d, &inner);
 	inner /= comp;  /* complex elements after the axis */
 	for (int64_t o = 0; o < outer; o++)
@@ -205,7 +248,6 @@ static int dft_run(mfs_op_ctx *ctx)
 				oc_store(out->dtype, out->data, e + 1, buf[2 * L + 2 * k + 1]);
 			}
 		}
-	free(buf);
 	tw_free(&t);
 	return 0;
 }
@@ -251,6 +293,8 @@ static int stft_infer(mfs_op_ctx *ctx)
 	s.dims[1] = frames;
 	s.dims[2] = K;
 	s.dims[3] = 2;
+	if ((rc = oc_check_shape(ctx, &s)))
+		return rc;
 	oc_set_out(ctx, 0, ctx->in[0]->dtype, &s);
 	return 0;
 }
@@ -269,13 +313,9 @@ static int stft_run(mfs_op_ctx *ctx)
 		return rc < 0 ? rc : mfs_op_fail(ctx, EINVAL, "lengths unknown at run");
 	if (w && !mfs_shape_numel(&w->shape))
 		w = NULL;
-	if ((rc = tw_init(ctx, &t, L)))
+	if ((rc = tw_setup(ctx, &t, L, K)))
 		return rc;
-	buf = malloc((size_t)(2 * L + 2 * K) * sizeof(double));
-	if (!buf) {
-		tw_free(&t);
-		return mfs_op_fail(ctx, ENOMEM, "out of memory");
-	}
+	buf = t.buf;
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t f = 0; f < frames; f++) {
 			for (int64_t j = 0; j < L; j++) {
@@ -289,10 +329,15 @@ static int stft_run(mfs_op_ctx *ctx)
 				oc_store(out->dtype, out->data, ((b * frames + f) * K) * 2 + k,
 					 buf[2 * L + k]);
 		}
-	free(buf);
 	tw_free(&t);
 	return 0;
 }
 
-MFS_OP(DFT, 17, .infer = dft_infer, .run = dft_run);
+static int dft17_infer(mfs_op_ctx *ctx) { return dft_infer(ctx, false); }
+static int dft20_infer(mfs_op_ctx *ctx) { return dft_infer(ctx, true); }
+static int dft17_run(mfs_op_ctx *ctx) { return dft_run(ctx, false); }
+static int dft20_run(mfs_op_ctx *ctx) { return dft_run(ctx, true); }
+
+MFS_OP(DFT, 17, .infer = dft17_infer, .run = dft17_run);
+MFS_OP(DFT, 20, .infer = dft20_infer, .run = dft20_run);
 MFS_OP(STFT, 17, .infer = stft_infer, .run = stft_run);

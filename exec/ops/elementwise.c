@@ -1,6 +1,7 @@
 /* elementwise.c - broadcasting driver, half precision through float and the
  * shared infer/run of the elementwise operators (see elementwise.h). */
 #include <omp.h>
+#include <string.h>
 
 #include "elementwise.h"
 
@@ -61,8 +62,66 @@ static void plan_build(ew_plan *pl, const mfs_tensor *const *in, int n_in,
 	}
 }
 
-/* Output elements [lo, hi): one kernel call per (part of an) inner row,
- * the outer index advanced like an odometer. */
+/* Advance the row odometer (dims 0..R-2) by count rows; count never
+ * passes the end of dim R-2. */
+static void odo_advance(const ew_plan *pl, int64_t *idx, int64_t *off,
+			int64_t count)
+{
+	int d = pl->rank - 2;
+
+	for (int k = 0; k < pl->n_in; k++)
+		off[k] += count * pl->stride[k][d];
+	idx[d] += count;
+	while (idx[d] == pl->dims[d]) {
+		for (int k = 0; k < pl->n_in; k++)
+			off[k] -= pl->stride[k][d] * pl->dims[d];
+		idx[d] = 0;
+		if (--d < 0)
+			break;
+		for (int k = 0; k < pl->n_in; k++)
+			off[k] += pl->stride[k][d];
+		idx[d]++;
+	}
+}
+
+/* Short rows (NHWC data with a per-channel operand: rows of C elements)
+ * would cost a kernel call each.  When every input either continues
+ * contiguously from row to row or repeats the same row (a vector of the
+ * inner dim), the repeated rows are copied EW_TILE_BYTES at a time into a
+ * tile and the kernel runs over many rows in one call. */
+#define EW_TILE_BYTES 8192
+
+typedef struct ew_tiles {
+	int64_t rows;                   /* rows per call; < 2: no tiling */
+	bool rep[EW_MAX_IN];            /* input k repeats one row */
+	int64_t built[EW_MAX_IN];       /* offset the tile was made from */
+	char buf[EW_MAX_IN][EW_TILE_BYTES] __attribute__((aligned(64)));
+} ew_tiles;
+
+static void tiles_init(ew_tiles *t, const ew_plan *pl, const int64_t *step)
+{
+	int R = pl->rank;
+	int64_t inner = pl->dims[R - 1];
+	size_t es = 0;
+
+	t->rows = 0;
+	if (R < 2 || inner * 8 > EW_TILE_BYTES)
+		return;
+	for (int k = 0; k < pl->n_in; k++) {
+		int64_t so = pl->stride[k][R - 2];
+		t->rep[k] = so == 0 && step[k] == 1;
+		t->built[k] = -1;
+		if (t->rep[k])
+			es = pl->esize[k] > es ? pl->esize[k] : es;
+		else if (so != inner * step[k])
+			return;         /* neither contiguous nor repeated */
+	}
+	if (es)
+		t->rows = EW_TILE_BYTES / (int64_t)(es * (size_t)inner);
+}
+
+/* Output elements [lo, hi): kernel calls over whole or tiled rows, the
+ * row index advanced like an odometer. */
 static void run_range(const ew_plan *pl, ew_fn fn, char *out,
 		      const char *const *in, int64_t lo, int64_t hi,
 		      const ew_params *p)
@@ -71,6 +130,7 @@ static void run_range(const ew_plan *pl, ew_fn fn, char *out,
 	int64_t inner = pl->dims[R - 1];
 	int64_t idx[MFS_MAX_RANK], off[EW_MAX_IN] = { 0 }, step[EW_MAX_IN];
 	int64_t row = lo / inner, col = lo % inner;
+	ew_tiles tiles;
 
 	for (int d = R - 2; d >= 0; d--) {
 		idx[d] = row % pl->dims[d];
@@ -80,24 +140,44 @@ static void run_range(const ew_plan *pl, ew_fn fn, char *out,
 	}
 	for (int k = 0; k < pl->n_in; k++)
 		step[k] = pl->stride[k][R - 1];
+	tiles_init(&tiles, pl, step);
 
 	for (int64_t pos = lo; pos < hi;) {
 		int64_t n = inner - col < hi - pos ? inner - col : hi - pos;
 		const char *ptr[EW_MAX_IN];
+		int64_t rows = tiles.rows;
+
+		if (rows >= 2 && col == 0) {
+			rows = rows < pl->dims[R - 2] - idx[R - 2] ? rows
+			       : pl->dims[R - 2] - idx[R - 2];
+			rows = rows < (hi - pos) / inner ? rows : (hi - pos) / inner;
+		}
+		if (tiles.rows >= 2 && col == 0 && rows >= 2) {
+			for (int k = 0; k < pl->n_in; k++) {
+				size_t es = pl->esize[k];
+				ptr[k] = in[k] + off[k] * (int64_t)es;
+				if (!tiles.rep[k])
+					continue;
+				if (tiles.built[k] != off[k]) {
+					for (int64_t r = 0; r < tiles.rows; r++)
+						memcpy(tiles.buf[k] + r * inner * (int64_t)es,
+						       ptr[k], (size_t)inner * es);
+					tiles.built[k] = off[k];
+				}
+				ptr[k] = tiles.buf[k];
+			}
+			fn(out + pos * (int64_t)pl->osize, ptr, step, rows * inner, p);
+			pos += rows * inner;
+			odo_advance(pl, idx, off, rows);
+			continue;
+		}
 		for (int k = 0; k < pl->n_in; k++)
 			ptr[k] = in[k] + (off[k] + col * step[k]) * (int64_t)pl->esize[k];
 		fn(out + pos * (int64_t)pl->osize, ptr, step, n, p);
 		pos += n;
 		col = 0;
-		for (int d = R - 2; d >= 0; d--) {
-			for (int k = 0; k < pl->n_in; k++)
-				off[k] += pl->stride[k][d];
-			if (++idx[d] < pl->dims[d])
-				break;
-			for (int k = 0; k < pl->n_in; k++)
-				off[k] -= pl->stride[k][d] * pl->dims[d];
-			idx[d] = 0;
-		}
+		if (R >= 2)
+			odo_advance(pl, idx, off, 1);
 	}
 }
 
@@ -163,11 +243,77 @@ typedef struct ew_half {
 	mfs_dtype in_dt[EW_MAX_IN], out_dt;
 } ew_half;
 
-static void half_to_float(float *d, const uint16_t *s, int64_t n, mfs_dtype dt)
+/* float16 <-> float: F16C instructions, 8 at a time, where the CPU has
+ * them (every x86-64-v3 CPU); mfs_half_to_float & co otherwise.  Both
+ * round to nearest even. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define EW_F16C 1
+
+__attribute__((target("avx,f16c")))
+static void f16_load_f16c(float *d, const uint16_t *s, int64_t n)
 {
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(d + i, _mm256_cvtph_ps(
+				 _mm_loadu_si128((const __m128i *)(s + i))));
+	for (; i < n; i++)
+		d[i] = _cvtsh_ss(s[i]);
+}
+
+__attribute__((target("avx,f16c")))
+static void f16_store_f16c(uint16_t *d, const float *s, int64_t n)
+{
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(
+				 _mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+	for (; i < n; i++)
+		d[i] = _cvtss_sh(s[i], _MM_FROUND_TO_NEAREST_INT);
+}
+#endif
+
+void ew_half_load(float *d, const uint16_t *s, int64_t n, mfs_dtype dt)
+{
+	if (dt == MFS_DT_BFLOAT16) {
+		EW_SIMD
+		for (int64_t i = 0; i < n; i++) {
+			uint32_t b = (uint32_t)s[i] << 16;
+			memcpy(&d[i], &b, 4);
+		}
+		return;
+	}
+#ifdef EW_F16C
+	if (__builtin_cpu_supports("f16c")) {
+		f16_load_f16c(d, s, n);
+		return;
+	}
+#endif
 	for (int64_t i = 0; i < n; i++)
-		d[i] = dt == MFS_DT_FLOAT16 ? mfs_half_to_float(s[i])
-					    : mfs_bf16_to_float(s[i]);
+		d[i] = mfs_half_to_float(s[i]);
+}
+
+void ew_half_store(uint16_t *d, const float *s, int64_t n, mfs_dtype dt)
+{
+	if (dt == MFS_DT_BFLOAT16) {
+		EW_SIMD
+		for (int64_t i = 0; i < n; i++) {
+			uint32_t x;
+			memcpy(&x, &s[i], 4);
+			uint32_t r = (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+			d[i] = (uint16_t)((x & 0x7fffffffu) > 0x7f800000u
+					  ? (x >> 16) | 0x40 : r);
+		}
+		return;
+	}
+#ifdef EW_F16C
+	if (__builtin_cpu_supports("f16c")) {
+		f16_store_f16c(d, s, n);
+		return;
+	}
+#endif
+	for (int64_t i = 0; i < n; i++)
+		d[i] = mfs_float_to_half(s[i]);
 }
 
 static void half_kernel(char *out, const char *const *in, const int64_t *step,
@@ -187,19 +333,14 @@ static void half_kernel(char *out, const char *const *in, const int64_t *step,
 			const char *src = in[k] + j * step[k] * (int64_t)es;
 			ptr[k] = src;
 			if (ew_is_half(h->in_dt[k])) {
-				half_to_float(buf[k], (const uint16_t *)src,
-					      step[k] ? m : 1, h->in_dt[k]);
+				ew_half_load(buf[k], (const uint16_t *)src,
+					     step[k] ? m : 1, h->in_dt[k]);
 				ptr[k] = (const char *)buf[k];
 			}
 		}
 		h->fn(o, ptr, step, m, h->p);
-		if (out_half) {
-			uint16_t *d = (uint16_t *)out + j;
-			for (int64_t i = 0; i < m; i++)
-				d[i] = h->out_dt == MFS_DT_FLOAT16
-				       ? mfs_float_to_half(obuf[i])
-				       : mfs_float_to_bf16(obuf[i]);
-		}
+		if (out_half)
+			ew_half_store((uint16_t *)out + j, obuf, m, h->out_dt);
 	}
 }
 

@@ -4,14 +4,14 @@
  * before opset 11 in the spec, accepted as optional everywhere here) and
  * broadcasts unidirectionally to [M, N].  The opset 1-6 `broadcast`
  * attribute only allowed what unidirectional broadcasting allows, so one
- * implementation serves every version.  FP32 via cblas_sgemm, FP64 via
+ * implementation serves every version.  FP32 via mfs_sgemm (dense_util.h), FP64 via
  * cblas_dgemm (Y is first filled with beta*C, then the product added with
  * BLAS beta = 1); int32/int64/uint32/uint64 via a plain loop.
  */
 #include <cblas.h>
 #include <string.h>
 
-#include "op.h"
+#include "dense_util.h"
 
 typedef struct gemm_geom {
 	int64_t m, k, n;
@@ -132,9 +132,7 @@ static int gemm_run(mfs_op_ctx *ctx)
 					yd[i * g.n + j] = beta * cd[i * g.c_rs + j * g.c_cs];
 			bb = 1.0f;
 		}
-		cblas_sgemm(CblasRowMajor, g.ta ? CblasTrans : CblasNoTrans,
-			    g.tb ? CblasTrans : CblasNoTrans, (int)g.m, (int)g.n, (int)g.k,
-			    alpha, a->data, lda, b->data, ldb, bb, yd, (int)g.n);
+		mfs_sgemm(g.ta, g.tb, g.m, g.n, g.k, alpha, a->data, lda, b->data, ldb, bb, yd, g.n);
 		break;
 	}
 	case MFS_DT_DOUBLE: {

@@ -1,7 +1,9 @@
 /* GridSample (16), 4-D input: sample X [N,C,H,W] at the normalised (x, y)
  * positions of grid [N,Ho,Wo,2].  Modes bilinear/nearest/bicubic, padding
  * zeros/border/reflection, align_corners; the arithmetic follows
- * PyTorch's grid_sample, which the ONNX tests were made with. */
+ * PyTorch's grid_sample, which the ONNX tests were made with.
+ * AffineGrid (20) makes such grids: theta [N,2,3] (or [N,3,4] in 3-D)
+ * applied to the normalised coordinates of size [N,C,H,W] ([N,C,D,H,W]). */
 #include <math.h>
 #include <string.h>
 
@@ -25,8 +27,10 @@ static int gs_config(mfs_op_ctx *ctx, gs_cfg *c)
 	if ((rc = oc_need(ctx, 1)) || (rc = oc_need_numeric(ctx, x, false)))
 		return rc;
 	g = ctx->in[1];
-	c->mode = !strcmp(m, "bilinear") ? G_BILINEAR : !strcmp(m, "nearest") ? G_NEAREST
-		  : !strcmp(m, "bicubic") ? G_BICUBIC : -1;
+	/* Opset 20 renamed bilinear/bicubic to linear/cubic. */
+	c->mode = !strcmp(m, "bilinear") || !strcmp(m, "linear") ? G_BILINEAR
+		  : !strcmp(m, "nearest") ? G_NEAREST
+		  : !strcmp(m, "bicubic") || !strcmp(m, "cubic") ? G_BICUBIC : -1;
 	c->pad = !strcmp(p, "zeros") ? P_ZEROS : !strcmp(p, "border") ? P_BORDER
 		 : !strcmp(p, "reflection") ? P_REFLECTION : -1;
 	c->align = onnx_attr_int(ctx->node, "align_corners", 0) != 0;
@@ -94,16 +98,6 @@ static double pixel(const mfs_tensor *t, int64_t p, int64_t H, int64_t W, int64_
 	return oc_load(t->dtype, t->data, (p * H + y) * W + x);
 }
 
-static void cubic(double t, double *w)
-{
-	const double A = -0.75;
-	double u = 1 - t;
-	w[0] = ((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A;
-	w[1] = ((A + 2) * t - (A + 3)) * t * t + 1;
-	w[2] = ((A + 2) * u - (A + 3)) * u * u + 1;
-	w[3] = ((A * (u + 1) - 5 * A) * (u + 1) + 8 * A) * (u + 1) - 4 * A;
-}
-
 static double sample(const gs_cfg *c, const mfs_tensor *x, int64_t p, int64_t H, int64_t W,
 		     double gx, double gy)
 {
@@ -115,8 +109,8 @@ static double sample(const gs_cfg *c, const mfs_tensor *x, int64_t p, int64_t H,
 
 	if (c->mode == G_BICUBIC) {
 		double x0 = floor(ix), y0 = floor(iy), wx[4], wy[4], acc = 0;
-		cubic(ix - x0, wx);
-		cubic(iy - y0, wy);
+		oc_cubic_coeffs(ix - x0, -0.75, wx);
+		oc_cubic_coeffs(iy - y0, -0.75, wy);
 		for (int i = 0; i < 4; i++)
 			for (int j = 0; j < 4; j++) {
 				/* Each tap is padded on its own, then read with bounds. */
@@ -161,4 +155,87 @@ static int gs_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
+/* AffineGrid: spatial rank 2 or 3 and the size input read as ints. */
+static int ag_geom(mfs_op_ctx *ctx, int64_t *size, int *nd)
+{
+	const mfs_tensor *th = ctx->in[0];
+	int n = 0, rc;
+
+	if ((rc = oc_need_numeric(ctx, th, false)) ||
+	    (rc = oc_read_ints(ctx, 1, size, MFS_MAX_RANK, &n)))
+		return rc;
+	*nd = n - 2;
+	if ((n != 4 && n != 5) || th->shape.rank != 3 || th->shape.dims[0] != size[0] ||
+	    th->shape.dims[1] != *nd || th->shape.dims[2] != *nd + 1)
+		return mfs_op_fail(ctx, EINVAL, "expected theta [N,2,3] with size [N,C,H,W] "
+				   "(or [N,3,4] with [N,C,D,H,W])");
+	for (int i = 0; i < n; i++)
+		if (size[i] < 0)
+			return mfs_op_fail(ctx, EINVAL, "size %lld is negative", (long long)size[i]);
+	return 0;
+}
+
+static int ag_infer(mfs_op_ctx *ctx)
+{
+	OC_CHECK_IO(ctx, 2, true);
+	int64_t size[MFS_MAX_RANK];
+	int nd, rc = ag_geom(ctx, size, &nd);
+	mfs_shape s = { .rank = nd + 2 };
+
+	if (rc)
+		return rc;
+	s.dims[0] = size[0];
+	for (int i = 0; i < nd; i++)
+		s.dims[1 + i] = size[2 + i];
+	s.dims[nd + 1] = nd;
+	if ((rc = oc_check_shape(ctx, &s)))
+		return rc;
+	oc_set_out(ctx, 0, ctx->in[0]->dtype, &s);
+	return 0;
+}
+
+/* Normalised coordinate of index i along a dim of n. */
+static double base_coord(int64_t i, int64_t n, bool align)
+{
+	if (align)
+		return n > 1 ? -1 + 2.0 * (double)i / (double)(n - 1) : 0;
+	return (2.0 * (double)i + 1) / (double)n - 1;
+}
+
+static int ag_run(mfs_op_ctx *ctx)
+{
+	const mfs_tensor *th = ctx->in[0];
+	mfs_tensor *out = ctx->out[0];
+	bool align = onnx_attr_int(ctx->node, "align_corners", 0) != 0;
+	int64_t size[MFS_MAX_RANK], pts, o = 0;
+	int nd, rc = ag_geom(ctx, size, &nd);
+
+	if (rc)
+		return rc < 0 ? rc : mfs_op_fail(ctx, EINVAL, "size unknown at run");
+	pts = 1;
+	for (int i = 0; i < nd; i++)
+		pts *= size[2 + i];
+	for (int64_t n = 0; n < size[0]; n++)
+		for (int64_t p = 0; p < pts; p++) {
+			/* Coordinates in (x, y[, z]) order: the innermost dim is x. */
+			double c[4] = { 0, 0, 0, 1 };
+			int64_t rem = p;
+			for (int k = 0; k < nd; k++) {
+				int64_t dim = size[2 + nd - 1 - k];
+				c[k] = base_coord(rem % dim, dim, align);
+				rem /= dim;
+			}
+			c[nd] = 1;
+			for (int row = 0; row < nd; row++) {
+				double acc = 0;
+				for (int k = 0; k <= nd; k++)
+					acc += oc_load(th->dtype, th->data,
+						       (n * nd + row) * (nd + 1) + k) * c[k];
+				oc_store(out->dtype, out->data, o++, acc);
+			}
+		}
+	return 0;
+}
+
 MFS_OP(GridSample, 16, .infer = gs_infer, .run = gs_run);
+MFS_OP(AffineGrid, 20, .infer = ag_infer, .run = ag_run);

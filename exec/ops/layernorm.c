@@ -1,8 +1,11 @@
 /* LayerNormalization (17): normalise over the dims from `axis` on, then
  * scale and shift (Scale and B broadcast to those dims); optional Mean and
- * InvStdDev outputs keep X's leading dims with 1s after.  And
+ * InvStdDev outputs keep X's leading dims with 1s after.
  * MeanVarianceNormalization (9): (X - mean) / sqrt(var + 1e-9) over `axes`
- * (default [0, 2, 3]). */
+ * (default [0, 2, 3]).  GroupNormalization (18): X [N, C, ...] normalised
+ * per sample over each of num_groups channel groups, then scaled and
+ * shifted per group (opset 18) or per channel (the opset 21 form, taken
+ * when Scale has C values). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -14,18 +17,26 @@ typedef struct ln_args {
 	mfs_tensor *mean, *invstd;
 } ln_args;
 
-static void ln_row(double *x, int64_t n, int64_t r, void *user)
+/* Mean and 1 / sqrt(variance + eps) of a row. */
+static void moments(const double *x, int64_t n, double eps, double *mean, double *inv)
 {
-	ln_args *a = user;
-	double m = 0, v = 0, inv;
+	double m = 0, v = 0;
 
 	for (int64_t i = 0; i < n; i++)
 		m += x[i];
 	m /= (double)n;
 	for (int64_t i = 0; i < n; i++)
 		v += (x[i] - m) * (x[i] - m);
-	v /= (double)n;
-	inv = 1.0 / sqrt(v + a->eps);
+	*mean = m;
+	*inv = 1.0 / sqrt(v / (double)n + eps);
+}
+
+static void ln_row(double *x, int64_t n, int64_t r, void *user)
+{
+	ln_args *a = user;
+	double m, inv;
+
+	moments(x, n, a->eps, &m, &inv);
 	for (int64_t i = 0; i < n; i++) {
 		x[i] = (x[i] - m) * inv;
 		if (a->scale)
@@ -209,5 +220,92 @@ static int mvn_run(mfs_op_ctx *ctx)
 	return rc ? rc : oc_row_map(ctx, ctx->in[0], ctx->out[0], mask, ln_row, &a);
 }
 
+typedef struct gn_args {
+	double eps;
+	int64_t groups, per_group_ch, spatial;
+	bool per_channel;
+	double *scale, *bias;       /* expanded: one value per channel or group */
+} gn_args;
+
+static void gn_row(double *x, int64_t n, int64_t r, void *user)
+{
+	const gn_args *a = user;
+	int64_t g = r % a->groups;
+	double m, inv;
+
+	moments(x, n, a->eps, &m, &inv);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t k = a->per_channel ? g * a->per_group_ch + i / a->spatial : g;
+		x[i] = (x[i] - m) * inv * a->scale[k] + a->bias[k];
+	}
+}
+
+static int gn_check(mfs_op_ctx *ctx, gn_args *a)
+{
+	const mfs_tensor *x = ctx->in[0], *sc = ctx->in[1], *b = ctx->in[2];
+	int64_t c, ns;
+	int rc;
+
+	if ((rc = oc_need_numeric(ctx, x, false)))
+		return rc;
+	if (x->shape.rank < 2)
+		return mfs_op_fail(ctx, EINVAL, "input must be [N, C, ...]");
+	c = x->shape.dims[1];
+	a->groups = onnx_attr_int(ctx->node, "num_groups", 0);
+	if (a->groups < 1 || c % a->groups)
+		return mfs_op_fail(ctx, EINVAL, "num_groups %lld does not divide %lld channels",
+				   (long long)a->groups, (long long)c);
+	ns = mfs_shape_numel(&sc->shape);
+	if (ns != mfs_shape_numel(&b->shape) || (ns != a->groups && ns != c))
+		return mfs_op_fail(ctx, EINVAL, "scale and bias need num_groups or C values");
+	a->per_channel = ns == c;
+	a->per_group_ch = c / a->groups;
+	a->spatial = 1;
+	for (int i = 2; i < x->shape.rank; i++)
+		a->spatial *= x->shape.dims[i];
+	a->eps = onnx_attr_float(ctx->node, "epsilon", 1e-5f);
+	return 0;
+}
+
+static int gn_infer(mfs_op_ctx *ctx)
+{
+	OC_CHECK_IO(ctx, 3, true);
+	gn_args a;
+	int rc = gn_check(ctx, &a);
+
+	if (rc)
+		return rc;
+	oc_set_out(ctx, 0, ctx->in[0]->dtype, &ctx->in[0]->shape);
+	return 0;
+}
+
+static int gn_run(mfs_op_ctx *ctx)
+{
+	const mfs_tensor *x = ctx->in[0], *sc = ctx->in[1], *b = ctx->in[2];
+	mfs_tensor xv = *x, yv = *ctx->out[0];
+	int64_t ns = mfs_shape_numel(&sc->shape);
+	gn_args a;
+	int rc = gn_check(ctx, &a);
+
+	if (rc)
+		return rc;
+	a.scale = malloc(2 * (size_t)ns * sizeof(double) + 1);
+	if (!a.scale)
+		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	a.bias = a.scale + ns;
+	for (int64_t i = 0; i < ns; i++) {
+		a.scale[i] = oc_load(sc->dtype, sc->data, i);
+		a.bias[i] = oc_load(b->dtype, b->data, i);
+	}
+	/* Rows of one (sample, group): [N * G, C / G * spatial]. */
+	xv.shape.rank = yv.shape.rank = 2;
+	xv.shape.dims[0] = yv.shape.dims[0] = x->shape.dims[0] * a.groups;
+	xv.shape.dims[1] = yv.shape.dims[1] = a.per_group_ch * a.spatial;
+	rc = oc_row_map(ctx, &xv, &yv, 1u << 1, gn_row, &a);
+	free(a.scale);
+	return rc;
+}
+
 MFS_OP(LayerNormalization, 17, .infer = ln_infer, .run = ln_run);
 MFS_OP(MeanVarianceNormalization, 9, .infer = mvn_infer, .run = mvn_run);
+MFS_OP(GroupNormalization, 18, .infer = gn_infer, .run = gn_run);

@@ -3,7 +3,8 @@
  * A 1-D first operand is a row vector (a 1 is prepended, then dropped from
  * the result), a 1-D second operand a column vector (a 1 appended, then
  * dropped); the leading "batch" dims broadcast.  FP32 goes to
- * cblas_sgemm, FP64 to cblas_dgemm; the integer types use a plain loop
+ * mfs_sgemm (oneDNN's sgemm, or OpenBLAS: dense_util.h says why), FP64 to
+ * cblas_dgemm; the integer types use a plain loop
  * (wrapping arithmetic, as numpy does).
  *
  * When the second operand has no batch (rank <= 2, the usual weight matrix
@@ -66,8 +67,8 @@ static void mm_one(mfs_dtype dt, const void *a, const void *b, void *c,
 {
 	switch (dt) {
 	case MFS_DT_FLOAT:
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,
-			    1.0f, a, (int)(k ? k : 1), b, (int)(n ? n : 1), 0.0f, c, (int)(n ? n : 1));
+		mfs_sgemm(false, false, m, n, k, 1.0f, a, k ? k : 1, b, n ? n : 1, 0.0f, c,
+			  n ? n : 1);
 		break;
 	case MFS_DT_DOUBLE:
 		cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,

@@ -53,11 +53,14 @@ int oc_check_shape(mfs_op_ctx *ctx, const mfs_shape *s)
 		if (s->dims[i] < 0)
 			return mfs_op_fail(ctx, EINVAL, "dimension %d is negative (%lld)",
 					   i, (long long)s->dims[i]);
+		/* A huge dim is refused even beside a zero one: products of
+		 * dims elsewhere (mfs_shape_numel) would overflow on the way. */
 		if (s->dims[i] > OC_MAX_NUMEL ||
-		    (s->dims[i] && n > OC_MAX_NUMEL / s->dims[i]))
+		    (s->dims[i] && n > OC_MAX_NUMEL / s->dims[i])) {
 			n = OC_MAX_NUMEL + 1;
-		else
-			n *= s->dims[i];
+			break;
+		}
+		n *= s->dims[i];
 	}
 	if (n > OC_MAX_NUMEL) {
 		char buf[160];
@@ -120,6 +123,50 @@ int oc_read_ints(mfs_op_ctx *ctx, int idx, int64_t *vals, int max, int *n)
 		vals[i] = mfs_tensor_get_i64(t, i);
 	*n = (int)cnt;
 	return 0;
+}
+
+int oc_attr_ints(mfs_op_ctx *ctx, const char *name, int64_t *vals, int max, int *n)
+{
+	const int64_t *v;
+	size_t cnt = onnx_attr_ints(ctx->node, name, &v);
+
+	*n = -1;
+	if (!onnx_node_attr(ctx->node, name))
+		return 0;
+	if (cnt > (size_t)max)
+		return mfs_op_fail(ctx, EINVAL, "attribute '%s' has %zu values (at most %d)",
+				   name, cnt, max);
+	for (size_t i = 0; i < cnt; i++)
+		vals[i] = v[i];
+	*n = (int)cnt;
+	return 0;
+}
+
+int oc_attr_axes(mfs_op_ctx *ctx, int rank, int *ax, int *n)
+{
+	int64_t axes[MFS_MAX_RANK];
+	unsigned mask;
+	int rc = oc_attr_ints(ctx, "axes", axes, MFS_MAX_RANK, n);
+
+	if (rc)
+		return rc;
+	if (*n < 0) {
+		for (int i = 0; i < rank; i++)
+			ax[i] = i;
+		*n = rank;
+		return 0;
+	}
+	return oc_axes_mask(ctx, axes, *n, rank, &mask, ax);
+}
+
+void oc_cubic_coeffs(double t, double A, double *w)
+{
+	double u = 1 - t;
+
+	w[0] = ((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A;
+	w[1] = ((A + 2) * t - (A + 3)) * t * t + 1;
+	w[2] = ((A + 2) * u - (A + 3)) * u * u + 1;
+	w[3] = ((A * (u + 1) - 5 * A) * (u + 1) + 8 * A) * (u + 1) - 4 * A;
 }
 
 int oc_axis(mfs_op_ctx *ctx, int64_t axis, int rank, int *out)

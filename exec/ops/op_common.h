@@ -67,6 +67,18 @@ int oc_need_numeric(mfs_op_ctx *ctx, const mfs_tensor *t, bool allow_int);
  * when the data is not known. */
 int oc_read_ints(mfs_op_ctx *ctx, int idx, int64_t *vals, int max, int *n);
 
+/* Copy INTS attribute `name` into vals (at most max); *n is the count, or
+ * -1 when the attribute is absent (vals untouched). */
+int oc_attr_ints(mfs_op_ctx *ctx, const char *name, int64_t *vals, int max, int *n);
+
+/* The `axes` attribute (default: every axis, in order) normalised against
+ * rank into ax[]; *n receives the count. */
+int oc_attr_axes(mfs_op_ctx *ctx, int rank, int *ax, int *n);
+
+/* Cubic convolution weights (Keys, coefficient A) of the four taps around
+ * a point at fraction t in (0, 1] past the second tap (Resize, GridSample). */
+void oc_cubic_coeffs(double t, double A, double *w);
+
 /* Normalise n axes against rank into a bit mask; duplicates and out-of-range
  * axes fail.  out (may be NULL) receives the normalised axes in order. */
 int oc_axes_mask(mfs_op_ctx *ctx, const int64_t *axes, int n, int rank,

@@ -5,6 +5,7 @@
  * accumulate in double whatever the dtype. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "op_common.h"
 
@@ -74,13 +75,9 @@ static int reduce_mask(mfs_op_ctx *ctx, bool axes_input, unsigned *mask, bool *n
 		if (oc_in(ctx, 1) && (rc = oc_read_ints(ctx, 1, axes, MFS_MAX_RANK, &n)))
 			return rc;
 	} else {
-		const int64_t *v;
-		size_t c = onnx_attr_ints(ctx->node, "axes", &v);
-		if (c > MFS_MAX_RANK)
-			return mfs_op_fail(ctx, EINVAL, "too many axes");
-		for (size_t i = 0; i < c; i++)
-			axes[i] = v[i];
-		n = (int)c;
+		if ((rc = oc_attr_ints(ctx, "axes", axes, MFS_MAX_RANK, &n)))
+			return rc;
+		n = n < 0 ? 0 : n;
 	}
 	*noop = false;
 	if (!n) {
@@ -100,8 +97,12 @@ static int reduce_infer(mfs_op_ctx *ctx, bool axes_input)
 	mfs_shape out = { 0 };
 	int rc;
 
-	if ((rc = oc_need_numeric(ctx, in, true)) ||
-	    (rc = reduce_mask(ctx, axes_input, &mask, &noop)))
+	/* bool is a valid input of ReduceMax/ReduceMin (opset 20): any/all. */
+	bool minmax = !strcmp(ctx->node->op_type, "ReduceMax") ||
+		      !strcmp(ctx->node->op_type, "ReduceMin");
+	if (!(minmax && in->dtype == MFS_DT_BOOL) && (rc = oc_need_numeric(ctx, in, true)))
+		return rc;
+	if ((rc = reduce_mask(ctx, axes_input, &mask, &noop)))
 		return rc;
 	for (int i = 0; i < in->shape.rank; i++) {
 		if (!((mask >> i) & 1))

@@ -12,7 +12,7 @@
 
 enum { M_NEAREST, M_LINEAR, M_CUBIC };
 enum { C_HALF_PIXEL, C_PYTORCH_HALF_PIXEL, C_ALIGN_CORNERS, C_ASYMMETRIC,
-       C_TF_CROP_AND_RESIZE, C_TF_HALF_PIXEL_FOR_NN };
+       C_TF_CROP_AND_RESIZE, C_TF_HALF_PIXEL_FOR_NN, C_HALF_PIXEL_SYMMETRIC };
 enum { N_ROUND_FLOOR, N_ROUND_CEIL, N_FLOOR, N_CEIL };
 
 typedef struct rs_cfg {
@@ -62,13 +62,13 @@ static int rs_config(mfs_op_ctx *ctx, int version, rs_cfg *c)
 	static const char *const modes[] = { "nearest", "linear", "cubic" };
 	static const char *const coords[] = { "half_pixel", "pytorch_half_pixel",
 		"align_corners", "asymmetric", "tf_crop_and_resize",
-		"tf_half_pixel_for_nn" };
+		"tf_half_pixel_for_nn", "half_pixel_symmetric" };
 	static const char *const nearests[] = { "round_prefer_floor",
 		"round_prefer_ceil", "floor", "ceil" };
 	const mfs_tensor *x = ctx->in[0];
 	int r = x->shape.rank, rc, ns = 0, nz = 0, nr = 0, nax = r, ax[MFS_MAX_RANK];
 	double scales[MFS_MAX_RANK];
-	int64_t sizes[MFS_MAX_RANK], axes[MFS_MAX_RANK];
+	int64_t sizes[MFS_MAX_RANK];
 
 	memset(c, 0, sizeof(*c));
 	if ((rc = oc_need_numeric(ctx, x, true)))
@@ -83,7 +83,7 @@ static int rs_config(mfs_op_ctx *ctx, int version, rs_cfg *c)
 		c->nearest = N_FLOOR;
 	} else if ((rc = pick(ctx, "mode", "nearest", modes, 3, &c->mode)) ||
 		   (rc = pick(ctx, "coordinate_transformation_mode", "half_pixel",
-			      coords, 6, &c->coord)) ||
+			      coords, 7, &c->coord)) ||
 		   (rc = pick(ctx, "nearest_mode", "round_prefer_floor", nearests, 4,
 			      &c->nearest))) {
 		return rc;
@@ -93,24 +93,13 @@ static int rs_config(mfs_op_ctx *ctx, int version, rs_cfg *c)
 	c->extrapolation = onnx_attr_float(ctx->node, "extrapolation_value", 0);
 	if (onnx_attr_int(ctx->node, "antialias", 0))
 		return mfs_op_fail(ctx, ENOTSUP, "antialias is not supported");
-	if (strcmp(onnx_attr_string(ctx->node, "keep_aspect_ratio_policy", "stretch"),
-		   "stretch"))
-		return mfs_op_fail(ctx, ENOTSUP, "keep_aspect_ratio_policy is not supported");
-	if (onnx_node_attr(ctx->node, "axes")) {
-		const int64_t *v;
-		size_t n = onnx_attr_ints(ctx->node, "axes", &v);
-		unsigned mask;
-		if (n > MFS_MAX_RANK)
-			return mfs_op_fail(ctx, EINVAL, "too many axes");
-		for (size_t i = 0; i < n; i++)
-			axes[i] = v[i];
-		nax = (int)n;
-		if ((rc = oc_axes_mask(ctx, axes, nax, r, &mask, ax)))
-			return rc;
-	} else {
-		for (int i = 0; i < r; i++)
-			ax[i] = i;
-	}
+	const char *policy = onnx_attr_string(ctx->node, "keep_aspect_ratio_policy", "stretch");
+	int keep = !strcmp(policy, "stretch") ? 0 : !strcmp(policy, "not_larger") ? 1
+		   : !strcmp(policy, "not_smaller") ? 2 : -1;
+	if (keep < 0)
+		return mfs_op_fail(ctx, EINVAL, "unknown keep_aspect_ratio_policy '%s'", policy);
+	if ((rc = oc_attr_axes(ctx, r, ax, &nax)))
+		return rc;
 
 	if (version == 7) {
 		const onnx_attr *a = onnx_node_attr(ctx->node, "scales");
@@ -137,7 +126,27 @@ static int rs_config(mfs_op_ctx *ctx, int version, rs_cfg *c)
 	c->out = x->shape;
 	for (int i = 0; i < r; i++)
 		c->scale[i] = 1;
-	for (int i = 0; i < nax; i++) {
+	/* keep_aspect_ratio_policy (18): one scale for every listed axis, the
+	 * smallest (not_larger) or largest (not_smaller) of sizes/input. */
+	if (nz && keep) {
+		double k = keep == 1 ? INFINITY : 0;
+		for (int i = 0; i < nax; i++) {
+			int64_t in = x->shape.dims[ax[i]];
+			if (sizes[i] < 0 || in == 0)
+				return mfs_op_fail(ctx, EINVAL, "size %lld is invalid",
+						   (long long)sizes[i]);
+			double q = (double)sizes[i] / (double)in;
+			k = keep == 1 ? fmin(k, q) : fmax(k, q);
+		}
+		for (int i = 0; i < nax; i++) {
+			double o = nearbyint(k * (double)x->shape.dims[ax[i]]);
+			if (o > (double)OC_MAX_NUMEL)
+				return mfs_op_fail(ctx, EINVAL, "output is too large");
+			c->out.dims[ax[i]] = (int64_t)o;
+			c->scale[ax[i]] = k;
+		}
+	}
+	for (int i = 0; !(nz && keep) && i < nax; i++) {
 		int d = ax[i];
 		int64_t in = x->shape.dims[d];
 		if (ns) {
@@ -202,14 +211,9 @@ static void coeffs(const rs_cfg *c, double t, double *w, int *n)
 		w[1] = t;
 		*n = 2;
 		break;
-	default: {
-		double u = 1 - t;
-		w[0] = ((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A;
-		w[1] = ((A + 2) * t - (A + 3)) * t * t + 1;
-		w[2] = ((A + 2) * u - (A + 3)) * u * u + 1;
-		w[3] = ((A * (u + 1) - 5 * A) * (u + 1) + 8 * A) * (u + 1) - 4 * A;
+	default:
+		oc_cubic_coeffs(t, A, w);
 		*n = 4;
-	}
 	}
 }
 
@@ -238,6 +242,12 @@ static void make_taps(const rs_cfg *c, int d, int r, int64_t in, int64_t x, taps
 		}
 		break;
 	}
+	case C_HALF_PIXEL_SYMMETRIC: {
+		/* Centre the sampled window when the size was rounded. */
+		double adjust = (double)c->out.dims[d] / ow;
+		xo = (double)in / 2 * (1 - adjust) + ((double)x + 0.5) / s - 0.5;
+		break;
+	}
 	case C_TF_HALF_PIXEL_FOR_NN:
 		xo = ((double)x + 0.5) / s;
 		break;
@@ -247,6 +257,10 @@ static void make_taps(const rs_cfg *c, int d, int r, int64_t in, int64_t x, taps
 	default:
 		xo = ((double)x + 0.5) / s - 0.5;
 	}
+	/* A NaN or huge roi must not reach the int64 conversions below. */
+	if (isnan(xo))
+		xo = 0;
+	xo = fmin(fmax(xo, -1e15), 1e15);
 	/* Neighbours prefer the left: i0 = ceil(xo) - 1, t in (0, 1]. */
 	i0 = (int64_t)ceil(xo) - 1;
 	coeffs(c, xo - (double)i0, w, &n);

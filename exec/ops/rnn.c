@@ -13,7 +13,7 @@
  * spec lists), clip, GRU's linear_before_reset, LSTM's input_forget,
  * layout.
  *
- * Per direction, the input projection of every step is one sgemm
+ * Per direction, the input projection of every step is one mfs_sgemm
  * (X * W^T for all steps at once); each step then multiplies the hidden
  * state by R^T (one sgemm over the batch) and applies the gates.  Steps
  * past a batch entry's sequence length leave its state alone and write
@@ -24,9 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
 
-#include "op.h"
+#include "dense_util.h"
 
 enum rnn_kind { K_RNN, K_GRU, K_LSTM };
 enum act_fn { A_RELU, A_TANH, A_SIGMOID, A_AFFINE, A_LEAKY, A_THRESH, A_STANH,
@@ -310,8 +309,8 @@ static int rnn_run_kind(mfs_op_ctx *ctx, enum rnn_kind kind)
 
 		/* xw rows in X's own order: (t, b) or, layout 1, (b, t) */
 		if (T * B > 0 && p.in > 0)
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(T * B), (int)gh,
-				    (int)p.in, 1.0f, x->data, (int)p.in, wd, (int)p.in, 0.0f, xw, (int)gh);
+			mfs_sgemm(false, true, T * B, gh, p.in, 1.0f, x->data, p.in, wd, p.in, 0.0f,
+				  xw, gh);
 		else
 			memset(xw, 0, sizeof(float) * (size_t)(T * B * gh));
 		for (int64_t row = 0; wb && row < T * B; row++)
@@ -328,8 +327,7 @@ static int rnn_run_kind(mfs_op_ctx *ctx, enum rnn_kind kind)
 			}
 
 		for (int64_t step = 0; step < T; step++) {
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)gh, (int)H,
-				    1.0f, h, (int)H, rd, (int)H, 0.0f, hr, (int)gh);
+			mfs_sgemm(false, true, B, gh, H, 1.0f, h, H, rd, H, 0.0f, hr, gh);
 			for (int64_t bi = 0; bi < B; bi++) {
 				int64_t len = lens ? lens[bi] : T;
 				if (step >= len)

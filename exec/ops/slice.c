@@ -11,18 +11,8 @@ typedef struct slice_plan {
 static int read_list(mfs_op_ctx *ctx, bool attrs, const char *name, int idx,
 		     int64_t *v, int *n)
 {
-	if (attrs) {
-		const int64_t *a;
-		size_t c = onnx_attr_ints(ctx->node, name, &a);
-		if (c > MFS_MAX_RANK)
-			return mfs_op_fail(ctx, EINVAL, "too many values in '%s'", name);
-		for (size_t i = 0; i < c; i++)
-			v[i] = a[i];
-		*n = (int)c;
-		if (!onnx_node_attr(ctx->node, name))
-			*n = -1;
-		return 0;
-	}
+	if (attrs)
+		return oc_attr_ints(ctx, name, v, MFS_MAX_RANK, n);
 	*n = -1;
 	return oc_in(ctx, idx) ? oc_read_ints(ctx, idx, v, MFS_MAX_RANK, n) : 0;
 }
@@ -87,6 +77,8 @@ static int slice_plan_make(mfs_op_ctx *ctx, bool attrs, slice_plan *p)
 			s = clamp64(s, 0, d);
 			e = clamp64(e, 0, d);
 			cnt = e > s ? (e - s + st - 1) / st : 0;
+		} else if (d == 0) {
+			cnt = 0;  /* [0, d - 1] is empty: nothing to walk back over */
 		} else {
 			s = clamp64(s, 0, d - 1);
 			e = clamp64(e, -1, d - 1);

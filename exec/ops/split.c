@@ -18,13 +18,8 @@ static int split_sizes(mfs_op_ctx *ctx, sizes_src src, int axis, int64_t *sz)
 	if (n < 1 || n > SPLIT_MAX)
 		return mfs_op_fail(ctx, EINVAL, "%d outputs is not supported", n);
 	if (src == SIZES_ATTR && onnx_node_attr(ctx->node, "split")) {
-		const int64_t *v;
-		size_t c = onnx_attr_ints(ctx->node, "split", &v);
-		if (c > SPLIT_MAX)
-			return mfs_op_fail(ctx, EINVAL, "too many split sizes");
-		for (size_t i = 0; i < c; i++)
-			sz[i] = v[i];
-		cnt = (int)c;
+		if ((rc = oc_attr_ints(ctx, "split", sz, SPLIT_MAX, &cnt)))
+			return rc;
 	} else if (src != SIZES_ATTR && oc_in(ctx, 1)) {
 		if ((rc = oc_read_ints(ctx, 1, sz, SPLIT_MAX, &cnt)))
 			return rc;

@@ -9,14 +9,10 @@ static int get_axes(mfs_op_ctx *ctx, bool from_input, int64_t *axes, int *n)
 		*n = 0;
 		return oc_in(ctx, 1) ? oc_read_ints(ctx, 1, axes, MFS_MAX_RANK, n) : 0;
 	}
-	const int64_t *v;
-	size_t cnt = onnx_attr_ints(ctx->node, "axes", &v);
-	if (cnt > MFS_MAX_RANK)
-		return mfs_op_fail(ctx, EINVAL, "too many axes (%zu)", cnt);
-	for (size_t i = 0; i < cnt; i++)
-		axes[i] = v[i];
-	*n = (int)cnt;
-	return 0;
+	int rc = oc_attr_ints(ctx, "axes", axes, MFS_MAX_RANK, n);
+	if (*n < 0)
+		*n = 0;
+	return rc;
 }
 
 static int squeeze_common(mfs_op_ctx *ctx, bool from_input)

@@ -266,3 +266,23 @@ print('ok')"
 	[ "$(cat "$req/OUTPUT1.txt")" = "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0" ]
 	rm -r "$req"
 }
+
+@test "rename into place: a dot file is kept as written, renaming it commits it" {
+	req=$(new_request add_sub staged)
+	cp "$EXAMPLES/add_sub/samples/INPUT0.npy" "$req/.INPUT0.npy.tmp"
+	[ -e "$req/.INPUT0.npy.tmp" ]
+	cmp "$req/.INPUT0.npy.tmp" "$EXAMPLES/add_sub/samples/INPUT0.npy"
+	[ "$(cat "$req/status")" = "WAITING INPUT0 INPUT1" ]
+	mv "$req/.INPUT0.npy.tmp" "$req/INPUT0.npy"
+	[ ! -e "$req/.INPUT0.npy.tmp" ]
+	[ "$(cat "$req/status")" = "WAITING INPUT1" ]
+	# Python's write-then-replace idiom; a bad temporary is refused at rename.
+	run py_errno "open('$req/.bad', 'w').write('1 2 3'); os.replace('$req/.bad', '$req/INPUT1.txt')"
+	[ "$output" = EINVAL ]
+	[ -e "$req/.bad" ]
+	run py_errno "open('$req/.good', 'w').write(' '.join(['1'] * 16)); os.replace('$req/.good', '$req/INPUT1.txt')"
+	[ "$output" = OK ]
+	[ "$(cat "$req/OUTPUT1.txt")" = "$("$PY" -c "import numpy as np; print(' '.join('%.9g' % (v - 1) for v in np.load('$EXAMPLES/add_sub/samples/INPUT0.npy')))")" ]
+	[ "$(cat "$req/status")" = DONE ]
+	rm -r "$req"
+}

@@ -106,6 +106,12 @@ static void test_inputs(void **state)
 	decode_ok(MFS_FMT_JSON, empty, strlen(empty), &ev, &t);
 	assert_int_equal(t.shape.dims[0], 0);
 	mfs_tensor_release(&t);
+	/* Empty with huge other dims (order must not matter). */
+	mfs_tensor_spec any = spec_of("x", MFS_DT_FLOAT, -1, NULL);
+	const char *hugeempty = "{\"shape\":[4611686018427387904,4,0],\"data\":[]}";
+	decode_ok(MFS_FMT_JSON, hugeempty, strlen(hugeempty), &any, &t);
+	assert_int_equal(t.nbytes, 0);
+	mfs_tensor_release(&t);
 	/* BOOL: true/false and 0/1; NaN strings for floats. */
 	mfs_tensor_spec b = spec_of("x", MFS_DT_BOOL, 1, var);
 	decode_ok(MFS_FMT_JSON, "[true,false,1,0]", 16, &b, &t);

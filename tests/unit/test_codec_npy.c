@@ -211,6 +211,22 @@ static void test_malformed(void **state)
 	n = make_npy(f, "{'descr: '<f4'}", 4);
 	decode_fails(MFS_FMT_NPY, f, n, &any, EINVAL, "malformed header");
 
+	/* An empty array may have a huge dim (found by fuzzing the .pb codec:
+	 * the .npy round trip refused it). */
+	mfs_tensor e;
+	n = make_npy(f, "{'descr': '<f4', 'fortran_order': False, 'shape': (9223372036854775807, 2, 0)}", 0);
+	decode_ok(MFS_FMT_NPY, f, n, &any, &e);
+	assert_int_equal(e.nbytes, 0);
+	size_t elen;
+	char *ebuf = encode_ok(MFS_FMT_NPY, &e, "X", &elen);
+	mfs_tensor_release(&e);
+	decode_ok(MFS_FMT_NPY, ebuf, elen, &any, &e);
+	assert_true(e.shape.dims[0] == INT64_MAX);
+	mfs_tensor_release(&e);
+	free(ebuf);
+	n = make_npy(f, "{'descr': '<f4', 'fortran_order': False, 'shape': (9223372036854775808, 0)}", 0);
+	decode_fails(MFS_FMT_NPY, f, n, &any, EINVAL, "shape dim is too large");
+
 	/* Hand-written but valid: double quotes, Python 2 longs, a 1-D
 	 * Fortran array (same bytes as C order), '=' / '>' on a 1-byte type. */
 	mfs_tensor t;

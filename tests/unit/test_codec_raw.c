@@ -84,6 +84,17 @@ static void test_errors(void **state)
 	decode_fails(MFS_FMT_RAW, v, 16, &stwo, EINVAL, "more than one variable dim");
 	mfs_tensor_spec szero = spec_of("x", MFS_DT_FLOAT, 2, zero);
 	decode_fails(MFS_FMT_RAW, v, 16, &szero, EINVAL, "cannot infer");
+	static const int64_t huge[] = { INT64_MAX, 4, -1 }, hugezero[] = { INT64_MAX, 0, -1 },
+			     hugefixed[] = { INT64_MAX, 4, 0 };
+	mfs_tensor_spec sh = spec_of("x", MFS_DT_FLOAT, 3, huge);
+	decode_fails(MFS_FMT_RAW, v, 16, &sh, EINVAL, "the expected shape [9223372036854775807,4,-1] is too large");
+	mfs_tensor_spec shz = spec_of("x", MFS_DT_FLOAT, 3, hugezero);
+	decode_fails(MFS_FMT_RAW, v, 16, &shz, EINVAL, "cannot infer");
+	mfs_tensor_spec shf = spec_of("x", MFS_DT_FLOAT, 3, hugefixed);
+	mfs_tensor t;
+	decode_ok(MFS_FMT_RAW, "", 0, &shf, &t);
+	assert_true(t.shape.dims[0] == INT64_MAX);
+	mfs_tensor_release(&t);
 	mfs_tensor_spec s3 = spec_of("x", MFS_DT_FLOAT, 2, var3);
 	decode_fails(MFS_FMT_RAW, v, 16, &s3, EINVAL, "4 values given, not a multiple of 3");
 	mfs_tensor_spec nodt = spec_of("x", MFS_DT_UNDEFINED, 1, var);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -531,6 +532,27 @@ static void test_unsupported_op(void **state)
 	assert_int_equal(compile_err(o, &err), -ENOTSUP);
 	assert_string_equal(err.msg,
 			    "model 'm': operator 'com.example.Bar' (opset 0) is not supported (node 'n2')");
+}
+
+/* Operators need not check that input 0 and output 0 exist. */
+static void test_first_input_output_required(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_error err;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "y");
+	gb_node(o, "", "Relu", "r", "", "y");
+	assert_int_equal(compile_err(o, &err), -EINVAL);
+	assert_string_equal(err.msg, "model 'm': Relu 'r': input 0 is missing");
+
+	o = gb_new(13);
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_output(o, "x");
+	gb_node(o, "", "Relu", "r", "x", ",z");
+	assert_int_equal(compile_err(o, &err), -EINVAL);
+	assert_string_equal(err.msg, "model 'm': Relu 'r': output 0 has no name");
 }
 
 static void test_constant_folding(void **state)
@@ -1163,6 +1185,102 @@ static void test_layout_convert_roundtrip(void **state)
 	mfs_tensor_release(&c);
 }
 
+static void test_tensor_size_limit(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	const int64_t dyn[] = { -1 };
+	const int64_t d100[] = { 100 };
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 1, dyn);
+	gb_output(o, "y");
+	tnode(o, "TCopy", "big", "x", "y");
+	m = compile_ok(o);
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(1, d100, NULL);
+	mfs_engine_set_max_tensor_bytes(399);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), -EFBIG);
+	assert_string_equal(err.msg, "model 'm': TCopy 'big': output 0 of shape [100] is larger than the 399-byte limit");
+	mfs_engine_set_max_tensor_bytes(400);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+	mfs_tensor_release(&out);
+	mfs_engine_set_max_tensor_bytes((size_t)16 << 30);
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
+/* One compiled model, four execution contexts on four threads. */
+struct worker {
+	const mfs_model *m;
+	int id, failures;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	mfs_exec *e;
+	mfs_error err;
+	const int64_t d[] = { 2, 3 };
+	float x[6];
+
+	if (mfs_exec_new(w->m, NULL, &e, &err)) {
+		w->failures++;
+		return NULL;
+	}
+	for (int r = 0; r < 200; r++) {
+		mfs_tensor in, out;
+		for (int i = 0; i < 6; i++)
+			x[i] = (float)(w->id * 1000 + r + i);
+		in = (mfs_tensor){ .dtype = MFS_DT_FLOAT, .shape = { 2, { d[0], d[1] } },
+				   .data = x, .nbytes = sizeof(x) };
+		if (mfs_exec_run(e, &in, &out, &err)) {
+			w->failures++;
+			continue;
+		}
+		for (int i = 0; i < 6; i++)
+			if (((float *)out.data)[i] != 2 * x[i] + 1)
+				w->failures++;
+		mfs_tensor_release(&out);
+	}
+	mfs_exec_free(e);
+	return NULL;
+}
+
+static void test_shared_model_threads(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	const float ones[] = { 1, 1, 1, 1, 1, 1 };
+	pthread_t th[4];
+	struct worker w[4];
+	mfs_model *m;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
+	gb_init_f32(o, "one", 2, d23, ones);
+	gb_output(o, "y");
+	tnode(o, "TCopy", "c", "x", "a");
+	tnode(o, "TView", "v", "a", "av");
+	tnode(o, "TView", "v2", "x", "xv");
+	tnode(o, "TAdd", "s", "av,xv", "s1");
+	tnode(o, "TView", "v3", "one", "onev");
+	tnode(o, "TAdd", "t", "s1,onev", "y");
+	m = compile_ok(o);
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct worker){ .m = m, .id = i };
+		assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(w[i].failures, 0);
+	}
+	mfs_model_free(m);
+}
+
 /* ---- real model files ---------------------------------------------- */
 
 #define TESTDATA "/usr/share/libonnx-testdata/data/node/"
@@ -1229,6 +1347,100 @@ static void test_real_reshape(void **state)
 	run_case("test_reshape_reordered_all_dims", 2);
 }
 
+static void test_real_add(void **state)
+{
+	(void)state;
+	mfs_graph_set_op_lookup(NULL);
+	run_case("test_add", 2);
+}
+
+/* Conv -> Relu -> Conv -> Add(residual) -> GlobalAveragePool with the
+ * registry's operators: the NHWC plan and the plain run agree. */
+static onnx_model *cnn_graph(void)
+{
+	onnx_model *o = gb_new(13);
+	static const int64_t dx[] = { -1, 8, 6, 6 }, dw[] = { 8, 8, 3, 3 }, db[] = { 8 };
+	float w1[576], w2[576], b[8];
+	uint32_t seed = 7;
+	onnx_node *n;
+	static const int64_t pads[] = { 1, 1, 1, 1 };
+
+	for (int i = 0; i < 576; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		w1[i] = (float)(seed >> 8) / (float)(1 << 24) - 0.5f;
+		seed = seed * 1664525u + 1013904223u;
+		w2[i] = (float)(seed >> 8) / (float)(1 << 24) - 0.5f;
+	}
+	for (int i = 0; i < 8; i++)
+		b[i] = 0.1f * (float)i - 0.3f;
+	gb_input(o, "x", MFS_DT_FLOAT, 4, dx);
+	gb_init_f32(o, "w1", 4, dw, w1);
+	gb_init_f32(o, "w2", 4, dw, w2);
+	gb_init_f32(o, "b", 1, db, b);
+	gb_output(o, "y");
+	for (int k = 0; k < 2; k++) {
+		n = gb_node(o, "", "Conv", k ? "conv2" : "conv1", k ? "r,w2,b" : "x,w1,b",
+			    k ? "c2" : "c1");
+		n->attrs = realloc(n->attrs, sizeof(*n->attrs));
+		memset(n->attrs, 0, sizeof(*n->attrs));
+		n->n_attrs = 1;
+		n->attrs[0].name = strdup("pads");
+		n->attrs[0].type = ONNX_ATTR_INTS;
+		n->attrs[0].n_ints = 4;
+		n->attrs[0].ints = malloc(sizeof(pads));
+		memcpy(n->attrs[0].ints, pads, sizeof(pads));
+		if (!k)
+			gb_node(o, "", "Relu", "relu", "c1", "r");
+	}
+	gb_node(o, "", "Add", "add", "c2,r", "s");
+	gb_node(o, "", "GlobalAveragePool", "gap", "s", "y");
+	return o;
+}
+
+static void run_cnn(mfs_model *m, float *y)
+{
+	static const int64_t d[] = { 2, 8, 6, 6 };
+	float x[576];
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out;
+
+	for (int i = 0; i < 576; i++)
+		x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(4, d, x);
+	for (int r = 0; r < 2; r++) {
+		if (mfs_exec_run(e, &in, &out, &err))
+			fail_msg("%s", err.msg);
+		assert_int_equal(out.nbytes, 16 * sizeof(float));
+		memcpy(y, out.data, out.nbytes);
+		mfs_tensor_release(&out);
+	}
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+}
+
+static void test_real_cnn_layouts_agree(void **state)
+{
+	(void)state;
+	mfs_model *m;
+	float y_nhwc[16], y_plain[16];
+
+	mfs_graph_set_op_lookup(NULL);
+	m = compile_ok(cnn_graph());
+	assert_int_equal(m->n_nhwc, 3);   /* r, c2, s */
+	run_cnn(m, y_nhwc);
+	mfs_model_free(m);
+	setenv("MFS_LAYOUT", "plain", 1);
+	m = compile_ok(cnn_graph());
+	unsetenv("MFS_LAYOUT");
+	assert_int_equal(m->n_nhwc, 0);
+	run_cnn(m, y_plain);
+	mfs_model_free(m);
+	for (int i = 0; i < 16; i++)
+		assert_float_equal(y_nhwc[i], y_plain[i], 1e-4);
+}
+
 static void test_real_missing_file(void **state)
 {
 	(void)state;
@@ -1248,6 +1460,7 @@ int main(void)
 		cmocka_unit_test_setup(test_output_defined_twice, setup),
 		cmocka_unit_test_setup(test_missing_graph_output, setup),
 		cmocka_unit_test_setup(test_unsupported_op, setup),
+		cmocka_unit_test_setup(test_first_input_output_required, setup),
 		cmocka_unit_test_setup(test_constant_folding, setup),
 		cmocka_unit_test_setup(test_initializer_input_is_constant, setup),
 		cmocka_unit_test_setup(test_nondeterministic_not_folded, setup),
@@ -1264,8 +1477,12 @@ int main(void)
 		cmocka_unit_test_setup(test_layout_infer_refuses, setup),
 		cmocka_unit_test_setup(test_layout_dynamic_batch, setup),
 		cmocka_unit_test_setup(test_layout_convert_roundtrip, setup),
+		cmocka_unit_test_setup(test_shared_model_threads, setup),
+		cmocka_unit_test_setup(test_tensor_size_limit, setup),
 		cmocka_unit_test_setup(test_real_identity, setup),
 		cmocka_unit_test_setup(test_real_reshape, setup),
+		cmocka_unit_test_setup(test_real_add, setup),
+		cmocka_unit_test_setup(test_real_cnn_layouts_agree, setup),
 		cmocka_unit_test_setup(test_real_missing_file, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -549,6 +549,21 @@ static void test_tensor_errors(void **state)
 	w_int(&w, 5, 128);
 	w_int(&w, 5, 1);
 	expect_tensor_error(&w, EINVAL, "out of range for int8");
+	tensor_head(&w, MFS_DT_INT32, 1, d3, true);
+	w_int(&w, 5, 1);
+	w_int(&w, 5, 1LL << 40);
+	w_int(&w, 5, 1);
+	expect_tensor_error(&w, EINVAL, "does not fit in int32");
+	tensor_head(&w, MFS_DT_UINT32, 1, d3, true);
+	w_int(&w, 11, 1);
+	w_int(&w, 11, 1LL << 32);
+	w_int(&w, 11, 1);
+	expect_tensor_error(&w, EINVAL, "out of range for uint32");
+	tensor_head(&w, MFS_DT_BOOL, 1, d3, true);
+	w_int(&w, 5, 1);
+	w_int(&w, 5, 2);
+	w_int(&w, 5, 1);
+	expect_tensor_error(&w, EINVAL, "out of range for bool");
 	tensor_head(&w, MFS_DT_BOOL, 1, d3, true);
 	w_len(&w, 9, "\x01\x02\x00", 3);
 	expect_tensor_error(&w, EINVAL, "bool element 1 is 2");
@@ -833,7 +848,26 @@ static void test_model_errors(void **state)
 	assert_int_equal(onnx_model_load_buffer("hello world", 11, NULL, &model, &err),
 			 -EINVAL);
 
-	/* Files: missing; error names the file. */
+	/* A value_info of rank 9 is refused by name. */
+	{
+		pbw vi = { 0 }, tp = { 0 }, tt = { 0 }, sh = { 0 }, dim = { 0 };
+		w_str(&vi, 1, "deep");
+		w_int(&tt, 1, MFS_DT_FLOAT);
+		for (int i = 0; i < 9; i++) {
+			w_int(&dim, 1, 1);
+			w_msg(&sh, 1, &dim);
+		}
+		w_msg(&tt, 2, &sh);
+		w_msg(&tp, 1, &tt);
+		w_msg(&vi, 2, &tp);
+		w_msg(&x, 13, &vi);
+	}
+	assert_int_equal(load_with(&x, NULL, &err), -ENOTSUP);
+	assert_non_null(strstr(err.msg, "value_info 0 'deep'"));
+
+	/* Files: missing, a directory; the error names the file. */
+	assert_int_equal(onnx_model_load_file("/tmp", &model, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "/tmp: not a regular file"));
 	assert_int_equal(onnx_model_load_file("/nonexistent/m.onnx", &model, &err),
 			 -ENOENT);
 	assert_non_null(strstr(err.msg, "/nonexistent/m.onnx"));

@@ -193,6 +193,12 @@ static void test_broadcast(void **st)
 		{ { 4, { 8, 16, 32, 33 } }, { 3, { 16, 1, 1 } } }, /* threads */
 		{ { 3, { 64, 32, 33 } }, { 3, { 64, 1, 33 } } },   /* threads */
 		{ { 1, { 0 } }, { 1, { 1 } } },                /* empty */
+		/* short repeated rows (tiled), thread chunks ending mid-row */
+		{ { 2, { 3001, 13 } }, { 1, { 13 } } },
+		{ { 3, { 7, 900, 5 } }, { 3, { 7, 1, 5 } } },
+		{ { 3, { 7, 900, 5 } }, { 3, { 1, 900, 5 } } },
+		{ { 2, { 5, 3 } }, { 2, { 5, 3 } } },
+		{ { 1, { 9 } }, { 2, { 4, 1 } } },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		check_bcast(&cases[i][0], &cases[i][1]);
@@ -226,6 +232,29 @@ static void test_half_blocks(void **st)
 		}
 		call_free(c);
 	}
+	/* every float16 and bfloat16 bit pattern survives the conversions
+	 * (Max(x, x) = x; NaN stays NaN) */
+	static uint16_t all[65536];
+	for (int i = 0; i < 65536; i++)
+		all[i] = (uint16_t)i;
+	for (int t = 0; t < 2; t++) {
+		mfs_dtype dt = t ? MFS_DT_BFLOAT16 : MFS_DT_FLOAT16;
+		call *c = call_new("Max", 13);
+		call_in(c, dt, all, 1, 65536);
+		call_in(c, dt, all, 1, 65536);
+		assert_int_equal(call_run(c), 0);
+		for (int i = 0; i < 65536; i++) {
+			uint16_t got = ((uint16_t *)c->out.data)[i];
+			float w = t ? mfs_bf16_to_float(all[i]) : mfs_half_to_float(all[i]);
+			float g = t ? mfs_bf16_to_float(got) : mfs_half_to_float(got);
+			if (isnan(w))
+				assert_true(isnan(g));
+			else
+				assert_int_equal(got, all[i]);
+		}
+		call_free(c);
+	}
+
 	call *c = call_new("Less", 13);     /* half in, bool out */
 	call_in(c, MFS_DT_FLOAT16, a, 2, R, C);
 	call_in(c, MFS_DT_FLOAT16, b, 1, C);
@@ -234,6 +263,51 @@ static void test_half_blocks(void **st)
 		assert_int_equal(((uint8_t *)c->out.data)[i],
 				 mfs_half_to_float(a[i]) < mfs_half_to_float(b[i % C]));
 	call_free(c);
+}
+
+/* Where over random three-way broadcasts (ranks up to 6, dims that are
+ * the output's or 1, sizes up to 4^6 elements) against the naive index
+ * map: every collapse/merge path of the driver. */
+static uint32_t lcg(uint32_t *s)
+{
+	*s = *s * 1664525u + 1013904223u;
+	return *s >> 8;
+}
+
+static void test_broadcast_random(void **st)
+{
+	(void)st;
+	uint32_t seed = 12345;
+	for (int iter = 0; iter < 400; iter++) {
+		mfs_shape o = { .rank = 1 + (int)(lcg(&seed) % 6) }, sh[3];
+		call *c = call_new("Where", 16);
+		for (int d = 0; d < o.rank; d++)
+			o.dims[d] = 1 + lcg(&seed) % 4;
+		for (int k = 0; k < 3; k++) {
+			sh[k].rank = (int)(lcg(&seed) % (o.rank + 1));
+			for (int d = 0; d < sh[k].rank; d++)
+				sh[k].dims[d] = lcg(&seed) % 3 == 0 ? 1
+						: o.dims[o.rank - sh[k].rank + d];
+			assert_int_equal(mfs_tensor_alloc(&c->in[k], k ? MFS_DT_FLOAT : MFS_DT_BOOL,
+							  &sh[k], NULL), 0);
+			for (int64_t i = 0; i < mfs_shape_numel(&sh[k]); i++) {
+				if (k)
+					((float *)c->in[k].data)[i] = (float)(k * 1000 + i);
+				else
+					((uint8_t *)c->in[k].data)[i] = lcg(&seed) & 1;
+			}
+			c->inp[k] = &c->in[k];
+		}
+		c->n_in = 3;
+		assert_int_equal(call_run(c), 0);
+		for (int64_t i = 0; i < mfs_shape_numel(&c->out.shape); i++) {
+			uint8_t cond = ((uint8_t *)c->in[0].data)[bcast_index(&c->out.shape, &sh[0], i)];
+			int k = cond ? 1 : 2;
+			float want = ((float *)c->in[k].data)[bcast_index(&c->out.shape, &sh[k], i)];
+			assert_true(((float *)c->out.data)[i] == want);
+		}
+		call_free(c);
+	}
 }
 
 static void test_broadcast_errors(void **st)
@@ -823,6 +897,30 @@ static void test_cast(void **st)
 	call_free(c2);
 	call_free(c3);
 
+	/* float -> float16/bfloat16 rounds like mfs_float_to_half/bf16 over
+	 * normals, subnormals, ties and overflow */
+	enum { NS = 200000 };
+	float *sw = malloc(NS * sizeof(float));
+	assert_non_null(sw);
+	for (int i = 0; i < NS; i++)
+		sw[i] = ldexpf(1 + (i % 4096) / 4096.0f, i / 4096 - 26) * (i & 1 ? -1 : 1);
+	for (int t = 0; t < 2; t++) {
+		c = call_new("Cast", 13);
+		c->in[0].dtype = MFS_DT_FLOAT;
+		assert_int_equal(mfs_tensor_alloc(&c->in[0], MFS_DT_FLOAT,
+						  &(mfs_shape){ 1, { NS } }, NULL), 0);
+		memcpy(c->in[0].data, sw, NS * sizeof(float));
+		c->inp[0] = &c->in[0];
+		c->n_in = 1;
+		call_attr_i(c, "to", t ? MFS_DT_BFLOAT16 : MFS_DT_FLOAT16);
+		assert_int_equal(call_run(c), 0);
+		for (int i = 0; i < NS; i++)
+			assert_int_equal(((uint16_t *)c->out.data)[i],
+					 t ? mfs_float_to_bf16(sw[i]) : mfs_float_to_half(sw[i]));
+		call_free(c);
+	}
+	free(sw);
+
 	c = call_new("Cast", 13);
 	call_in(c, MFS_DT_FLOAT, x, 1, 6);
 	call_attr_i(c, "to", MFS_DT_STRING);
@@ -962,6 +1060,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_broadcast),
+		cmocka_unit_test(test_broadcast_random),
 		cmocka_unit_test(test_half_blocks),
 		cmocka_unit_test(test_broadcast_errors),
 		cmocka_unit_test(test_legacy_broadcast),

@@ -276,6 +276,18 @@ static void test_slice(void **st)
 	assert_floats(&h.out[0], seq + 5, 15, 0);
 	h_free(&h);
 
+	/* A negative step over an empty dim takes nothing (no read). */
+	int64_t ed[] = { 0, 5 }, neg[] = { -1 }, big[] = { 5 };
+	h_init(&h, "Slice", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, ed, seq);
+	h_in(&h, MFS_DT_INT64, 1, one, big);
+	h_in(&h, MFS_DT_INT64, 1, one, neg);
+	h_in(&h, MFS_DT_INT64, 1, one, zero);
+	h_in(&h, MFS_DT_INT64, 1, one, neg);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 2, 0, 5);
+	h_free(&h);
+
 	h_init(&h, "Slice", 13, 1);  /* step 0 */
 	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
 	h_in(&h, MFS_DT_INT64, 1, one, s1);
@@ -439,6 +451,22 @@ static void test_reduce(void **st)
 	assert_true(((float *)h.out[0].data)[0] == 11);
 	h_free(&h);
 
+	/* bool ReduceMax/ReduceMin (opset 20) are any/all. */
+	int64_t bd[] = { 2, 2 };
+	uint8_t bools[] = { 0, 1, 0, 0 };
+	int64_t last[] = { 1 }, one[] = { 1 };
+	h_init(&h, "ReduceMax", 20, 1);
+	h_attr_int(&h, "keepdims", 0);
+	h_in(&h, MFS_DT_BOOL, 2, bd, bools);
+	h_in(&h, MFS_DT_INT64, 1, one, last);
+	assert_int_equal(h_run(&h), 0);
+	assert_int_equal(h.out[0].dtype, MFS_DT_BOOL);
+	assert_true(((uint8_t *)h.out[0].data)[0] == 1 && ((uint8_t *)h.out[0].data)[1] == 0);
+	h_free(&h);
+	h_init(&h, "ReduceSum", 13, 1);  /* but not a bool sum */
+	h_in(&h, MFS_DT_BOOL, 2, bd, bools);
+	assert_int_equal(h_infer(&h), -ENOTSUP);
+
 	int64_t dup[] = { 1, -2 };
 	h_init(&h, "ReduceSum", 13, 1);
 	h_in(&h, MFS_DT_FLOAT, 3, xd, seq);
@@ -519,6 +547,16 @@ static void test_pad(void **st)
 	assert_int_equal(h_run(&h), 0);
 	float w2[] = { 1, 2, 7 };
 	assert_floats(&h.out[0], w2, 3, 0);
+	h_free(&h);
+
+	/* CenterCropPad: rows padded 3 -> 5 (1 before), columns cropped 4 -> 2. */
+	int64_t cd[] = { 3, 4 }, td[] = { 2 }, target[] = { 5, 2 };
+	h_init(&h, "CenterCropPad", 18, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, cd, seq);
+	h_in(&h, MFS_DT_INT64, 1, td, target);
+	assert_int_equal(h_run(&h), 0);
+	float w3[] = { 0, 0, 1, 2, 5, 6, 9, 10, 0, 0 };
+	assert_floats(&h.out[0], w3, 10, 0);
 	h_free(&h);
 
 	int64_t over[] = { 0, -5, 0, 0 };
@@ -722,6 +760,32 @@ static void test_resize(void **st)
 	assert_floats(&h.out[0], want, 12, 0);
 	h_free(&h);
 
+	/* Opset 19's half_pixel_symmetric (ONNX's own example). */
+	int64_t rd[] = { 1, 1, 1, 4 };
+	float r4[] = { 1, 2, 3, 4 }, sc4[] = { 1, 1, 1, 0.6f };
+	h_init(&h, "Resize", 19, 1);
+	h_attr_str(&h, "mode", "linear");
+	h_attr_str(&h, "coordinate_transformation_mode", "half_pixel_symmetric");
+	h_in(&h, MFS_DT_FLOAT, 4, rd, r4);
+	h_skip_in(&h);
+	h_in(&h, MFS_DT_FLOAT, 1, sd, sc4);
+	assert_int_equal(h_run(&h), 0);
+	float sym[] = { 1.6666666f, 3.3333333f };
+	assert_floats(&h.out[0], sym, 2, 1e-5);
+	h_free(&h);
+
+	/* keep_aspect_ratio_policy not_larger: sizes 7x8 of 2x2 give 7x7. */
+	int64_t ax[] = { 2, 3 }, s2d[] = { 2 }, s78[] = { 7, 8 };
+	h_init(&h, "Resize", 18, 1);
+	h_attr_ints(&h, "axes", ax, 2);
+	h_attr_str(&h, "keep_aspect_ratio_policy", "not_larger");
+	h_in(&h, MFS_DT_FLOAT, 4, xd, x);
+	h_skip_in(&h);
+	h_skip_in(&h);
+	h_in(&h, MFS_DT_INT64, 1, s2d, s78);
+	assert_int_equal(h_infer(&h), 0);
+	assert_shape(&h.out[0], 4, 1, 1, 7, 7);
+
 	h_init(&h, "Resize", 13, 1);  /* both scales and sizes: refused */
 	h_in(&h, MFS_DT_FLOAT, 4, xd, x);
 	h_skip_in(&h);
@@ -797,6 +861,43 @@ static void test_detection_and_sampling(void **st)
 	assert_floats(&h.out[0], gw, 2, 1e-6);
 	h_free(&h);
 
+	/* AffineGrid against torch.nn.functional.affine_grid. */
+	float theta[] = { 1, 0.5f, 0.1f, -0.2f, 0.8f, 0.3f };
+	int64_t thd[] = { 1, 2, 3 }, szd[] = { 4 }, size[] = { 1, 1, 2, 3 };
+	float ag0[] = { -0.81667f, 0.03333f, -0.15f, -0.1f, 0.51667f, -0.23333f,
+			-0.31667f, 0.83333f, 0.35f, 0.7f, 1.01667f, 0.56667f };
+	float ag1[] = { -1.4f, -0.3f, -0.4f, -0.5f, 0.6f, -0.7f,
+			-0.4f, 1.3f, 0.6f, 1.1f, 1.6f, 0.9f };
+	for (int ac = 0; ac < 2; ac++) {
+		h_init(&h, "AffineGrid", 20, 1);
+		h_attr_int(&h, "align_corners", ac);
+		h_in(&h, MFS_DT_FLOAT, 3, thd, theta);
+		h_in(&h, MFS_DT_INT64, 1, szd, size);
+		assert_int_equal(h_run(&h), 0);
+		assert_shape(&h.out[0], 4, 1, 2, 3, 2);
+		assert_floats(&h.out[0], ac ? ag1 : ag0, 12, 1e-5);
+		h_free(&h);
+	}
+
+	/* Col2Im against torch.nn.functional.fold (pads 1,0 / 1,0, strides 1,2). */
+	float cols[64];
+	for (int i = 0; i < 64; i++)
+		cols[i] = (float)(i % 7);
+	int64_t cold[] = { 1, 8, 8 }, two[] = { 2 }, img[] = { 3, 4 }, blk[] = { 2, 2 };
+	int64_t pads[] = { 1, 0, 1, 0 }, strides[] = { 1, 2 };
+	float fold[] = { 4, 6, 6, 8, 8, 10, 10, 12, 12, 0, 0, 2,
+			 12, 0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10 };
+	h_init(&h, "Col2Im", 18, 1);
+	h_attr_ints(&h, "pads", pads, 4);
+	h_attr_ints(&h, "strides", strides, 2);
+	h_in(&h, MFS_DT_FLOAT, 3, cold, cols);
+	h_in(&h, MFS_DT_INT64, 1, two, img);
+	h_in(&h, MFS_DT_INT64, 1, two, blk);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 4, 1, 2, 3, 4);
+	assert_floats(&h.out[0], fold, 24, 0);
+	h_free(&h);
+
 	int64_t md[] = { 2, 2 };
 	float m[] = { 3, 8, 4, 6 };
 	h_init(&h, "Det", 11, 1);
@@ -826,6 +927,16 @@ static void test_signal(void **st)
 	assert_int_equal(h_run(&h), 0);
 	assert_shape(&h.out[0], 3, 1, 4, 2);
 	float dw[] = { 1, 0, 0, -1, -1, 0, 0, 1 };
+	assert_floats(&h.out[0], dw, 8, 1e-6);
+	h_free(&h);
+
+	/* Opset 20: the axis is an input (-2: the last signal axis). */
+	int64_t ax = -2;
+	h_init(&h, "DFT", 20, 1);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, x);
+	h_skip_in(&h);
+	h_in(&h, MFS_DT_INT64, 0, one, &ax);
+	assert_int_equal(h_run(&h), 0);
 	assert_floats(&h.out[0], dw, 8, 1e-6);
 	h_free(&h);
 
@@ -859,6 +970,43 @@ static void test_signal(void **st)
 	float rw[] = { 4, 1, 2, 3, 0, 5 };
 	assert_floats(&h.out[0], rw, 6, 0);
 	h_free(&h);
+}
+
+static void test_group_norm(void **st)
+{
+	harness h;
+	int64_t xd[] = { 2, 4, 3 }, gd[] = { 2 }, cd[] = { 4 };
+	float x[24], s2[] = { 1.5f, -0.5f }, b2[] = { 0.25f, 1 };
+	float s4[] = { 1, 2, 3, 4 }, b4[] = { 0, 1, 0, 1 };
+	/* numpy: per-group statistics, per-group (opset 18) and per-channel
+	 * (opset 21 form) affine. */
+	float want_g[] = { -1.94577f, -1.06746f, -0.18915f, 0.68915f, 1.56746f, 2.44577f,
+			   0.15485f, 1.67612f, 1.42258f, 1.16903f, 0.91548f, 0.66194f,
+			   1.78681f, 2.49611f, -1.75968f, -1.05038f, -0.34108f, 0.36822f,
+			   0.76855f, 0.53709f, 0.30564f, 1.69436f, 1.46291f, 1.23145f };
+	float want_c[] = { -1.46385f, -0.87831f, -0.29277f, 1.58554f, 2.75662f, 3.92770f,
+			   5.07092f, -4.05674f, -2.53546f, -0.35224f, 1.67612f, 3.70449f,
+			   1.02454f, 1.49741f, -1.33979f, -0.73384f, 0.21189f, 1.15762f,
+			   1.38873f, 2.77746f, 4.16619f, -4.55491f, -2.70328f, -0.85164f };
+	(void)st;
+	for (int i = 0; i < 24; i++)
+		x[i] = (float)(i % 7) - 3;
+	for (int pc = 0; pc < 2; pc++) {
+		h_init(&h, "GroupNormalization", 18, 1);
+		h_attr_int(&h, "num_groups", 2);
+		h_in(&h, MFS_DT_FLOAT, 3, xd, x);
+		h_in(&h, MFS_DT_FLOAT, 1, pc ? cd : gd, pc ? s4 : s2);
+		h_in(&h, MFS_DT_FLOAT, 1, pc ? cd : gd, pc ? b4 : b2);
+		assert_int_equal(h_run(&h), 0);
+		assert_floats(&h.out[0], pc ? want_c : want_g, 24, 1e-4);
+		h_free(&h);
+	}
+	h_init(&h, "GroupNormalization", 18, 1);  /* 3 groups do not divide 4 */
+	h_attr_int(&h, "num_groups", 3);
+	h_in(&h, MFS_DT_FLOAT, 3, xd, x);
+	h_in(&h, MFS_DT_FLOAT, 1, gd, s2);
+	h_in(&h, MFS_DT_FLOAT, 1, gd, b2);
+	assert_int_equal(h_infer(&h), -EINVAL);
 }
 
 /* Large enough for the threaded paths (oc_copy_view splits copies over
@@ -925,7 +1073,8 @@ static const char *const my_ops[] = {
 	"Resize", "ReverseSequence", "GatherElements", "ScatterElements", "Scatter",
 	"Shape", "Size", "Slice", "Softmax", "LogSoftmax", "Hardmax", "Split",
 	"Squeeze", "Unsqueeze", "TfIdfVectorizer", "TopK", "Transpose", "Trilu",
-	"EyeLike", "Unique", "HannWindow", "HammingWindow", "BlackmanWindow", NULL
+	"EyeLike", "Unique", "HannWindow", "HammingWindow", "BlackmanWindow",
+	"GroupNormalization", "CenterCropPad", "AffineGrid", "Col2Im", NULL
 };
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -1017,10 +1166,10 @@ static void fuzz_one(const char *op, int64_t opset)
 
 static void test_random_inputs(void **st)
 {
-	static const int64_t opsets[] = { 9, 11, 13, 17, 18 };
+	static const int64_t opsets[] = { 9, 11, 13, 17, 18, 20 };
 	(void)st;
 	for (int i = 0; my_ops[i]; i++)
-		for (int k = 0; k < 5; k++) {
+		for (int k = 0; k < 6; k++) {
 			if (!mfs_op_find("", my_ops[i], opsets[k]))
 				continue;
 			for (int n = 0; n < 300; n++)
@@ -1053,6 +1202,7 @@ int main(void)
 		cmocka_unit_test(test_loss_unique),
 		cmocka_unit_test(test_detection_and_sampling),
 		cmocka_unit_test(test_signal),
+		cmocka_unit_test(test_group_norm),
 		cmocka_unit_test(test_large_threaded),
 		cmocka_unit_test(test_random_inputs),
 	};

@@ -1,0 +1,118 @@
+#!/usr/bin/env bats
+# The command line (SPEC.md section 1): --help, --version, one clear line
+# and a non-zero exit for each reason not to start, daemon mode, signals.
+
+load helpers
+
+teardown() {
+	unmount_repo
+	[ -z "${DIR:-}" ] || rm -rf "$DIR"
+}
+
+@test "--help and --version" {
+	run "$MODELFS" --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"usage: modelfs [OPTIONS] REPOSITORY MOUNTPOINT"* ]]
+	for opt in -f --device --opencl-device --poll-secs --reload-quiet-ms --threads \
+		--max-request-bytes --request-ttl-secs --log-level -o; do
+		[[ "$output" == *"$opt"* ]]
+	done
+	run "$MODELFS" --version
+	[ "$status" -eq 0 ]
+	[[ "$output" == "modelfs "* ]]
+}
+
+@test "a bad option is one clear line and exit 2" {
+	run "$MODELFS" --frobnicate "$EXAMPLES" /tmp
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"unknown option '--frobnicate'"* ]]
+	run "$MODELFS" --threads=lots "$EXAMPLES" /tmp
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--threads"* ]]
+	run "$MODELFS" "$EXAMPLES"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"MOUNTPOINT"* ]]
+}
+
+@test "a missing repository is one clear line and a non-zero exit" {
+	DIR=$(mktemp -d)
+	run "$MODELFS" -f /nonexistent/repo "$DIR"
+	[ "$status" -ne 0 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"repository '/nonexistent/repo': No such file or directory"* ]]
+	run "$MODELFS" -f "$EXAMPLES" "$DIR/nope"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"mountpoint"* ]]
+}
+
+@test "a busy mountpoint is one clear line and a non-zero exit" {
+	mount_repo "$EXAMPLES"
+	run "$MODELFS" -f "$EXAMPLES" "$MNT"
+	[ "$status" -ne 0 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"is busy"* ]]
+	# The first mount is untouched.
+	[ "$(cat "$MNT/add_sub/status")" = "READY 1 cpu" ]
+}
+
+@test "daemon mode: returns once serving, SIGTERM unmounts and exits" {
+	DIR=$(mktemp -d)
+	run "$MODELFS" "$EXAMPLES" "$DIR" 3>&-
+	[ "$status" -eq 0 ]
+	# Serving as soon as the command returned.
+	[ "$(cat "$DIR/add_sub/status")" = "READY 1 cpu" ]
+	pid=$(pgrep -f "modelfs $EXAMPLES $DIR" | head -1)
+	[ -n "$pid" ]
+	kill -TERM "$pid"
+	for i in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	! kill -0 "$pid" 2>/dev/null
+	! mountpoint -q "$DIR"
+}
+
+@test "SIGINT and SIGHUP stop it cleanly too; fusermount3 -u as well" {
+	for sig in INT HUP; do
+		mount_repo "$EXAMPLES"
+		cat "$MNT/.index.json" > /dev/null
+		kill -$sig "$DAEMON_PID"
+		daemon_finished_cleanly
+		! mountpoint -q "$MNT"
+		grep -q "stopping (SIG$sig)" "$DAEMON_LOG"
+		rmdir "$MNT"
+		MNT=
+	done
+	mount_repo "$EXAMPLES"
+	fusermount3 -u "$MNT"
+	daemon_finished_cleanly
+	grep -q "stopping (the filesystem was unmounted)" "$DAEMON_LOG"
+	rmdir "$MNT"
+	MNT=
+}
+
+@test "-o passes FUSE mount options" {
+	mount_repo "$EXAMPLES" -o allow_other
+	grep " $MNT " /proc/self/mounts | grep -q allow_other
+	DIR=$(mktemp -d)
+	run "$MODELFS" -f -o no_such_fuse_option "$EXAMPLES" "$DIR"
+	[ "$status" -ne 0 ]
+}
+
+@test "make run's script mounts examples/ at ./mnt and prints three lines" {
+	if mountpoint -q "$TOP/mnt" 2>/dev/null; then
+		skip "./mnt is in use"
+	fi
+	run sh "$TOP/scripts/run-examples.sh" 3>&-
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 3 ]
+	[[ "${lines[2]}" == *"fusermount3 -u mnt"* ]]
+	[ "$(cat "$TOP/mnt/add_sub/status")" = "READY 1 cpu" ]
+	fusermount3 -u "$TOP/mnt"
+	for i in $(seq 1 100); do
+		pgrep -f "modelfs examples mnt" > /dev/null || break
+		sleep 0.05
+	done
+	! pgrep -f "modelfs examples mnt"
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bats
+# The user scripts in examples/ work as written against a mount.
+
+load helpers
+
+setup_file() {
+	mount_repo "$EXAMPLES"
+	export MNT DAEMON_PID DAEMON_LOG
+}
+
+teardown_file() {
+	unmount_repo
+}
+
+@test "examples/add_sub.sh" {
+	run sh "$EXAMPLES/add_sub.sh" "$MNT"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "INPUT0 + INPUT1 = 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26" ]
+	[ "${lines[1]}" = "INPUT0 - INPUT1 = -9 -8 -7 -6 -5 -4 -3 -2 -1 0 1 2 3 4 5 6" ]
+	[ -z "$(ls "$MNT/add_sub/requests")" ]
+}
+
+@test "examples/classify.sh, with .npy and with .txt" {
+	run sh "$EXAMPLES/classify.sh" "$MNT"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^class\ [0-9]\ \(p\ =\ 0\.[0-9]+\)$ ]]
+	want=$("$PY" -c "
+import numpy as np; p = np.load('$EXAMPLES/mlp/samples/expected/probabilities.npy'); print(int(p.argmax()))")
+	[[ "$output" == "class $want "* ]]
+	run sh "$EXAMPLES/classify.sh" "$MNT" "$EXAMPLES/mlp/samples/input.txt"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "class $want "* ]]
+}
+
+@test "examples/reuse_loop.sh" {
+	run sh "$EXAMPLES/reuse_loop.sh" "$MNT" 5
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 5 ]
+	[ "${lines[4]}" = "run 5: 6 8 10 12 14 16 18 20 22 24 26 28 30 32 34 36" ]
+}
+
+@test "examples/infer.sh" {
+	run bash "$EXAMPLES/infer.sh" "$MNT"
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 3 ]
+	[[ "${lines[2]}" == *'"id":"req3"'* ]]
+	[[ "${lines[2]}" == *'"data":[4,6,8,'* ]]
+}
