@@ -69,9 +69,9 @@ static int clip6_run(mfs_op_ctx *ctx)
 	ew_params p = { 0 };
 	const mfs_tensor *in = ctx->in[0];
 
-	if (amin)
+	if (amin && amin->type == ONNX_ATTR_FLOAT)
 		p.lo = bound_from_float(dt, amin->f, &lo);
-	if (amax)
+	if (amax && amax->type == ONNX_ATTR_FLOAT)
 		p.hi = bound_from_float(dt, amax->f, &hi);
 	return ew_run(ctx, &clipf_tab, &in, 1, ctx->out[0], &p);
 }

@@ -82,16 +82,16 @@ typedef struct conv_state {
 
 	/* oneDNN */
 	dnnl_stream_t stream;
-	dnnl_primitive_t prim;
+	mfs_dnnl_prim prim;
 	dnnl_memory_t src_m, wei_m, bias_m, dst_m;   /* what the primitive reads/writes */
 	/* Plain (NCHW) activations: the primitive still runs channels-last
 	 * (its fastest kernels; in plain layout oneDNN falls back to its
 	 * gemm or reference kernels, about 1.6x slower), with a oneDNN
 	 * reorder into/out of scratch buffers at the edge. */
-	dnnl_primitive_t xreorder, yreorder;
+	mfs_dnnl_prim xreorder, yreorder;
 	dnnl_memory_t xplain_m, yplain_m;
 	void *xcl_buf, *ycl_buf;
-	dnnl_primitive_t wreorder;       /* plain weights -> wei_m; NULL if same format */
+	mfs_dnnl_prim wreorder;          /* plain weights -> wei_m; none if same format */
 	dnnl_memory_t wplain_m;
 	void *wei_buf;                   /* wei_m's storage when reordered */
 	bool wei_const;                  /* W is a model constant (ctx->const_in) */
@@ -99,7 +99,7 @@ typedef struct conv_state {
 	/* FusedConv's Z: a binary-add post-op reading channels-last memory
 	 * (plain Z goes through zreorder into zcl_buf first). */
 	dnnl_memory_t z_m, zplain_m;
-	dnnl_primitive_t zreorder;
+	mfs_dnnl_prim zreorder;
 	void *zcl_buf;
 
 	/* im2col */
@@ -342,22 +342,20 @@ static void conv_im2col_plain(const conv_params *p, const float *x, const float 
 
 static void conv_dnnl_free(conv_state *s)
 {
-	if (s->prim) dnnl_primitive_destroy(s->prim);
-	if (s->wreorder) dnnl_primitive_destroy(s->wreorder);
-	if (s->zreorder) dnnl_primitive_destroy(s->zreorder);
+	mfs_dnnl_prim_destroy(&s->prim);
+	mfs_dnnl_prim_destroy(&s->wreorder);
+	mfs_dnnl_prim_destroy(&s->zreorder);
 	if (s->z_m) dnnl_memory_destroy(s->z_m);
 	if (s->zplain_m) dnnl_memory_destroy(s->zplain_m);
 	free(s->zcl_buf);
-	s->zreorder = NULL;
 	s->z_m = s->zplain_m = NULL;
 	s->zcl_buf = NULL;
-	if (s->xreorder) dnnl_primitive_destroy(s->xreorder);
-	if (s->yreorder) dnnl_primitive_destroy(s->yreorder);
+	mfs_dnnl_prim_destroy(&s->xreorder);
+	mfs_dnnl_prim_destroy(&s->yreorder);
 	if (s->xplain_m) dnnl_memory_destroy(s->xplain_m);
 	if (s->yplain_m) dnnl_memory_destroy(s->yplain_m);
 	free(s->xcl_buf);
 	free(s->ycl_buf);
-	s->xreorder = s->yreorder = NULL;
 	s->xplain_m = s->yplain_m = NULL;
 	s->xcl_buf = s->ycl_buf = NULL;
 	if (s->src_m) dnnl_memory_destroy(s->src_m);
@@ -367,7 +365,6 @@ static void conv_dnnl_free(conv_state *s)
 	if (s->dst_m) dnnl_memory_destroy(s->dst_m);
 	if (s->stream) dnnl_stream_destroy(s->stream);
 	free(s->wei_buf);
-	s->prim = s->wreorder = NULL;
 	s->src_m = s->wei_m = s->wplain_m = s->bias_m = s->dst_m = NULL;
 	s->stream = NULL;
 	s->wei_buf = NULL;
@@ -389,11 +386,10 @@ static dnnl_format_tag_t cl_tag(int ndims)
  * the direction. */
 static dnnl_status_t edge_reorder(dnnl_engine_t eng, const dnnl_memory_desc_t *cl_md,
 				  int nd, const dnnl_dims_t dims, bool to_cl,
-				  dnnl_primitive_t *prim, dnnl_memory_t *plain_m,
+				  mfs_dnnl_prim *prim, dnnl_memory_t *plain_m,
 				  dnnl_memory_t *cl_m, void **buf)
 {
 	dnnl_memory_desc_t pmd;
-	dnnl_primitive_desc_t rpd;
 	dnnl_status_t st;
 	size_t sz = dnnl_memory_desc_get_size(cl_md);
 
@@ -405,13 +401,8 @@ static dnnl_status_t edge_reorder(dnnl_engine_t eng, const dnnl_memory_desc_t *c
 	    (st = dnnl_memory_create(plain_m, &pmd, eng, DNNL_MEMORY_NONE)) ||
 	    (st = dnnl_memory_create(cl_m, cl_md, eng, *buf)))
 		return st;
-	st = to_cl ? dnnl_reorder_primitive_desc_create(&rpd, &pmd, eng, cl_md, eng, NULL)
-		   : dnnl_reorder_primitive_desc_create(&rpd, cl_md, eng, &pmd, eng, NULL);
-	if (st)
-		return st;
-	st = dnnl_primitive_create(prim, rpd);
-	dnnl_primitive_desc_destroy(rpd);
-	return st;
+	return to_cl ? mfs_dnnl_reorder_create(prim, &pmd, cl_md, eng)
+		     : mfs_dnnl_reorder_create(prim, cl_md, &pmd, eng);
 }
 
 /* Build the primitive; on failure return a dnnl status and leave s clean
@@ -427,7 +418,7 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 	dnnl_dims_t sd, wd, bd, dd, strides, dil, pl, pr;
 	dnnl_memory_desc_t smd, wmd_any, wmd_plain, bmd, dmd;
 	dnnl_convolution_desc_t cd;
-	dnnl_primitive_desc_t pd = NULL, rpd = NULL;
+	dnnl_primitive_desc_t pd = NULL;
 	dnnl_status_t st;
 	int wnd;
 
@@ -467,9 +458,9 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 	CK(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
 			dnnl_convolution_direct, &smd, &wmd_any, has_bias ? &bmd : NULL,
 			&dmd, strides, dil, pl, pr));
+	CK(mfs_dnnl_attr_create(&attr));
 	if (p->z || p->act != ACT_NONE) {
 		/* FusedConv: Y = act(conv + Z) inside the primitive. */
-		CK(dnnl_primitive_attr_create(&attr));
 		CK(dnnl_post_ops_create(&po));
 		if (p->z)
 			CK(dnnl_post_ops_append_binary(po, dnnl_binary_add, &dmd));
@@ -483,7 +474,7 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 	}
 	CK(dnnl_primitive_desc_create(&pd, &cd, attr, eng, NULL));
 	const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-	CK(dnnl_primitive_create(&s->prim, pd));
+	CK(mfs_dnnl_prim_create(&s->prim, pd, eng));
 	CK(dnnl_stream_create(&s->stream, eng, dnnl_stream_default_flags));
 	if (xl == MFS_LAYOUT_NHWC)
 		CK(dnnl_memory_create(&s->src_m, &smd, eng, DNNL_MEMORY_NONE));
@@ -513,10 +504,7 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 		}
 		CK(dnnl_memory_create(&s->wei_m, wmd, eng, s->wei_buf));
 		CK(dnnl_memory_create(&s->wplain_m, &wmd_plain, eng, DNNL_MEMORY_NONE));
-		CK(dnnl_reorder_primitive_desc_create(&rpd, &wmd_plain, eng, wmd, eng, NULL));
-		CK(dnnl_primitive_create(&s->wreorder, rpd));
-		dnnl_primitive_desc_destroy(rpd);
-		rpd = NULL;
+		CK(mfs_dnnl_reorder_create(&s->wreorder, &wmd_plain, wmd, eng));
 	}
 	{
 		const char *impl = NULL;
@@ -535,8 +523,6 @@ fail:
 		dnnl_post_ops_destroy(po);
 	if (attr)
 		dnnl_primitive_attr_destroy(attr);
-	if (rpd)
-		dnnl_primitive_desc_destroy(rpd);
 	if (pd)
 		dnnl_primitive_desc_destroy(pd);
 	conv_dnnl_free(s);
@@ -548,7 +534,7 @@ static int conv_dnnl_weights(mfs_op_ctx *ctx, conv_state *s, const void *w)
 {
 	dnnl_status_t st;
 
-	if (!s->wreorder) {
+	if (!s->wreorder.prim) {
 		st = dnnl_memory_set_data_handle(s->wei_m, (void *)w);
 		goto out;
 	}
@@ -559,9 +545,7 @@ static int conv_dnnl_weights(mfs_op_ctx *ctx, conv_state *s, const void *w)
 	dnnl_exec_arg_t args[2] = {
 		{ DNNL_ARG_FROM, s->wplain_m }, { DNNL_ARG_TO, s->wei_m },
 	};
-	if ((st = dnnl_primitive_execute(s->wreorder, s->stream, 2, args)) != dnnl_success)
-		goto out;
-	st = dnnl_stream_wait(s->stream);
+	st = mfs_dnnl_prim_exec(&s->wreorder, s->stream, 2, args);
 	if (st == dnnl_success)
 		s->wei_src = w;
 out:
@@ -715,18 +699,17 @@ static int conv_run(mfs_op_ctx *ctx)
 		dnnl_exec_arg_t zargs[2] = { { DNNL_ARG_FROM, s->zplain_m }, { DNNL_ARG_TO, s->z_m } };
 		dnnl_exec_arg_t xargs[2] = { { DNNL_ARG_FROM, s->xplain_m }, { DNNL_ARG_TO, s->src_m } };
 		dnnl_exec_arg_t yargs[2] = { { DNNL_ARG_FROM, s->dst_m }, { DNNL_ARG_TO, s->yplain_m } };
-		if ((st = dnnl_memory_set_data_handle(s->xreorder ? s->xplain_m : s->src_m,
+		if ((st = dnnl_memory_set_data_handle(s->xreorder.prim ? s->xplain_m : s->src_m,
 						      x->data)) != dnnl_success ||
-		    (st = dnnl_memory_set_data_handle(s->yreorder ? s->yplain_m : s->dst_m,
+		    (st = dnnl_memory_set_data_handle(s->yreorder.prim ? s->yplain_m : s->dst_m,
 						      y->data)) != dnnl_success ||
 		    (b && (st = dnnl_memory_set_data_handle(s->bias_m, b->data)) != dnnl_success) ||
-		    (p.z && (st = dnnl_memory_set_data_handle(s->zreorder ? s->zplain_m : s->z_m,
+		    (p.z && (st = dnnl_memory_set_data_handle(s->zreorder.prim ? s->zplain_m : s->z_m,
 							      p.z->data)) != dnnl_success) ||
-		    (s->xreorder && (st = dnnl_primitive_execute(s->xreorder, s->stream, 2, xargs)) != dnnl_success) ||
-		    (s->zreorder && (st = dnnl_primitive_execute(s->zreorder, s->stream, 2, zargs)) != dnnl_success) ||
-		    (st = dnnl_primitive_execute(s->prim, s->stream, nargs, args)) != dnnl_success ||
-		    (s->yreorder && (st = dnnl_primitive_execute(s->yreorder, s->stream, 2, yargs)) != dnnl_success) ||
-		    (st = dnnl_stream_wait(s->stream)) != dnnl_success)
+		    (s->xreorder.prim && (st = mfs_dnnl_prim_exec(&s->xreorder, s->stream, 2, xargs)) != dnnl_success) ||
+		    (s->zreorder.prim && (st = mfs_dnnl_prim_exec(&s->zreorder, s->stream, 2, zargs)) != dnnl_success) ||
+		    (st = mfs_dnnl_prim_exec(&s->prim, s->stream, nargs, args)) != dnnl_success ||
+		    (s->yreorder.prim && (st = mfs_dnnl_prim_exec(&s->yreorder, s->stream, 2, yargs)) != dnnl_success))
 			return mfs_op_fail(ctx, EIO, "oneDNN convolution failed: %s",
 					   mfs_dnnl_status_str(st));
 		return 0;

@@ -165,6 +165,134 @@ dnnl_engine_t mfs_dnnl_engine(mfs_error *err)
 	return engine;
 }
 
+/* The calling thread's scratch buffer, grown to at least size bytes (64-
+ * byte aligned); freed when the thread ends. */
+typedef struct tls_scratch {
+	void *buf;
+	size_t cap;
+} tls_scratch;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static int scratch_key_ok;
+
+static void scratch_free(void *p)
+{
+	tls_scratch *t = p;
+	if (t)
+		free(t->buf);
+	free(t);
+}
+
+static void scratch_key_make(void)
+{
+	scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
+
+static void *thread_scratch(size_t size)
+{
+	pthread_once(&scratch_once, scratch_key_make);
+	if (!scratch_key_ok)
+		return NULL;
+	tls_scratch *t = pthread_getspecific(scratch_key);
+	if (!t) {
+		if (!(t = calloc(1, sizeof(*t))))
+			return NULL;
+		if (pthread_setspecific(scratch_key, t)) {
+			free(t);
+			return NULL;
+		}
+	}
+	if (t->cap < size) {
+		void *nb;
+		if (posix_memalign(&nb, 64, size))
+			return NULL;
+		free(t->buf);
+		t->buf = nb;
+		t->cap = size;
+	}
+	return t->buf;
+}
+
+dnnl_status_t mfs_dnnl_attr_create(dnnl_primitive_attr_t *attr)
+{
+	dnnl_status_t st = dnnl_primitive_attr_create(attr);
+	if (st != dnnl_success)
+		return st;
+	st = dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
+	if (st != dnnl_success) {
+		dnnl_primitive_attr_destroy(*attr);
+		*attr = NULL;
+	}
+	return st;
+}
+
+dnnl_status_t mfs_dnnl_prim_create(mfs_dnnl_prim *p, const_dnnl_primitive_desc_t pd,
+				   dnnl_engine_t eng)
+{
+	const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+	dnnl_status_t st;
+
+	memset(p, 0, sizeof(*p));
+	p->scratch_size = smd ? dnnl_memory_desc_get_size(smd) : 0;
+	if (p->scratch_size &&
+	    (st = dnnl_memory_create(&p->scratch, smd, eng, DNNL_MEMORY_NONE)) != dnnl_success)
+		return st;
+	if ((st = dnnl_primitive_create(&p->prim, pd)) != dnnl_success)
+		mfs_dnnl_prim_destroy(p);
+	return st;
+}
+
+dnnl_status_t mfs_dnnl_reorder_create(mfs_dnnl_prim *p, const dnnl_memory_desc_t *from,
+				      const dnnl_memory_desc_t *to, dnnl_engine_t eng)
+{
+	dnnl_primitive_attr_t attr;
+	dnnl_primitive_desc_t pd;
+	dnnl_status_t st = mfs_dnnl_attr_create(&attr);
+
+	memset(p, 0, sizeof(*p));
+	if (st != dnnl_success)
+		return st;
+	st = dnnl_reorder_primitive_desc_create(&pd, from, eng, to, eng, attr);
+	dnnl_primitive_attr_destroy(attr);
+	if (st != dnnl_success)
+		return st;
+	st = mfs_dnnl_prim_create(p, pd, eng);
+	dnnl_primitive_desc_destroy(pd);
+	return st;
+}
+
+dnnl_status_t mfs_dnnl_prim_exec(mfs_dnnl_prim *p, dnnl_stream_t stream, int nargs,
+				 const dnnl_exec_arg_t *args)
+{
+	dnnl_exec_arg_t all[8];
+	dnnl_status_t st;
+
+	if (nargs > 7)
+		return dnnl_invalid_arguments;
+	memcpy(all, args, sizeof(*args) * (size_t)nargs);
+	if (p->scratch) {
+		void *buf = thread_scratch(p->scratch_size);
+		if (!buf)
+			return dnnl_out_of_memory;
+		if ((st = dnnl_memory_set_data_handle(p->scratch, buf)) != dnnl_success)
+			return st;
+		all[nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_SCRATCHPAD, p->scratch };
+	}
+	if ((st = dnnl_primitive_execute(p->prim, stream, nargs, all)) != dnnl_success)
+		return st;
+	return dnnl_stream_wait(stream);
+}
+
+void mfs_dnnl_prim_destroy(mfs_dnnl_prim *p)
+{
+	if (p->prim)
+		dnnl_primitive_destroy(p->prim);
+	if (p->scratch)
+		dnnl_memory_destroy(p->scratch);
+	memset(p, 0, sizeof(*p));
+}
+
 const char *mfs_dnnl_status_str(dnnl_status_t s)
 {
 	switch (s) {

@@ -53,6 +53,33 @@ int64_t mfs_window_k_size(const mfs_window *w);
  * when oneDNN cannot create it. */
 dnnl_engine_t mfs_dnnl_engine(mfs_error *err);
 
+/* A oneDNN primitive with a user-managed scratchpad.  oneDNN's default
+ * (library) scratchpad is shared by all primitives unless the library was
+ * built with DNNL_ENABLE_CONCURRENT_EXEC, and then a primitive must run on
+ * the thread that created it; the server runs a model on whichever worker
+ * thread is free, several models at once.  A user scratchpad taken from a
+ * per-thread buffer at each execution has neither limit. */
+typedef struct mfs_dnnl_prim {
+	dnnl_primitive_t prim;
+	dnnl_memory_t scratch;       /* NULL when the primitive needs none */
+	size_t scratch_size;
+} mfs_dnnl_prim;
+
+/* A new attribute object with the user scratchpad mode (caller destroys). */
+dnnl_status_t mfs_dnnl_attr_create(dnnl_primitive_attr_t *attr);
+/* Create p from pd (which must have been made with such an attribute). */
+dnnl_status_t mfs_dnnl_prim_create(mfs_dnnl_prim *p, const_dnnl_primitive_desc_t pd,
+				   dnnl_engine_t eng);
+/* A reorder between two memory descriptors, as an mfs_dnnl_prim. */
+dnnl_status_t mfs_dnnl_reorder_create(mfs_dnnl_prim *p, const dnnl_memory_desc_t *from,
+				      const dnnl_memory_desc_t *to, dnnl_engine_t eng);
+/* Execute (args: at most 7) with the calling thread's scratch buffer.  On
+ * the CPU engine the call returns when the work is done. */
+dnnl_status_t mfs_dnnl_prim_exec(mfs_dnnl_prim *p, dnnl_stream_t stream, int nargs,
+				 const dnnl_exec_arg_t *args);
+/* Frees what p holds and zeroes it; safe on a zeroed p. */
+void mfs_dnnl_prim_destroy(mfs_dnnl_prim *p);
+
 /* Human-readable oneDNN status for messages. */
 const char *mfs_dnnl_status_str(dnnl_status_t s);
 

@@ -7,18 +7,22 @@
  * the innermost dim along which every input advances by 0 or 1 element.
  * The same-shape, scalar and per-channel (NCHW + [C,1,1]) cases each become
  * long runs with a fixed step pattern, for which the kernel macros below
- * emit separate loops that the compiler vectorises; row broadcasts
- * ([M,N] + [N]) become one run per row.  Work above EW_PAR_MIN elements is
- * split over OpenMP threads.
+ * emit separate loops that the compiler vectorises (and builds for AVX2
+ * and AVX-512 too, see EW_TARGETS).  Row broadcasts ([M,N] + [N]) become
+ * one run per row, or one run over a tile of repeated rows when rows are
+ * short.  Work above EW_PAR_MIN elements is split over OpenMP threads.
  *
  * float16 and bfloat16 are computed in float: when a table has no kernel
- * for them, ew_run converts blocks of each run to float on the stack,
- * calls the float kernel and converts the result back (no allocation).
+ * for them, ew_run converts blocks of each run to float on the stack
+ * (F16C where the CPU has it), calls the float kernel and converts the
+ * result back (no allocation).
  *
- * Layout: the elementwise ops carry MFS_OP_NHWC_OK.  The engine passes NHWC
- * only when every input is NHWC with the same shape, or holds one element;
- * storage order then does not matter.  Any other mix involving NHWC is
- * refused in infer with ENOTSUP (ew_check_layout).
+ * Layout: the elementwise ops carry MFS_OP_NHWC_OK.  With NHWC data every
+ * input must be NHWC of the output's shape, or plain with its bytes in the
+ * same order when viewed as NHWC: one element, a per-channel [C,1,1], a
+ * per-pixel [1,1,H,W] (ew_check_layout; anything else is ENOTSUP, which
+ * tells the engine's layout planner to keep those values plain).  The
+ * driver then works on the shapes in storage order.
  *
  * Integer division and modulo by zero give 0 (as numpy does), never SIGFPE;
  * INT_MIN / -1 wraps to INT_MIN.

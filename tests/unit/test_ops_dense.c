@@ -2,6 +2,7 @@
  * ...}.c): each operator is called through the registry with a hand-built
  * node, no engine, and compared with a naive loop written here. */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -802,6 +803,78 @@ static void test_conv_weight_constness(void **st)
 	mfs_tensor_release(&x);
 	mfs_tensor_release(&w);
 	mfs_tensor_release(&y1);
+}
+
+/* A node's state made on one thread and run on others, and two nodes run
+ * at the same time from two threads: what the server does with its
+ * worker pool (the user-managed scratchpad makes this legal for oneDNN). */
+typedef struct thread_job {
+	call *c;
+	const float *ref;
+	int64_t n;
+	int rounds;
+	int failures;
+} thread_job;
+
+static void *conv_thread(void *arg)
+{
+	thread_job *j = arg;
+	mfs_tensor *y = j->c->out[0];
+	for (int r = 0; r < j->rounds; r++) {
+		memset(y->data, 0, y->nbytes);
+		if (j->c->def->run(&j->c->ctx) != 0) {
+			j->failures++;
+			continue;
+		}
+		for (int64_t i = 0; i < j->n; i++)
+			if (fabsf(((float *)y->data)[i] - j->ref[i]) > 1e-4f * (1 + fabsf(j->ref[i]))) {
+				j->failures++;
+				break;
+			}
+	}
+	return NULL;
+}
+
+static void test_conv_threads(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, w, b, y[2] = { { 0 }, { 0 } };
+	call c[2];
+	thread_job jobs[2];
+	pthread_t th[2];
+	float *ref[2];
+
+	unsetenv("MFS_CONV");
+	tn_init(&t, "Conv");
+	tn_ints(&t, "pads", 4, 1L, 1L, 1L, 1L);
+	t_rand(&x, shp(4, 1L, 32L, 28L, 28L));
+	t_rand(&w, shp(4, 32L, 32L, 3L, 3L));
+	t_rand(&b, shp(1, 32L));
+	mfs_tensor *in[] = { &x, &w, &b };
+	for (int k = 0; k < 2; k++) {
+		mfs_tensor *out[] = { &y[k] };
+		y[k].layout = k ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN;
+		call_setup(&c[k], &t, 11, in, 3, out, 1);
+		c[k].ctx.const_in = 2;
+		assert_int_equal(call_run(&c[k]), 0);   /* state made on this thread */
+		int64_t n = mfs_shape_numel(&y[k].shape);
+		ref[k] = malloc(sizeof(float) * n);
+		memcpy(ref[k], y[k].data, sizeof(float) * n);
+		jobs[k] = (thread_job){ &c[k], ref[k], n, 30, 0 };
+	}
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(pthread_create(&th[k], NULL, conv_thread, &jobs[k]), 0);
+	for (int k = 0; k < 2; k++) {
+		pthread_join(th[k], NULL);
+		assert_int_equal(jobs[k].failures, 0);
+		call_done(&c[k]);
+		free(ref[k]);
+		mfs_tensor_release(&y[k]);
+	}
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&b);
 }
 
 /* Bad attributes and inputs: clear errors, never a crash. */
@@ -1802,6 +1875,7 @@ int main(void)
 		cmocka_unit_test(test_conv_paths_agree),
 		cmocka_unit_test(test_conv_bad),
 		cmocka_unit_test(test_conv_weight_constness),
+		cmocka_unit_test(test_conv_threads),
 		cmocka_unit_test(test_fused_conv),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
