@@ -79,6 +79,9 @@ run_target() { # suite target
 	fi
 }
 
+# As the daemon does for itself (src/main.c): no OpenMP spinning on a
+# machine the tests share.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 
