@@ -53,11 +53,14 @@ int oc_check_shape(mfs_op_ctx *ctx, const mfs_shape *s)
 		if (s->dims[i] < 0)
 			return mfs_op_fail(ctx, EINVAL, "dimension %d is negative (%lld)",
 					   i, (long long)s->dims[i]);
+		/* A huge dim is refused even beside a zero one: products of
+		 * dims elsewhere (mfs_shape_numel) would overflow on the way. */
 		if (s->dims[i] > OC_MAX_NUMEL ||
-		    (s->dims[i] && n > OC_MAX_NUMEL / s->dims[i]))
+		    (s->dims[i] && n > OC_MAX_NUMEL / s->dims[i])) {
 			n = OC_MAX_NUMEL + 1;
-		else
-			n *= s->dims[i];
+			break;
+		}
+		n *= s->dims[i];
 	}
 	if (n > OC_MAX_NUMEL) {
 		char buf[160];
