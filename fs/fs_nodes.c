@@ -396,6 +396,39 @@ int mfs_fs_new(const mfs_fs_conf *conf, mfs_fs **out, mfs_error *err)
 	return 0;
 }
 
+void mfs_fs_set_session(mfs_fs *fs, struct fuse_session *se)
+{
+	fs->se = se;
+}
+
+void mfs_fs_model_changed(mfs_fs *fs, const char *model)
+{
+	/* Collect (parent, name) pairs under the lock; notify without it (the
+	 * kernel may call back into the filesystem while we notify). */
+	struct { fuse_ino_t parent; char name[32]; } vers[64];
+	int nv = 0;
+	fuse_ino_t model_ino = 0;
+	if (!fs->se)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	node *m = fs_node_child(fs->root, model);
+	if (m) {
+		model_ino = m->ino;
+		for (node *c = m->children; c && nv < 64; c = c->sibling)
+			if (c->kind == N_VERSION) {
+				vers[nv].parent = m->ino;
+				snprintf(vers[nv].name, sizeof(vers[nv].name), "%s", c->name);
+				nv++;
+			}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (int i = 0; i < nv; i++)
+		fuse_lowlevel_notify_inval_entry(fs->se, vers[i].parent, vers[i].name, strlen(vers[i].name));
+	if (model_ino)
+		fuse_lowlevel_notify_inval_inode(fs->se, model_ino, 0, 0);
+	fuse_lowlevel_notify_inval_entry(fs->se, FUSE_ROOT_ID, model, strlen(model));
+}
+
 int mfs_fs_open_files(mfs_fs *fs)
 {
 	int n = 0;
