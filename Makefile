@@ -150,7 +150,8 @@ fuzz-smoke: fuzz-bins
 # Real models against PyTorch (tests/models/), exported into build/models/
 # (needs Debian's python3-torch) and run by `modelfs run`, each within
 # max|diff| <= 1e-3 * max|ref|.  check-models: the quick set (ResNet-18,
-# MobileNetV2, a transformer encoder; opset 13), run by `make test`.
+# MobileNetV2, a transformer encoder at opset 13; BERT-like and GPT-2-like
+# at opset 17), run by `make test`.
 # check-models-all: also ResNet-50, a BERT-like encoder with an attention
 # mask and a GPT-2-like decoder, every model at opsets 13 and 17.
 # Timings: docs/PERFORMANCE.md.

@@ -2,8 +2,11 @@
 # check_models.sh - `modelfs run` against PyTorch on real models.
 #
 # Usage: check_models.sh [MODEL... | all]
-#   no argument: the quick set (ResNet-18, MobileNetV2, the 4-layer
-#   encoder, opset 13) that `make check-models` and `make test` run;
+#   no argument: the quick set that `make check-models` and `make test`
+#   run: ResNet-18, MobileNetV2, the 4-layer encoder (opset 13), and the
+#   BERT-like and GPT-2-like models at opset 17 (masks, LayerNormalization;
+#   cheap to export).  ResNet-50 and the other opset variants cost ~3 min
+#   of export on two cores: docs/PERFORMANCE.md has the measurements;
 #   all: every model of export_models.py at opsets 13 and 17 (ResNet-18/50,
 #   MobileNetV2, encoder, BERT-like with attention mask, GPT-2-like decoder;
 #   `make check-models-all`).
@@ -20,7 +23,7 @@ MODELFS=${MODELFS:-./modelfs}
 DIR=${MODELS_DIR:-build/models}
 PY=${PYTHON:-/usr/bin/python3}
 HERE=$(dirname "$0")
-QUICK="resnet18 mobilenet_v2 encoder"
+QUICK="resnet18 mobilenet_v2 encoder bert_op17 gpt2_op17"
 BASE="resnet18 mobilenet_v2 encoder resnet50 bert gpt2"
 
 if [ $# -eq 0 ]; then

@@ -32,7 +32,8 @@ compares `modelfs run` with those.  (ref/ is not a version directory, so
 the repository scan ignores it.)
 
 Run: /usr/bin/python3 tests/models/export_models.py [OUTDIR] [MODEL...|all]
-(default: the quick set resnet18 mobilenet_v2 encoder).  Prints how long
+(default: the quick set of `make check-models`: resnet18 mobilenet_v2
+encoder bert_op17 gpt2_op17).  Prints how long
 each model took, its size, max|reference| and its operator types."""
 import math
 import os
@@ -44,7 +45,7 @@ import onnx
 import torch
 import torchvision
 
-QUICK = ["resnet18", "mobilenet_v2", "encoder"]
+QUICK = ["resnet18", "mobilenet_v2", "encoder", "bert_op17", "gpt2_op17"]
 BASE = ["resnet18", "mobilenet_v2", "encoder", "resnet50", "bert", "gpt2"]
 ALL = BASE + [n + "_op17" for n in BASE]
 
