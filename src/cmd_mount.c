@@ -355,6 +355,7 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 		fprintf(stderr, "modelfs: bad FUSE mount options '%s'\n", d->opts.fuse_opts ? d->opts.fuse_opts : "");
 		goto out;
 	}
+	mfs_fs_set_session(d->fs, d->se);
 	if (fuse_session_mount(d->se, mnt) != 0) {
 		fprintf(stderr, "modelfs: cannot mount on '%s' (see the line above)\n", d->opts.mountpoint);
 		goto out;
