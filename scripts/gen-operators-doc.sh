@@ -42,7 +42,7 @@ Data types are *probed*, not declared (tests/tools/list_ops.c): for each
 definition and each candidate type T, `infer()` is called on small probe
 nodes whose data inputs are T (auxiliary inputs int64 or float; a few
 shape schemes; no attributes or one of `to`, `kernel_shape`, `blocksize`,
-`k`).  T is listed when some probe is accepted, i.e. what the
+`k`; and one quantized-linear input pattern for QLinearConv/MatMul).  T is listed when some probe is accepted, i.e. what the
 operator's type/shape check admits.  "(not probed)" means no probe got
 through (the operator needs attributes or constant inputs the probe does
 not supply), not that it has no types.

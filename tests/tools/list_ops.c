@@ -13,7 +13,9 @@
  * one of to = float, kernel_shape = [2,2], blocksize = 2, k = 1, tried in
  * that order until one admits some type) with 1..5 inputs: input 0 of type T (or
  * bool, for Where-like ops), every further input T, int64 or float, in a
- * few shape schemes (all [2,4,4,4]; the rest [4], scalar or [8]; all
+ * few shape schemes, plus one quantized-linear pattern of 8 or 9 inputs
+ * (T, float scale, T zero point, ... [, int32 bias]) for QLinearConv and
+ * QLinearMatMul (all [2,4,4,4]; the rest [4], scalar or [8]; all
  * [4,4]).  T is
  * listed when some probe is accepted (0 or MFS_SHAPE_DEPENDS_ON_DATA).
  * This is what the shape/type check admits; an operator whose infer()
@@ -35,7 +37,8 @@ static const mfs_dtype candidates[] = {
 	MFS_DT_INT32, MFS_DT_UINT32, MFS_DT_INT64, MFS_DT_UINT64, MFS_DT_BOOL,
 };
 #define N_CAND ((int)(sizeof(candidates) / sizeof(candidates[0])))
-#define MAX_IN 5
+#define MAX_IN 9      /* QLinearConv: 9 inputs */
+#define MAX_ODO_IN 5  /* the general odometer goes up to 5 inputs */
 #define MAX_OUT 4
 
 /* Shape schemes: input 0 is [2,4,4,4] (scheme 4: [4,4]); the other
@@ -46,7 +49,16 @@ static void set_shape(mfs_tensor *t, mfs_dtype dt, int scheme, int pos)
 {
 	memset(t, 0, sizeof(*t));
 	t->dtype = dt;
-	if (scheme == 4) {
+	if (scheme == 5) {
+		if (pos == 0 || pos == 3) {
+			t->shape.rank = 4;
+			for (int d = 0; d < 4; d++)
+				t->shape.dims[d] = d ? 4 : 2;
+		} else if (pos == 8) {
+			t->shape.rank = 1;
+			t->shape.dims[0] = 2;
+		}
+	} else if (scheme == 4) {
 		t->shape.rank = 2;
 		t->shape.dims[0] = 4;
 		t->shape.dims[1] = 4;
@@ -116,7 +128,16 @@ static bool probe_type(const mfs_op_def *def, onnx_node *node, mfs_dtype t)
 	static const mfs_dtype aux[] = { 0, MFS_DT_INT64, MFS_DT_FLOAT };
 	mfs_dtype dts[MAX_IN];
 
-	for (int n_in = 1; n_in <= MAX_IN; n_in++) {
+	/* QLinearConv / QLinearMatMul: x, x_scale, x_zero_point, w,
+	 * w_scale, w_zero_point, y_scale, y_zero_point[, bias int32]. */
+	{
+		const mfs_dtype q[9] = { t, MFS_DT_FLOAT, t, t, MFS_DT_FLOAT, t,
+					 MFS_DT_FLOAT, t, MFS_DT_INT32 };
+		for (int n_in = 8; n_in <= 9; n_in++)
+			if (probe_once(def, node, n_in, q, 5, 1))
+				return true;
+	}
+	for (int n_in = 1; n_in <= MAX_ODO_IN; n_in++) {
 		/* Odometer over: input 0 in {t, bool}, inputs 1.. in aux. */
 		int combos = 2, digit[MAX_IN] = { 0 };
 		for (int k = 1; k < n_in; k++)
@@ -165,7 +186,8 @@ static bool probe_type(const mfs_op_def *def, onnx_node *node, mfs_dtype t)
 static unsigned probe_def(const mfs_op_def *def)
 {
 	static char *names[MAX_IN > MAX_OUT ? MAX_IN : MAX_OUT] = {
-		"probe_0", "probe_1", "probe_2", "probe_3", "probe_4" };
+		"probe_0", "probe_1", "probe_2", "probe_3", "probe_4",
+		"probe_5", "probe_6", "probe_7", "probe_8" };
 	static int64_t kernel[2] = { 2, 2 };
 	/* Tried in order until one admits some type: none, then the single
 	 * attribute common operators cannot infer without. */
