@@ -118,6 +118,7 @@ struct mfs_fs {
 	uint64_t infer_seq;           /* atomic: names of infer sessions */
 	pthread_mutex_t hlock;
 	handle *handles;
+	struct fuse_session *se;      /* for cache invalidation; NULL until set */
 };
 
 #define STABLE_TIMEOUT 1.0   /* names only a reload changes (issue #4 invalidates them) */

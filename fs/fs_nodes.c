@@ -231,9 +231,16 @@ void fs_fill_attr(mfs_fs *fs, const target *t, struct stat *st)
 	st->st_blocks = (st->st_size + 511) / 512;
 }
 
-static double entry_timeout(nkind parent_kind)
+/* How long the kernel may keep a name.  Request directories and their
+ * control and output files keep theirs for STABLE_TIMEOUT: they go away
+ * by rmdir/unlink through the kernel (which drops the name itself) or by
+ * expiry (which tells the kernel, mfs_fs_expire).  Input files are not
+ * cached: a run consumes them behind the kernel's back. */
+static double entry_timeout(nkind parent_kind, nkind kind, int sub)
 {
-	return parent_kind == N_REQS || parent_kind == N_REQ ? 0.0 : STABLE_TIMEOUT;
+	if (parent_kind == N_REQ && kind == N_RFILE && sub == RF_INPUT)
+		return 0.0;
+	return STABLE_TIMEOUT;
 }
 
 /* Find or make the child node and answer the lookup-like request. */
@@ -270,7 +277,7 @@ void fs_reply_child(mfs_fs *fs, fuse_req_t freq, fuse_ino_t parent, nkind pkind,
 	e.generation = 1;
 	fs_fill_attr(fs, &t, &e.attr);
 	e.attr_timeout = fs_is_dir(kind) ? STABLE_TIMEOUT : 0.0;
-	e.entry_timeout = entry_timeout(pkind);
+	e.entry_timeout = entry_timeout(pkind, kind, sub);
 	fs_target_release(&t);
 	fuse_reply_entry(freq, &e);
 }
@@ -396,6 +403,39 @@ int mfs_fs_new(const mfs_fs_conf *conf, mfs_fs **out, mfs_error *err)
 	return 0;
 }
 
+void mfs_fs_set_session(mfs_fs *fs, struct fuse_session *se)
+{
+	fs->se = se;
+}
+
+void mfs_fs_model_changed(mfs_fs *fs, const char *model)
+{
+	/* Collect (parent, name) pairs under the lock; notify without it (the
+	 * kernel may call back into the filesystem while we notify). */
+	struct { fuse_ino_t parent; char name[32]; } vers[64];
+	int nv = 0;
+	fuse_ino_t model_ino = 0;
+	if (!fs->se)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	node *m = fs_node_child(fs->root, model);
+	if (m) {
+		model_ino = m->ino;
+		for (node *c = m->children; c && nv < 64; c = c->sibling)
+			if (c->kind == N_VERSION) {
+				vers[nv].parent = m->ino;
+				snprintf(vers[nv].name, sizeof(vers[nv].name), "%s", c->name);
+				nv++;
+			}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (int i = 0; i < nv; i++)
+		fuse_lowlevel_notify_inval_entry(fs->se, vers[i].parent, vers[i].name, strlen(vers[i].name));
+	if (model_ino)
+		fuse_lowlevel_notify_inval_inode(fs->se, model_ino, 0, 0);
+	fuse_lowlevel_notify_inval_entry(fs->se, FUSE_ROOT_ID, model, strlen(model));
+}
+
 int mfs_fs_open_files(mfs_fs *fs)
 {
 	int n = 0;
@@ -411,8 +451,14 @@ void mfs_fs_stop_accepting(mfs_fs *fs)
 	__atomic_store_n(&fs->accepting, false, __ATOMIC_RELEASE);
 }
 
-/* Remove idle request directories below n (fs->lock held). */
-static void expire_below(mfs_fs *fs, node *n, uint64_t now)
+typedef struct gone {
+	fuse_ino_t parent;
+	char name[72];
+} gone;
+
+/* Remove idle request directories below n (fs->lock held); remember up
+ * to max of them in out for the kernel. */
+static void expire_below(mfs_fs *fs, node *n, uint64_t now, gone *out, int *n_out, int max)
 {
 	for (node *c = n->children, *next; c; c = next) {
 		next = c->sibling;
@@ -423,20 +469,30 @@ static void expire_below(mfs_fs *fs, node *n, uint64_t now)
 			    mfs_request_last_use(c->req) + fs->conf.request_ttl_ns < now) {
 				mfs_log_info("model '%s' request '%s': removed after %" PRIu64 " s unused",
 					     c->model, c->name, fs->conf.request_ttl_ns / 1000000000u);
+				if (*n_out < max) {
+					out[*n_out].parent = n->ino;
+					snprintf(out[*n_out].name, sizeof(out[*n_out].name), "%s", c->name);
+					(*n_out)++;
+				}
 				mfs_request_mark_removed(c->req);
 				fs_node_kill(fs, c);
 			}
 		} else if (c->kind == N_MODEL || c->kind == N_VERSION || c->kind == N_REQS) {
-			expire_below(fs, c, now);
+			expire_below(fs, c, now, out, n_out, max);
 		}
 	}
 }
 
 void mfs_fs_expire(mfs_fs *fs)
 {
+	gone g[256];
+	int n = 0;
 	pthread_mutex_lock(&fs->lock);
-	expire_below(fs, fs->root, mfs_now_ns());
+	expire_below(fs, fs->root, mfs_now_ns(), g, &n, 256);
 	pthread_mutex_unlock(&fs->lock);
+	/* Not a FUSE thread, no lock held: the kernel may call back. */
+	for (int i = 0; fs->se && i < n; i++)
+		fuse_lowlevel_notify_inval_entry(fs->se, g[i].parent, g[i].name, strlen(g[i].name));
 	fs_expire_reads(fs);
 }
 

@@ -84,8 +84,8 @@ static void op_lookup(fuse_req_t freq, fuse_ino_t parent, const char *name)
 		e.ino = t.ino;
 		e.generation = 1;
 		fs_fill_attr(fs, &t, &e.attr);
-		e.attr_timeout = 0;
-		e.entry_timeout = 0;
+		e.attr_timeout = STABLE_TIMEOUT;
+		e.entry_timeout = STABLE_TIMEOUT;
 		fs_target_release(&t);
 		fuse_reply_entry(freq, &e);
 		break;
@@ -264,6 +264,8 @@ static void op_mkdir(fuse_req_t freq, fuse_ino_t parent, const char *name, mode_
 	e.ino = t.ino;
 	e.generation = 1;
 	fs_fill_attr(fs, &t, &e.attr);
+	e.attr_timeout = STABLE_TIMEOUT;
+	e.entry_timeout = STABLE_TIMEOUT;
 	fs_target_release(&t);
 	fuse_reply_entry(freq, &e);
 out:

@@ -39,12 +39,15 @@ run_unit() { # suite builddir
 
 # The ONNX backend test data: the counts are the cases of the committed
 # expected-pass list (a regression fails), the per-folder figures go to the log.
-run_conformance() { # suite tool
-	suite=$1; tool=$2
+# conformance-opencl runs the first-set cases on the OpenCL engine (PoCL
+# here) against their own list: every first-set case the CPU passes.
+run_conformance() { # suite tool [expected-list [tool options...]]
+	suite=$1; tool=$2; expected=${3:-tests/conformance/expected-pass.txt}
+	shift 2; [ $# -gt 0 ] && shift
 	if [ ! -x "$tool" ]; then
 		echo "$tool not built" > "$LOGS/$suite.log"; record "$suite" 0 1; return
 	fi
-	"$tool" --expected tests/conformance/expected-pass.txt \
+	"$tool" --expected "$expected" "$@" \
 		--write-passing "$LOGS/$suite.passing" \
 		"$DATA/node" "$DATA/pytorch-converted" "$DATA/pytorch-operator" "$DATA/simple" \
 		> "$LOGS/$suite.log" 2>&1
@@ -79,11 +82,16 @@ run_target() { # suite target
 	fi
 }
 
+# As the daemon does for itself (src/main.c): no OpenMP spinning on a
+# machine the tests share.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 
 run_unit unit build
 run_conformance conformance build/tools/conformance
+run_conformance conformance-opencl build/tools/conformance \
+	tests/conformance/expected-pass-opencl.txt --device opencl --first-set
 run_bats e2e "$PWD/modelfs" tests/e2e/*.bats
 run_unit unit-asan build/asan
 run_conformance conformance-asan build/asan/tools/conformance
