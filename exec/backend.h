@@ -16,6 +16,8 @@
 #include "engine.h"
 #include "op.h"
 
+struct mfs_exec_stats;
+
 typedef struct mfs_backend_iface {
 	/* Short name for status and logs: "cpu", "opencl:NVIDIA H200". */
 	const char *(*name)(mfs_backend *b);
@@ -31,6 +33,8 @@ typedef struct mfs_backend_iface {
 	void (*exec_free)(void *exec_ctx);
 	/* Release the backend itself (NULL for static backends). */
 	void (*free)(mfs_backend *b);
+	/* Counters of an execution context (optional; graph.h). */
+	void (*exec_stats)(void *exec_ctx, struct mfs_exec_stats *out);
 } mfs_backend_iface;
 
 struct mfs_backend {

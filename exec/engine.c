@@ -172,4 +172,6 @@ void mfs_exec_get_stats(const mfs_exec *e, mfs_exec_stats *out)
 	memset(out, 0, sizeof(*out));
 	if (e->backend == mfs_backend_cpu())
 		mfs_cpu_exec_stats(e->ctx, out);
+	else if (e->backend->iface->exec_stats)
+		e->backend->iface->exec_stats(e->ctx, out);
 }

@@ -93,6 +93,12 @@ typedef struct mfs_exec_stats {
 	uint64_t views;           /* VIEW nodes that aliased instead of running */
 	uint64_t layout_converts; /* NHWC <-> plain copies made at run */
 	uint64_t prepares;        /* calls of op prepare() */
+	/* OpenCL backend only */
+	uint64_t uploads;         /* host -> device copies */
+	uint64_t downloads;       /* device -> host copies */
+	uint64_t kernels;         /* kernels enqueued (CLBlast calls excluded) */
+	uint64_t device_nodes;    /* nodes run on the device */
+	uint64_t host_nodes;      /* nodes run by their CPU implementation */
 } mfs_exec_stats;
 
 /* The statistics of e's backend context; zeros for a backend that keeps

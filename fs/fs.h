@@ -31,6 +31,16 @@ int mfs_fs_new(const mfs_fs_conf *conf, mfs_fs **out, mfs_error *err);
 /* The operations table; the session's userdata must be the mfs_fs. */
 const struct fuse_lowlevel_ops *mfs_fs_ops(void);
 
+/* The session, once created: needed to tell the kernel about changes. */
+void mfs_fs_set_session(mfs_fs *fs, struct fuse_session *se);
+
+/* The repository changed under model (loaded, unloaded, a version added
+ * or removed): drop the kernel's cached entries for the model directory
+ * and its version directories so the next access asks again.  Call from
+ * a non-FUSE thread holding no lock (hot reload, issue #4); a no-op
+ * before the session exists. */
+void mfs_fs_model_changed(mfs_fs *fs, const char *model);
+
 /* Refuse new requests from now on (mkdir, infer): EAGAIN. */
 void mfs_fs_stop_accepting(mfs_fs *fs);
 

@@ -154,7 +154,17 @@ static int stats_json(mfs_fs *fs, const mfs_model_info *mi, int64_t pin, char **
 		mfs_error err;
 		if (mfs_registry_get(fs->conf.registry, mi->name, vi->version, &v, &err) < 0)
 			continue;
-		json_array_append_new(arr, mfs_stats_to_json(v->model_name, v->version, &v->stats));
+		json_t *o = mfs_stats_to_json(v->model_name, v->version, &v->stats);
+		/* which engine runs it and why (device_router.h) */
+		const mfs_placement *pl = &v->placement;
+		if (o)
+			json_object_set_new(o, "device", json_pack(
+				"{s:s,s:s,s:s,s:s,s:o,s:o}", "choice", v->device,
+				"kind", pl->kind ? pl->kind : "KIND_AUTO",
+				"opencl_device", pl->opencl_name, "note", pl->note,
+				"cpu_ms", pl->cpu_ms >= 0 ? json_real(pl->cpu_ms) : json_null(),
+				"opencl_ms", pl->opencl_ms >= 0 ? json_real(pl->opencl_ms) : json_null()));
+		json_array_append_new(arr, o);
 		mfs_version_put(v);
 	}
 	return from_json(json_pack("{s:o}", "model_stats", arr), buf, len);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "codec.h"
 #include "fs.h"
@@ -117,7 +118,53 @@ struct mfs_fs {
 	uint64_t infer_seq;           /* atomic: names of infer sessions */
 	pthread_mutex_t hlock;
 	handle *handles;
+	struct fuse_session *se;      /* for cache invalidation; NULL until set */
 };
+
+#define STABLE_TIMEOUT 1.0   /* names only a reload changes (issue #4 invalidates them) */
+
+/* fs_nodes.c: the inode table (fs->lock held for the node_* functions). */
+extern const char *const fs_rfile_names[3];
+node *fs_node_find(mfs_fs *fs, fuse_ino_t ino);
+node *fs_node_child(node *parent, const char *name);      /* live children only */
+node *fs_node_add(mfs_fs *fs, node *parent, const char *name, nkind kind,
+		  int sub, const char *model, int64_t version,
+		  mfs_request *req, int idx, mfs_format fmt);
+/* The object is gone: out of the tree now, freed once forgotten. */
+void fs_node_kill(mfs_fs *fs, node *n);
+void fs_node_free(mfs_fs *fs, node *n);
+void fs_fill_target(const node *n, target *t);
+void fs_target_release(target *t);
+/* Is the model (and the pinned version, if any) served?  0 or -ENOENT. */
+int fs_model_alive(mfs_fs *fs, const char *model, int64_t version);
+/* A live target for ino (no lock held); -ENOENT when its object is gone. */
+int fs_resolve(mfs_fs *fs, fuse_ino_t ino, target *t);
+bool fs_is_dir(nkind k);
+void fs_fill_attr(mfs_fs *fs, const target *t, struct stat *st);
+/* Find or make parent's child and answer a lookup-like request with it. */
+void fs_reply_child(mfs_fs *fs, fuse_req_t freq, fuse_ino_t parent, nkind pkind,
+		    const char *name, nkind kind, int sub, const char *model,
+		    int64_t version, mfs_request *req, int idx, mfs_format fmt);
+int fs_mfile_index(const char *name);
+int fs_rfile_index(const char *name);
+/* "OUTPUT0.EXT": the config output's index and the format, or -1. */
+int fs_output_file(mfs_request *r, const char *name, mfs_format *fmt);
+handle *fs_handle_new(mfs_fs *fs, hkind kind, const target *t);
+void fs_handle_free(mfs_fs *fs, handle *h);
+void fs_set_handle(struct fuse_file_info *fi, handle *h);
+
+/* fs_files.c: the file operations of the table. */
+void fs_op_open(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
+		  mode_t mode, struct fuse_file_info *fi);
+void fs_op_read(fuse_req_t freq, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
+		 size_t size, off_t off, struct fuse_file_info *fi);
+void fs_op_flush(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_release(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_fsync(fuse_req_t freq, fuse_ino_t ino, int datasync,
+		 struct fuse_file_info *fi);
 
 /* fs_content.c: the text of a synthetic file.  0, or -ENOENT (gone) /
  * -EAGAIN (no READY version) / -ENOMEM.  *buf malloc'd. */

@@ -316,7 +316,9 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 		fprintf(stderr, "modelfs: %s\n", err.msg);
 		goto out;
 	}
-	mfs_registry_conf rc_ = { .repository = repo, .sched = d->sched, .engine_threads = threads };
+	mfs_registry_conf rc_ = { .repository = repo, .sched = d->sched, .engine_threads = threads,
+				  .route = { .device = d->opts.device,
+					     .opencl_device = d->opts.opencl_device } };
 	if (mfs_registry_new(&rc_, &d->reg, &err) < 0) {
 		fprintf(stderr, "modelfs: %s\n", err.msg);
 		goto out;
@@ -355,6 +357,7 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 		fprintf(stderr, "modelfs: bad FUSE mount options '%s'\n", d->opts.fuse_opts ? d->opts.fuse_opts : "");
 		goto out;
 	}
+	mfs_fs_set_session(d->fs, d->se);
 	if (fuse_session_mount(d->se, mnt) != 0) {
 		fprintf(stderr, "modelfs: cannot mount on '%s' (see the line above)\n", d->opts.mountpoint);
 		goto out;
@@ -407,6 +410,7 @@ out:
 	mfs_fs_free(d->fs);
 	mfs_registry_free(d->reg);
 	mfs_sched_free(d->sched);
+	mfs_router_shutdown();     /* after every engine context is gone */
 	if (d->stop_fd > 0)
 		close(d->stop_fd);
 	tell_parent(&notify_fd, (unsigned char)rc);
@@ -445,8 +449,6 @@ int mfs_cmd_mount(int argc, char **argv)
 	}
 	if (d.opts.poll_secs > 0 || d.opts.reload_quiet_ms != 250)
 		mfs_log_debug("reload options are accepted; the repository is read once at start");
-	if (d.opts.device == MFS_DEVICE_OPENCL || d.opts.opencl_device)
-		mfs_log_warn("--device=opencl/--opencl-device: the OpenCL engine is not built yet; models run on the CPU");
 
 	int notify_fd = -1;
 	if (!d.opts.foreground && (notify_fd = daemonize()) < 0) {

@@ -16,6 +16,8 @@
 #include "commands.h"
 #include "config.h"
 #include "engine.h"
+#include "device_router.h"
+#include "log.h"
 #include "model_load.h"
 #include "repo.h"
 
@@ -25,7 +27,8 @@
 
 static const char usage_text[] =
 	"usage: modelfs run REPOSITORY/MODEL [--version N] NAME=FILE... [--out DIR]\n"
-	"                   [--format EXT] [--threads N]\n"
+	"                   [--format EXT] [--threads N] [--device cpu|opencl|auto]\n"
+	"                   [--opencl-device N|TEXT]\n"
 	"\n"
 	"Run MODEL of REPOSITORY once on the input files and write each output to\n"
 	"DIR/OUTPUT.EXT, without mounting anything.\n"
@@ -36,6 +39,9 @@ static const char usage_text[] =
 	"  --out DIR      write outputs into DIR, created if missing (default: .)\n"
 	"  --format EXT   write outputs as EXT (default: the first input's format)\n"
 	"  --threads N    compute threads (default: the number of cores)\n"
+	"  --device D     engine when the config's instance_group does not choose:\n"
+	"                 cpu, opencl, or auto (time both, keep the faster; default)\n"
+	"  --opencl-device N|TEXT  OpenCL device by index or name substring\n"
 	"  -h, --help     show this text\n"
 	"\n"
 	"Exit status: 0 on success; 1 if the model or a file failed (one line on\n"
@@ -48,6 +54,7 @@ typedef struct run_args {
 	const char *out_dir;
 	const char *format;
 	int threads;
+	mfs_route_opts route;        /* --device, --opencl-device */
 	const char **names, **files;
 	int n_inputs;
 } run_args;
@@ -118,6 +125,21 @@ static int parse_args(int argc, char **argv, run_args *a)
 			    mfs_format_from_ext(v) < 0)
 				return usage_error("--format needs one of npy, json, txt, raw, pb%s", "");
 			a->format = v;
+		} else if (is_opt(arg, "--device")) {
+			if (!(v = opt_value(argc, argv, &i, "--device")))
+				return usage_error("--device needs cpu, opencl or auto%s", "");
+			if (!strcmp(v, "cpu"))
+				a->route.device = MFS_DEVICE_CPU;
+			else if (!strcmp(v, "opencl"))
+				a->route.device = MFS_DEVICE_OPENCL;
+			else if (!strcmp(v, "auto"))
+				a->route.device = MFS_DEVICE_AUTO;
+			else
+				return usage_error("--device: expected cpu, opencl or auto, got '%s'", v);
+		} else if (is_opt(arg, "--opencl-device")) {
+			if (!(v = opt_value(argc, argv, &i, "--opencl-device")) || !*v)
+				return usage_error("--opencl-device needs an index or a name%s", "");
+			a->route.opencl_device = v;
 		} else if (is_opt(arg, "--threads")) {
 			if (!(v = opt_value(argc, argv, &i, "--threads")) ||
 			    !parse_positive(v, 4096, &n))
@@ -441,6 +463,7 @@ static int run(const run_args *a, mfs_error *err)
 	mfs_loaded_version *lv = NULL;
 	mfs_tensor *inputs = NULL, *outputs = NULL;
 	mfs_exec *ex = NULL;
+	mfs_placement placement;
 	int64_t version = 0;
 	int n_in, n_out, fmt, rc;
 	bool ran = false;
@@ -470,7 +493,12 @@ static int run(const run_args *a, mfs_error *err)
 	rc = decode_inputs(a, lv, inputs, err);
 	if (rc)
 		goto out;
-	rc = mfs_exec_new(lv->graph, NULL, &ex, err);
+	rc = mfs_route(lv->graph, &lv->config, &a->route, &placement, err);
+	if (rc == 0) {
+		mfs_log_debug("model '%s': running on %s (%s)", a->model, placement.device,
+			     placement.note);
+		rc = mfs_exec_new(lv->graph, placement.backend, &ex, err);
+	}
 	if (rc == 0)
 		rc = mfs_exec_run(ex, inputs, outputs, err);
 	if (rc) {
@@ -488,6 +516,7 @@ out:
 	free(outputs);
 	mfs_exec_free(ex);
 	mfs_loaded_version_free(lv);
+	mfs_router_shutdown();
 	return rc;
 }
 

@@ -35,6 +35,7 @@ struct mfs_registry {
 	pthread_mutex_t lock;
 	char *repository;
 	mfs_sched *sched;
+	mfs_route_opts route;      /* route.opencl_device owned */
 	model *models;             /* sorted by name */
 	int n_models;
 };
@@ -60,6 +61,15 @@ int mfs_registry_new(const mfs_registry_conf *conf, mfs_registry **out,
 	}
 	pthread_mutex_init(&r->lock, NULL);
 	r->sched = conf->sched;
+	r->route = conf->route;
+	r->route.opencl_device = NULL;
+	if (conf->route.opencl_device &&
+	    !(r->route.opencl_device = strdup(conf->route.opencl_device))) {
+		pthread_mutex_destroy(&r->lock);
+		free(r->repository);
+		free(r);
+		return mfs_fail(err, ENOMEM, "out of memory");
+	}
 	if (conf->engine_threads > 0)
 		mfs_engine_set_threads(conf->engine_threads);
 	*out = r;
@@ -142,6 +152,13 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 		r_ = mfs_fail(err, ENOMEM, "out of memory");
 		goto fail;
 	}
+	/* The engine (device_router.h): KIND_AUTO times both on a warm-up. */
+	r_ = mfs_route(lv->graph, v->config, &r->route, &v->placement, err);
+	if (r_ < 0) {
+		mfs_error_prefix(err, "%s: ", label);
+		goto fail;
+	}
+	snprintf(v->device, sizeof(v->device), "%s", v->placement.device);
 	int n = instance_count(v->config);
 	v->execs = calloc((size_t)n, sizeof(*v->execs));
 	if (!v->execs) {
@@ -149,7 +166,7 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 		goto fail;
 	}
 	for (; v->n_execs < n; v->n_execs++) {
-		r_ = mfs_exec_new(lv->graph, NULL, &v->execs[v->n_execs], err);
+		r_ = mfs_exec_new(lv->graph, v->placement.backend, &v->execs[v->n_execs], err);
 		if (r_ < 0) {
 			mfs_error_prefix(err, "%s: ", label);
 			goto fail;
@@ -328,7 +345,8 @@ int mfs_registry_load_version(mfs_registry *r, const char *name,
 			memmove(&s[i + 1], &s[i], (size_t)(m->n_served - i) * sizeof(*s));
 			s[i] = v;
 			m->n_served++;
-			set_state(m, version, MFS_VS_READY, "", v->device);
+			/* READY's reason says how the engine was chosen */
+			set_state(m, version, MFS_VS_READY, v->placement.note, v->device);
 		}
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -338,8 +356,8 @@ int mfs_registry_load_version(mfs_registry *r, const char *name,
 		mfs_log_error("model '%s' version %" PRId64 ": load failed: %s", name, version, err->msg);
 		return rc;
 	}
-	mfs_log_info("model '%s' version %" PRId64 ": READY on %s (loaded in %.3f s)", name, version,
-		     v->device, v->load_seconds);
+	mfs_log_info("model '%s' version %" PRId64 ": READY on %s (loaded in %.3f s; %s)", name,
+		     version, v->device, v->load_seconds, v->placement.note);
 	return 0;
 }
 
@@ -579,6 +597,7 @@ void mfs_registry_free(mfs_registry *r)
 	}
 	free(r->models);
 	pthread_mutex_destroy(&r->lock);
+	free((char *)r->route.opencl_device);
 	free(r->repository);
 	free(r);
 }

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "device_router.h"
 #include "error.h"
 #include "metrics.h"
 #include "model_load.h"
@@ -48,7 +49,8 @@ typedef struct mfs_version {
 	const mfs_model_config *config;   /* = &lv->config */
 	int n_graph_inputs;            /* the engine's view: what a run takes and gives */
 	int n_graph_outputs;
-	char device[64];               /* "cpu" */
+	char device[64];               /* "cpu" or "opencl" */
+	mfs_placement placement;       /* the engine chosen and why (timings) */
 	double load_seconds;
 	mfs_stats stats;
 	mfs_queue *queue;
@@ -63,6 +65,7 @@ typedef struct mfs_registry_conf {
 	const char *repository;        /* absolute path */
 	mfs_sched *sched;
 	int engine_threads;            /* passed to mfs_engine_set_threads; 0 = leave */
+	mfs_route_opts route;          /* --device, --opencl-device (copied) */
 } mfs_registry_conf;
 
 int mfs_registry_new(const mfs_registry_conf *conf, mfs_registry **out,

@@ -251,10 +251,9 @@ uint16_t mfs_float_to_bf16(float f)
 	return (uint16_t)(x >> 16);
 }
 
-double mfs_tensor_get_f64(const mfs_tensor *t, int64_t i)
+double mfs_dtype_load_f64(mfs_dtype dt, const void *p, int64_t i)
 {
-	const void *p = t->data;
-	switch (t->dtype) {
+	switch (dt) {
 	case MFS_DT_FLOAT: return ((const float *)p)[i];
 	case MFS_DT_DOUBLE: return ((const double *)p)[i];
 	case MFS_DT_FLOAT16: return mfs_half_to_float(((const uint16_t *)p)[i]);
@@ -270,6 +269,11 @@ double mfs_tensor_get_f64(const mfs_tensor *t, int64_t i)
 	case MFS_DT_BOOL: return ((const uint8_t *)p)[i] ? 1 : 0;
 	default: return 0;
 	}
+}
+
+double mfs_tensor_get_f64(const mfs_tensor *t, int64_t i)
+{
+	return mfs_dtype_load_f64(t->dtype, t->data, i);
 }
 
 int64_t mfs_tensor_get_i64(const mfs_tensor *t, int64_t i)

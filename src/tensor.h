@@ -87,6 +87,8 @@ uint16_t mfs_float_to_half(float f);
 float mfs_bf16_to_float(uint16_t b);
 uint16_t mfs_float_to_bf16(float f);
 
+/* Element i of an array of dtype dt as double (0 for non-numeric types). */
+double mfs_dtype_load_f64(mfs_dtype dt, const void *p, int64_t i);
 /* Element i of any numeric tensor as double / int64 (for shape inputs,
  * text codecs and tests). */
 double mfs_tensor_get_f64(const mfs_tensor *t, int64_t i);

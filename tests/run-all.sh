@@ -39,22 +39,42 @@ run_unit() { # suite builddir
 
 # The ONNX backend test data: the counts are the cases of the committed
 # expected-pass list (a regression fails), the per-folder figures go to the log.
-run_conformance() { # suite tool
-	suite=$1; tool=$2
+# conformance-opencl runs the first-set cases on the OpenCL engine (PoCL
+# here) against their own list: every first-set case the CPU passes.
+run_conformance() { # suite tool [expected-list [tool options...]]
+	suite=$1; tool=$2; expected=${3:-tests/conformance/expected-pass.txt}
+	shift 2; [ $# -gt 0 ] && shift
 	if [ ! -x "$tool" ]; then
 		echo "$tool not built" > "$LOGS/$suite.log"; record "$suite" 0 1; return
 	fi
-	"$tool" --expected tests/conformance/expected-pass.txt \
+	"$tool" --expected "$expected" "$@" \
 		--write-passing "$LOGS/$suite.passing" \
 		"$DATA/node" "$DATA/pytorch-converted" "$DATA/pytorch-operator" "$DATA/simple" \
-		> "$LOGS/$suite.log" 2>&1
+		tests/conformance/torch-elementwise > "$LOGS/$suite.log" 2>&1
 	rc=$?
-	grep -E '^(node|pytorch-converted|pytorch-operator|simple):' "$LOGS/$suite.log" | sed 's/^/    /'
+	grep -E '^(node|pytorch-converted|pytorch-operator|simple|torch-elementwise):' "$LOGS/$suite.log" | sed 's/^/    /'
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOGS/$suite.log" | tail -1)
 	p=$(echo "$line" | cut -d' ' -f1); f=$(echo "$line" | cut -d' ' -f3)
 	p=${p:-0}; f=${f:-1}
 	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 	record "$suite" "$p" "$f"
+}
+
+# docs/OPERATORS.md must equal what `make docs` generates now.
+run_docs() { # suite
+	suite=$1
+	if [ ! -x build/tools/list_ops ] || [ ! -x build/tools/conformance ]; then
+		echo "build/tools/list_ops or conformance not built" > "$LOGS/$suite.log"
+		record "$suite" 0 1; return
+	fi
+	if sh scripts/gen-operators-doc.sh build/tools/list_ops build/tools/conformance \
+		> "$LOGS/OPERATORS.md" 2> "$LOGS/$suite.log" &&
+	   diff -u docs/OPERATORS.md "$LOGS/OPERATORS.md" >> "$LOGS/$suite.log" 2>&1; then
+		record "$suite" 1 0
+	else
+		echo "docs/OPERATORS.md is stale: run make docs" | tee -a "$LOGS/$suite.log"
+		record "$suite" 0 1
+	fi
 }
 
 # bats suites: count TAP "ok"/"not ok" lines.
@@ -79,17 +99,23 @@ run_target() { # suite target
 	fi
 }
 
+# As the daemon does for itself (src/main.c): no OpenMP spinning on a
+# machine the tests share.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 
 run_unit unit build
 run_conformance conformance build/tools/conformance
+run_conformance conformance-opencl build/tools/conformance \
+	tests/conformance/expected-pass-opencl.txt --device opencl --first-set
 run_bats e2e "$PWD/modelfs" tests/e2e/*.bats
 run_unit unit-asan build/asan
 run_conformance conformance-asan build/asan/tools/conformance
 run_bats e2e-asan "$PWD/build/asan/modelfs" tests/e2e/*.bats
 run_target fuzz-regressions fuzz-smoke
 run_target real-models check-models
+run_docs docs
 
 echo "$TOTAL_PASS passed, $TOTAL_FAIL failed"
 [ "$TOTAL_FAIL" -eq 0 ]

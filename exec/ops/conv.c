@@ -19,10 +19,17 @@
  * plain tags instead oneDNN picks its gemm or reference kernels, slower
  * still: see docs/PERFORMANCE.md).
  *
+ * Primitives use a user-managed scratchpad from a per-thread buffer
+ * (dense_util.h says why), so a node may run on any worker thread.
+ *
  * im2col path, used (1) when oneDNN cannot create the primitive for these
- * parameters or the CPU engine (logged once per prepare, the reason kept),
- * and (2) when MFS_CONV=im2col is set in the environment (tests run both
- * paths and compare; also a way out should oneDNN misbehave on some CPU).
+ * parameters or the CPU engine (logged once per prepare, the reason kept;
+ * no case of the ONNX conformance data or of the exported models needs
+ * it: oneDNN 2.6 covers every FP32 group/depthwise/dilation/padding
+ * combination they use), and (2) when MFS_CONV=im2col is set in the
+ * environment (tests run both paths and compare; also a way out should
+ * oneDNN misbehave on some CPU).  It stays on OpenBLAS (cblas_sgemm), so
+ * it does not depend on oneDNN at all.
  * Per image and group: unfold X into col [C/group * prod(kernel),
  * prod(out)] and multiply W_g [M/group, C/group * prod(kernel)] by it with
  * one sgemm.  A 1x1 kernel with stride 1 and no padding uses X itself.
@@ -44,10 +51,9 @@
  * "LeakyRelu", "Clip") and activation_params (floats: LeakyRelu alpha
  * (0.01); Clip min, max).  oneDNN applies Z and the activation as post-ops
  * (binary add, eltwise) while the output is still in cache; the im2col
- * path applies them in one pass after the product.  To fuse Conv -> Relu
- * the engine replaces both nodes by one FusedConv node with Conv's inputs,
- * attributes and activation="Relu", writing Relu's output; Conv -> Add(.,
- * Z) -> Relu likewise with Z as input 3.
+ * path applies them in one pass after the product.  exec/fuse.c turns
+ * Conv -> Relu/LeakyRelu/Clip into FusedConv before compile; nothing emits
+ * Z yet (Conv -> Add -> Relu needs shapes to be sure Z fits).
  */
 #include <math.h>
 #include <stdio.h>

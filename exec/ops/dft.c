@@ -211,6 +211,8 @@ static int dft_infer(mfs_op_ctx *ctx, bool axis_input)
 	s = ctx->in[0]->shape;
 	s.dims[axis] = K;
 	s.dims[s.rank - 1] = 2;
+	if ((rc = oc_check_shape(ctx, &s)))
+		return rc;
 	oc_set_out(ctx, 0, ctx->in[0]->dtype, &s);
 	return 0;
 }
@@ -291,6 +293,8 @@ static int stft_infer(mfs_op_ctx *ctx)
 	s.dims[1] = frames;
 	s.dims[2] = K;
 	s.dims[3] = 2;
+	if ((rc = oc_check_shape(ctx, &s)))
+		return rc;
 	oc_set_out(ctx, 0, ctx->in[0]->dtype, &s);
 	return 0;
 }

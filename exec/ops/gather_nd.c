@@ -92,6 +92,8 @@ static int gnd_infer(mfs_op_ctx *ctx)
 		out.dims[out.rank++] = idx->shape.dims[i];
 	for (int i = b + p.k; i < data->shape.rank; i++)
 		out.dims[out.rank++] = data->shape.dims[i];
+	if ((rc = oc_check_shape(ctx, &out)))
+		return rc;
 	oc_set_out(ctx, 0, data->dtype, &out);
 	return 0;
 }

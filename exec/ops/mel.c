@@ -47,6 +47,8 @@ static int mel_infer(mfs_op_ctx *ctx)
 		return rc;
 	s.dims[0] = a.dft / 2 + 1;
 	s.dims[1] = a.mels;
+	if ((rc = oc_check_shape(ctx, &s)))
+		return rc;
 	oc_set_out(ctx, 0, a.dt, &s);
 	return 0;
 }

@@ -53,11 +53,14 @@ int oc_check_shape(mfs_op_ctx *ctx, const mfs_shape *s)
 		if (s->dims[i] < 0)
 			return mfs_op_fail(ctx, EINVAL, "dimension %d is negative (%lld)",
 					   i, (long long)s->dims[i]);
+		/* A huge dim is refused even beside a zero one: products of
+		 * dims elsewhere (mfs_shape_numel) would overflow on the way. */
 		if (s->dims[i] > OC_MAX_NUMEL ||
-		    (s->dims[i] && n > OC_MAX_NUMEL / s->dims[i]))
+		    (s->dims[i] && n > OC_MAX_NUMEL / s->dims[i])) {
 			n = OC_MAX_NUMEL + 1;
-		else
-			n *= s->dims[i];
+			break;
+		}
+		n *= s->dims[i];
 	}
 	if (n > OC_MAX_NUMEL) {
 		char buf[160];
@@ -197,22 +200,7 @@ int oc_axes_mask(mfs_op_ctx *ctx, const int64_t *axes, int n, int rank,
 
 double oc_load(mfs_dtype dt, const void *p, int64_t i)
 {
-	switch (dt) {
-	case MFS_DT_FLOAT: return ((const float *)p)[i];
-	case MFS_DT_DOUBLE: return ((const double *)p)[i];
-	case MFS_DT_FLOAT16: return mfs_half_to_float(((const uint16_t *)p)[i]);
-	case MFS_DT_BFLOAT16: return mfs_bf16_to_float(((const uint16_t *)p)[i]);
-	case MFS_DT_UINT8: return ((const uint8_t *)p)[i];
-	case MFS_DT_INT8: return ((const int8_t *)p)[i];
-	case MFS_DT_UINT16: return ((const uint16_t *)p)[i];
-	case MFS_DT_INT16: return ((const int16_t *)p)[i];
-	case MFS_DT_INT32: return ((const int32_t *)p)[i];
-	case MFS_DT_INT64: return (double)((const int64_t *)p)[i];
-	case MFS_DT_UINT32: return ((const uint32_t *)p)[i];
-	case MFS_DT_UINT64: return (double)((const uint64_t *)p)[i];
-	case MFS_DT_BOOL: return ((const uint8_t *)p)[i] ? 1 : 0;
-	default: return 0;
-	}
+	return mfs_dtype_load_f64(dt, p, i);
 }
 
 /* Clamp before converting: an out-of-range float-to-int conversion is

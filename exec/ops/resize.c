@@ -257,6 +257,10 @@ static void make_taps(const rs_cfg *c, int d, int r, int64_t in, int64_t x, taps
 	default:
 		xo = ((double)x + 0.5) / s - 0.5;
 	}
+	/* A NaN or huge roi must not reach the int64 conversions below. */
+	if (isnan(xo))
+		xo = 0;
+	xo = fmin(fmax(xo, -1e15), 1e15);
 	/* Neighbours prefer the left: i0 = ceil(xo) - 1, t in (0, 1]. */
 	i0 = (int64_t)ceil(xo) - 1;
 	coeffs(c, xo - (double)i0, w, &n);

@@ -77,6 +77,8 @@ static int slice_plan_make(mfs_op_ctx *ctx, bool attrs, slice_plan *p)
 			s = clamp64(s, 0, d);
 			e = clamp64(e, 0, d);
 			cnt = e > s ? (e - s + st - 1) / st : 0;
+		} else if (d == 0) {
+			cnt = 0;  /* [0, d - 1] is empty: nothing to walk back over */
 		} else {
 			s = clamp64(s, 0, d - 1);
 			e = clamp64(e, -1, d - 1);

@@ -196,3 +196,32 @@ print(max(sizes), sizes)"
 	grep -q "stopping (SIGTERM)" "$DAEMON_LOG"
 	DAEMON_PID=
 }
+
+@test "waiting readers hold no FUSE thread: 12 of them, and the mount still answers" {
+	mount_repo "$REPO"
+	slow_input "$T/x.npy"
+	for i in 1 2 3; do
+		mkdir "$MNT/slow/requests/w$i"
+		cp "$T/x.npy" "$MNT/slow/requests/w$i/x.npy"
+	done
+	readers=""
+	for k in $(seq 1 12); do
+		i=$(( (k % 3) + 1 ))
+		cp "$MNT/slow/requests/w$i/y.npy" "$T/y$k.npy" &
+		readers="$readers $!"
+	done
+	sleep 0.05
+	# More readers wait than the daemon has FUSE threads (8); other
+	# operations are answered at once all the same.
+	start=$(date +%s%N)
+	timeout 5 cat "$MNT/.index.json" > /dev/null
+	timeout 5 ls "$MNT/add_sub" > /dev/null
+	ms=$((($(date +%s%N) - start) / 1000000))
+	echo "answered in $ms ms while readers waited"
+	[ "$ms" -lt 1000 ]
+	wait $readers
+	for k in $(seq 1 12); do
+		cmp "$T/y$k.npy" "$T/x.npy"
+	done
+	rm -r "$MNT"/slow/requests/w*
+}

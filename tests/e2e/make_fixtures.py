@@ -1,7 +1,7 @@
 """Models the end-to-end tests need beyond examples/ (written at test time
 into the directory given as argv[1], a repository):
 
-  slow       y = x @ I repeated: a run long enough (~0.2 s, 26 GFLOP) that
+  slow       y = x @ I repeated: a run long enough (~0.1 s idle, 13 GFLOP) that
              readers wait; one instance, max_queue_size 2
   batcher    the examples' mlp with a 100 ms batching window, max 8
   varlen     out = a + b with variable lengths: mismatched lengths make
@@ -30,8 +30,8 @@ def save(name, graph, config=None):
             f.write(config)
 
 
-# slow: 48 products of [B,256,1024] by the 1024x1024 identity.
-n = 48
+# slow: 24 products of [B,256,1024] by the 1024x1024 identity.
+n = 24
 eye = nh.from_array(np.eye(1024, dtype=np.float32), "I")
 nodes = []
 prev = "x"

@@ -2,9 +2,9 @@
  * inputs, print load time, first-run time and the median of warm runs.
  *
  *   bench_model MODEL.onnx [--runs N] [--threads T] [--dim D]
- *               [--out FILE] [--in FILE]
+ *               [--dims D1,D2,...] [--out FILE] [--in FILE]
  *
- * Variable dims take D (default 1).  Float inputs get values in [-1, 1)
+ * Variable dims take D (default 1), or in order the values of --dims.  Float inputs get values in [-1, 1)
  * from a fixed LCG, unless --in gives raw little-endian bytes for input 0.
  * --out writes output 0's raw bytes (for comparing with a reference).
  * For engine overhead: a model of many tiny nodes shows the per-node cost.
@@ -33,7 +33,8 @@ int main(int argc, char **argv)
 {
 	const char *path = NULL, *out_path = NULL, *in_path = NULL;
 	int runs = 20, threads = 0;
-	int64_t dim = 1;
+	int64_t dim = 1, dims[32];
+	int n_dims = 0, used_dims = 0;
 	mfs_model *m;
 	mfs_exec *e;
 	mfs_error err;
@@ -50,19 +51,26 @@ int main(int argc, char **argv)
 			threads = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--dim") && i + 1 < argc)
 			dim = atoll(argv[++i]);
-		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+		else if (!strcmp(argv[i], "--dims") && i + 1 < argc) {
+			char *p = argv[++i];
+			while (*p && n_dims < 32) {
+				dims[n_dims++] = strtoll(p, &p, 10);
+				if (*p == ',')
+					p++;
+			}
+		} else if (!strcmp(argv[i], "--out") && i + 1 < argc)
 			out_path = argv[++i];
 		else if (!strcmp(argv[i], "--in") && i + 1 < argc)
 			in_path = argv[++i];
 		else if (!path)
 			path = argv[i];
 		else {
-			fprintf(stderr, "usage: bench_model MODEL [--runs N] [--threads T] [--dim D] [--out FILE] [--in FILE]\n");
+			fprintf(stderr, "usage: bench_model MODEL [--runs N] [--threads T] [--dim D] [--dims D1,D2..] [--out FILE] [--in FILE]\n");
 			return 2;
 		}
 	}
 	if (!path || runs < 1) {
-		fprintf(stderr, "usage: bench_model MODEL [--runs N] [--threads T] [--dim D] [--out FILE] [--in FILE]\n");
+		fprintf(stderr, "usage: bench_model MODEL [--runs N] [--threads T] [--dim D] [--dims D1,D2..] [--out FILE] [--in FILE]\n");
 		return 2;
 	}
 	if (threads > 0)
@@ -82,7 +90,8 @@ int main(int argc, char **argv)
 		const mfs_io_desc *d = mfs_model_input(m, i);
 		mfs_shape s = { .rank = d->rank < 0 ? 1 : d->rank };
 		for (int k = 0; k < s.rank; k++)
-			s.dims[k] = d->rank < 0 || d->dims[k] < 0 ? dim : d->dims[k];
+			s.dims[k] = d->rank >= 0 && d->dims[k] >= 0 ? d->dims[k]
+				    : used_dims < n_dims ? dims[used_dims++] : dim;
 		if (mfs_tensor_alloc(&in[i], d->dtype, &s, &err)) {
 			fprintf(stderr, "input '%s': %s\n", d->name, err.msg);
 			return 1;

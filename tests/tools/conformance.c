@@ -2,7 +2,7 @@
  * through the engine and compares with the reference outputs.
  *
  *   conformance [--expected FILE] [--write-passing FILE] [--filter TEXT]
- *               [--verbose] [--jobs N] DIR...
+ *               [--device cpu|opencl[:SELECTOR]] [--first-set] [--verbose] DIR...
  *
  * Each DIR is a folder of cases (.../data/node); a case is a folder with
  * model.onnx and test_data_set_N/{input_K.pb,output_K.pb}.  Every case runs
@@ -11,6 +11,14 @@
  * counts and, with --expected, fails (exit 1) only when a case listed there
  * no longer passes: the list is the regression baseline committed in
  * tests/conformance/expected-pass.txt.  Names in lists are "folder/case".
+ *
+ * --device opencl runs the cases on the OpenCL engine (exec/ocl_backend.c)
+ * of the device SELECTOR picks (ocl_device.h).  The device is opened once
+ * and the cases run in the runner's own process, one after another: a
+ * forked child cannot use the parent's OpenCL runtime, and opening the
+ * device and compiling CLBlast's kernels per case would cost seconds each
+ * on PoCL.  --first-set skips cases that use an operator outside the first
+ * set (the OpenCL suite's scope).
  *
  * Tolerance follows ONNX's backend test runner: |got - want| <= atol +
  * rtol * |want| with rtol 1e-3, atol 1e-5 for floats (NaN matches NaN);
@@ -30,6 +38,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "ocl_backend.h"
 #include "onnx.h"
 
 #define CASE_TIMEOUT_SECS 60
@@ -50,6 +59,7 @@ static const char *const first_set[] = {
 };
 
 static int verbose;
+static mfs_backend *backend;     /* NULL: the CPU */
 
 static char *read_file(const char *path, size_t *len)
 {
@@ -159,7 +169,7 @@ static int run_case(const char *case_dir, char *msg, size_t size)
 		snprintf(msg, size, "load: %s", err.msg);
 		return rc == -ENOTSUP ? UNSUPPORTED : ERROR;
 	}
-	rc = mfs_exec_new(model, NULL, &exec, &err);
+	rc = mfs_exec_new(model, backend, &exec, &err);
 	if (rc) {
 		snprintf(msg, size, "exec: %s", err.msg);
 		mfs_model_free(model);
@@ -338,6 +348,8 @@ static bool in_list(char **list, int n, const char *name)
 int main(int argc, char **argv)
 {
 	const char *expected_path = NULL, *write_path = NULL, *filter = NULL;
+	const char *device = "cpu";
+	int first_only = 0;
 	char **expected = NULL, **passing = NULL;
 	int n_expected = 0, n_passing = 0, cap_passing = 0;
 	int regressions = 0, expected_passed = 0;
@@ -351,10 +363,14 @@ int main(int argc, char **argv)
 			write_path = argv[++argi];
 		else if (strcmp(argv[argi], "--filter") == 0 && argi + 1 < argc)
 			filter = argv[++argi];
+		else if (strcmp(argv[argi], "--device") == 0 && argi + 1 < argc)
+			device = argv[++argi];
+		else if (strcmp(argv[argi], "--first-set") == 0)
+			first_only = 1;
 		else if (strcmp(argv[argi], "--verbose") == 0 || strcmp(argv[argi], "-v") == 0)
 			verbose = 1;
 		else {
-			fprintf(stderr, "usage: conformance [--expected FILE] [--write-passing FILE] [--filter TEXT] [-v] DIR...\n");
+			fprintf(stderr, "usage: conformance [--expected FILE] [--write-passing FILE] [--filter TEXT] [--device cpu|opencl[:SEL]] [--first-set] [-v] DIR...\n");
 			return 2;
 		}
 	}
@@ -370,6 +386,18 @@ int main(int argc, char **argv)
 		}
 	}
 	mfs_engine_set_threads(1);
+	if (strncmp(device, "opencl", 6) == 0) {
+		mfs_error err;
+		const char *sel = device[6] == ':' ? device + 7 : NULL;
+		if (mfs_backend_opencl_new(sel, &backend, &err)) {
+			fprintf(stderr, "conformance: %s\n", err.msg);
+			return 2;
+		}
+		printf("device: %s\n", backend->iface->name(backend));
+	} else if (strcmp(device, "cpu") != 0) {
+		fprintf(stderr, "conformance: --device: expected cpu or opencl[:SELECTOR]\n");
+		return 2;
+	}
 
 	for (; argi < argc; argi++) {
 		const char *dir = argv[argi];
@@ -396,10 +424,17 @@ int main(int argc, char **argv)
 				goto next;
 			snprintf(case_dir, sizeof(case_dir), "%s/%s", dir, ents[i]->d_name);
 			snprintf(name, sizeof(name), "%s/%s", folder, ents[i]->d_name);
-			r = run_case_isolated(case_dir, msg, sizeof(msg));
+			first = uses_first_set_only(case_dir);
+			if (first_only && first != 1)
+				goto next;
+			if (backend) {
+				msg[0] = '\0';
+				r = run_case(case_dir, msg, sizeof(msg));
+			} else {
+				r = run_case_isolated(case_dir, msg, sizeof(msg));
+			}
 			counts[r]++;
 			total++;
-			first = uses_first_set_only(case_dir);
 			if (first == 1) {
 				first_total++;
 				first_pass += r == PASS;
@@ -461,5 +496,7 @@ next:
 	for (int i = 0; i < n_expected; i++)
 		free(expected[i]);
 	free(expected);
+	if (backend)
+		mfs_backend_opencl_free(backend);
 	return regressions ? 1 : 0;
 }

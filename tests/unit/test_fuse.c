@@ -9,7 +9,11 @@
 
 #include <cmocka.h>
 
+#include <math.h>
+
+#include "engine.h"
 #include "fuse.h"
+#include "graph.h"
 
 /* Nodes are written "Op:in1,in2>out" with malloc'd strings, as the reader
  * makes them (the rewrite frees and replaces some). */
@@ -142,12 +146,105 @@ static void test_not_fused(void **st)
 	onnx_model_free(m);
 }
 
+/* Through the engine: Conv(pads 1) -> Relu compiles to one FusedConv node
+ * and gives what the unfused graph gives. */
+static onnx_model *conv_relu_model(void)
+{
+	const char *g[] = { "Conv:x,w,b>c", "Relu:c>y" };
+	onnx_model *m = make_model(g, 2, "y", 13);
+	onnx_graph *gr = m->graph;
+	mfs_error err;
+	onnx_node *conv = &gr->nodes[0];
+	conv->attrs = calloc(1, sizeof(onnx_attr));
+	conv->n_attrs = 1;
+	conv->attrs[0].name = strdup("pads");
+	conv->attrs[0].type = ONNX_ATTR_INTS;
+	conv->attrs[0].ints = malloc(4 * sizeof(int64_t));
+	for (int i = 0; i < 4; i++)
+		conv->attrs[0].ints[i] = 1;
+	conv->attrs[0].n_ints = 4;
+
+	gr->inputs = calloc(1, sizeof(onnx_value_info));
+	gr->n_inputs = 1;
+	gr->inputs[0].name = strdup("x");
+	gr->inputs[0].dtype = MFS_DT_FLOAT;
+	gr->inputs[0].has_shape = true;
+	gr->inputs[0].rank = 4;
+	const int64_t xd[4] = { 1, 2, 5, 5 };
+	memcpy(gr->inputs[0].dims, xd, sizeof(xd));
+	gr->outputs[0].dtype = MFS_DT_FLOAT;
+
+	gr->initializers = calloc(2, sizeof(onnx_initializer));
+	gr->n_initializers = 2;
+	mfs_shape ws = { 4, { 3, 2, 3, 3 } }, bs = { 1, { 3 } };
+	gr->initializers[0].name = strdup("w");
+	gr->initializers[1].name = strdup("b");
+	assert_int_equal(mfs_tensor_alloc(&gr->initializers[0].tensor, MFS_DT_FLOAT, &ws, &err), 0);
+	assert_int_equal(mfs_tensor_alloc(&gr->initializers[1].tensor, MFS_DT_FLOAT, &bs, &err), 0);
+	for (int i = 0; i < 54; i++)
+		((float *)gr->initializers[0].tensor.data)[i] = (float)((i * 7) % 11) / 5.0f - 1.0f;
+	for (int i = 0; i < 3; i++)
+		((float *)gr->initializers[1].tensor.data)[i] = 0.1f * (float)i - 0.1f;
+	return m;
+}
+
+static void run_model(bool fuse, float *out, int *n_nodes)
+{
+	mfs_error err;
+	mfs_model *m;
+	mfs_exec *e;
+	mfs_tensor in = { 0 }, y = { 0 };
+	mfs_shape xs = { 4, { 1, 2, 5, 5 } };
+
+	if (!fuse)
+		setenv("MFS_FUSE", "0", 1);
+	int rc = mfs_model_compile(conv_relu_model(), "conv_relu", &m, &err);
+	unsetenv("MFS_FUSE");
+	if (rc)
+		print_error("%s\n", err.msg);
+	assert_int_equal(rc, 0);
+	*n_nodes = m->n_nodes;
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	assert_int_equal(mfs_tensor_alloc(&in, MFS_DT_FLOAT, &xs, &err), 0);
+	for (int i = 0; i < 50; i++)
+		((float *)in.data)[i] = (float)((i * 3) % 13) / 6.0f - 1.0f;
+	rc = mfs_exec_run(e, &in, &y, &err);
+	if (rc)
+		print_error("%s\n", err.msg);
+	assert_int_equal(rc, 0);
+	assert_int_equal(mfs_shape_numel(&y.shape), 75);
+	memcpy(out, y.data, 75 * sizeof(float));
+	mfs_tensor_release(&in);
+	mfs_tensor_release(&y);
+	mfs_exec_free(e);
+	mfs_model_free(m);
+}
+
+static void test_engine_fused_equals_unfused(void **st)
+{
+	(void)st;
+	float a[75], b[75];
+	int na, nb;
+	run_model(true, a, &na);
+	run_model(false, b, &nb);
+	assert_int_equal(na, 1);
+	assert_int_equal(nb, 2);
+	bool some_zero = false, some_pos = false;
+	for (int i = 0; i < 75; i++) {
+		assert_true(fabsf(a[i] - b[i]) <= 1e-5f);
+		some_zero |= a[i] == 0.0f;
+		some_pos |= a[i] > 0.0f;
+	}
+	assert_true(some_zero && some_pos);   /* the Relu did something */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_conv_relu_fused),
 		cmocka_unit_test(test_clip_bounds),
 		cmocka_unit_test(test_not_fused),
+		cmocka_unit_test(test_engine_fused_equals_unfused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

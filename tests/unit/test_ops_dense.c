@@ -1861,6 +1861,69 @@ static void test_random_no_crash(void **st)
 	assert_true(refused > 20);
 }
 
+/* Gemm on int32 (a loop) and MatMul on double (dgemm) against loops. */
+static void test_gemm_int_matmul_double(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor a, b, cc, y = { 0 };
+	call c;
+
+	tn_init(&t, "Gemm");
+	tn_int(&t, "transA", 1);
+	tn_float(&t, "alpha", 2.0f);
+	tn_float(&t, "beta", 3.0f);
+	t_alloc(&a, MFS_DT_INT32, shp(2, 3L, 2L));    /* A' is 2x3 */
+	t_alloc(&b, MFS_DT_INT32, shp(2, 3L, 4L));
+	t_alloc(&cc, MFS_DT_INT32, shp(1, 4L));
+	int32_t *ad = a.data, *bd = b.data, *cd = cc.data;
+	for (int i = 0; i < 6; i++)
+		ad[i] = i - 2;
+	for (int i = 0; i < 12; i++)
+		bd[i] = 3 * i - 7;
+	for (int i = 0; i < 4; i++)
+		cd[i] = i * 10;
+	mfs_tensor *in[] = { &a, &b, &cc }, *out[] = { &y };
+	call_setup(&c, &t, 13, in, 3, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.dtype, MFS_DT_INT32);
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 4; j++) {
+			int32_t s2 = 0;
+			for (int p = 0; p < 3; p++)
+				s2 += ad[p * 2 + i] * bd[p * 4 + j];
+			assert_int_equal(((int32_t *)y.data)[i * 4 + j], 2 * s2 + 3 * cd[j]);
+		}
+	call_done(&c);
+	mfs_tensor_release(&a);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&cc);
+
+	tn_init(&t, "MatMul");
+	t_alloc(&a, MFS_DT_DOUBLE, shp(3, 2L, 2L, 3L));
+	t_alloc(&b, MFS_DT_DOUBLE, shp(2, 3L, 2L));
+	double *da = a.data, *db = b.data;
+	for (int i = 0; i < 12; i++)
+		da[i] = 0.5 * i - 1.25;
+	for (int i = 0; i < 6; i++)
+		db[i] = 1.0 / (i + 1);
+	mfs_tensor *in2[] = { &a, &b };
+	call_setup(&c, &t, 13, in2, 2, out, 1);
+	assert_int_equal(call_run(&c), 0);
+	assert_int_equal(y.dtype, MFS_DT_DOUBLE);
+	for (int r = 0; r < 4; r++)
+		for (int j = 0; j < 2; j++) {
+			double s2 = 0;
+			for (int p = 0; p < 3; p++)
+				s2 += da[r * 3 + p] * db[p * 2 + j];
+			assert_true(fabs(((double *)y.data)[r * 2 + j] - s2) < 1e-12);
+		}
+	call_done(&c);
+	mfs_tensor_release(&a);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1870,6 +1933,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_openblas),
 		cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_gemm_bad),
+		cmocka_unit_test(test_gemm_int_matmul_double),
 		cmocka_unit_test(test_conv_onednn),
 		cmocka_unit_test(test_conv_im2col),
 		cmocka_unit_test(test_conv_paths_agree),

@@ -276,6 +276,18 @@ static void test_slice(void **st)
 	assert_floats(&h.out[0], seq + 5, 15, 0);
 	h_free(&h);
 
+	/* A negative step over an empty dim takes nothing (no read). */
+	int64_t ed[] = { 0, 5 }, neg[] = { -1 }, big[] = { 5 };
+	h_init(&h, "Slice", 13, 1);
+	h_in(&h, MFS_DT_FLOAT, 2, ed, seq);
+	h_in(&h, MFS_DT_INT64, 1, one, big);
+	h_in(&h, MFS_DT_INT64, 1, one, neg);
+	h_in(&h, MFS_DT_INT64, 1, one, zero);
+	h_in(&h, MFS_DT_INT64, 1, one, neg);
+	assert_int_equal(h_run(&h), 0);
+	assert_shape(&h.out[0], 2, 0, 5);
+	h_free(&h);
+
 	h_init(&h, "Slice", 13, 1);  /* step 0 */
 	h_in(&h, MFS_DT_FLOAT, 2, xd, seq);
 	h_in(&h, MFS_DT_INT64, 1, one, s1);

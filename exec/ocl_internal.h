@@ -1,0 +1,120 @@
+/* ocl_internal.h - what the OpenCL backend's core (ocl_backend.c) and its
+ * operator implementations (ocl_ops_*.c) share.  Internal to exec/.
+ *
+ * A node runs on the device through an ocl_op_fn found by op type
+ * (ocl_op_lookup).  The function reads its inputs with ocl_in() (which
+ * uploads a value that only lives on the host, e.g. a constant on first
+ * use), allocates outputs with ocl_out() (from the context's device buffer
+ * pool) and enqueues kernels or CLBlast calls on the context's queue.  It
+ * may return OCL_HOST before touching the device to say "not this case"
+ * (a dtype or attribute the kernels do not cover): the core then runs the
+ * node's CPU implementation on host copies (docs/OPENCL.md).
+ */
+#ifndef MFS_OCL_INTERNAL_H
+#define MFS_OCL_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "graph.h"
+#include "ocl_device.h"
+
+/* An ocl_op_fn's "run me on the host instead". */
+#define OCL_HOST 2
+
+#define OCL_MAXR 8
+
+/* Kernel parameter structs: field for field those of kernels/ops.cl. */
+typedef struct ocl_bc {
+	cl_int rank, n;
+	cl_int dims[OCL_MAXR];
+	cl_int s0[OCL_MAXR], s1[OCL_MAXR], s2[OCL_MAXR];
+} ocl_bc;
+
+typedef struct ocl_cp {
+	cl_int rank, n, soff, doff;
+	cl_int dims[OCL_MAXR];
+	cl_int ss[OCL_MAXR], ds[OCL_MAXR];
+} ocl_cp;
+
+typedef struct ocl_rd {
+	cl_int n, kr, rr, count;
+	cl_int kdims[OCL_MAXR], kst[OCL_MAXR];
+	cl_int rdims[OCL_MAXR], rst[OCL_MAXR];
+} ocl_rd;
+
+typedef struct ocl_pool2d {
+	cl_int n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+	cl_int pe_h, pe_w, cip;
+} ocl_pool2d;
+
+typedef struct ocl_conv {
+	cl_int n, c, h, w, m, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, group;
+} ocl_conv;
+
+/* Kernels by name; ocl_backend.c keeps the table of names in this order. */
+typedef enum ocl_kid {
+	K_UNARY_F32, K_BINARY_F32, K_BINARY_I64, K_BINARY_I32,
+	K_EQUAL_F32, K_EQUAL_I64, K_EQUAL_I32, K_EQUAL_U8,
+	K_WHERE_1, K_WHERE_4, K_WHERE_8,
+	K_COPY_1, K_COPY_4, K_COPY_8,
+	K_FILL_1, K_FILL_4, K_FILL_8,
+	K_CAST,
+	K_GATHER_1_I64, K_GATHER_4_I64, K_GATHER_8_I64,
+	K_GATHER_1_I32, K_GATHER_4_I32, K_GATHER_8_I32,
+	K_REDUCE_F32, K_SOFTMAX_F32, K_LAYERNORM_F32, K_BATCHNORM_F32,
+	K_MAXPOOL2D_F32, K_AVGPOOL2D_F32, K_GAVGPOOL_F32,
+	K_IM2COL_F32, K_CONV_EPILOGUE, K_CONV_DIRECT_F32,
+	K_COUNT
+} ocl_kid;
+
+/* Unary and binary op codes of kernels/ops.cl. */
+enum { OCL_U_RELU, OCL_U_SIGMOID, OCL_U_TANH, OCL_U_ERF, OCL_U_SQRT,
+       OCL_U_CLIP, OCL_U_COPY, OCL_U_NEG, OCL_U_EXP, OCL_U_ABS, OCL_U_LEAKY };
+enum { OCL_B_ADD, OCL_B_SUB, OCL_B_MUL, OCL_B_DIV, OCL_B_POW, OCL_B_EQ };
+
+typedef struct ocl_exec ocl_exec;
+
+/* One node being run on the device. */
+typedef struct ocl_run {
+	ocl_exec *e;
+	const mfs_node *nd;
+	mfs_op_ctx *ctx;          /* in/out tensors: dtype, shape (data only
+				     where the host has it) */
+	mfs_error *err;
+} ocl_run;
+
+typedef int (*ocl_op_fn)(ocl_run *r);
+
+/* The device implementation of op_type (domain "" or com.modelfs), or
+ * NULL: the node then always runs on the host. */
+ocl_op_fn ocl_op_lookup(const char *domain, const char *op_type);
+
+/* Device buffer of input k, uploading it if it lives only on the host;
+ * NULL with *rc set (and r->err filled) on failure.  An input of no
+ * elements gives a small dummy buffer. */
+cl_mem ocl_in(ocl_run *r, int k, int *rc);
+/* Allocate output k (shape and dtype already inferred) on the device. */
+cl_mem ocl_out(ocl_run *r, int k, int *rc);
+/* Host copy of input k (downloads when needed): for small integer inputs
+ * that carry attributes (Clip bounds, Reduce axes). */
+const void *ocl_in_host(ocl_run *r, int k, int *rc);
+/* A scratch device buffer of at least bytes for this node (im2col);
+ * valid until the next call. */
+cl_mem ocl_scratch(ocl_run *r, size_t bytes, int *rc);
+
+cl_kernel ocl_kernel(ocl_run *r, ocl_kid k);
+cl_command_queue *ocl_queue(ocl_run *r);
+/* Enqueue k over n work items (rounded up to the work-group size); args
+ * already set.  n == 0 does nothing. */
+int ocl_launch(ocl_run *r, ocl_kid k, size_t n);
+/* clSetKernelArg with the error in words. */
+int ocl_arg(ocl_run *r, ocl_kid k, int i, size_t size, const void *p);
+#define OCL_ARG(r, k, i, v) ocl_arg(r, k, i, sizeof(v), &(v))
+/* Work-group launch (layernorm): groups of local items. */
+int ocl_launch_groups(ocl_run *r, ocl_kid k, size_t groups, size_t local);
+size_t ocl_max_group(ocl_run *r);
+
+/* Fail with an OpenCL status in words: "OpenCL clEnqueue... failed: X". */
+int ocl_fail(ocl_run *r, cl_int status, const char *what);
+
+#endif

@@ -1,0 +1,709 @@
+/* ocl_ops_dense.c - device implementations of the compute-heavy operators:
+ * Conv / FusedConv (im2col + CLBlast SGEMM for group 1, a direct kernel
+ * for grouped and depthwise ones), Gemm and MatMul (CLBlast), MaxPool,
+ * AveragePool, GlobalAveragePool, BatchNormalization, Softmax /
+ * LogSoftmax, LayerNormalization, ReduceMean / ReduceSum.  Float only,
+ * 2-D windows only; other cases return OCL_HOST (the CPU operator runs).
+ * Geometry comes from the same helpers as the CPU operators
+ * (ops/dense_util.h), so both engines read attributes alike.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ocl_internal.h"   /* first: sets CL_TARGET_OPENCL_VERSION */
+#include <clblast_c.h>
+#include "ops/dense_util.h"
+#include "ops/op_common.h"
+
+/* im2col scratch larger than this is split over several image chunks. */
+#define COL_MAX_BYTES ((size_t)256 << 20)
+
+static const char *clblast_str(CLBlastStatusCode s)
+{
+	switch (s) {
+	case CLBlastSuccess: return "success";
+	case CLBlastOpenCLCompilerNotAvailable: return "OpenCL compiler not available";
+	case CLBlastTempBufferAllocFailure: return "temporary buffer allocation failed";
+	case CLBlastOpenCLOutOfResources: return "out of resources";
+	case CLBlastOpenCLOutOfHostMemory: return "out of host memory";
+	case CLBlastOpenCLBuildProgramFailure: return "kernel build failed";
+	case CLBlastInvalidValue: return "invalid value";
+	case CLBlastInvalidCommandQueue: return "invalid command queue";
+	case CLBlastInvalidMemObject: return "invalid memory object";
+	case CLBlastInvalidBinary: return "invalid binary";
+	case CLBlastInvalidBuildOptions: return "invalid build options";
+	case CLBlastInvalidProgram: return "invalid program";
+	case CLBlastInvalidProgramExecutable: return "invalid program executable";
+	case CLBlastInvalidKernelName: return "invalid kernel name";
+	case CLBlastInvalidKernelDefinition: return "invalid kernel definition";
+	case CLBlastInvalidKernel: return "invalid kernel";
+	case CLBlastInvalidArgIndex: return "invalid argument index";
+	case CLBlastInvalidArgValue: return "invalid argument value";
+	case CLBlastInvalidArgSize: return "invalid argument size";
+	case CLBlastInvalidKernelArgs: return "invalid kernel arguments";
+	case CLBlastInvalidLocalNumDimensions: return "invalid local dimensions";
+	case CLBlastInvalidLocalThreadsTotal: return "too many local threads";
+	case CLBlastInvalidLocalThreadsDim: return "invalid local threads";
+	case CLBlastInvalidGlobalOffset: return "invalid global offset";
+	case CLBlastInvalidEventWaitList: return "invalid event wait list";
+	case CLBlastInvalidEvent: return "invalid event";
+	case CLBlastInvalidOperation: return "invalid operation";
+	case CLBlastInvalidBufferSize: return "invalid buffer size";
+	case CLBlastInvalidGlobalWorkSize: return "invalid global work size";
+	case CLBlastNotImplemented: return "not implemented";
+	case CLBlastInsufficientMemoryA: return "buffer A too small";
+	case CLBlastInsufficientMemoryB: return "buffer B too small";
+	case CLBlastInsufficientMemoryC: return "buffer C too small";
+	case CLBlastInvalidLeadDimA: return "bad leading dimension of A";
+	case CLBlastInvalidLeadDimB: return "bad leading dimension of B";
+	case CLBlastInvalidLeadDimC: return "bad leading dimension of C";
+	case CLBlastInvalidMatrixA: return "invalid matrix A";
+	case CLBlastInvalidMatrixB: return "invalid matrix B";
+	case CLBlastInvalidMatrixC: return "invalid matrix C";
+	case CLBlastInvalidLocalMemUsage: return "too much local memory";
+	case CLBlastNoHalfPrecision: return "no half precision";
+	case CLBlastNoDoublePrecision: return "no double precision";
+	default: return "CLBlast error";
+	}
+}
+
+static int blast_fail(ocl_run *r, CLBlastStatusCode s, const char *what)
+{
+	int code = (s == CLBlastTempBufferAllocFailure || s == CLBlastOpenCLOutOfResources ||
+		    s == CLBlastOpenCLOutOfHostMemory) ? ENOMEM : EIO;
+	return mfs_fail(r->err, code, "%s '%s': CLBlast %s failed: %s (%d)",
+			r->nd->onnx->op_type,
+			r->nd->onnx->name && *r->nd->onnx->name ? r->nd->onnx->name : "?",
+			what, clblast_str(s), (int)s);
+}
+
+/* Row-major C[m,n] = alpha op(A) op(B) + beta C, offsets in floats. */
+static int sgemm(ocl_run *r, bool ta, bool tb, size_t m, size_t n, size_t k,
+		 float alpha, cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff,
+		 size_t ldb, float beta, cl_mem c, size_t coff, size_t ldc)
+{
+	CLBlastStatusCode s;
+	if (!m || !n)
+		return 0;
+	s = CLBlastSgemm(CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+			 tb ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, alpha,
+			 a, aoff, lda, b, boff, ldb, beta, c, coff, ldc, ocl_queue(r), NULL);
+	return s == CLBlastSuccess ? 0 : blast_fail(r, s, "Sgemm");
+}
+
+static bool fits_int(int64_t v)
+{
+	return v >= 0 && v <= INT_MAX;
+}
+
+/* ---- Conv / FusedConv ---- */
+
+int ocl_op_conv(ocl_run *r)
+{
+	mfs_op_ctx *ctx = r->ctx;
+	const mfs_tensor *x = ctx->in[0], *w = ctx->n_in > 1 ? ctx->in[1] : NULL;
+	const mfs_tensor *bias = ctx->n_in > 2 ? ctx->in[2] : NULL;
+	const mfs_tensor *z = NULL;
+	mfs_tensor *y = ctx->out[0];
+	bool fused = !strcmp(ctx->node->op_type, "FusedConv");
+	cl_int act = 0, hasb = bias != NULL, hasz = 0;
+	float aa = 0, ab = 0;
+	mfs_window win;
+	ocl_conv p;
+	cl_mem mx, mw, mb, mz, my;
+	int rc;
+
+	if (!w || x->dtype != MFS_DT_FLOAT || w->dtype != MFS_DT_FLOAT ||
+	    x->shape.rank != 4 || w->shape.rank != 4 || (bias && bias->dtype != MFS_DT_FLOAT) ||
+	    !fits_int(mfs_shape_numel(&x->shape)) || !fits_int(mfs_shape_numel(&y->shape)))
+		return OCL_HOST;
+	if (fused) {
+		const char *a = onnx_attr_string(ctx->node, "activation", "");
+		const onnx_attr *pa = onnx_node_attr(ctx->node, "activation_params");
+		size_t np = pa && pa->type == ONNX_ATTR_FLOATS ? pa->n_floats : 0;
+		z = ctx->n_in > 3 ? ctx->in[3] : NULL;
+		hasz = z != NULL;
+		if (!*a) {
+			act = 0;
+		} else if (!strcmp(a, "Relu")) {
+			act = 1;
+		} else if (!strcmp(a, "LeakyRelu")) {
+			act = 2;
+			aa = np >= 1 ? pa->floats[0] : 0.01f;
+		} else if (!strcmp(a, "Clip")) {
+			act = 3;
+			aa = np >= 1 ? pa->floats[0] : -INFINITY;
+			ab = np >= 2 ? pa->floats[1] : INFINITY;
+		} else {
+			return OCL_HOST;
+		}
+	}
+	if ((rc = mfs_window_init(ctx, &x->shape, w->shape.dims + 2, true, false, &win)) < 0)
+		return rc;
+	memset(&p, 0, sizeof(p));
+	p.n = (cl_int)x->shape.dims[0];
+	p.c = (cl_int)x->shape.dims[1];
+	p.h = (cl_int)x->shape.dims[2];
+	p.w = (cl_int)x->shape.dims[3];
+	p.m = (cl_int)w->shape.dims[0];
+	p.oh = (cl_int)win.out[0];
+	p.ow = (cl_int)win.out[1];
+	p.kh = (cl_int)win.k[0];
+	p.kw = (cl_int)win.k[1];
+	p.sh = (cl_int)win.stride[0];
+	p.sw = (cl_int)win.stride[1];
+	p.ph = (cl_int)win.pad_b[0];
+	p.pw = (cl_int)win.pad_b[1];
+	p.dh = (cl_int)win.dil[0];
+	p.dw = (cl_int)win.dil[1];
+	p.group = (cl_int)onnx_attr_int(ctx->node, "group", 1);
+	if (p.group < 1 || p.c % p.group || p.m % p.group)
+		return OCL_HOST;
+
+	if (!(mx = ocl_in(r, 0, &rc)) || !(mw = ocl_in(r, 1, &rc)))
+		return rc;
+	mb = mx;   /* a valid dummy when absent */
+	mz = mx;
+	if (bias && !(mb = ocl_in(r, 2, &rc)))
+		return rc;
+	if (z && !(mz = ocl_in(r, 3, &rc)))
+		return rc;
+	if (!(my = ocl_out(r, 0, &rc)))
+		return rc;
+
+	if (p.group > 1) {
+		ocl_kid k = K_CONV_DIRECT_F32;
+		if ((rc = OCL_ARG(r, k, 0, mx)) || (rc = OCL_ARG(r, k, 1, mw)) ||
+		    (rc = OCL_ARG(r, k, 2, mb)) || (rc = OCL_ARG(r, k, 3, mz)) ||
+		    (rc = OCL_ARG(r, k, 4, my)) || (rc = OCL_ARG(r, k, 5, p)) ||
+		    (rc = OCL_ARG(r, k, 6, hasb)) || (rc = OCL_ARG(r, k, 7, hasz)) ||
+		    (rc = OCL_ARG(r, k, 8, act)) || (rc = OCL_ARG(r, k, 9, aa)) ||
+		    (rc = OCL_ARG(r, k, 10, ab)))
+			return rc;
+		return ocl_launch(r, k, (size_t)mfs_shape_numel(&y->shape));
+	}
+
+	/* group 1: Y[m, b*ohw] = W[m, K] x col[K, b*ohw] per chunk of images */
+	{
+		int64_t K = (int64_t)p.c * p.kh * p.kw, ohw = (int64_t)p.oh * p.ow;
+		bool pointwise = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 &&
+				 p.ph == 0 && p.pw == 0 && win.pad_e[0] == 0 && win.pad_e[1] == 0;
+		int64_t per = K * ohw * (int64_t)sizeof(float);
+		int64_t nb = per ? (int64_t)(COL_MAX_BYTES / (size_t)per) : p.n;
+		if (nb < 1)
+			nb = 1;
+		if (nb > p.n)
+			nb = p.n;
+		if (!fits_int(K * ohw * nb) || !fits_int((int64_t)p.m * ohw * nb))
+			return OCL_HOST;
+		for (int64_t n0 = 0; n0 < p.n; n0 += (pointwise ? 1 : nb)) {
+			int64_t cnt = pointwise ? 1 : (p.n - n0 < nb ? p.n - n0 : nb);
+			cl_mem col, tmp;
+			cl_int cn0 = (cl_int)n0, cnb = (cl_int)cnt, cm = p.m, cohw = (cl_int)ohw;
+			size_t tmp_off = 0;
+			if (pointwise) {
+				col = mx;
+			} else {
+				size_t colb = (size_t)(K * ohw * cnt) * sizeof(float);
+				size_t tmpb = cnt > 1 ? (size_t)(p.m * ohw * cnt) * sizeof(float) : 0;
+				if (!(col = ocl_scratch(r, colb + tmpb, &rc)))
+					return rc;
+				ocl_kid k = K_IM2COL_F32;
+				if ((rc = OCL_ARG(r, k, 0, mx)) || (rc = OCL_ARG(r, k, 1, col)) ||
+				    (rc = OCL_ARG(r, k, 2, p)) || (rc = OCL_ARG(r, k, 3, cn0)) ||
+				    (rc = OCL_ARG(r, k, 4, cnb)) ||
+				    (rc = ocl_launch(r, k, (size_t)(K * ohw * cnt))))
+					return rc;
+				tmp_off = colb / sizeof(float);
+			}
+			/* nb == 1 writes straight into y; else into the tail of
+			 * the scratch, then the epilogue reorders */
+			if (cnt == 1) {
+				tmp = my;
+				rc = sgemm(r, false, false, (size_t)p.m, (size_t)ohw, (size_t)K, 1.0f,
+					   mw, 0, (size_t)K, col,
+					   pointwise ? (size_t)(n0 * K * ohw) : 0, (size_t)ohw,
+					   0.0f, my, (size_t)(n0 * p.m * ohw), (size_t)ohw);
+			} else {
+				tmp = col;
+				rc = sgemm(r, false, false, (size_t)p.m, (size_t)(ohw * cnt), (size_t)K,
+					   1.0f, mw, 0, (size_t)K, col, 0, (size_t)(ohw * cnt), 0.0f,
+					   col, tmp_off, (size_t)(ohw * cnt));
+			}
+			if (rc)
+				return rc;
+			if (cnt > 1 || hasb || hasz || act) {
+				ocl_kid k = K_CONV_EPILOGUE;
+				cl_int toff = (cl_int)(cnt > 1 ? tmp_off : (size_t)(n0 * p.m * ohw));
+				if ((rc = OCL_ARG(r, k, 0, tmp)) || (rc = OCL_ARG(r, k, 1, my)) ||
+				    (rc = OCL_ARG(r, k, 2, mb)) || (rc = OCL_ARG(r, k, 3, mz)) ||
+				    (rc = OCL_ARG(r, k, 4, hasb)) || (rc = OCL_ARG(r, k, 5, hasz)) ||
+				    (rc = OCL_ARG(r, k, 6, cm)) || (rc = OCL_ARG(r, k, 7, cohw)) ||
+				    (rc = OCL_ARG(r, k, 8, cn0)) || (rc = OCL_ARG(r, k, 9, cnb)) ||
+				    (rc = OCL_ARG(r, k, 10, act)) || (rc = OCL_ARG(r, k, 11, aa)) ||
+				    (rc = OCL_ARG(r, k, 12, ab)) || (rc = OCL_ARG(r, k, 13, toff)) ||
+				    (rc = ocl_launch(r, k, (size_t)(p.m * ohw * cnt))))
+					return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- Gemm ---- */
+
+int ocl_op_gemm(ocl_run *r)
+{
+	mfs_op_ctx *ctx = r->ctx;
+	const mfs_tensor *a = ctx->in[0], *b = ctx->in[1];
+	const mfs_tensor *c = ctx->n_in > 2 ? ctx->in[2] : NULL;
+	mfs_tensor *y = ctx->out[0];
+	bool ta = onnx_attr_int(ctx->node, "transA", 0) != 0;
+	bool tb = onnx_attr_int(ctx->node, "transB", 0) != 0;
+	float alpha = onnx_attr_float(ctx->node, "alpha", 1.0f);
+	float beta = onnx_attr_float(ctx->node, "beta", 1.0f);
+	int64_t m, n, k;
+	cl_mem ma, mb, my;
+	int rc;
+
+	if (a->dtype != MFS_DT_FLOAT || b->dtype != MFS_DT_FLOAT || a->shape.rank != 2 ||
+	    b->shape.rank != 2 || y->shape.rank != 2 || (c && c->dtype != MFS_DT_FLOAT) ||
+	    (c && c->shape.rank > 2) || !fits_int(mfs_shape_numel(&y->shape)))
+		return OCL_HOST;
+	m = y->shape.dims[0];
+	n = y->shape.dims[1];
+	k = ta ? a->shape.dims[0] : a->shape.dims[1];
+	if (!(ma = ocl_in(r, 0, &rc)) || !(mb = ocl_in(r, 1, &rc)) ||
+	    !(my = ocl_out(r, 0, &rc)))
+		return rc;
+	if (c && beta != 0.0f && mfs_shape_numel(&c->shape) > 0) {
+		/* Y = broadcast(C), then the product accumulates with beta */
+		ocl_cp p;
+		cl_mem mc;
+		int64_t s = 1;
+		int off = 2 - c->shape.rank;
+		if (!(mc = ocl_in(r, 2, &rc)))
+			return rc;
+		memset(&p, 0, sizeof(p));
+		p.rank = 2;
+		p.n = (cl_int)(m * n);
+		p.dims[0] = (cl_int)m;
+		p.dims[1] = (cl_int)n;
+		p.ds[0] = (cl_int)n;
+		p.ds[1] = 1;
+		for (int d = 1; d >= 0; d--) {
+			int dc = d - off;
+			if (dc < 0) {
+				p.ss[d] = 0;
+				continue;
+			}
+			p.ss[d] = c->shape.dims[dc] == 1 ? 0 : (cl_int)s;
+			s *= c->shape.dims[dc];
+		}
+		if ((rc = OCL_ARG(r, K_COPY_4, 0, mc)) || (rc = OCL_ARG(r, K_COPY_4, 1, my)) ||
+		    (rc = OCL_ARG(r, K_COPY_4, 2, p)) || (rc = ocl_launch(r, K_COPY_4, (size_t)p.n)))
+			return rc;
+	} else {
+		beta = 0.0f;
+	}
+	if (!k) {
+		if (beta == 0.0f) {
+			/* empty product: zeros */
+			cl_int cn = (cl_int)(m * n);
+			cl_uint zero = 0;
+			if ((rc = OCL_ARG(r, K_FILL_4, 0, my)) || (rc = OCL_ARG(r, K_FILL_4, 1, cn)) ||
+			    (rc = OCL_ARG(r, K_FILL_4, 2, zero)))
+				return rc;
+			return ocl_launch(r, K_FILL_4, (size_t)cn);
+		}
+		return 0;   /* Y = beta*C: CLBlast with k = 0 would be refused */
+	}
+	if (beta != 0.0f && beta != 1.0f) {
+		/* scale C by beta: CLBlast does that with beta itself */
+	}
+	return sgemm(r, ta, tb, (size_t)m, (size_t)n, (size_t)k, alpha, ma, 0,
+		     (size_t)a->shape.dims[1], mb, 0, (size_t)b->shape.dims[1], beta, my, 0,
+		     (size_t)n);
+}
+
+/* ---- MatMul ---- */
+
+int ocl_op_matmul(ocl_run *r)
+{
+	mfs_op_ctx *ctx = r->ctx;
+	const mfs_tensor *a = ctx->in[0], *b = ctx->in[1];
+	mfs_tensor *y = ctx->out[0];
+	mfs_mm_geom g;
+	mfs_shape ys;
+	cl_mem ma, mb, my;
+	int rc;
+
+	if (a->dtype != MFS_DT_FLOAT || b->dtype != MFS_DT_FLOAT ||
+	    !fits_int(mfs_shape_numel(&y->shape)))
+		return OCL_HOST;
+	if ((rc = mfs_mm_geometry(ctx, &a->shape, &b->shape, &g, &ys)) < 0)
+		return rc;
+	if (!(ma = ocl_in(r, 0, &rc)) || !(mb = ocl_in(r, 1, &rc)) ||
+	    !(my = ocl_out(r, 0, &rc)))
+		return rc;
+	if (!g.m || !g.n || !g.nbatch)
+		return 0;
+	if (!g.k) {
+		cl_int cn = (cl_int)mfs_shape_numel(&y->shape);
+		cl_uint zero = 0;
+		if ((rc = OCL_ARG(r, K_FILL_4, 0, my)) || (rc = OCL_ARG(r, K_FILL_4, 1, cn)) ||
+		    (rc = OCL_ARG(r, K_FILL_4, 2, zero)))
+			return rc;
+		return ocl_launch(r, K_FILL_4, (size_t)cn);
+	}
+	if (g.b_single) {
+		/* A's batch folds into its rows: one product */
+		int64_t offa, offb;
+		bool contiguous = true;
+		for (int64_t bi = 0; bi < g.nbatch && contiguous; bi++) {
+			mfs_mm_batch_offsets(&g, bi, &offa, &offb);
+			contiguous = offa == bi * g.m * g.k;
+		}
+		if (contiguous)
+			return sgemm(r, false, false, (size_t)(g.m * g.nbatch), (size_t)g.n,
+				     (size_t)g.k, 1.0f, ma, 0, (size_t)g.k, mb, 0, (size_t)g.n, 0.0f,
+				     my, 0, (size_t)g.n);
+	}
+	{
+		/* regular strides: one strided-batched call */
+		int64_t sa = -1, sb = -1, offa, offb;
+		bool regular = true;
+		for (int64_t bi = 0; bi < g.nbatch && regular; bi++) {
+			mfs_mm_batch_offsets(&g, bi, &offa, &offb);
+			if (bi == 1) {
+				sa = offa;
+				sb = offb;
+			}
+			if (bi >= 1)
+				regular = offa == bi * sa && offb == bi * sb;
+			else
+				regular = offa == 0 && offb == 0;
+		}
+		if (regular && g.nbatch > 1 && sa > 0 && sb > 0) {
+			CLBlastStatusCode s = CLBlastSgemmStridedBatched(
+				CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
+				(size_t)g.m, (size_t)g.n, (size_t)g.k, 1.0f,
+				ma, 0, (size_t)g.k, (size_t)sa, mb, 0, (size_t)g.n, (size_t)sb, 0.0f,
+				my, 0, (size_t)g.n, (size_t)(g.m * g.n), (size_t)g.nbatch,
+				ocl_queue(r), NULL);
+			return s == CLBlastSuccess ? 0 : blast_fail(r, s, "SgemmStridedBatched");
+		}
+	}
+	for (int64_t bi = 0; bi < g.nbatch; bi++) {
+		int64_t offa, offb;
+		mfs_mm_batch_offsets(&g, bi, &offa, &offb);
+		if ((rc = sgemm(r, false, false, (size_t)g.m, (size_t)g.n, (size_t)g.k, 1.0f,
+				ma, (size_t)offa, (size_t)g.k, mb, (size_t)offb, (size_t)g.n, 0.0f,
+				my, (size_t)(bi * g.m * g.n), (size_t)g.n)))
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- pools ---- */
+
+static int pool2d(ocl_run *r, bool is_max)
+{
+	mfs_op_ctx *ctx = r->ctx;
+	const mfs_tensor *x = ctx->in[0];
+	mfs_tensor *y = ctx->out[0];
+	int64_t ceil_mode = onnx_attr_int(ctx->node, "ceil_mode", 0);
+	ocl_kid k = is_max ? K_MAXPOOL2D_F32 : K_AVGPOOL2D_F32;
+	mfs_window w;
+	ocl_pool2d p;
+	cl_mem mx, my;
+	int rc;
+
+	if (x->dtype != MFS_DT_FLOAT || x->shape.rank != 4 || (ctx->n_out > 1 && ctx->out[1]) ||
+	    !fits_int(mfs_shape_numel(&x->shape)) || !fits_int(mfs_shape_numel(&y->shape)))
+		return OCL_HOST;
+	if ((rc = mfs_window_init(ctx, &x->shape, NULL, true, ceil_mode != 0, &w)) < 0)
+		return rc;
+	if (!is_max && (w.dil[0] != 1 || w.dil[1] != 1))
+		return OCL_HOST;
+	memset(&p, 0, sizeof(p));
+	p.n = (cl_int)x->shape.dims[0];
+	p.c = (cl_int)x->shape.dims[1];
+	p.h = (cl_int)w.in[0];
+	p.w = (cl_int)w.in[1];
+	p.oh = (cl_int)w.out[0];
+	p.ow = (cl_int)w.out[1];
+	p.kh = (cl_int)w.k[0];
+	p.kw = (cl_int)w.k[1];
+	p.sh = (cl_int)w.stride[0];
+	p.sw = (cl_int)w.stride[1];
+	p.ph = (cl_int)w.pad_b[0];
+	p.pw = (cl_int)w.pad_b[1];
+	p.dh = (cl_int)w.dil[0];
+	p.dw = (cl_int)w.dil[1];
+	p.pe_h = (cl_int)w.pad_e[0];
+	p.pe_w = (cl_int)w.pad_e[1];
+	p.cip = onnx_attr_int(ctx->node, "count_include_pad", 0) != 0;
+	if (!(mx = ocl_in(r, 0, &rc)) || !(my = ocl_out(r, 0, &rc)))
+		return rc;
+	if ((rc = OCL_ARG(r, k, 0, mx)) || (rc = OCL_ARG(r, k, 1, my)) ||
+	    (rc = OCL_ARG(r, k, 2, p)))
+		return rc;
+	return ocl_launch(r, k, (size_t)mfs_shape_numel(&y->shape));
+}
+
+int ocl_op_maxpool(ocl_run *r) { return pool2d(r, true); }
+int ocl_op_avgpool(ocl_run *r) { return pool2d(r, false); }
+
+int ocl_op_gavgpool(ocl_run *r)
+{
+	const mfs_tensor *x = r->ctx->in[0];
+	int64_t nc, len = 1;
+	cl_int a, b;
+	cl_mem mx, my;
+	int rc;
+
+	if (x->dtype != MFS_DT_FLOAT || x->shape.rank < 3 ||
+	    !fits_int(mfs_shape_numel(&x->shape)))
+		return OCL_HOST;
+	nc = x->shape.dims[0] * x->shape.dims[1];
+	for (int i = 2; i < x->shape.rank; i++)
+		len *= x->shape.dims[i];
+	if (!len)
+		return OCL_HOST;
+	if (!(mx = ocl_in(r, 0, &rc)) || !(my = ocl_out(r, 0, &rc)))
+		return rc;
+	a = (cl_int)nc;
+	b = (cl_int)len;
+	if ((rc = OCL_ARG(r, K_GAVGPOOL_F32, 0, mx)) || (rc = OCL_ARG(r, K_GAVGPOOL_F32, 1, my)) ||
+	    (rc = OCL_ARG(r, K_GAVGPOOL_F32, 2, a)) || (rc = OCL_ARG(r, K_GAVGPOOL_F32, 3, b)))
+		return rc;
+	return ocl_launch(r, K_GAVGPOOL_F32, (size_t)nc);
+}
+
+/* ---- BatchNormalization (inference) ---- */
+
+int ocl_op_batchnorm(ocl_run *r)
+{
+	mfs_op_ctx *ctx = r->ctx;
+	const mfs_tensor *x = ctx->in[0];
+	float eps = onnx_attr_float(ctx->node, "epsilon", 1e-5f);
+	int64_t c, inner = 1, n = mfs_shape_numel(&x->shape);
+	cl_mem m[5], my;
+	cl_int a, b, d;
+	int rc;
+
+	if (x->dtype != MFS_DT_FLOAT || x->shape.rank < 2 || ctx->n_in < 5 || !fits_int(n) ||
+	    onnx_attr_int(ctx->node, "training_mode", 0) || ctx->opset < 7 ||
+	    (ctx->opset < 9 && onnx_attr_int(ctx->node, "spatial", 1) == 0))
+		return OCL_HOST;
+	for (int i = 1; i < ctx->n_out; i++)
+		if (ctx->out[i])
+			return OCL_HOST;
+	c = x->shape.dims[1];
+	for (int i = 1; i < 5; i++)
+		if (!ctx->in[i] || ctx->in[i]->dtype != MFS_DT_FLOAT ||
+		    mfs_shape_numel(&ctx->in[i]->shape) != c)
+			return OCL_HOST;
+	for (int i = 2; i < x->shape.rank; i++)
+		inner *= x->shape.dims[i];
+	for (int i = 0; i < 5; i++)
+		if (!(m[i] = ocl_in(r, i, &rc)))
+			return rc;
+	if (!(my = ocl_out(r, 0, &rc)))
+		return rc;
+	a = (cl_int)n;
+	b = (cl_int)c;
+	d = (cl_int)inner;
+	ocl_kid k = K_BATCHNORM_F32;
+	/* kernel order: x, scale, bias, mean, var */
+	if ((rc = OCL_ARG(r, k, 0, m[0])) || (rc = OCL_ARG(r, k, 1, m[1])) ||
+	    (rc = OCL_ARG(r, k, 2, m[2])) || (rc = OCL_ARG(r, k, 3, m[3])) ||
+	    (rc = OCL_ARG(r, k, 4, m[4])) || (rc = OCL_ARG(r, k, 5, my)) ||
+	    (rc = OCL_ARG(r, k, 6, a)) || (rc = OCL_ARG(r, k, 7, b)) ||
+	    (rc = OCL_ARG(r, k, 8, d)) || (rc = OCL_ARG(r, k, 9, eps)))
+		return rc;
+	return ocl_launch(r, k, (size_t)n);
+}
+
+/* ---- Softmax / LogSoftmax ---- */
+
+int ocl_op_softmax(ocl_run *r)
+{
+	mfs_op_ctx *ctx = r->ctx;
+	const mfs_tensor *x = ctx->in[0];
+	int rank = x->shape.rank;
+	bool v13 = ctx->opset >= 13;
+	int64_t ax = onnx_attr_int(ctx->node, "axis", v13 ? -1 : 1), outer = 1, len = 1, inner = 1;
+	cl_int o, l, in, lg = !strcmp(ctx->node->op_type, "LogSoftmax");
+	cl_mem mx, my;
+	int rc;
+
+	if (x->dtype != MFS_DT_FLOAT || !fits_int(mfs_shape_numel(&x->shape)))
+		return OCL_HOST;
+	if (ax < 0)
+		ax += rank;
+	if (ax < 0 || ax > rank || (v13 && ax == rank) || rank == 0)
+		return OCL_HOST;
+	for (int i = 0; i < ax; i++)
+		outer *= x->shape.dims[i];
+	if (v13) {
+		len = x->shape.dims[ax];
+		for (int i = (int)ax + 1; i < rank; i++)
+			inner *= x->shape.dims[i];
+	} else {
+		for (int i = (int)ax; i < rank; i++)
+			len *= x->shape.dims[i];
+	}
+	if (!(mx = ocl_in(r, 0, &rc)) || !(my = ocl_out(r, 0, &rc)))
+		return rc;
+	if (!len)
+		return 0;
+	o = (cl_int)outer;
+	l = (cl_int)len;
+	in = (cl_int)inner;
+	ocl_kid k = K_SOFTMAX_F32;
+	if ((rc = OCL_ARG(r, k, 0, mx)) || (rc = OCL_ARG(r, k, 1, my)) ||
+	    (rc = OCL_ARG(r, k, 2, o)) || (rc = OCL_ARG(r, k, 3, l)) ||
+	    (rc = OCL_ARG(r, k, 4, in)) || (rc = OCL_ARG(r, k, 5, lg)))
+		return rc;
+	return ocl_launch(r, k, (size_t)(outer * inner));
+}
+
+/* ---- LayerNormalization ---- */
+
+int ocl_op_layernorm(ocl_run *r)
+{
+	mfs_op_ctx *ctx = r->ctx;
+	const mfs_tensor *x = ctx->in[0], *sc = ctx->n_in > 1 ? ctx->in[1] : NULL;
+	const mfs_tensor *bi = ctx->n_in > 2 ? ctx->in[2] : NULL;
+	int rank = x->shape.rank;
+	int64_t ax = onnx_attr_int(ctx->node, "axis", -1), rows = 1, len = 1, sn, bn = 1;
+	float eps = onnx_attr_float(ctx->node, "epsilon", 1e-5f);
+	cl_mem mx, ms, mb, my;
+	cl_int a, b, c, d, hb = bi != NULL;
+	size_t local = 1;
+	int rc;
+
+	if (x->dtype != MFS_DT_FLOAT || !sc || sc->dtype != MFS_DT_FLOAT ||
+	    (bi && bi->dtype != MFS_DT_FLOAT) || !fits_int(mfs_shape_numel(&x->shape)))
+		return OCL_HOST;
+	for (int i = 1; i < ctx->n_out; i++)
+		if (ctx->out[i])
+			return OCL_HOST;
+	if (ax < 0)
+		ax += rank;
+	if (ax < 0 || ax >= rank)
+		return OCL_HOST;
+	for (int i = 0; i < ax; i++)
+		rows *= x->shape.dims[i];
+	for (int i = (int)ax; i < rank; i++)
+		len *= x->shape.dims[i];
+	sn = mfs_shape_numel(&sc->shape);
+	if (bi)
+		bn = mfs_shape_numel(&bi->shape);
+	if ((sn != len && sn != 1) || (bn != len && bn != 1) || !len)
+		return OCL_HOST;
+	if (!(mx = ocl_in(r, 0, &rc)) || !(ms = ocl_in(r, 1, &rc)))
+		return rc;
+	mb = ms;
+	if (bi && !(mb = ocl_in(r, 2, &rc)))
+		return rc;
+	if (!(my = ocl_out(r, 0, &rc)))
+		return rc;
+	/* a power of two, at most the row: PoCL corrupted memory with
+	 * groups wider than the row (len 33, 64 items) */
+	while (local * 2 <= 256 && local * 2 <= ocl_max_group(r) && (int64_t)local * 2 <= len)
+		local *= 2;
+	a = (cl_int)rows;
+	b = (cl_int)len;
+	c = (cl_int)sn;
+	d = (cl_int)bn;
+	ocl_kid k = K_LAYERNORM_F32;
+	if ((rc = OCL_ARG(r, k, 0, mx)) || (rc = OCL_ARG(r, k, 1, ms)) ||
+	    (rc = OCL_ARG(r, k, 2, mb)) || (rc = OCL_ARG(r, k, 3, my)) ||
+	    (rc = OCL_ARG(r, k, 4, a)) || (rc = OCL_ARG(r, k, 5, b)) ||
+	    (rc = OCL_ARG(r, k, 6, c)) || (rc = OCL_ARG(r, k, 7, d)) ||
+	    (rc = OCL_ARG(r, k, 8, hb)) || (rc = OCL_ARG(r, k, 9, eps)) ||
+	    (rc = ocl_arg(r, k, 10, local * sizeof(float), NULL)))
+		return rc;
+	return ocl_launch_groups(r, k, (size_t)rows, local);
+}
+
+/* ---- ReduceMean / ReduceSum (float) ---- */
+
+int ocl_op_reduce(ocl_run *r)
+{
+	mfs_op_ctx *ctx = r->ctx;
+	const mfs_tensor *x = ctx->in[0];
+	bool mean = !strcmp(ctx->node->op_type, "ReduceMean");
+	bool axes_input = mean ? ctx->opset >= 18 : ctx->opset >= 13;
+	int rank = x->shape.rank, n = 0, rc;
+	int64_t axes[MFS_MAX_RANK], st[MFS_MAX_RANK], count = 1, nout;
+	unsigned mask = 0;
+	ocl_rd p;
+	cl_int op = mean;
+	cl_mem mx, my;
+
+	if (x->dtype != MFS_DT_FLOAT || rank > OCL_MAXR || !fits_int(mfs_shape_numel(&x->shape)))
+		return OCL_HOST;
+	if (axes_input) {
+		if (ctx->n_in > 1 && ctx->in[1]) {
+			if (!ocl_in_host(r, 1, &rc))
+				return rc;
+			if ((rc = oc_read_ints(ctx, 1, axes, MFS_MAX_RANK, &n)))
+				return rc > 0 ? OCL_HOST : rc;
+		}
+	} else {
+		const int64_t *v;
+		size_t c = onnx_attr_ints(ctx->node, "axes", &v);
+		if (c > MFS_MAX_RANK)
+			return OCL_HOST;
+		for (size_t i = 0; i < c; i++)
+			axes[i] = v[i];
+		n = (int)c;
+	}
+	if (!n) {
+		if (axes_input && onnx_attr_int(ctx->node, "noop_with_empty_axes", 0))
+			return OCL_HOST;   /* a copy: rare, let the CPU do it */
+		mask = rank ? (1u << rank) - 1 : 0;
+	} else {
+		for (int i = 0; i < n; i++) {
+			int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+			if (a < 0 || a >= rank)
+				return OCL_HOST;
+			mask |= 1u << a;
+		}
+	}
+	memset(&p, 0, sizeof(p));
+	{
+		int64_t s = 1;
+		for (int k = rank - 1; k >= 0; k--) {
+			st[k] = s;
+			s *= x->shape.dims[k];
+		}
+	}
+	for (int k = 0; k < rank; k++) {
+		if (mask & (1u << k)) {
+			p.rdims[p.rr] = (cl_int)x->shape.dims[k];
+			p.rst[p.rr++] = (cl_int)st[k];
+			count *= x->shape.dims[k];
+		} else {
+			p.kdims[p.kr] = (cl_int)x->shape.dims[k];
+			p.kst[p.kr++] = (cl_int)st[k];
+		}
+	}
+	nout = mfs_shape_numel(&ctx->out[0]->shape);
+	if (!count || !fits_int(count))
+		return OCL_HOST;   /* empty reductions: the CPU's rules */
+	p.n = (cl_int)nout;
+	p.count = (cl_int)count;
+	if (!(mx = ocl_in(r, 0, &rc)) || !(my = ocl_out(r, 0, &rc)))
+		return rc;
+	if ((rc = OCL_ARG(r, K_REDUCE_F32, 0, mx)) || (rc = OCL_ARG(r, K_REDUCE_F32, 1, my)) ||
+	    (rc = OCL_ARG(r, K_REDUCE_F32, 2, p)) || (rc = OCL_ARG(r, K_REDUCE_F32, 3, op)))
+		return rc;
+	return ocl_launch(r, K_REDUCE_F32, (size_t)nout);
+}

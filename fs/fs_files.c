@@ -1,0 +1,463 @@
+/* fs_files.c - open files: control-file snapshots, input files (written,
+ * then committed at flush), output files (reads that wait for the run),
+ * and infer sessions (SPEC.md sections 4 and 5).  Nothing here runs a
+ * model: a read that must wait is stored (fs_wait.c) and answered from
+ * the compute thread.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs_internal.h"
+#include "log.h"
+#include "metrics.h"
+#include "repo.h"
+
+void fs_op_open(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	mfs_fs *fs = fuse_req_userdata(freq);
+	target t;
+	int acc = fi->flags & O_ACCMODE;
+	bool writing = acc != O_RDONLY;
+	handle *h = NULL;
+	int rc = 0;
+	if (fs_resolve(fs, ino, &t) < 0) {
+		fuse_reply_err(freq, ENOENT);
+		return;
+	}
+	if (fs_is_dir(t.kind)) {
+		rc = -EISDIR;
+	} else if (t.kind == N_MFILE && t.sub == MF_INFER) {
+		h = fs_handle_new(fs, H_INFER, &t);
+		rc = h ? 0 : -ENOMEM;
+	} else if (t.kind == N_RFILE && t.sub == RF_OUTPUT) {
+		if (writing)
+			rc = -EACCES;
+		else if (!(h = fs_handle_new(fs, H_OUTPUT, &t)))
+			rc = -ENOMEM;
+	} else if (t.kind == N_RFILE && t.sub == RF_INPUT) {
+		if (!(h = fs_handle_new(fs, writing ? H_INPUT : H_STATIC, &t))) {
+			rc = -ENOMEM;
+		} else if (!writing || !(fi->flags & O_TRUNC)) {
+			char *buf;
+			size_t len;
+			if ((rc = mfs_request_input_file(t.req, t.name, &buf, &len)) == 0) {
+				if (writing) {
+					h->wbuf = buf;
+					h->wlen = h->wcap = len;
+				} else {
+					h->content = buf;
+					h->len = len;
+				}
+			}
+		} else {
+			h->dirty = true;   /* truncated: an empty file is what was written */
+		}
+	} else if (writing) {
+		rc = -EROFS;
+	} else if (!(h = fs_handle_new(fs, H_STATIC, &t))) {
+		rc = -ENOMEM;
+	} else {
+		rc = fs_content(fs, &t, &h->content, &h->len);
+	}
+	fs_target_release(&t);
+	if (rc < 0) {
+		if (h)
+			fs_handle_free(fs, h);
+		fuse_reply_err(freq, -rc);
+		return;
+	}
+	fs_set_handle(fi, h);
+	if (fuse_reply_open(freq, fi) != 0)
+		fs_handle_free(fs, h);
+}
+
+void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	mfs_fs *fs = fuse_req_userdata(freq);
+	target p;
+	mfs_format fmt;
+	(void)mode;
+	if (fs_resolve(fs, parent, &p) < 0) {
+		fuse_reply_err(freq, ENOENT);
+		return;
+	}
+	if (p.kind != N_REQ) {
+		fuse_reply_err(freq, p.kind == N_REQS ? EPERM : EROFS);
+		fs_target_release(&p);
+		return;
+	}
+	if (fs_rfile_index(name) >= 0 || fs_output_file(p.req, name, &fmt) >= 0) {
+		fuse_reply_err(freq, fs_rfile_index(name) >= 0 ? EROFS : EACCES);
+		fs_target_release(&p);
+		return;
+	}
+	bool existed = mfs_request_input_file_size(p.req, name) >= 0;
+	pthread_mutex_lock(&fs->lock);
+	node *pn = fs_node_find(fs, parent);
+	node *c = pn && !pn->dead ? fs_node_child(pn, name) : NULL;
+	if (c && (c->kind != N_RFILE || c->sub != RF_INPUT)) {
+		fs_node_kill(fs, c);
+		c = NULL;
+	}
+	if (!c && pn && !pn->dead)
+		c = fs_node_add(fs, pn, name, N_RFILE, RF_INPUT, p.model, p.version, p.req, 0, 0);
+	target t;
+	if (c) {
+		c->nlookup++;
+		fs_fill_target(c, &t);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	fs_target_release(&p);
+	if (!c) {
+		fuse_reply_err(freq, ENOMEM);
+		return;
+	}
+	handle *h = fs_handle_new(fs, H_INPUT, &t);
+	if (!h) {
+		fs_target_release(&t);
+		fuse_reply_err(freq, ENOMEM);
+		return;
+	}
+	h->dirty = true;
+	h->created = !existed;
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof(e));
+	e.ino = t.ino;
+	e.generation = 1;
+	fs_fill_attr(fs, &t, &e.attr);
+	e.attr.st_size = 0;
+	fs_target_release(&t);
+	fs_set_handle(fi, h);
+	if (fuse_reply_create(freq, &e, fi) != 0)
+		fs_handle_free(fs, h);
+}
+
+void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	mfs_fs *fs = fuse_req_userdata(freq);
+	handle *h = (handle *)(uintptr_t)fi->fh;
+	uint64_t max = fs->conf.max_request_bytes;
+	(void)ino;
+	if (h->kind != H_INPUT && h->kind != H_INFER) {
+		fuse_reply_err(freq, EBADF);
+		return;
+	}
+	pthread_mutex_lock(&h->lock);
+	size_t at = (size_t)off;
+	if (h->kind == H_INFER) {
+		if (h->inflight) {
+			pthread_mutex_unlock(&h->lock);
+			fuse_reply_err(freq, EBUSY);
+			return;
+		}
+		if (h->have_content) {
+			/* A write after the response starts the next request. */
+			free(h->content);
+			h->content = NULL;
+			h->len = 0;
+			h->have_content = false;
+			h->wlen = 0;
+			h->rpos = 0;
+		}
+		at = h->wlen;   /* a stream: offsets do not matter */
+	} else {
+		int64_t mine = mfs_request_input_file_size(h->req, h->name);
+		uint64_t others = mfs_request_input_bytes(h->req) - (mine > 0 ? (uint64_t)mine : 0);
+		max = others < max ? max - others : 0;
+	}
+	if ((uint64_t)at + size > max) {
+		/* The file is refused: nothing of it is committed at close. */
+		if (h->kind == H_INPUT)
+			h->dirty = h->written = false;
+		pthread_mutex_unlock(&h->lock);
+		if (h->kind == H_INPUT) {
+			mfs_error err;
+			mfs_fail(&err, EFBIG, "'%s' refused: the request would pass --max-request-bytes=%" PRIu64,
+				 h->name, fs->conf.max_request_bytes);
+			mfs_request_note_error(h->req, &err);
+		} else {
+			mfs_log_warn("model '%s' infer: request refused: more than --max-request-bytes=%" PRIu64,
+				     h->model, fs->conf.max_request_bytes);
+		}
+		fuse_reply_err(freq, EFBIG);
+		return;
+	}
+	if (at + size > h->wcap) {
+		size_t cap = h->wcap ? h->wcap : 4096;
+		while (cap < at + size)
+			cap *= 2;
+		char *nb = realloc(h->wbuf, cap);
+		if (!nb) {
+			pthread_mutex_unlock(&h->lock);
+			fuse_reply_err(freq, ENOMEM);
+			return;
+		}
+		h->wbuf = nb;
+		h->wcap = cap;
+	}
+	if (at > h->wlen)
+		memset(h->wbuf + h->wlen, 0, at - h->wlen);
+	memcpy(h->wbuf + at, buf, size);
+	if (at + size > h->wlen)
+		h->wlen = at + size;
+	h->dirty = true;
+	h->written = true;
+	pthread_mutex_unlock(&h->lock);
+	fuse_reply_write(freq, size);
+}
+
+/* Commit an input file written on h; 0 or a negative errno.  At flush
+ * (every close()) only once something was written: a shell's `>`
+ * opens the file, dup2()s it and closes the first descriptor before the
+ * command writes anything.  At release, whatever is still uncommitted (an
+ * empty file made by `: > f`) is committed; its error goes to $req/error. */
+static int commit_input(mfs_fs *fs, handle *h, bool final)
+{
+	mfs_error err;
+	mfs_error_clear(&err);
+	pthread_mutex_lock(&h->lock);
+	if (!h->dirty || (!final && !h->written)) {
+		pthread_mutex_unlock(&h->lock);
+		return 0;
+	}
+	h->dirty = false;
+	h->written = false;
+	int rc = mfs_request_commit_file(h->req, h->name, h->wbuf ? h->wbuf : "", h->wlen, &err);
+	bool created = h->created;
+	if (rc == 0)
+		h->created = false;
+	pthread_mutex_unlock(&h->lock);
+	if (rc < 0 && created && mfs_request_input_file_size(h->req, h->name) < 0) {
+		/* A new file that was refused leaves no entry behind. */
+		pthread_mutex_lock(&fs->lock);
+		node *n = fs_node_find(fs, h->ino);
+		if (n)
+			fs_node_kill(fs, n);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	return rc;
+}
+
+void fs_op_flush(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	mfs_fs *fs = fuse_req_userdata(freq);
+	handle *h = (handle *)(uintptr_t)fi->fh;
+	(void)ino;
+	int rc = h->kind == H_INPUT ? commit_input(fs, h, false) : 0;
+	fuse_reply_err(freq, -rc);
+}
+
+void fs_op_release(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	mfs_fs *fs = fuse_req_userdata(freq);
+	handle *h = (handle *)(uintptr_t)fi->fh;
+	(void)ino;
+	if (h->kind == H_INPUT)
+		commit_input(fs, h, true);
+	fs_handle_free(fs, h);
+	fuse_reply_err(freq, 0);
+}
+
+void fs_op_fsync(fuse_req_t freq, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)datasync;
+	(void)fi;
+	fuse_reply_err(freq, 0);
+}
+
+void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off)
+{
+	pthread_mutex_lock(&h->lock);
+	if (!h->have_content) {
+		mfs_error err;
+		char *buf;
+		size_t len;
+		mfs_error_clear(&err);
+		int rc = mfs_request_read_output(h->req, h->idx, h->fmt, &buf, &len, &err);
+		if (rc < 0) {
+			pthread_mutex_unlock(&h->lock);
+			if (rc == -ENODATA || rc == -EIO)
+				mfs_log_warn("model '%s' request '%s': reading '%s': %s", h->model,
+					     mfs_request_name(h->req), h->name, err.msg);
+			fuse_reply_err(freq, rc == -EINPROGRESS ? EAGAIN : -rc);
+			return;
+		}
+		h->content = buf;
+		h->len = len;
+		h->have_content = true;
+	}
+	/* Reply under the lock: release() frees the content only after
+	 * taking it, and the reply's buffer must live until writev returns. */
+	fs_reply_slice(freq, h->content, h->len, size, off);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Build the session's response (h->lock held). */
+static void infer_response(handle *h)
+{
+	mfs_version *v = mfs_request_version(h->req);
+	const mfs_model_config *cfg = v->config;
+	const mfs_tensor **outs = calloc((size_t)cfg->n_outputs + 1, sizeof(*outs));
+	mfs_error err;
+	mfs_error_clear(&err);
+	char *text = NULL;
+	size_t len = 0;
+	if (!outs)
+		mfs_fail(&err, ENOMEM, "out of memory");
+	else if (mfs_request_outputs(h->req, outs, &err) == 0)
+		text = mfs_infer_response(cfg, v->model_name, v->version, &h->ireq, outs, &len, &err);
+	free(outs);
+	if (!text)
+		text = mfs_infer_error_json(err.msg, &len);
+	mfs_infer_req_release(&h->ireq);
+	h->content = text;
+	h->len = text ? len : 0;
+	h->have_content = true;
+	h->rpos = 0;
+	h->inflight = false;
+}
+
+void fs_answer_infer(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
+{
+	(void)fs;
+	pthread_mutex_lock(&h->lock);
+	if (!h->have_content && !h->req) {
+		/* Nothing was ever asked on this file. */
+		pthread_mutex_unlock(&h->lock);
+		fuse_reply_buf(freq, NULL, 0);
+		return;
+	}
+	if (!h->have_content)
+		infer_response(h);
+	size_t pos = h->rpos < h->len ? h->rpos : h->len;
+	size_t n = h->len - pos < size ? h->len - pos : size;
+	h->rpos = pos + n;
+	/* Reply under the handle lock so two readers of one session see the
+	 * response in order. */
+	fuse_reply_buf(freq, h->content ? h->content + pos : NULL, n);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* The first read of an infer session: parse, submit, wait. */
+static void infer_read(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
+{
+	mfs_error err;
+	mfs_error_clear(&err);
+	pthread_mutex_lock(&h->lock);
+	if (h->inflight) {
+		/* A read interrupted earlier: wait for the same run again. */
+		mfs_request *r = h->req;
+		pthread_mutex_unlock(&h->lock);
+		if (fs_wait_read(fs, freq, h, r, size, 0) == 0)
+			fs_answer_infer(fs, freq, h, size);
+		return;
+	}
+	if (h->have_content || h->wlen == 0) {
+		pthread_mutex_unlock(&h->lock);
+		fs_answer_infer(fs, freq, h, size);
+		return;
+	}
+	int rc;
+	bool logged = false;
+	mfs_version *v = NULL;
+	if (!__atomic_load_n(&fs->accepting, __ATOMIC_ACQUIRE)) {
+		rc = mfs_fail(&err, EAGAIN, "the daemon is stopping");
+		goto fail;
+	}
+	rc = mfs_registry_get(fs->conf.registry, h->model, h->version, &v, &err);
+	if (rc < 0)
+		goto fail;
+	if (!h->req || mfs_request_version(h->req) != v) {
+		char name[64];
+		snprintf(name, sizeof(name), "infer-%" PRIu64,
+			 __atomic_add_fetch(&fs->infer_seq, 1, __ATOMIC_RELAXED));
+		mfs_request *r;
+		rc = mfs_request_new(v, name, fs->conf.max_request_bytes, &r, &err);
+		if (rc < 0)
+			goto fail;
+		if (h->req)
+			mfs_request_put(h->req);
+		h->req = r;
+	}
+	mfs_infer_req_release(&h->ireq);
+	rc = mfs_infer_parse(v->config, h->wbuf, h->wlen, &h->ireq, &err);
+	if (rc < 0)
+		goto fail;
+	rc = mfs_request_submit_tensors(h->req, h->ireq.inputs, &err);
+	if (rc < 0) {
+		logged = true;   /* the request logged it */
+		goto fail;
+	}
+	mfs_version_put(v);
+	h->inflight = true;
+	h->wlen = 0;
+	mfs_request *r = h->req;
+	mfs_request_get(r);
+	pthread_mutex_unlock(&h->lock);
+	if (fs_wait_read(fs, freq, h, r, size, 0) == 0)
+		fs_answer_infer(fs, freq, h, size);
+	mfs_request_put(r);
+	return;
+fail:
+	if (v)
+		mfs_version_put(v);
+	if (!logged)
+		mfs_log_warn("model '%s' infer: %s", h->model, err.msg);
+	mfs_infer_req_release(&h->ireq);
+	free(h->content);
+	h->content = mfs_infer_error_json(err.msg, &h->len);
+	if (!h->content)
+		h->len = 0;
+	h->have_content = true;
+	h->rpos = 0;
+	h->wlen = 0;
+	pthread_mutex_unlock(&h->lock);
+	fs_answer_infer(fs, freq, h, size);
+}
+
+void fs_op_read(fuse_req_t freq, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	mfs_fs *fs = fuse_req_userdata(freq);
+	handle *h = (handle *)(uintptr_t)fi->fh;
+	(void)ino;
+	switch (h->kind) {
+	case H_STATIC:
+		pthread_mutex_lock(&h->lock);
+		fs_reply_slice(freq, h->content, h->len, size, off);
+		pthread_mutex_unlock(&h->lock);
+		return;
+	case H_OUTPUT: {
+		pthread_mutex_lock(&h->lock);
+		bool have = h->have_content;
+		pthread_mutex_unlock(&h->lock);
+		if (!have && mfs_request_state(h->req) != MFS_REQ_DONE &&
+		    mfs_request_state(h->req) != MFS_REQ_FAILED &&
+		    mfs_request_state(h->req) != MFS_REQ_WAITING) {
+			if (fs_wait_read(fs, freq, h, h->req, size, off) == 1)
+				return;
+		}
+		fs_answer_output(freq, h, size, off);
+		return;
+	}
+	case H_INFER:
+		infer_read(fs, freq, h, size);
+		return;
+	case H_INPUT:
+		pthread_mutex_lock(&h->lock);
+		fs_reply_slice(freq, h->wbuf, h->wlen, size, off);
+		pthread_mutex_unlock(&h->lock);
+		return;
+	default:
+		fuse_reply_err(freq, EISDIR);
+		return;
+	}
+}
+

@@ -1,0 +1,590 @@
+/* ops.cl - the OpenCL engine's kernels (exec/ocl_backend.c, exec/ocl_ops.c).
+ *
+ * Generic kernels carry most operators: one strided copy (Transpose, Slice,
+ * Concat, Expand, Gemm's C), one broadcasting binary kernel per element
+ * type with an op code, one unary kernel with an op code, row-wise
+ * softmax / layer norm, a strided reduction, then the dense ones (im2col
+ * for CLBlast's GEMM, a direct convolution for grouped ones, pools).
+ * Every kernel takes its element count and returns for ids past it, so the
+ * host may round the global size up to a work-group multiple.
+ *
+ * The parameter structs are passed by value and match struct definitions
+ * in exec/ocl_internal.h field for field (all 32-bit ints: no padding).
+ */
+
+#define MAXR 8
+
+/* Broadcast geometry: output dims and, per operand, element strides (0
+ * where the operand is broadcast). */
+typedef struct {
+	int rank, n;
+	int dims[MAXR];
+	int s0[MAXR], s1[MAXR], s2[MAXR];
+} bc_t;
+
+/* Strided copy: dst[doff + sum i_k*ds_k] = src[soff + sum i_k*ss_k]. */
+typedef struct {
+	int rank, n, soff, doff;
+	int dims[MAXR];
+	int ss[MAXR], ds[MAXR];
+} cp_t;
+
+/* Reduction: kept dims (strides into the input) and reduced dims. */
+typedef struct {
+	int n, kr, rr, count;
+	int kdims[MAXR], kst[MAXR];
+	int rdims[MAXR], rst[MAXR];
+} rd_t;
+
+static inline void bc_off(const bc_t *p, int i, int *o0, int *o1, int *o2)
+{
+	int a = 0, b = 0, c = 0;
+	for (int k = p->rank - 1; k >= 0; k--) {
+		int d = p->dims[k], x = i % d;
+		i /= d;
+		a += x * p->s0[k];
+		b += x * p->s1[k];
+		c += x * p->s2[k];
+	}
+	*o0 = a;
+	*o1 = b;
+	*o2 = c;
+}
+
+/* ---- unary (float) ---- */
+
+enum { U_RELU, U_SIGMOID, U_TANH, U_ERF, U_SQRT, U_CLIP, U_COPY, U_NEG,
+       U_EXP, U_ABS, U_LEAKY };
+
+static inline float unary_op(float x, int op, float a, float b)
+{
+	switch (op) {
+	case U_RELU: return x > 0.0f ? x : (isnan(x) ? x : 0.0f);
+	case U_SIGMOID: return 1.0f / (1.0f + exp(-x));
+	case U_TANH: return tanh(x);
+	case U_ERF: return erf(x);
+	case U_SQRT: return sqrt(x);
+	case U_CLIP: return isnan(x) ? x : fmin(fmax(x, a), b);
+	case U_NEG: return -x;
+	case U_EXP: return exp(x);
+	case U_ABS: return fabs(x);
+	case U_LEAKY: return x < 0.0f ? a * x : x;
+	default: return x;
+	}
+}
+
+__kernel void unary_f32(__global const float *x, __global float *y, int n,
+			int op, float a, float b)
+{
+	int i = get_global_id(0);
+	if (i < n)
+		y[i] = unary_op(x[i], op, a, b);
+}
+
+/* ---- binary, broadcasting ---- */
+
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_EQ };
+
+__kernel void binary_f32(__global const float *a, __global const float *b,
+			 __global float *y, bc_t p, int op)
+{
+	int i = get_global_id(0), ia, ib, ic;
+	if (i >= p.n)
+		return;
+	bc_off(&p, i, &ia, &ib, &ic);
+	float x = a[ia], z = b[ib], r;
+	switch (op) {
+	case B_ADD: r = x + z; break;
+	case B_SUB: r = x - z; break;
+	case B_MUL: r = x * z; break;
+	case B_DIV: r = x / z; break;
+	case B_POW: r = (z == 2.0f) ? x * x : pow(x, z); break;
+	default: r = 0.0f;
+	}
+	y[i] = r;
+}
+
+/* Integer division truncates toward zero; x / 0 gives 0 (as the CPU). */
+__kernel void binary_i64(__global const long *a, __global const long *b,
+			 __global long *y, bc_t p, int op)
+{
+	int i = get_global_id(0), ia, ib, ic;
+	if (i >= p.n)
+		return;
+	bc_off(&p, i, &ia, &ib, &ic);
+	long x = a[ia], z = b[ib], r;
+	switch (op) {
+	case B_ADD: r = x + z; break;
+	case B_SUB: r = x - z; break;
+	case B_MUL: r = x * z; break;
+	case B_DIV: r = z ? ((z == -1) ? -x : x / z) : 0; break;
+	default: r = 0;
+	}
+	y[i] = r;
+}
+
+__kernel void binary_i32(__global const int *a, __global const int *b,
+			 __global int *y, bc_t p, int op)
+{
+	int i = get_global_id(0), ia, ib, ic;
+	if (i >= p.n)
+		return;
+	bc_off(&p, i, &ia, &ib, &ic);
+	int x = a[ia], z = b[ib], r;
+	switch (op) {
+	case B_ADD: r = x + z; break;
+	case B_SUB: r = x - z; break;
+	case B_MUL: r = x * z; break;
+	case B_DIV: r = z ? ((z == -1) ? -x : x / z) : 0; break;
+	default: r = 0;
+	}
+	y[i] = r;
+}
+
+/* Equal -> bool (one byte). */
+__kernel void equal_f32(__global const float *a, __global const float *b,
+			__global uchar *y, bc_t p)
+{
+	int i = get_global_id(0), ia, ib, ic;
+	if (i < p.n) {
+		bc_off(&p, i, &ia, &ib, &ic);
+		y[i] = a[ia] == b[ib];
+	}
+}
+
+__kernel void equal_i64(__global const long *a, __global const long *b,
+			__global uchar *y, bc_t p)
+{
+	int i = get_global_id(0), ia, ib, ic;
+	if (i < p.n) {
+		bc_off(&p, i, &ia, &ib, &ic);
+		y[i] = a[ia] == b[ib];
+	}
+}
+
+__kernel void equal_i32(__global const int *a, __global const int *b,
+			__global uchar *y, bc_t p)
+{
+	int i = get_global_id(0), ia, ib, ic;
+	if (i < p.n) {
+		bc_off(&p, i, &ia, &ib, &ic);
+		y[i] = a[ia] == b[ib];
+	}
+}
+
+__kernel void equal_u8(__global const uchar *a, __global const uchar *b,
+		       __global uchar *y, bc_t p)
+{
+	int i = get_global_id(0), ia, ib, ic;
+	if (i < p.n) {
+		bc_off(&p, i, &ia, &ib, &ic);
+		y[i] = a[ia] == b[ib];
+	}
+}
+
+/* Where(cond, x, y): s0 cond, s1 x, s2 y. */
+#define WHERE(T, name)                                                        \
+__kernel void name(__global const uchar *c, __global const T *x,              \
+		   __global const T *y, __global T *o, bc_t p)                \
+{                                                                             \
+	int i = get_global_id(0), ic, ix, iy;                                 \
+	if (i < p.n) {                                                        \
+		bc_off(&p, i, &ic, &ix, &iy);                                 \
+		o[i] = c[ic] ? x[ix] : y[iy];                                 \
+	}                                                                     \
+}
+WHERE(uchar, where_1)
+WHERE(uint, where_4)
+WHERE(ulong, where_8)
+
+/* ---- strided copy, fill ---- */
+
+#define COPY(T, name)                                                         \
+__kernel void name(__global const T *src, __global T *dst, cp_t p)            \
+{                                                                             \
+	int i = get_global_id(0);                                             \
+	if (i >= p.n)                                                         \
+		return;                                                       \
+	int s = p.soff, d = p.doff;                                           \
+	for (int k = p.rank - 1; k >= 0; k--) {                               \
+		int x = i % p.dims[k];                                        \
+		i /= p.dims[k];                                               \
+		s += x * p.ss[k];                                             \
+		d += x * p.ds[k];                                             \
+	}                                                                     \
+	dst[d] = src[s];                                                      \
+}
+COPY(uchar, copy_1)
+COPY(uint, copy_4)
+COPY(ulong, copy_8)
+
+__kernel void fill_1(__global uchar *y, int n, uchar v)
+{
+	int i = get_global_id(0);
+	if (i < n)
+		y[i] = v;
+}
+
+__kernel void fill_4(__global uint *y, int n, uint v)
+{
+	int i = get_global_id(0);
+	if (i < n)
+		y[i] = v;
+}
+
+__kernel void fill_8(__global ulong *y, int n, ulong v)
+{
+	int i = get_global_id(0);
+	if (i < n)
+		y[i] = v;
+}
+
+/* ---- Cast among float, int64, int32, int8, uint8, bool ---- */
+
+/* ONNX type numbers */
+enum { T_FLOAT = 1, T_UINT8 = 2, T_INT8 = 3, T_INT32 = 6, T_INT64 = 7,
+       T_BOOL = 9 };
+
+__kernel void cast(__global const uchar *src, __global uchar *dst, int n,
+		   int st, int dt)
+{
+	int i = get_global_id(0);
+	if (i >= n)
+		return;
+	float f = 0.0f;
+	long l = 0;
+	int isf = 0;
+	switch (st) {
+	case T_FLOAT: f = ((__global const float *)src)[i]; isf = 1; break;
+	case T_UINT8: case T_BOOL: l = src[i]; break;
+	case T_INT8: l = ((__global const char *)src)[i]; break;
+	case T_INT32: l = ((__global const int *)src)[i]; break;
+	case T_INT64: l = ((__global const long *)src)[i]; break;
+	}
+	switch (dt) {
+	case T_FLOAT:
+		((__global float *)dst)[i] = isf ? f : (float)l;
+		break;
+	case T_BOOL:
+		dst[i] = isf ? f != 0.0f : l != 0;
+		break;
+	case T_UINT8:
+		dst[i] = isf ? convert_uchar_sat(isnan(f) ? 0.0f : f) : convert_uchar_sat(l);
+		break;
+	case T_INT8:
+		((__global char *)dst)[i] = isf ? convert_char_sat(isnan(f) ? 0.0f : f) : convert_char_sat(l);
+		break;
+	case T_INT32:
+		((__global int *)dst)[i] = isf ? convert_int_sat(isnan(f) ? 0.0f : f) : convert_int_sat(l);
+		break;
+	case T_INT64:
+		((__global long *)dst)[i] = isf ? convert_long_sat(isnan(f) ? 0.0f : f) : l;
+		break;
+	}
+}
+
+/* ---- Gather: out[o, j, k] = data[o, idx[j], k]; an index out of range
+ * gives zeros (the device cannot fail a run; see docs/OPENCL.md). ---- */
+
+#define GATHER(T, I, name)                                                    \
+__kernel void name(__global const T *data, __global const I *idx,             \
+		   __global T *out, int n, int axis_len, int nidx, int inner) \
+{                                                                             \
+	int i = get_global_id(0);                                             \
+	if (i >= n)                                                           \
+		return;                                                       \
+	int k = i % inner, t = i / inner, j = t % nidx, o = t / nidx;         \
+	long x = idx[j];                                                      \
+	if (x < 0)                                                            \
+		x += axis_len;                                                \
+	out[i] = (x >= 0 && x < axis_len) ?                                   \
+		 data[((long)o * axis_len + x) * inner + k] : (T)0;           \
+}
+GATHER(uchar, long, gather_1_i64)
+GATHER(uint, long, gather_4_i64)
+GATHER(ulong, long, gather_8_i64)
+GATHER(uchar, int, gather_1_i32)
+GATHER(uint, int, gather_4_i32)
+GATHER(ulong, int, gather_8_i32)
+
+/* ---- reductions and row-wise normalisations (float) ---- */
+
+/* op 0: sum, 1: mean */
+__kernel void reduce_f32(__global const float *x, __global float *y, rd_t p,
+			 int op)
+{
+	int i = get_global_id(0);
+	if (i >= p.n)
+		return;
+	int base = 0, t = i;
+	for (int k = p.kr - 1; k >= 0; k--) {
+		base += (t % p.kdims[k]) * p.kst[k];
+		t /= p.kdims[k];
+	}
+	float s = 0.0f;
+	for (int j = 0; j < p.count; j++) {
+		int off = base, u = j;
+		for (int k = p.rr - 1; k >= 0; k--) {
+			off += (u % p.rdims[k]) * p.rst[k];
+			u /= p.rdims[k];
+		}
+		s += x[off];
+	}
+	y[i] = op == 1 ? s / (float)p.count : s;
+}
+
+/* Softmax over a strided axis: one work item per (outer, inner); log != 0
+ * gives LogSoftmax. */
+__kernel void softmax_f32(__global const float *x, __global float *y,
+			  int outer, int len, int inner, int logsm)
+{
+	int i = get_global_id(0);
+	if (i >= outer * inner)
+		return;
+	int o = i / inner, k = i % inner;
+	long base = (long)o * len * inner + k;
+	float m = -INFINITY, s = 0.0f;
+	for (int j = 0; j < len; j++)
+		m = fmax(m, x[base + (long)j * inner]);
+	for (int j = 0; j < len; j++)
+		s += exp(x[base + (long)j * inner] - m);
+	if (logsm) {
+		float ls = log(s);
+		for (int j = 0; j < len; j++)
+			y[base + (long)j * inner] = x[base + (long)j * inner] - m - ls;
+	} else {
+		float inv = 1.0f / s;
+		for (int j = 0; j < len; j++)
+			y[base + (long)j * inner] = exp(x[base + (long)j * inner] - m) * inv;
+	}
+}
+
+/* LayerNormalization over rows of len; scale/bias hold sn/bn elements
+ * (len, or 1 for a broadcast scalar); bias may be absent (hasb 0).  One
+ * work group per row, a tree reduction in local memory (size a power of
+ * two, <= 256). */
+__kernel void layernorm_f32(__global const float *x, __global const float *sc,
+			    __global const float *bi, __global float *y,
+			    int rows, int len, int sn, int bn, int hasb,
+			    float eps, __local float *red)
+{
+	int r = get_group_id(0), l = get_local_id(0), ls = get_local_size(0);
+	if (r >= rows)
+		return;
+	__global const float *xr = x + (long)r * len;
+	__global float *yr = y + (long)r * len;
+	float s = 0.0f;
+	for (int j = l; j < len; j += ls)
+		s += xr[j];
+	red[l] = s;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (int h = ls / 2; h > 0; h /= 2) {
+		if (l < h)
+			red[l] += red[l + h];
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	float mean = red[0] / (float)len;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	s = 0.0f;
+	for (int j = l; j < len; j += ls) {
+		float d = xr[j] - mean;
+		s += d * d;
+	}
+	red[l] = s;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (int h = ls / 2; h > 0; h /= 2) {
+		if (l < h)
+			red[l] += red[l + h];
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	float inv = 1.0f / sqrt(red[0] / (float)len + eps);
+	for (int j = l; j < len; j += ls) {
+		float v = (xr[j] - mean) * inv * sc[sn == 1 ? 0 : j];
+		if (hasb)
+			v += bi[bn == 1 ? 0 : j];
+		yr[j] = v;
+	}
+}
+
+/* BatchNormalization (inference) over [N, C, inner]. */
+__kernel void batchnorm_f32(__global const float *x, __global const float *sc,
+			    __global const float *bi, __global const float *mean,
+			    __global const float *var, __global float *y,
+			    int n, int c, int inner, float eps)
+{
+	int i = get_global_id(0);
+	if (i >= n)
+		return;
+	int ch = (i / inner) % c;
+	y[i] = (x[i] - mean[ch]) / sqrt(var[ch] + eps) * sc[ch] + bi[ch];
+}
+
+/* ---- pools (2-D, float) ---- */
+
+typedef struct {
+	int n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+	int pe_h, pe_w;   /* end padding (for count_include_pad) */
+	int cip;          /* AveragePool count_include_pad */
+} pool_t;
+
+__kernel void maxpool2d_f32(__global const float *x, __global float *y, pool_t p)
+{
+	int i = get_global_id(0);
+	if (i >= p.n * p.c * p.oh * p.ow)
+		return;
+	int ox = i % p.ow, t = i / p.ow, oy = t % p.oh, nc = t / p.oh;
+	__global const float *xp = x + (long)nc * p.h * p.w;
+	float m = -INFINITY;
+	for (int ky = 0; ky < p.kh; ky++) {
+		int iy = oy * p.sh - p.ph + ky * p.dh;
+		if (iy < 0 || iy >= p.h)
+			continue;
+		for (int kx = 0; kx < p.kw; kx++) {
+			int ix = ox * p.sw - p.pw + kx * p.dw;
+			if (ix < 0 || ix >= p.w)
+				continue;
+			float v = xp[iy * p.w + ix];
+			if (v > m || isnan(v))
+				m = v;
+		}
+	}
+	y[i] = m;
+}
+
+__kernel void avgpool2d_f32(__global const float *x, __global float *y, pool_t p)
+{
+	int i = get_global_id(0);
+	if (i >= p.n * p.c * p.oh * p.ow)
+		return;
+	int ox = i % p.ow, t = i / p.ow, oy = t % p.oh, nc = t / p.oh;
+	__global const float *xp = x + (long)nc * p.h * p.w;
+	float s = 0.0f;
+	int cnt = 0;
+	int y0 = oy * p.sh - p.ph, x0 = ox * p.sw - p.pw;
+	for (int ky = 0; ky < p.kh; ky++) {
+		int iy = y0 + ky;
+		if (iy < 0 || iy >= p.h)
+			continue;
+		for (int kx = 0; kx < p.kw; kx++) {
+			int ix = x0 + kx;
+			if (ix < 0 || ix >= p.w)
+				continue;
+			s += xp[iy * p.w + ix];
+			cnt++;
+		}
+	}
+	if (p.cip) {
+		/* the window clipped to the padded extent (not the
+		 * ceil_mode overhang) */
+		int ya = max(y0, -p.ph), yb = min(y0 + p.kh, p.h + p.pe_h);
+		int xa = max(x0, -p.pw), xb = min(x0 + p.kw, p.w + p.pe_w);
+		cnt = max(yb - ya, 0) * max(xb - xa, 0);
+	}
+	y[i] = cnt ? s / (float)cnt : 0.0f;
+}
+
+/* GlobalAveragePool: one item per (n, c) plane of len. */
+__kernel void gavgpool_f32(__global const float *x, __global float *y, int nc,
+			   int len)
+{
+	int i = get_global_id(0);
+	if (i >= nc)
+		return;
+	__global const float *xp = x + (long)i * len;
+	float s = 0.0f;
+	for (int j = 0; j < len; j++)
+		s += xp[j];
+	y[i] = s / (float)len;
+}
+
+/* ---- convolution (2-D, float) ---- */
+
+typedef struct {
+	int n, c, h, w, m, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, group;
+} conv_t;
+
+/* col[(ci*kh + ky)*kw + kx][b*oh*ow + oy*ow + ox] for images n0..n0+nb:
+ * the GEMM's B operand, K x (nb*OH*OW), for group 1. */
+__kernel void im2col_f32(__global const float *x, __global float *col,
+			 conv_t p, int n0, int nb)
+{
+	int i = get_global_id(0);
+	int ohw = p.oh * p.ow, cols = nb * ohw, K = p.c * p.kh * p.kw;
+	if (i >= K * cols)
+		return;
+	int j = i % cols, r = i / cols;
+	int b = j / ohw, q = j % ohw, oy = q / p.ow, ox = q % p.ow;
+	int kx = r % p.kw, t = r / p.kw, ky = t % p.kh, ci = t / p.kh;
+	int iy = oy * p.sh - p.ph + ky * p.dh, ix = ox * p.sw - p.pw + kx * p.dw;
+	float v = 0.0f;
+	if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w)
+		v = x[(((long)(n0 + b) * p.c + ci) * p.h + iy) * p.w + ix];
+	col[i] = v;
+}
+
+/* act: 0 none, 1 relu, 2 leaky (a), 3 clip (a, b) */
+static inline float act_apply(float v, int act, float a, float b)
+{
+	if (act == 1)
+		return v > 0.0f ? v : 0.0f;
+	if (act == 2)
+		return v < 0.0f ? a * v : v;
+	if (act == 3)
+		return fmin(fmax(v, a), b);
+	return v;
+}
+
+/* The GEMM wrote tmp[toff + m*nb*ohw + b*ohw + q] for images n0..n0+nb;
+ * move it to y[n0+b][m][q] adding bias, Z and the activation.  tmp may be
+ * y itself when nb == 1 (toff = n0*m*ohw: the same index). */
+__kernel void conv_epilogue(__global const float *tmp, __global float *y,
+			    __global const float *bias, __global const float *z,
+			    int hasb, int hasz, int m, int ohw, int n0, int nb,
+			    int act, float a, float b, int toff)
+{
+	int i = get_global_id(0);
+	if (i >= nb * m * ohw)
+		return;
+	int q = i % ohw, t = i / ohw, c = t % m, bi = t / m;
+	float v = tmp[toff + (long)c * nb * ohw + (long)bi * ohw + q];
+	long o = (long)n0 * m * ohw + i;
+	if (hasb)
+		v += bias[c];
+	if (hasz)
+		v += z[o];
+	y[o] = act_apply(v, act, a, b);
+}
+
+/* Direct convolution (grouped / depthwise), one item per output. */
+__kernel void conv_direct_f32(__global const float *x, __global const float *wt,
+			      __global const float *bias, __global const float *z,
+			      __global float *y, conv_t p, int hasb, int hasz,
+			      int act, float a, float b)
+{
+	int i = get_global_id(0);
+	if (i >= p.n * p.m * p.oh * p.ow)
+		return;
+	int ox = i % p.ow, t = i / p.ow, oy = t % p.oh;
+	t /= p.oh;
+	int mo = t % p.m, nn = t / p.m;
+	int cg = p.c / p.group, mg = p.m / p.group, g = mo / mg;
+	float s = hasb ? bias[mo] : 0.0f;
+	for (int ci = 0; ci < cg; ci++) {
+		__global const float *xp = x + ((long)nn * p.c + g * cg + ci) * p.h * p.w;
+		__global const float *wp = wt + ((long)mo * cg + ci) * p.kh * p.kw;
+		for (int ky = 0; ky < p.kh; ky++) {
+			int iy = oy * p.sh - p.ph + ky * p.dh;
+			if (iy < 0 || iy >= p.h)
+				continue;
+			for (int kx = 0; kx < p.kw; kx++) {
+				int ix = ox * p.sw - p.pw + kx * p.dw;
+				if (ix < 0 || ix >= p.w)
+					continue;
+				s += xp[iy * p.w + ix] * wp[ky * p.kw + kx];
+			}
+		}
+	}
+	if (hasz)
+		s += z[i];
+	y[i] = act_apply(s, act, a, b);
+}

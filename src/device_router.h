@@ -1,0 +1,51 @@
+/* device_router.h - which engine runs a model (SPEC.md section 9).
+ *
+ *   instance_group kind   --device     engine
+ *   KIND_CPU              any          CPU
+ *   KIND_GPU              any          OpenCL (a load error if no device)
+ *   KIND_AUTO / none      cpu          CPU
+ *   KIND_AUTO / none      opencl       OpenCL (a load error if no device)
+ *   KIND_AUTO / none      auto         both timed on a warm-up input (zeros,
+ *                                      variable dims 1), the faster kept
+ *
+ * With auto and no OpenCL device, the CPU is chosen and the note says why.
+ * The OpenCL device (--opencl-device selects it) is opened once per process
+ * and shared by every model and instance (each execution context has its
+ * own queue).  Used by the daemon's registry and by `modelfs run`.
+ */
+#ifndef MFS_DEVICE_ROUTER_H
+#define MFS_DEVICE_ROUTER_H
+
+#include "config.h"
+#include "engine.h"
+#include "error.h"
+#include "options.h"
+
+typedef struct mfs_route_opts {
+	mfs_device_choice device;      /* --device (for KIND_AUTO configs) */
+	const char *opencl_device;     /* --opencl-device; NULL = first GPU */
+} mfs_route_opts;
+
+typedef struct mfs_placement {
+	mfs_backend *backend;          /* borrowed (process-wide) */
+	char device[16];               /* "cpu" or "opencl" */
+	char opencl_name[192];         /* the OpenCL device when one was used */
+	const char *kind;              /* "KIND_AUTO", "KIND_CPU", "KIND_GPU" */
+	bool measured;                 /* auto: both engines timed */
+	double cpu_ms, opencl_ms;      /* warm-up run medians; -1 = not run */
+	char note[320];                /* "auto: cpu 1.234 ms, opencl 5.678 ms" */
+} mfs_placement;
+
+/* Choose the engine for graph under cfg's instance_group.  Errors (no
+ * OpenCL device for KIND_GPU, a failed warm-up run of a forced engine)
+ * name the reason; the caller prefixes the model. */
+int mfs_route(const mfs_model *graph, const mfs_model_config *cfg,
+	      const mfs_route_opts *opts, mfs_placement *out, mfs_error *err);
+
+/* The shared OpenCL backend for selector (opened on first use). */
+int mfs_router_opencl(const char *selector, mfs_backend **out, mfs_error *err);
+
+/* Close the shared OpenCL backends (at exit, after every exec is freed). */
+void mfs_router_shutdown(void);
+
+#endif

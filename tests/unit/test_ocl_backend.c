@@ -1,0 +1,467 @@
+/* Unit tests for the OpenCL backend (exec/ocl_backend.c, ocl_ops_*.c) on
+ * whatever OpenCL device is present (PoCL's CPU device in CI): each kernel
+ * family runs a small graph of real operators on both engines with the
+ * same random inputs, and the results must agree; the backend's counters
+ * show the nodes ran on the device, inputs went up once, outputs came
+ * down once, and a third run with the same shapes created no buffer. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "graph.h"
+#include "ocl_backend.h"
+
+static mfs_backend *ocl;
+
+/* ---- building onnx_model structs by hand ---------------------------- */
+
+static onnx_model *gb_new(int64_t opset)
+{
+	onnx_model *m = calloc(1, sizeof(*m));
+	m->ir_version = 8;
+	m->n_opsets = 2;
+	m->opsets = calloc(2, sizeof(*m->opsets));
+	m->opsets[0].domain = strdup("");
+	m->opsets[0].version = opset;
+	m->opsets[1].domain = strdup("test");
+	m->opsets[1].version = 1;
+	m->graph = calloc(1, sizeof(*m->graph));
+	m->graph->name = strdup("g");
+	return m;
+}
+
+static onnx_value_info *vi_add(onnx_value_info **arr, int *n, const char *name,
+			       mfs_dtype dt, int rank, const int64_t *dims)
+{
+	onnx_value_info *v;
+	*arr = realloc(*arr, (size_t)(*n + 1) * sizeof(**arr));
+	v = &(*arr)[(*n)++];
+	memset(v, 0, sizeof(*v));
+	v->name = strdup(name);
+	v->dtype = dt;
+	v->has_shape = rank >= 0;
+	v->rank = rank >= 0 ? rank : 0;
+	for (int i = 0; i < v->rank; i++) {
+		v->dims[i] = dims[i];
+		if (dims[i] < 0)
+			v->dim_params[i] = strdup("N");
+	}
+	return v;
+}
+
+static void gb_input(onnx_model *m, const char *name, mfs_dtype dt, int rank,
+		     const int64_t *dims)
+{
+	vi_add(&m->graph->inputs, &m->graph->n_inputs, name, dt, rank, dims);
+}
+
+static void gb_output(onnx_model *m, const char *name)
+{
+	vi_add(&m->graph->outputs, &m->graph->n_outputs, name, MFS_DT_UNDEFINED,
+	       -1, NULL);
+}
+
+static void gb_init_f32(onnx_model *m, const char *name, int rank,
+			const int64_t *dims, const float *data)
+{
+	onnx_graph *g = m->graph;
+	mfs_shape s = { .rank = rank };
+	onnx_initializer *in;
+	memcpy(s.dims, dims, (size_t)rank * sizeof(int64_t));
+	g->initializers = realloc(g->initializers,
+				  (size_t)(g->n_initializers + 1) * sizeof(*g->initializers));
+	in = &g->initializers[g->n_initializers++];
+	in->name = strdup(name);
+	assert_int_equal(mfs_tensor_alloc(&in->tensor, MFS_DT_FLOAT, &s, NULL), 0);
+	memcpy(in->tensor.data, data, in->tensor.nbytes);
+}
+
+/* "a,,b" -> {"a", "", "b"}; "" -> none. */
+static int split_names(const char *list, char ***out)
+{
+	int n = 0;
+	char **v = NULL;
+	const char *p = list;
+	if (!*list) {
+		*out = NULL;
+		return 0;
+	}
+	for (;;) {
+		const char *c = strchr(p, ',');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+		v = realloc(v, (size_t)(n + 1) * sizeof(*v));
+		v[n++] = strndup(p, len);
+		if (!c)
+			break;
+		p = c + 1;
+	}
+	*out = v;
+	return n;
+}
+
+static onnx_node *gb_node(onnx_model *m, const char *domain, const char *op,
+			  const char *name, const char *ins, const char *outs)
+{
+	onnx_graph *g = m->graph;
+	onnx_node *n;
+	g->nodes = realloc(g->nodes, (size_t)(g->n_nodes + 1) * sizeof(*g->nodes));
+	n = &g->nodes[g->n_nodes++];
+	memset(n, 0, sizeof(*n));
+	n->name = strdup(name);
+	n->op_type = strdup(op);
+	n->domain = strdup(domain);
+	n->n_inputs = split_names(ins, &n->inputs);
+	n->n_outputs = split_names(outs, &n->outputs);
+	return n;
+}
+
+static void gb_init_i64(onnx_model *m, const char *name, int n, const int64_t *v)
+{
+	onnx_graph *g = m->graph;
+	mfs_shape s = { .rank = 1, .dims = { n } };
+	onnx_initializer *in;
+	g->initializers = realloc(g->initializers,
+				  (size_t)(g->n_initializers + 1) * sizeof(*g->initializers));
+	in = &g->initializers[g->n_initializers++];
+	in->name = strdup(name);
+	assert_int_equal(mfs_tensor_alloc(&in->tensor, MFS_DT_INT64, &s, NULL), 0);
+	memcpy(in->tensor.data, v, in->tensor.nbytes);
+}
+
+static void attr_int(onnx_node *n, const char *name, int64_t v)
+{
+	onnx_attr *a;
+	n->attrs = realloc(n->attrs, (size_t)(n->n_attrs + 1) * sizeof(*n->attrs));
+	a = &n->attrs[n->n_attrs++];
+	memset(a, 0, sizeof(*a));
+	a->name = strdup(name);
+	a->type = ONNX_ATTR_INT;
+	a->i = v;
+}
+
+static void attr_ints(onnx_node *n, const char *name, int c, const int64_t *v)
+{
+	onnx_attr *a;
+	n->attrs = realloc(n->attrs, (size_t)(n->n_attrs + 1) * sizeof(*n->attrs));
+	a = &n->attrs[n->n_attrs++];
+	memset(a, 0, sizeof(*a));
+	a->name = strdup(name);
+	a->type = ONNX_ATTR_INTS;
+	a->ints = malloc((size_t)c * sizeof(int64_t));
+	memcpy(a->ints, v, (size_t)c * sizeof(int64_t));
+	a->n_ints = (size_t)c;
+}
+
+static onnx_node *node(onnx_model *m, const char *op, const char *ins, const char *outs)
+{
+	static int k;
+	char name[32];
+	snprintf(name, sizeof(name), "n%d", k++);
+	return gb_node(m, "", op, name, ins, outs);
+}
+
+static uint32_t rng = 12345;
+
+static float frand(void)
+{
+	rng = rng * 1664525u + 1013904223u;
+	return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static void init_rand(onnx_model *m, const char *name, int rank, const int64_t *dims)
+{
+	int64_t n = 1;
+	for (int i = 0; i < rank; i++)
+		n *= dims[i];
+	float *d = malloc((size_t)n * sizeof(float));
+	for (int64_t i = 0; i < n; i++)
+		d[i] = frand();
+	gb_init_f32(m, name, rank, dims, d);
+	free(d);
+}
+
+static mfs_tensor rand_f32(int rank, const int64_t *dims)
+{
+	mfs_tensor t;
+	mfs_shape s = { .rank = rank };
+	memcpy(s.dims, dims, (size_t)rank * sizeof(int64_t));
+	assert_int_equal(mfs_tensor_alloc(&t, MFS_DT_FLOAT, &s, NULL), 0);
+	for (size_t i = 0; i < t.nbytes / 4; i++)
+		((float *)t.data)[i] = frand();
+	return t;
+}
+
+/* Compile m, run ins on the CPU and on OpenCL, compare every output
+ * (max |diff| <= tol * max(1, max |ref|)); check the counters. */
+static void check(onnx_model *m, int n_in, mfs_tensor *ins, double tol, bool all_device)
+{
+	mfs_model *cm = NULL;
+	mfs_exec *ec = NULL, *eo = NULL;
+	mfs_error err;
+	mfs_tensor ref[8], got[8];
+	mfs_exec_stats st, st2;
+	int n_out;
+
+	if (mfs_model_compile(m, "t", &cm, &err))
+		fail_msg("compile: %s", err.msg);
+	n_out = mfs_model_n_outputs(cm);
+	assert_true(n_out <= 8);
+	assert_int_equal(mfs_exec_new(cm, NULL, &ec, &err), 0);
+	if (mfs_exec_new(cm, ocl, &eo, &err))
+		fail_msg("exec_new: %s", err.msg);
+	assert_int_equal(mfs_exec_run(ec, ins, ref, &err), 0);
+	for (int pass = 0; pass < 3; pass++) {
+		if (mfs_exec_run(eo, ins, got, &err))
+			fail_msg("opencl run: %s", err.msg);
+		for (int k = 0; k < n_out; k++) {
+			double md = 0, mr = 1;
+			int64_t n = mfs_shape_numel(&ref[k].shape);
+			assert_int_equal(got[k].dtype, ref[k].dtype);
+			assert_true(mfs_shape_equal(&got[k].shape, &ref[k].shape));
+			for (int64_t i = 0; i < n; i++) {
+				double a = mfs_tensor_get_f64(&ref[k], i), b = mfs_tensor_get_f64(&got[k], i);
+				if (isnan(a) && isnan(b))
+					continue;
+				md = fmax(md, fabs(a - b));
+				mr = fmax(mr, fabs(a));
+			}
+			if (md > tol * mr)
+				fail_msg("output %d: max |diff| %g > %g", k, md, tol * mr);
+			mfs_tensor_release(&got[k]);
+		}
+		if (pass == 1)
+			mfs_exec_get_stats(eo, &st);
+	}
+	mfs_exec_get_stats(eo, &st2);
+	assert_int_equal(st2.runs, 3);
+	/* the pool settles: a third run with the same shapes makes no buffer */
+	assert_int_equal(st2.buffer_allocs, st.buffer_allocs);
+	assert_true(st2.downloads - st.downloads <= (uint64_t)n_out);
+	if (all_device) {
+		assert_int_equal(st.host_nodes, 0);
+		assert_true(st.device_nodes > 0);
+		assert_true(st2.uploads - st.uploads >= (uint64_t)n_in);
+	}
+	for (int k = 0; k < n_out; k++)
+		mfs_tensor_release(&ref[k]);
+	for (int i = 0; i < n_in; i++)
+		mfs_tensor_release(&ins[i]);
+	mfs_exec_free(eo);
+	mfs_exec_free(ec);
+	mfs_model_free(cm);
+}
+
+static void test_unary(void **state)
+{
+	int64_t d[] = { 2, 3, 17 };
+	onnx_model *m = gb_new(17);
+	(void)state;
+	gb_input(m, "x", MFS_DT_FLOAT, 3, d);
+	gb_init_f32(m, "lo", 0, NULL, (float[]){ -0.3f });
+	gb_init_f32(m, "hi", 0, NULL, (float[]){ 0.6f });
+	node(m, "Abs", "x", "a");
+	node(m, "Sqrt", "a", "b");
+	node(m, "Tanh", "x", "c");
+	node(m, "Sigmoid", "c", "e");
+	node(m, "Erf", "x", "f");
+	node(m, "Relu", "x", "g");
+	node(m, "Clip", "x,lo,hi", "h");
+	gb_output(m, "b");
+	gb_output(m, "e");
+	gb_output(m, "f");
+	gb_output(m, "g");
+	gb_output(m, "h");
+	mfs_tensor in[] = { rand_f32(3, d) };
+	check(m, 1, in, 1e-5, true);
+}
+
+static void test_binary_broadcast(void **state)
+{
+	int64_t dx[] = { 2, 3, 4 }, dy[] = { 3, 1 };
+	onnx_model *m = gb_new(17);
+	(void)state;
+	gb_input(m, "x", MFS_DT_FLOAT, 3, dx);
+	gb_input(m, "y", MFS_DT_FLOAT, 2, dy);
+	gb_init_f32(m, "two", 0, NULL, (float[]){ 2.0f });
+	node(m, "Add", "x,y", "a");
+	node(m, "Sub", "a,y", "b");
+	node(m, "Mul", "b,x", "c");
+	node(m, "Div", "c,two", "e");
+	node(m, "Pow", "e,two", "f");
+	node(m, "Equal", "a,x", "q");
+	node(m, "Where", "q,f,y", "w");
+	node(m, "Sum", "x,y,e", "s");
+	gb_output(m, "f");
+	gb_output(m, "w");
+	gb_output(m, "s");
+	mfs_tensor in[] = { rand_f32(3, dx), rand_f32(2, dy) };
+	check(m, 2, in, 1e-5, true);
+}
+
+static void test_data_movement(void **state)
+{
+	int64_t d[] = { 2, 3, 5 };
+	onnx_model *m = gb_new(17);
+	onnx_node *n;
+	(void)state;
+	gb_input(m, "x", MFS_DT_FLOAT, 3, d);
+	gb_init_i64(m, "st", 2, (int64_t[]){ 1, -1 });
+	gb_init_i64(m, "en", 2, (int64_t[]){ 3, -6 });
+	gb_init_i64(m, "ax", 2, (int64_t[]){ 1, 2 });
+	gb_init_i64(m, "sp", 2, (int64_t[]){ 1, -2 });
+	gb_init_i64(m, "shape", 4, (int64_t[]){ 2, 2, 3, 5 });
+	gb_init_i64(m, "idx", 3, (int64_t[]){ 4, -1, 0 });
+	n = node(m, "Transpose", "x", "t");
+	attr_ints(n, "perm", 3, (int64_t[]){ 2, 0, 1 });
+	node(m, "Slice", "x,st,en,ax,sp", "s");
+	n = node(m, "Concat", "x,x", "c");
+	attr_int(n, "axis", 1);
+	node(m, "Expand", "x,shape", "e");
+	n = node(m, "Gather", "x,idx", "g");
+	attr_int(n, "axis", 2);
+	n = node(m, "Cast", "g", "gi");
+	attr_int(n, "to", MFS_DT_INT64);
+	gb_output(m, "t");
+	gb_output(m, "s");
+	gb_output(m, "c");
+	gb_output(m, "e");
+	gb_output(m, "gi");
+	mfs_tensor in[] = { rand_f32(3, d) };
+	check(m, 1, in, 0, true);
+}
+
+static void test_rows(void **state)
+{
+	int64_t d[] = { 2, 5, 33 }, dn[] = { 33 };
+	onnx_model *m = gb_new(18);
+	onnx_node *n;
+	(void)state;
+	gb_input(m, "x", MFS_DT_FLOAT, 3, d);
+	init_rand(m, "sc", 1, dn);
+	init_rand(m, "bi", 1, dn);
+	gb_init_i64(m, "axes", 1, (int64_t[]){ 1 });
+	n = node(m, "Softmax", "x", "s");
+	attr_int(n, "axis", 1);
+	node(m, "Softmax", "x", "s2");
+	node(m, "LayerNormalization", "x,sc,bi", "l");
+	node(m, "ReduceMean", "x,axes", "r");
+	gb_output(m, "s");
+	gb_output(m, "s2");
+	gb_output(m, "l");
+	gb_output(m, "r");
+	mfs_tensor in[] = { rand_f32(3, d) };
+	check(m, 1, in, 1e-5, true);
+}
+
+static void test_dense(void **state)
+{
+	int64_t dx[] = { 2, 4, 9, 9 }, dw[] = { 6, 4, 3, 3 }, db[] = { 6 };
+	int64_t ddw[] = { 6, 1, 3, 3 }, dc[] = { 6 }, dm[] = { 5, 9 }, dg[] = { 7, 6 };
+	onnx_model *m = gb_new(17);
+	onnx_node *n;
+	(void)state;
+	gb_input(m, "x", MFS_DT_FLOAT, 4, dx);
+	init_rand(m, "w", 4, dw);
+	init_rand(m, "b", 1, db);
+	init_rand(m, "dw", 4, ddw);
+	init_rand(m, "sc", 1, dc);
+	init_rand(m, "bb", 1, dc);
+	init_rand(m, "mu", 1, dc);
+	gb_init_f32(m, "var", 1, dc, (float[]){ 0.5f, 1, 2, 0.1f, 3, 1 });
+	init_rand(m, "mw", 2, dm);
+	init_rand(m, "gw", 2, dg);
+	init_rand(m, "gc", 1, (int64_t[]){ 7 });
+	n = node(m, "Conv", "x,w,b", "c");
+	attr_ints(n, "pads", 4, (int64_t[]){ 1, 1, 1, 1 });
+	attr_ints(n, "strides", 2, (int64_t[]){ 2, 2 });
+	node(m, "Relu", "c", "r");
+	n = node(m, "Conv", "r,dw", "d");
+	attr_int(n, "group", 6);
+	attr_ints(n, "pads", 4, (int64_t[]){ 1, 1, 1, 1 });
+	node(m, "BatchNormalization", "d,sc,bb,mu,var", "bn");
+	n = node(m, "MaxPool", "bn", "mp");
+	attr_ints(n, "kernel_shape", 2, (int64_t[]){ 2, 2 });
+	n = node(m, "AveragePool", "bn", "ap");
+	attr_ints(n, "kernel_shape", 2, (int64_t[]){ 3, 3 });
+	attr_ints(n, "pads", 4, (int64_t[]){ 1, 1, 1, 1 });
+	attr_int(n, "count_include_pad", 1);
+	node(m, "GlobalAveragePool", "bn", "gp");
+	node(m, "Flatten", "gp", "fl");
+	n = node(m, "Gemm", "fl,gw,gc", "gm");
+	attr_int(n, "transB", 1);
+	node(m, "MatMul", "ap,mw", "mm");
+	gb_output(m, "mp");
+	gb_output(m, "gm");
+	gb_output(m, "mm");
+	mfs_tensor in[] = { rand_f32(4, dx) };
+	check(m, 1, in, 1e-4, true);
+}
+
+/* A variable batch: shapes inferred at run, re-planned per shape. */
+static void test_dynamic_batch(void **state)
+{
+	int64_t d[] = { -1, 8 }, dw[] = { 8, 3 };
+	(void)state;
+	for (int b = 1; b <= 3; b += 2) {
+		onnx_model *m = gb_new(17);
+		gb_input(m, "x", MFS_DT_FLOAT, 2, d);
+		init_rand(m, "w", 2, dw);
+		gb_init_i64(m, "shape", 2, (int64_t[]){ -1, 3 });
+		node(m, "MatMul", "x,w", "y");
+		node(m, "Shape", "y", "s");
+		node(m, "Reshape", "y,s", "z");
+		node(m, "Softmax", "z", "o");
+		gb_output(m, "o");
+		mfs_tensor in[] = { rand_f32(2, (int64_t[]){ b, 8 }) };
+		check(m, 1, in, 1e-5, false);
+	}
+}
+
+static void test_no_device(void **state)
+{
+	mfs_backend *b = NULL;
+	mfs_error err;
+	(void)state;
+	assert_int_equal(mfs_backend_opencl_new("no-such-device-xyz", &b, &err), -ENODEV);
+	assert_null(b);
+	assert_non_null(strstr(err.msg, "no-such-device-xyz"));
+}
+
+static int setup(void **state)
+{
+	mfs_error err;
+	(void)state;
+	if (mfs_backend_opencl_new(NULL, &ocl, &err)) {
+		fprintf(stderr, "no OpenCL backend: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	mfs_backend_opencl_free(ocl);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_unary),
+		cmocka_unit_test(test_binary_broadcast),
+		cmocka_unit_test(test_data_movement),
+		cmocka_unit_test(test_rows),
+		cmocka_unit_test(test_dense),
+		cmocka_unit_test(test_dynamic_batch),
+		cmocka_unit_test(test_no_device),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

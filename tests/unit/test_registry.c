@@ -1,0 +1,163 @@
+/* test_registry.c - loading, serving, unloading and swapping versions of
+ * the example repository (run from the top of the tree, or with
+ * MODELFS_EXAMPLES set), with reference counts keeping a version alive
+ * for the requests that hold it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "registry.h"
+#include "request.h"
+
+typedef struct fixture {
+	mfs_sched *sched;
+	mfs_registry *reg;
+	char repo[4096];
+} fixture;
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	mfs_error err;
+	const char *ex = getenv("MODELFS_EXAMPLES");
+	if (!realpath(ex ? ex : "examples", f->repo))
+		fail_msg("examples/ not found: run from the top of the tree");
+	assert_int_equal(mfs_sched_new(1, &f->sched, &err), 0);
+	mfs_registry_conf rc = { .repository = f->repo, .sched = f->sched };
+	assert_int_equal(mfs_registry_new(&rc, &f->reg, &err), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	mfs_registry_free(f->reg);
+	mfs_sched_stop(f->sched, 0);
+	mfs_sched_free(f->sched);
+	free(f);
+	return 0;
+}
+
+static void test_load_all_and_snapshot(void **state)
+{
+	fixture *f = *state;
+	mfs_error err;
+	assert_int_equal(mfs_registry_load_all(f->reg, &err), 0);
+	mfs_model_info *ms;
+	int n;
+	assert_int_equal(mfs_registry_snapshot(f->reg, &ms, &n), 0);
+	assert_true(n >= 3);
+	bool seen_add_sub = false;
+	for (int i = 0; i < n; i++) {
+		if (strcmp(ms[i].name, "add_sub") != 0)
+			continue;
+		seen_add_sub = true;
+		assert_int_equal(ms[i].n_versions, 1);
+		assert_int_equal(ms[i].versions[0].version, 1);
+		assert_int_equal(ms[i].versions[0].state, MFS_VS_READY);
+		assert_true(ms[i].versions[0].served);
+		assert_string_equal(ms[i].versions[0].device, "cpu");
+		assert_int_equal(ms[i].current, 1);
+	}
+	assert_true(seen_add_sub);
+	mfs_registry_snapshot_free(ms, n);
+
+	mfs_version *v;
+	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 0, &v, &err), 0);
+	assert_int_equal(v->version, 1);
+	assert_int_equal(v->config->n_inputs, 2);
+	assert_int_equal(v->n_graph_outputs, 2);
+	assert_true(v->load_seconds >= 0);
+	mfs_version_put(v);
+	assert_int_equal(mfs_registry_get(f->reg, "nosuch", 0, &v, &err), -ENOENT);
+	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 7, &v, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "version 7"));
+
+	mfs_version **vs;
+	assert_int_equal(mfs_registry_served(f->reg, &vs, &n), 0);
+	assert_true(n >= 3);
+	for (int i = 0; i < n; i++)
+		mfs_version_put(vs[i]);
+	free(vs);
+}
+
+static void test_unload_keeps_holders_alive(void **state)
+{
+	fixture *f = *state;
+	mfs_error err;
+	assert_int_equal(mfs_registry_load_version(f->reg, "add_sub", 1, &err), 0);
+	mfs_version *v;
+	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 0, &v, &err), 0);
+	mfs_request *r;
+	assert_int_equal(mfs_request_new(v, "held", 1 << 20, &r, &err), 0);
+	mfs_version_put(v);
+
+	assert_int_equal(mfs_registry_unload_version(f->reg, "add_sub", 1, "test"), 0);
+	assert_int_equal(mfs_registry_unload_version(f->reg, "add_sub", 1, "test"), -ENOENT);
+	/* The model is known but serves nothing: EAGAIN for new requests. */
+	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 0, &v, &err), -EAGAIN);
+	/* The request still holds the version: it is unloaded, not freed, and
+	 * running it fails with a clear error (the queue is closed). */
+	assert_true(mfs_version_unloaded(mfs_request_version(r)));
+	assert_int_equal(mfs_request_commit_file(r, "INPUT0.txt", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16", 38, &err), 0);
+	assert_int_equal(mfs_request_commit_file(r, "INPUT1.txt", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16", 38, &err), 0);
+	assert_int_equal(mfs_request_state(r), MFS_REQ_FAILED);
+	char *s = mfs_request_error_text(r);
+	assert_non_null(strstr(s, "unloaded"));
+	free(s);
+	mfs_request_put(r);   /* the last reference: the version is freed now */
+
+	assert_int_equal(mfs_registry_unload_model(f->reg, "add_sub", "test"), 0);
+	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 0, &v, &err), -ENOENT);
+}
+
+static void test_reload_swaps_and_failure_keeps_serving(void **state)
+{
+	fixture *f = *state;
+	mfs_error err;
+	assert_int_equal(mfs_registry_load_version(f->reg, "add_sub", 1, &err), 0);
+	mfs_version *old, *now;
+	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 1, &old, &err), 0);
+	/* Loading the same version again swaps in a new object. */
+	assert_int_equal(mfs_registry_load_version(f->reg, "add_sub", 1, &err), 0);
+	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 1, &now, &err), 0);
+	assert_ptr_not_equal(old, now);
+	assert_true(mfs_version_unloaded(old));
+	assert_false(mfs_version_unloaded(now));
+	mfs_version_put(old);
+	mfs_version_put(now);
+	/* A version that does not exist fails, is shown UNAVAILABLE, and what
+	 * was serving stays. */
+	assert_true(mfs_registry_load_version(f->reg, "add_sub", 9, &err) < 0);
+	mfs_model_info mi;
+	assert_int_equal(mfs_registry_model_snapshot(f->reg, "add_sub", &mi), 0);
+	assert_int_equal(mi.n_versions, 2);
+	assert_int_equal(mi.versions[1].version, 9);
+	assert_int_equal(mi.versions[1].state, MFS_VS_UNAVAILABLE);
+	assert_true(strlen(mi.versions[1].reason) > 0);
+	assert_int_equal(mi.current, 1);
+	mfs_model_info_release(&mi);
+	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 0, &now, &err), 0);
+	assert_int_equal(now->version, 1);
+	mfs_version_put(now);
+	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 9, &now, &err), -EAGAIN);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_load_all_and_snapshot, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unload_keeps_holders_alive, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_swaps_and_failure_keeps_serving, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
