@@ -201,18 +201,35 @@ static unsigned long long version_sig(mfs_reloader *rl, const mfs_repo_entry *e,
 
 /* ---- reconciling ---- */
 
-static void unload_all_but(mfs_reloader *rl, const char *name, const int64_t *keep, int n_keep,
-			   const char *reason)
+/* Unload the versions of name that are not in keep.  One still on the
+ * disk (only no longer selected by version_policy) stays while a selected
+ * version is not serving: a newer version that failed to load must not
+ * take the working one away. */
+static void unload_all_but(mfs_reloader *rl, const mfs_repo_entry *e, const int64_t *keep,
+			   int n_keep)
 {
 	mfs_model_info mi;
-	if (mfs_registry_model_snapshot(rl->conf.registry, name, &mi) < 0)
+	if (mfs_registry_model_snapshot(rl->conf.registry, e->name, &mi) < 0)
 		return;
+	bool all_served = true;
+	for (int j = 0; j < n_keep; j++) {
+		bool served = false;
+		for (int i = 0; i < mi.n_versions; i++)
+			served |= mi.versions[i].version == keep[j] && mi.versions[i].served;
+		all_served &= served;
+	}
 	for (int i = 0; i < mi.n_versions; i++) {
-		bool kept = false;
+		int64_t v = mi.versions[i].version;
+		bool kept = false, on_disk = false;
 		for (int j = 0; j < n_keep; j++)
-			kept |= keep[j] == mi.versions[i].version;
-		if (!kept)
-			mfs_registry_unload_version(rl->conf.registry, name, mi.versions[i].version, reason);
+			kept |= keep[j] == v;
+		for (int j = 0; j < e->n_versions; j++)
+			on_disk |= e->versions[j] == v;
+		if (kept || (on_disk && !all_served && mi.versions[i].served))
+			continue;
+		mfs_registry_unload_version(rl->conf.registry, e->name, v,
+					    on_disk ? "not selected by version_policy"
+						    : "removed from the repository");
 	}
 	mfs_model_info_release(&mi);
 }
@@ -294,7 +311,7 @@ int mfs_reloader_reconcile(mfs_reloader *rl, const char *name)
 		mfs_model_info_release(&mi);
 	if (m)
 		rec_keep_only(m, want, n_want);
-	unload_all_but(rl, name, want, n_want, "no longer in the repository or selected by version_policy");
+	unload_all_but(rl, &e, want, n_want);
 	free(want);
 out:
 	mfs_repo_entry_release(&e);
