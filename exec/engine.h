@@ -12,7 +12,10 @@
 #include "onnx.h"
 #include "tensor.h"
 
-/* A graph input or output as a server sees it: dims[i] == -1 is variable. */
+/* A graph input or output as a server sees it: dims[i] == -1 is variable;
+ * rank == -1 when the model gives no shape at all (any rank is accepted).
+ * dtype is UNDEFINED only for an output whose type neither the model nor
+ * shape inference knows. */
 typedef struct mfs_io_desc {
 	char *name;
 	mfs_dtype dtype;

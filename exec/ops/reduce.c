@@ -133,7 +133,8 @@ static int reduce_run(mfs_op_ctx *ctx, bool axes_input, rkind k)
 	#pragma omp parallel for if (nrows * len > 65536 && nrows > 1) schedule(static)
 	for (int64_t r = 0; r < nrows; r++)
 		oc_store(out->dtype, out->data, r,
-			 reduce_row(k, in->dtype, (const char *)rows + (size_t)(r * len) * es, len));
+			 reduce_row(k, in->dtype, rows ? (const char *)rows + (size_t)(r * len) * es
+						       : NULL, len));   /* empty input: no data */
 	free(tmp);
 	return 0;
 }
