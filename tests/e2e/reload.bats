@@ -211,3 +211,47 @@ PY
 @test "--poll-secs=1: removing the model: new requests get ENOENT, running ones finish" {
 	check_removal --poll-secs=1
 }
+
+loads_at_least() {
+	local n
+	n=$(sed -n 's/^nv_model_load_total \([0-9]*\)$/\1/p' "$MNT/.metrics")
+	[ -n "$n" ] && [ "$n" -ge "$1" ]
+}
+
+rss_kb() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$DAEMON_PID/status"; }
+
+# cycle I: add version 2 (odd) or remove it (even); each loads a version.
+reload_cycle() {
+	if [ $(($1 % 2)) -eq 1 ]; then
+		cp -r "$REPO/add_sub/1" "$REPO/add_sub/.new" && mv "$REPO/add_sub/.new" "$REPO/add_sub/2"
+	else
+		rm -rf "$REPO/add_sub/2"
+	fi
+}
+
+@test "100 reload cycles under load: no crash, no failed request, RSS back within 10%" {
+	mount_repo "$REPO" --reload-quiet-ms=20
+	start_clients add_sub 8
+	local base i rss0 rss1 t0 t1
+	base=$(sed -n 's/^nv_model_load_total \([0-9]*\)$/\1/p' "$MNT/.metrics")
+	# warm-up: allocator pools and caches reach their working size
+	for i in $(seq 1 10); do
+		reload_cycle $i
+		wait_until 10 loads_at_least $((base + i))
+	done
+	rss0=$(rss_kb)
+	t0=$(date +%s%N)
+	for i in $(seq 11 110); do
+		reload_cycle $i
+		wait_until 10 loads_at_least $((base + i))
+	done
+	t1=$(date +%s%N)
+	stop_clients
+	kill -0 "$DAEMON_PID"
+	clients 's["fail"] == 0 and s["ok"] > 0 and set(s["versions"]) <= {"1", "2"}'
+	rss1=$(rss_kb)
+	echo "# 100 cycles in $(( (t1 - t0) / 1000000 )) ms; RSS $rss0 kB -> $rss1 kB" >&3
+	grep -q '^nv_model_unload_total [1-9]' "$MNT/.metrics"
+	grep -q '^nv_model_load_duration_secs{model="add_sub"' "$MNT/.metrics"
+	[ "$rss1" -le $((rss0 + rss0 / 10)) ]
+}
