@@ -231,6 +231,17 @@ static void test_reconcile(void **state)
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
 	assert_int_equal(current(f), 3);
 	assert_int_equal(n_served(f), 1);
+	/* the serving version's file broken: its earlier load keeps serving,
+	 * READY with the reason */
+	sh("echo garbage > %s/add_sub/3/model.onnx", f->repo);
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 1);
+	assert_int_equal(current(f), 3);
+	assert_int_equal(mfs_registry_model_snapshot(f->reg, "add_sub", &mi), 0);
+	assert_int_equal(mi.versions[mi.n_versions - 1].state, MFS_VS_READY);
+	assert_non_null(strstr(mi.versions[mi.n_versions - 1].reason, "still serving"));
+	mfs_model_info_release(&mi);
+	sh("cp %s/add_sub/1/model.onnx %s/add_sub/3/model.onnx", f->repo, f->repo);
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
 
 	/* a bad config keeps what serves; fixing it reloads */
 	sh("cp %s/add_sub/config.pbtxt %s/good && echo 'bogus_field: 1' >> %s/add_sub/config.pbtxt",
