@@ -252,14 +252,17 @@ static void inotify_event(mfs_watcher *w, struct inotify_event *ev)
 	}
 	/* A directory renamed inside the repository keeps its watches, which
 	 * libinotifytools still names by the old path: rename them. */
+	bool renamed = false;
 	if ((ev->mask & IN_ISDIR) && (ev->mask & IN_MOVED_TO) && ev->cookie &&
 	    ev->cookie == w->moved_cookie) {
 		char to[PATH_MAX];
-		if ((size_t)snprintf(to, sizeof(to), "%s/", full) < sizeof(to))
+		if ((size_t)snprintf(to, sizeof(to), "%s/", full) < sizeof(to)) {
 			inotifytools_replace_filename(w->moved_from, to);
+			renamed = true;   /* watched already (watching again would leak) */
+		}
 		w->moved_cookie = 0;
 	}
-	if ((ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+	if (!renamed && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
 		if (!inotifytools_watch_recursively(full, WATCH_MASK))
 			mfs_log_warn("repository: cannot watch '%s' (error %d): poll with --poll-secs",
 				     full, inotifytools_error());
