@@ -200,6 +200,11 @@ static void shut_down(daemon_ctx *d, const char *why)
 		return;
 	mfs_log_info("stopping (%s): no new requests; letting running ones finish", why);
 	mfs_fs_stop_accepting(d->fs);
+	/* No more reloads; stopped while the FUSE loop still runs, so a
+	 * reload's notification to the kernel can never wait on a loop that
+	 * has ended. */
+	mfs_reloader_free(d->reloader);
+	d->reloader = NULL;
 	mfs_sched_stop(d->sched, DRAIN_NS);
 	mfs_fs_cancel_reads(d->fs, EINTR);
 	uint64_t t0 = mfs_now_ns();

@@ -320,6 +320,21 @@ out:
 
 /* ---- the loader thread ---- */
 
+/* Poll mode: does the model directory change within quiet ns? */
+static bool still_changing(mfs_reloader *rl, const char *name, uint64_t quiet)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s", rl->repo, name);
+	unsigned long long a = mfs_tree_signature(p);
+	uint64_t at = mono_ns() + quiet;
+	struct timespec ts = { (time_t)(at / 1000000000ull), (long)(at % 1000000000ull) };
+	pthread_mutex_lock(&rl->lock);
+	while (!rl->stop && mono_ns() < at)
+		pthread_cond_timedwait(&rl->cond, &rl->lock, &ts);
+	pthread_mutex_unlock(&rl->lock);
+	return mfs_tree_signature(p) != a;
+}
+
 static void *loader_thread(void *arg)
 {
 	mfs_reloader *rl = arg;
@@ -350,6 +365,13 @@ static void *loader_thread(void *arg)
 		char *name = rl->dirty[due].name;
 		rl->dirty[due] = rl->dirty[--rl->n_dirty];
 		pthread_mutex_unlock(&rl->lock);
+		if (rl->conf.poll_secs > 0 && still_changing(rl, name, quiet)) {
+			/* Polling sees a copy only now and then: wait for quiet. */
+			pthread_mutex_lock(&rl->lock);
+			mark_locked(rl, name, mono_ns());
+			free(name);
+			continue;
+		}
 		uint64_t t0 = mono_ns();
 		int failed = mfs_reloader_reconcile(rl, name);
 		mfs_log_info("model '%s': repository change handled in %.3f s (%d failure%s)", name,
