@@ -3,7 +3,11 @@
  *   bench_engine --describe MODEL.onnx [--batch N]
  *       print the inputs as JSON (for the ONNX Runtime peer)
  *   bench_engine MODEL.onnx [--batch N] [--iters N] [--threads N]
+ *                [--device cpu|opencl[:SELECTOR]]
  *       run the model on deterministic inputs; print {"median_ms","min_ms"}
+ *       (a run includes uploading the inputs and downloading the outputs)
+ *   bench_engine --list-devices
+ *       print the OpenCL devices (index: platform / device)
  *   bench_engine --sgemm N [--iters N] [--threads N]
  *       raw cblas_sgemm N x N x N; print {"median_ms","gflops"}
  *
@@ -19,6 +23,8 @@
 #include <cblas.h>
 
 #include "engine.h"
+#include "ocl_backend.h"
+#include "ocl_device.h"
 
 #define MAX_IO 32
 
@@ -107,7 +113,8 @@ static int bench_sgemm(int n, int iters)
 
 int main(int argc, char **argv)
 {
-	const char *path = NULL;
+	const char *path = NULL, *device = "cpu";
+	mfs_backend *backend = NULL;
 	int describe = 0, batch = 1, iters = 20, threads = 2, sgemm = 0;
 	mfs_error err;
 	mfs_model *model;
@@ -117,12 +124,16 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--describe") == 0)
 			describe = 1;
+		else if (strcmp(argv[i], "--list-devices") == 0)
+			return mfs_ocl_list(stdout) > 0 ? 0 : 1;
 		else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
 			batch = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
 			iters = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
 			threads = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
+			device = argv[++i];
 		else if (strcmp(argv[i], "--sgemm") == 0 && i + 1 < argc)
 			sgemm = atoi(argv[++i]);
 		else
@@ -134,7 +145,7 @@ int main(int argc, char **argv)
 	if (sgemm)
 		return bench_sgemm(sgemm, iters);
 	if (!path) {
-		fprintf(stderr, "usage: bench_engine [--describe] MODEL.onnx [--batch N] [--iters N] [--threads N] | --sgemm N\n");
+		fprintf(stderr, "usage: bench_engine [--describe] MODEL.onnx [--batch N] [--iters N] [--threads N] [--device cpu|opencl[:SEL]] | --sgemm N\n");
 		return 2;
 	}
 	if (mfs_model_load(path, path, &model, &err)) {
@@ -172,7 +183,17 @@ int main(int argc, char **argv)
 		}
 		fill(&in[i]);
 	}
-	if (mfs_exec_new(model, NULL, &exec, &err)) {
+	if (strncmp(device, "opencl", 6) == 0) {
+		if (mfs_backend_opencl_new(device[6] == ':' ? device + 7 : NULL, &backend, &err)) {
+			fprintf(stderr, "bench_engine: %s\n", err.msg);
+			return 1;
+		}
+		fprintf(stderr, "bench_engine: %s\n", backend->iface->name(backend));
+	} else if (strcmp(device, "cpu") != 0) {
+		fprintf(stderr, "bench_engine: --device: cpu or opencl[:SELECTOR]\n");
+		return 2;
+	}
+	if (mfs_exec_new(model, backend, &exec, &err)) {
 		fprintf(stderr, "bench_engine: %s\n", err.msg);
 		return 1;
 	}
@@ -194,5 +215,6 @@ int main(int argc, char **argv)
 		mfs_tensor_release(&in[i]);
 	mfs_exec_free(exec);
 	mfs_model_free(model);
+	mfs_backend_opencl_free(backend);
 	return 0;
 }

@@ -80,6 +80,23 @@ static int metrics_text(mfs_fs *fs, char **buf, size_t *len)
 		rc = *buf ? 0 : -ENOMEM;
 		free(e);
 	}
+	if (rc == 0) {
+		/* Hot reload's counters (docs/RELOAD.md). */
+		mfs_registry_counts c;
+		mfs_registry_get_counts(fs->conf.registry, &c);
+		char *more = NULL;
+		int k = asprintf(&more, "%s# HELP nv_model_load_total Model versions loaded since start\n"
+				 "# TYPE nv_model_load_total counter\nnv_model_load_total %" PRIu64 "\n"
+				 "# HELP nv_model_load_failure_total Model loads (or configs) that failed since start\n"
+				 "# TYPE nv_model_load_failure_total counter\nnv_model_load_failure_total %" PRIu64 "\n"
+				 "# HELP nv_model_unload_total Model versions unloaded since start\n"
+				 "# TYPE nv_model_unload_total counter\nnv_model_unload_total %" PRIu64 "\n",
+				 *buf, c.loads, c.load_failures, c.unloads);
+		free(*buf);
+		*buf = k < 0 ? NULL : more;
+		*len = k < 0 ? 0 : (size_t)k;
+		rc = k < 0 ? -ENOMEM : 0;
+	}
 	for (int i = 0; i < n; i++)
 		mfs_version_put(vs[i]);
 	free(vs);
@@ -140,6 +157,19 @@ static int status_text(const mfs_model_info *mi, int64_t pin, char **buf, size_t
 	else
 		snprintf(line, sizeof(line), "%s %" PRId64 " %s%s%s\n", mfs_vstate_name(vi->state),
 			 vi->version, *vi->device ? vi->device : "-", *vi->reason ? " " : "", vi->reason);
+	/* Hot reload: a newer version that failed while this one serves
+	 * shows its reason too (SPEC.md section 8), on the same line. */
+	const mfs_version_info *failed = NULL;
+	for (int k = 0; !pin && vi && k < mi->n_versions; k++)
+		if (mi->versions[k].version > vi->version && mi->versions[k].state == MFS_VS_UNAVAILABLE)
+			failed = &mi->versions[k];
+	if (failed) {
+		size_t l = strlen(line);
+		if (l > 0)
+			line[--l] = '\0';
+		snprintf(line + l, sizeof(line) - l, "%sversion %" PRId64 " UNAVAILABLE: %s\n",
+			 *vi->reason ? "; " : " ", failed->version, failed->reason);
+	}
 	return from_text(strdup(line), buf, len);
 }
 

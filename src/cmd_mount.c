@@ -39,6 +39,7 @@
 #include "metrics.h"
 #include "options.h"
 #include "registry.h"
+#include "reloader.h"
 #include "scheduler.h"
 
 #ifndef MODELFS_VERSION
@@ -54,6 +55,7 @@ typedef struct daemon_ctx {
 	struct fuse_session *se;
 	mfs_fs *fs;
 	mfs_registry *reg;
+	mfs_reloader *reloader;      /* hot reload (reloader.h) */
 	mfs_sched *sched;
 	int stop_fd;                 /* eventfd: FUSE threads exit */
 	pthread_t sig_thread, reaper;
@@ -303,6 +305,13 @@ static void *fuse_thread(void *arg)
 	return NULL;
 }
 
+/* Reloader callback (loader thread, no lock held): the kernel's cached
+ * entries for the model are stale now. */
+static void model_changed(void *ctx, const char *model)
+{
+	mfs_fs_model_changed(ctx, model);
+}
+
 static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd)
 {
 	mfs_error err;
@@ -323,7 +332,10 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 		fprintf(stderr, "modelfs: %s\n", err.msg);
 		goto out;
 	}
-	int failed = mfs_registry_load_all(d->reg, &err);
+	/* Watches the repository, then loads it (hot reload: reloader.h). */
+	mfs_reloader_conf rlc = { .repository = repo, .registry = d->reg,
+				  .poll_secs = d->opts.poll_secs, .quiet_ms = d->opts.reload_quiet_ms };
+	int failed = mfs_reloader_new(&rlc, &d->reloader, &err);
 	if (failed < 0) {
 		fprintf(stderr, "modelfs: repository '%s': %s\n", d->opts.repository, err.msg);
 		goto out;
@@ -358,6 +370,7 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 		goto out;
 	}
 	mfs_fs_set_session(d->fs, d->se);
+	mfs_reloader_set_callback(d->reloader, model_changed, d->fs);
 	if (fuse_session_mount(d->se, mnt) != 0) {
 		fprintf(stderr, "modelfs: cannot mount on '%s' (see the line above)\n", d->opts.mountpoint);
 		goto out;
@@ -367,6 +380,10 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 	d->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (d->stop_fd < 0) {
 		fprintf(stderr, "modelfs: eventfd: %s\n", strerror(errno));
+		goto unmount;
+	}
+	if (mfs_reloader_run(d->reloader, &err) < 0) {
+		fprintf(stderr, "modelfs: %s\n", err.msg);
 		goto unmount;
 	}
 	mfs_log_info("serving '%s' on '%s' (%d compute threads)", repo, mnt, threads);
@@ -400,9 +417,13 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 	pthread_join(d->reaper, NULL);
 	rc = 0;
 unmount:
+	/* No reload may notify the kernel about a session that is gone. */
+	mfs_reloader_free(d->reloader);
+	d->reloader = NULL;
 	fuse_session_unmount(d->se);
 	mfs_log_info("unmounted '%s'", mnt);
 out:
+	mfs_reloader_free(d->reloader);
 	if (d->se)
 		fuse_session_destroy(d->se);
 	if (d->sched)
@@ -447,8 +468,6 @@ int mfs_cmd_mount(int argc, char **argv)
 		mfs_options_release(&d.opts);
 		return 1;
 	}
-	if (d.opts.poll_secs > 0 || d.opts.reload_quiet_ms != 250)
-		mfs_log_debug("reload options are accepted; the repository is read once at start");
 
 	int notify_fd = -1;
 	if (!d.opts.foreground && (notify_fd = daemonize()) < 0) {

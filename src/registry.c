@@ -38,6 +38,8 @@ struct mfs_registry {
 	mfs_route_opts route;      /* route.opencl_device owned */
 	model *models;             /* sorted by name */
 	int n_models;
+	bool drain;                /* atomic: unloads let bound requests run */
+	uint64_t n_loads, n_load_failures, n_unloads;   /* atomics */
 };
 
 const char *mfs_vstate_name(mfs_vstate s)
@@ -287,17 +289,23 @@ static mfs_version *unserve(model *m, int64_t version)
 
 /* The second half of unloading, with no lock held: fail what is queued
  * and drop the registry's reference. */
-static void retire(mfs_version *v, const char *reason)
+static void retire(mfs_registry *r, mfs_version *v, const char *reason)
 {
 	if (!v)
 		return;
+	uint64_t t0 = mfs_now_ns();
 	__atomic_store_n(&v->unloaded, true, __ATOMIC_RELEASE);
-	char why[512];
-	snprintf(why, sizeof(why), "version %" PRId64 " was unloaded before the request ran (%s)",
-		 v->version, reason ? reason : "unloaded");
-	mfs_sched_queue_close(v->queue, why);
-	mfs_log_info("model '%s' version %" PRId64 ": unloaded (%s)", v->model_name, v->version,
-		     reason ? reason : "unloaded");
+	/* Draining (hot reload): what is queued or bound still runs on this
+	 * version, which lives until its last request lets go. */
+	if (!__atomic_load_n(&r->drain, __ATOMIC_ACQUIRE)) {
+		char why[512];
+		snprintf(why, sizeof(why), "version %" PRId64 " was unloaded before the request ran (%s)",
+			 v->version, reason ? reason : "unloaded");
+		mfs_sched_queue_close(v->queue, why);
+	}
+	__atomic_add_fetch(&r->n_unloads, 1, __ATOMIC_RELAXED);
+	mfs_log_info("model '%s' version %" PRId64 ": unloaded (%s) in %.3f s", v->model_name,
+		     v->version, reason ? reason : "unloaded", (double)(mfs_now_ns() - t0) / 1e9);
 	mfs_version_put(v);
 }
 
@@ -351,14 +359,39 @@ int mfs_registry_load_version(mfs_registry *r, const char *name,
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (old)
-		retire(old, "replaced by a new load");
+		retire(r, old, "replaced by a new load");
 	if (rc < 0) {
+		__atomic_add_fetch(&r->n_load_failures, 1, __ATOMIC_RELAXED);
 		mfs_log_error("model '%s' version %" PRId64 ": load failed: %s", name, version, err->msg);
 		return rc;
 	}
+	__atomic_add_fetch(&r->n_loads, 1, __ATOMIC_RELAXED);
 	mfs_log_info("model '%s' version %" PRId64 ": READY on %s (loaded in %.3f s; %s)", name,
 		     version, v->device, v->load_seconds, v->placement.note);
 	return 0;
+}
+
+void mfs_registry_set_drain(mfs_registry *r, bool drain)
+{
+	__atomic_store_n(&r->drain, drain, __ATOMIC_RELEASE);
+}
+
+void mfs_registry_set_failure(mfs_registry *r, const char *name, int64_t version,
+			      const char *reason)
+{
+	pthread_mutex_lock(&r->lock);
+	model *m = add_model(r, name);
+	if (m)
+		set_state(m, version, MFS_VS_UNAVAILABLE, reason, "");
+	pthread_mutex_unlock(&r->lock);
+	__atomic_add_fetch(&r->n_load_failures, 1, __ATOMIC_RELAXED);
+}
+
+void mfs_registry_get_counts(mfs_registry *r, mfs_registry_counts *out)
+{
+	out->loads = __atomic_load_n(&r->n_loads, __ATOMIC_RELAXED);
+	out->load_failures = __atomic_load_n(&r->n_load_failures, __ATOMIC_RELAXED);
+	out->unloads = __atomic_load_n(&r->n_unloads, __ATOMIC_RELAXED);
 }
 
 int mfs_registry_unload_version(mfs_registry *r, const char *name,
@@ -372,7 +405,7 @@ int mfs_registry_unload_version(mfs_registry *r, const char *name,
 	pthread_mutex_unlock(&r->lock);
 	if (!v)
 		return -ENOENT;
-	retire(v, reason);
+	retire(r, v, reason);
 	return 0;
 }
 
@@ -403,7 +436,7 @@ int mfs_registry_unload_model(mfs_registry *r, const char *name,
 	if (!m)
 		return -ENOENT;
 	for (int i = 0; i < n; i++)
-		retire(vs[i], reason);
+		retire(r, vs[i], reason);
 	free(vs);
 	return 0;
 }

@@ -96,6 +96,23 @@ int mfs_registry_unload_version(mfs_registry *r, const char *model,
 int mfs_registry_unload_model(mfs_registry *r, const char *model,
 			      const char *reason);
 
+/* Hot reload: from now on an unload (or a replacing load) lets requests
+ * already bound to the leaving version run on it (it is freed when the
+ * last one lets go) instead of failing them. */
+void mfs_registry_set_drain(mfs_registry *r, bool drain);
+
+/* Record a failure that is not a version's load (a bad config.pbtxt):
+ * the version shows UNAVAILABLE with reason, whatever serves stays, and
+ * the failure is counted. */
+void mfs_registry_set_failure(mfs_registry *r, const char *model,
+			      int64_t version, const char *reason);
+
+/* Since start: versions loaded, loads that failed, versions unloaded. */
+typedef struct mfs_registry_counts {
+	uint64_t loads, load_failures, unloads;
+} mfs_registry_counts;
+void mfs_registry_get_counts(mfs_registry *r, mfs_registry_counts *out);
+
 /* A served version with a new reference (version 0: the current one).
  * -ENOENT: unknown model or version; -EAGAIN: the model has no READY
  * version (or that version is not READY); err says which. */

@@ -50,14 +50,31 @@ run_conformance() { # suite tool [expected-list [tool options...]]
 	"$tool" --expected "$expected" "$@" \
 		--write-passing "$LOGS/$suite.passing" \
 		"$DATA/node" "$DATA/pytorch-converted" "$DATA/pytorch-operator" "$DATA/simple" \
-		> "$LOGS/$suite.log" 2>&1
+		tests/conformance/torch-elementwise > "$LOGS/$suite.log" 2>&1
 	rc=$?
-	grep -E '^(node|pytorch-converted|pytorch-operator|simple):' "$LOGS/$suite.log" | sed 's/^/    /'
+	grep -E '^(node|pytorch-converted|pytorch-operator|simple|torch-elementwise):' "$LOGS/$suite.log" | sed 's/^/    /'
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOGS/$suite.log" | tail -1)
 	p=$(echo "$line" | cut -d' ' -f1); f=$(echo "$line" | cut -d' ' -f3)
 	p=${p:-0}; f=${f:-1}
 	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 	record "$suite" "$p" "$f"
+}
+
+# docs/OPERATORS.md must equal what `make docs` generates now.
+run_docs() { # suite
+	suite=$1
+	if [ ! -x build/tools/list_ops ] || [ ! -x build/tools/conformance ]; then
+		echo "build/tools/list_ops or conformance not built" > "$LOGS/$suite.log"
+		record "$suite" 0 1; return
+	fi
+	if sh scripts/gen-operators-doc.sh build/tools/list_ops build/tools/conformance \
+		> "$LOGS/OPERATORS.md" 2> "$LOGS/$suite.log" &&
+	   diff -u docs/OPERATORS.md "$LOGS/OPERATORS.md" >> "$LOGS/$suite.log" 2>&1; then
+		record "$suite" 1 0
+	else
+		echo "docs/OPERATORS.md is stale: run make docs" | tee -a "$LOGS/$suite.log"
+		record "$suite" 0 1
+	fi
 }
 
 # bats suites: count TAP "ok"/"not ok" lines.
@@ -98,6 +115,7 @@ run_conformance conformance-asan build/asan/tools/conformance
 run_bats e2e-asan "$PWD/build/asan/modelfs" tests/e2e/*.bats
 run_target fuzz-regressions fuzz-smoke
 run_target real-models check-models
+run_docs docs
 
 echo "$TOTAL_PASS passed, $TOTAL_FAIL failed"
 [ "$TOTAL_FAIL" -eq 0 ]

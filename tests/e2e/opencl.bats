@@ -21,9 +21,12 @@ make_model() { # repo name src kind
 
 setup_file() {
 	MODELS=${MODELS_DIR:-$TOP/build/models}
-	if [ ! -f "$MODELS.stamp" ]; then
-		(cd "$TOP" && make --no-print-directory models) >/dev/null 2>&1 || true
-	fi
+	# the three models, exported once (check_models.sh shares them)
+	local m
+	for m in resnet18 mobilenet_v2 encoder; do
+		[ -f "$MODELS/$m/1/model.onnx" ] ||
+			"$PY" "$TOP/tests/models/export_models.py" "$MODELS" $m >/dev/null 2>&1 || true
+	done
 	REPO="$BATS_FILE_TMPDIR/repo"
 	make_model "$REPO" mlp_auto "$EXAMPLES/mlp" ""
 	make_model "$REPO" mlp_gpu "$EXAMPLES/mlp" KIND_GPU

@@ -8,16 +8,33 @@ build/models/; not committed: large, regenerated at test time):
                 token + position embedding, attention, GELU and layer norm
                 written out as plain ops (MatMul, Softmax, Erf, ReduceMean,
                 Sqrt ...), not PyTorch's fused paths
+  resnet50/     torchvision ResNet-50, random weights
+  bert/         BERT-like encoder (nn.LayerNorm, 4 layers, d=256, seq 128)
+                with an int64 attention_mask input: the mask is Cast,
+                compared with 0 (Equal), broadcast over heads and queries
+                (Expand) and applied with Where; batch 2, the two rows
+                padded differently
+  gpt2/         GPT-2-like decoder (pre-LN blocks, tanh GELU, tied LM head),
+                dynamic batch and sequence; causal mask sliced from a
+                lower-triangular buffer (Slice) and applied with Where,
+                positions from Range
 
-Each at ONNX opset 13 with a dynamic batch dim, weights from a fixed seed,
-eval mode; no config.pbtxt (auto-complete from the graph).  Beside the
+The names above are exported at ONNX opset 13; NAME_op17 is the same model
+(same weights, same input) at opset 17, where nn.LayerNorm becomes
+LayerNormalization.  Dynamic batch dim (and sequence for gpt2), weights
+from a fixed seed, eval mode; no config.pbtxt (auto-complete from the
+graph).  CNN BatchNorm layers get seeded non-trivial affine parameters and
+running statistics calibrated on a random batch, so that the logits are
+O(1) and a scale/shift bug cannot hide.  Beside the
 model, <model>/ref/inputs/<NAME>.npy is a reference input and
 <model>/ref/expected/<OUTPUT>.npy PyTorch's output for it; check_models.sh
 compares `modelfs run` with those.  (ref/ is not a version directory, so
 the repository scan ignores it.)
 
-Run: /usr/bin/python3 tests/models/export_models.py [OUTDIR] [MODEL...]
-Prints how long each model took."""
+Run: /usr/bin/python3 tests/models/export_models.py [OUTDIR] [MODEL...|all]
+(default: the quick set of `make check-models`: resnet18 mobilenet_v2
+encoder bert_op17 gpt2_op17).  Prints how long
+each model took, its size, max|reference| and its operator types."""
 import math
 import os
 import sys
@@ -28,7 +45,9 @@ import onnx
 import torch
 import torchvision
 
-OPSET = 13
+QUICK = ["resnet18", "mobilenet_v2", "encoder", "bert_op17", "gpt2_op17"]
+BASE = ["resnet18", "mobilenet_v2", "encoder", "resnet50", "bert", "gpt2"]
+ALL = BASE + [n + "_op17" for n in BASE]
 
 
 class Encoder(torch.nn.Module):
@@ -84,15 +103,112 @@ class Encoder(torch.nn.Module):
         return x
 
 
+class Bert(torch.nn.Module):
+    """BERT-like encoder: token + position + segment-free embedding,
+    post-LN layers built from nn.LayerNorm (LayerNormalization at opset
+    17), and the HuggingFace-style additive-free masking: padded keys are
+    excluded with Where on an Expand-ed boolean mask."""
+
+    def __init__(self, vocab=1000, d=256, heads=4, layers=4, ff=1024, seq=128):
+        super().__init__()
+        self.d, self.heads = d, heads
+        self.tok = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Parameter(torch.randn(seq, d) * 0.1)
+        self.ln0 = torch.nn.LayerNorm(d)
+        self.layers = torch.nn.ModuleList()
+        for _ in range(layers):
+            m = torch.nn.Module()
+            m.qkv = torch.nn.Linear(d, 3 * d)
+            m.o = torch.nn.Linear(d, d)
+            m.ln1 = torch.nn.LayerNorm(d)
+            m.ff1 = torch.nn.Linear(d, ff)
+            m.ff2 = torch.nn.Linear(ff, d)
+            m.ln2 = torch.nn.LayerNorm(d)
+            self.layers.append(m)
+        for mod in self.modules():  # non-trivial LayerNorm affine params
+            if isinstance(mod, torch.nn.LayerNorm):
+                mod.weight.data = 1 + 0.1 * torch.randn(d)
+                mod.bias.data = 0.1 * torch.randn(d)
+
+    def forward(self, ids, mask):
+        b, s = ids.shape[0], ids.shape[1]
+        dh = self.d // self.heads
+        x = self.ln0(self.tok(ids) + self.pos)
+        pad = mask.to(torch.int32) == 0                           # Cast, Equal
+        pad = pad.reshape(b, 1, 1, s).expand(b, self.heads, s, s)  # Expand
+        neg = torch.tensor(-1e4, dtype=torch.float32)
+        for m in self.layers:
+            q, k, v = m.qkv(x).reshape(b, s, 3, self.heads, dh).permute(2, 0, 3, 1, 4)
+            att = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(dh)
+            att = torch.softmax(torch.where(pad, neg, att), dim=-1)  # Where
+            ctx = torch.matmul(att, v).transpose(1, 2).reshape(b, s, self.d)
+            x = m.ln1(x + m.o(ctx))
+            x = m.ln2(x + m.ff2(torch.nn.functional.gelu(m.ff1(x))))
+        return x
+
+
+class Gpt2(torch.nn.Module):
+    """GPT-2-like decoder: pre-LN blocks, tanh-approximated GELU, causal
+    self-attention masked with Where from a sliced lower-triangular
+    buffer, final LayerNorm and an LM head tied to the token embedding."""
+
+    def __init__(self, vocab=1000, d=256, heads=4, layers=4, ctx=256):
+        super().__init__()
+        self.d, self.heads = d, heads
+        self.wte = torch.nn.Embedding(vocab, d)
+        self.wte.weight.data *= 0.1  # logits O(1-10), as in a trained model
+        self.wpe = torch.nn.Embedding(ctx, d)
+        self.register_buffer("bias", torch.tril(torch.ones(ctx, ctx, dtype=torch.bool))
+                             .reshape(1, 1, ctx, ctx))
+        self.blocks = torch.nn.ModuleList()
+        for _ in range(layers):
+            m = torch.nn.Module()
+            m.ln1 = torch.nn.LayerNorm(d)
+            m.attn = torch.nn.Linear(d, 3 * d)
+            m.proj = torch.nn.Linear(d, d)
+            m.ln2 = torch.nn.LayerNorm(d)
+            m.fc = torch.nn.Linear(d, 4 * d)
+            m.fc2 = torch.nn.Linear(4 * d, d)
+            self.blocks.append(m)
+        self.lnf = torch.nn.LayerNorm(d)
+        for mod in self.modules():
+            if isinstance(mod, torch.nn.LayerNorm):
+                mod.weight.data = 1 + 0.1 * torch.randn(d)
+                mod.bias.data = 0.1 * torch.randn(d)
+
+    def forward(self, ids):
+        b, s = ids.shape[0], ids.shape[1]
+        dh = self.d // self.heads
+        pos = torch.arange(0, s, dtype=torch.long).unsqueeze(0)    # Range
+        x = self.wte(ids) + self.wpe(pos)
+        causal = self.bias[:, :, :s, :s]                           # Slice
+        neg = torch.tensor(-1e4, dtype=torch.float32)
+        for m in self.blocks:
+            h = m.ln1(x)
+            q, k, v = m.attn(h).reshape(b, s, 3, self.heads, dh).permute(2, 0, 3, 1, 4)
+            att = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(dh)
+            att = torch.softmax(torch.where(causal, att, neg), dim=-1)  # Where
+            ctx = torch.matmul(att, v).transpose(1, 2).reshape(b, s, self.d)
+            x = x + m.proj(ctx)
+            x = x + m.fc2(torch.nn.functional.gelu(m.fc(m.ln2(x)), approximate="tanh"))
+        return torch.matmul(self.lnf(x), self.wte.weight.t())
+
+
 def calibrate_batchnorm(m, rng):
     """Fresh BatchNorm layers (mean 0, var 1) let a deep random network's
     activations shrink to nothing (MobileNetV2's logits come out ~1e-9),
     which makes a numeric check meaningless.  One training-mode pass over a
     random batch with momentum 1 sets the running statistics to real ones,
-    as a trained model has."""
+    as a trained model has.  The affine parameters get seeded values
+    around 1 and 0 (fresh ones are exactly 1 and 0, so a kernel that
+    ignored them would still match)."""
+    g = torch.Generator().manual_seed(1)
     for mod in m.modules():
         if isinstance(mod, torch.nn.BatchNorm2d):
             mod.momentum = 1.0
+            c = mod.num_features
+            mod.weight.data = 0.5 + torch.rand(c, generator=g)
+            mod.bias.data = 0.2 * torch.randn(c, generator=g)
     m.train()
     with torch.no_grad():
         m(torch.from_numpy(rng.standard_normal((4, 3, 224, 224), dtype=np.float32)))
@@ -100,61 +216,75 @@ def calibrate_batchnorm(m, rng):
 
 
 def build(name):
-    """(module, input name, example input, output name)."""
+    """(module, {input name: example input}, output name)."""
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    if name == "resnet18":
-        m = torchvision.models.resnet18(weights=None)
+    if name in ("resnet18", "resnet50", "mobilenet_v2"):
+        m = getattr(torchvision.models, name)(weights=None)
         calibrate_batchnorm(m, rng)
         x = rng.standard_normal((1, 3, 224, 224), dtype=np.float32)
-        return m, "input", x, "logits"
-    if name == "mobilenet_v2":
-        m = torchvision.models.mobilenet_v2(weights=None)
-        calibrate_batchnorm(m, rng)
-        x = rng.standard_normal((1, 3, 224, 224), dtype=np.float32)
-        return m, "input", x, "logits"
+        return m, {"input": x}, "logits"
     if name == "encoder":
         m = Encoder()
         x = rng.integers(0, 1000, (1, 128), dtype=np.int64)
-        return m, "input_ids", x, "hidden"
+        return m, {"input_ids": x}, "hidden"
+    if name == "bert":
+        m = Bert()
+        ids = rng.integers(0, 1000, (2, 128), dtype=np.int64)
+        mask = np.ones((2, 128), dtype=np.int64)
+        mask[0, 100:] = 0
+        mask[1, 37:] = 0
+        return m, {"input_ids": ids, "attention_mask": mask}, "hidden"
+    if name == "gpt2":
+        m = Gpt2()
+        x = rng.integers(0, 1000, (1, 64), dtype=np.int64)
+        return m, {"input_ids": x}, "logits"
     raise SystemExit("unknown model %s" % name)
 
 
 def export(outdir, name):
     t0 = time.monotonic()
-    model, in_name, x, out_name = build(name)
+    base, opset = (name[:-5], 17) if name.endswith("_op17") else (name, 13)
+    model, inputs, out_name = build(base)
     model.eval()
     d = os.path.join(outdir, name)
     os.makedirs(os.path.join(d, "1"), exist_ok=True)
     os.makedirs(os.path.join(d, "ref", "inputs"), exist_ok=True)
     os.makedirs(os.path.join(d, "ref", "expected"), exist_ok=True)
     path = os.path.join(d, "1", "model.onnx")
-    xt = torch.from_numpy(x)
+    xs = tuple(torch.from_numpy(x) for x in inputs.values())
+    dyn = {n: {0: "batch"} for n in inputs}
+    dyn[out_name] = {0: "batch"}
+    if base == "gpt2":
+        dyn = {"input_ids": {0: "batch", 1: "seq"}, out_name: {0: "batch", 1: "seq"}}
     with torch.no_grad():
-        torch.onnx.export(model, (xt,), path, opset_version=OPSET,
-                          input_names=[in_name], output_names=[out_name],
-                          dynamic_axes={in_name: {0: "batch"}, out_name: {0: "batch"}},
-                          do_constant_folding=True)
-        y = model(xt).numpy()
+        torch.onnx.export(model, xs, path, opset_version=opset,
+                          input_names=list(inputs), output_names=[out_name],
+                          dynamic_axes=dyn, do_constant_folding=True)
+        y = model(*xs).numpy()
     m = onnx.load(path)
     onnx.checker.check_model(m)
-    np.save(os.path.join(d, "ref", "inputs", in_name + ".npy"), x)
+    for n, x in inputs.items():
+        np.save(os.path.join(d, "ref", "inputs", n + ".npy"), x)
     np.save(os.path.join(d, "ref", "expected", out_name + ".npy"), y)
     ops = sorted({n.op_type for n in m.graph.node})
     dt = time.monotonic() - t0
-    print("%-13s %6.1f s  %5.1f MB  %s" % (name, dt, os.path.getsize(path) / 1e6,
-                                           " ".join(ops)), flush=True)
+    print("%-17s %6.1f s  %5.1f MB  max|ref| %.3g  %s"
+          % (name, dt, os.path.getsize(path) / 1e6, float(np.max(np.abs(y))),
+             " ".join(ops)), flush=True)
     return dt
 
 
 def main(argv):
     outdir = argv[1] if len(argv) > 1 else "build/models"
-    names = argv[2:] or ["resnet18", "mobilenet_v2", "encoder"]
+    names = argv[2:] or QUICK
+    if names == ["all"]:
+        names = ALL
     torch.set_num_threads(2)
     t0 = time.monotonic()
     for n in names:
         export(outdir, n)
-    print("export total  %6.1f s" % (time.monotonic() - t0))
+    print("export total      %6.1f s" % (time.monotonic() - t0))
     return 0
 
 

@@ -264,8 +264,8 @@ static void test_unary(void **state)
 	onnx_model *m = gb_new(17);
 	(void)state;
 	gb_input(m, "x", MFS_DT_FLOAT, 3, d);
-	gb_init_f32(m, "lo", 0, NULL, (float[]){ -0.3f });
-	gb_init_f32(m, "hi", 0, NULL, (float[]){ 0.6f });
+	gb_init_f32(m, "lo", 0, (int64_t[]){ 0 }, (float[]){ -0.3f });
+	gb_init_f32(m, "hi", 0, (int64_t[]){ 0 }, (float[]){ 0.6f });
 	node(m, "Abs", "x", "a");
 	node(m, "Sqrt", "a", "b");
 	node(m, "Tanh", "x", "c");
@@ -289,7 +289,7 @@ static void test_binary_broadcast(void **state)
 	(void)state;
 	gb_input(m, "x", MFS_DT_FLOAT, 3, dx);
 	gb_input(m, "y", MFS_DT_FLOAT, 2, dy);
-	gb_init_f32(m, "two", 0, NULL, (float[]){ 2.0f });
+	gb_init_f32(m, "two", 0, (int64_t[]){ 0 }, (float[]){ 2.0f });
 	node(m, "Add", "x,y", "a");
 	node(m, "Sub", "a,y", "b");
 	node(m, "Mul", "b,x", "c");

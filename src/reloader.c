@@ -1,0 +1,453 @@
+/* reloader.c - see reloader.h.
+ *
+ * rl->lock guards the dirty list (model name -> time of its last change)
+ * and the stop flag; the per-model record of what was loaded from which
+ * files (signatures) is touched by one thread at a time: the caller of
+ * mfs_reloader_new before the loader starts, then only the loader.
+ */
+#include "reloader.h"
+
+#include <dirent.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "model_load.h"
+#include "repo.h"
+#include "watcher.h"
+
+typedef struct dirty {
+	char *name;
+	uint64_t last_ns;
+} dirty;
+
+typedef struct vsig {
+	int64_t version;
+	unsigned long long sig;
+} vsig;
+
+typedef struct mrec {
+	char *name;
+	vsig *v;
+	int n;
+} mrec;
+
+struct mfs_reloader {
+	mfs_reloader_conf conf;
+	char *repo;
+	mfs_watcher *watcher;
+	pthread_t thread;
+	bool running;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop;                 /* under lock */
+	bool all;                  /* under lock: everything changed */
+	dirty *dirty;              /* under lock */
+	int n_dirty;
+	mrec *recs;                /* loader only */
+	int n_recs;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the dirty list (rl->lock held) ---- */
+
+static void mark_locked(mfs_reloader *rl, const char *name, uint64_t now)
+{
+	for (int i = 0; i < rl->n_dirty; i++)
+		if (strcmp(rl->dirty[i].name, name) == 0) {
+			rl->dirty[i].last_ns = now;
+			return;
+		}
+	dirty *d = realloc(rl->dirty, (size_t)(rl->n_dirty + 1) * sizeof(*d));
+	if (!d)
+		return;
+	rl->dirty = d;
+	if (!(d[rl->n_dirty].name = strdup(name)))
+		return;
+	d[rl->n_dirty++].last_ns = now;
+}
+
+/* Watcher callback (watcher thread). */
+static void on_change(void *ctx, const char *model)
+{
+	mfs_reloader *rl = ctx;
+	pthread_mutex_lock(&rl->lock);
+	if (model)
+		mark_locked(rl, model, mono_ns());
+	else
+		rl->all = true;
+	pthread_cond_broadcast(&rl->cond);
+	pthread_mutex_unlock(&rl->lock);
+}
+
+/* Every model on the disk or in the registry is marked (after an
+ * overflow). */
+static void mark_all(mfs_reloader *rl)
+{
+	uint64_t now = mono_ns();
+	DIR *d = opendir(rl->repo);
+	mfs_model_info *ms = NULL;
+	int n = 0;
+	if (mfs_registry_snapshot(rl->conf.registry, &ms, &n) < 0)
+		n = 0;
+	pthread_mutex_lock(&rl->lock);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (mfs_repo_model_name_ok(e->d_name))
+			mark_locked(rl, e->d_name, now);
+	for (int i = 0; i < n; i++)
+		mark_locked(rl, ms[i].name, now);
+	pthread_mutex_unlock(&rl->lock);
+	if (d)
+		closedir(d);
+	if (ms)
+		mfs_registry_snapshot_free(ms, n);
+}
+
+/* ---- per-model records (loader only) ---- */
+
+static mrec *find_rec(mfs_reloader *rl, const char *name, bool add)
+{
+	for (int i = 0; i < rl->n_recs; i++)
+		if (strcmp(rl->recs[i].name, name) == 0)
+			return &rl->recs[i];
+	if (!add)
+		return NULL;
+	mrec *r = realloc(rl->recs, (size_t)(rl->n_recs + 1) * sizeof(*r));
+	if (!r)
+		return NULL;
+	rl->recs = r;
+	mrec *m = &r[rl->n_recs];
+	memset(m, 0, sizeof(*m));
+	if (!(m->name = strdup(name)))
+		return NULL;
+	rl->n_recs++;
+	return m;
+}
+
+static void drop_rec(mfs_reloader *rl, const char *name)
+{
+	mrec *m = find_rec(rl, name, false);
+	if (!m)
+		return;
+	free(m->name);
+	free(m->v);
+	int i = (int)(m - rl->recs);
+	memmove(&rl->recs[i], &rl->recs[i + 1], (size_t)(rl->n_recs - i - 1) * sizeof(*m));
+	rl->n_recs--;
+}
+
+static vsig *rec_version(mrec *m, int64_t version)
+{
+	for (int i = 0; i < m->n; i++)
+		if (m->v[i].version == version)
+			return &m->v[i];
+	return NULL;
+}
+
+static void rec_set(mrec *m, int64_t version, unsigned long long sig)
+{
+	vsig *s = rec_version(m, version);
+	if (!s) {
+		vsig *v = realloc(m->v, (size_t)(m->n + 1) * sizeof(*v));
+		if (!v)
+			return;   /* the version is simply loaded again next time */
+		m->v = v;
+		s = &v[m->n++];
+		s->version = version;
+	}
+	s->sig = sig;
+}
+
+static void rec_keep_only(mrec *m, const int64_t *vs, int n)
+{
+	int k = 0;
+	for (int i = 0; i < m->n; i++) {
+		bool keep = false;
+		for (int j = 0; j < n; j++)
+			keep |= vs[j] == m->v[i].version;
+		if (keep)
+			m->v[k++] = m->v[i];
+	}
+	m->n = k;
+}
+
+/* What a version was loaded from: its config file and its directory. */
+static unsigned long long version_sig(mfs_reloader *rl, const mfs_repo_entry *e, int64_t version)
+{
+	char p[PATH_MAX];
+	unsigned long long h = 0x5bd1e995ULL;
+	snprintf(p, sizeof(p), "%s/config.pbtxt", e->dir);
+	h = h * 31 + mfs_tree_signature(p);
+	snprintf(p, sizeof(p), "%s/config.json", e->dir);
+	h = h * 31 + mfs_tree_signature(p);
+	snprintf(p, sizeof(p), "%s/%" PRId64, e->dir, version);
+	h = h * 31 + mfs_tree_signature(p);
+	(void)rl;
+	return h;
+}
+
+/* ---- reconciling ---- */
+
+/* Unload the versions of name that are not in keep.  One still on the
+ * disk (only no longer selected by version_policy) stays while a selected
+ * version is not serving: a newer version that failed to load must not
+ * take the working one away. */
+static void unload_all_but(mfs_reloader *rl, const mfs_repo_entry *e, const int64_t *keep,
+			   int n_keep)
+{
+	mfs_model_info mi;
+	if (mfs_registry_model_snapshot(rl->conf.registry, e->name, &mi) < 0)
+		return;
+	bool all_served = true;
+	for (int j = 0; j < n_keep; j++) {
+		bool served = false;
+		for (int i = 0; i < mi.n_versions; i++)
+			served |= mi.versions[i].version == keep[j] && mi.versions[i].served;
+		all_served &= served;
+	}
+	for (int i = 0; i < mi.n_versions; i++) {
+		int64_t v = mi.versions[i].version;
+		bool kept = false, on_disk = false;
+		for (int j = 0; j < n_keep; j++)
+			kept |= keep[j] == v;
+		for (int j = 0; j < e->n_versions; j++)
+			on_disk |= e->versions[j] == v;
+		if (kept || (on_disk && !all_served && mi.versions[i].served))
+			continue;
+		mfs_registry_unload_version(rl->conf.registry, e->name, v,
+					    on_disk ? "not selected by version_policy"
+						    : "removed from the repository");
+	}
+	mfs_model_info_release(&mi);
+}
+
+int mfs_reloader_reconcile(mfs_reloader *rl, const char *name)
+{
+	mfs_registry *reg = rl->conf.registry;
+	mfs_repo_entry e;
+	mfs_error err;
+	mfs_error_clear(&err);
+	memset(&e, 0, sizeof(e));
+	if (!mfs_repo_model_name_ok(name))
+		return 0;
+	int rc = mfs_repo_scan_model(rl->repo, name, &e, &err);
+	if (rc < 0) {
+		/* Gone (or not a model directory any more): unload, draining. */
+		if (mfs_registry_unload_model(reg, name, "removed from the repository") == 0)
+			mfs_log_info("model '%s': removed from the repository, unloaded", name);
+		drop_rec(rl, name);
+		return 0;
+	}
+	int failed = 0;
+	if (e.n_versions == 0) {
+		if (mfs_registry_unload_model(reg, name, "no version directories left") == 0)
+			mfs_log_info("model '%s': no version directories left, unloaded", name);
+		drop_rec(rl, name);
+		goto out;
+	}
+	mfs_model_config cfg;
+	if (mfs_load_config(rl->repo, name, &cfg, &err) < 0) {
+		/* Keep what serves; show the reason on the version that is (or
+		 * would be) current. */
+		mfs_model_info mi;
+		int64_t shown = e.versions[e.n_versions - 1];
+		if (mfs_registry_model_snapshot(reg, name, &mi) == 0) {
+			if (mi.current > 0)
+				shown = mi.current;
+			mfs_model_info_release(&mi);
+		}
+		char why[MFS_ERROR_MSG_MAX + 64];
+		snprintf(why, sizeof(why), "config not loaded (still serving the previous one): %s", err.msg);
+		mfs_registry_set_failure(reg, name, shown, why);
+		mfs_log_error("model '%s': %s", name, why);
+		/* Versions' signatures include the config: fixing it reloads. */
+		mrec *m = find_rec(rl, name, true);
+		if (m)
+			for (int i = 0; i < m->n; i++)
+				m->v[i].sig = 0;
+		failed = 1;
+		goto out;
+	}
+	int64_t *want = malloc((size_t)e.n_versions * sizeof(*want));
+	if (!want) {
+		mfs_config_release(&cfg);
+		failed = 1;
+		goto out;
+	}
+	memcpy(want, e.versions, (size_t)e.n_versions * sizeof(*want));
+	int n_want = mfs_config_apply_version_policy(&cfg, want, e.n_versions);
+	mfs_config_release(&cfg);
+	mrec *m = find_rec(rl, name, true);
+	mfs_model_info mi;
+	bool have_info = mfs_registry_model_snapshot(reg, name, &mi) == 0;
+	/* Newest first: it is what unversioned requests will go to. */
+	for (int k = n_want - 1; k >= 0; k--) {
+		unsigned long long sig = version_sig(rl, &e, want[k]);
+		vsig *s = m ? rec_version(m, want[k]) : NULL;
+		bool known = false;
+		for (int i = 0; have_info && i < mi.n_versions; i++)
+			known |= mi.versions[i].version == want[k];
+		if (s && s->sig == sig && known)
+			continue;   /* unchanged since it was loaded (or failed) */
+		if (mfs_registry_load_version(reg, name, want[k], &err) < 0)
+			failed++;
+		if (m)
+			rec_set(m, want[k], sig);
+	}
+	if (have_info)
+		mfs_model_info_release(&mi);
+	if (m)
+		rec_keep_only(m, want, n_want);
+	unload_all_but(rl, &e, want, n_want);
+	free(want);
+out:
+	mfs_repo_entry_release(&e);
+	return failed;
+}
+
+/* ---- the loader thread ---- */
+
+static void *loader_thread(void *arg)
+{
+	mfs_reloader *rl = arg;
+	uint64_t quiet = (uint64_t)(rl->conf.quiet_ms > 0 ? rl->conf.quiet_ms : 0) * 1000000ull;
+	pthread_mutex_lock(&rl->lock);
+	while (!rl->stop) {
+		if (rl->all) {
+			rl->all = false;
+			pthread_mutex_unlock(&rl->lock);
+			mark_all(rl);
+			pthread_mutex_lock(&rl->lock);
+			continue;
+		}
+		if (rl->n_dirty == 0) {
+			pthread_cond_wait(&rl->cond, &rl->lock);
+			continue;
+		}
+		int due = 0;
+		for (int i = 1; i < rl->n_dirty; i++)
+			if (rl->dirty[i].last_ns < rl->dirty[due].last_ns)
+				due = i;
+		uint64_t at = rl->dirty[due].last_ns + quiet, now = mono_ns();
+		if (now < at) {
+			struct timespec ts = { (time_t)(at / 1000000000ull), (long)(at % 1000000000ull) };
+			pthread_cond_timedwait(&rl->cond, &rl->lock, &ts);
+			continue;
+		}
+		char *name = rl->dirty[due].name;
+		rl->dirty[due] = rl->dirty[--rl->n_dirty];
+		pthread_mutex_unlock(&rl->lock);
+		uint64_t t0 = mono_ns();
+		int failed = mfs_reloader_reconcile(rl, name);
+		mfs_log_info("model '%s': repository change handled in %.3f s (%d failure%s)", name,
+			     (double)(mono_ns() - t0) / 1e9, failed, failed == 1 ? "" : "s");
+		if (rl->conf.changed)
+			rl->conf.changed(rl->conf.ctx, name);
+		free(name);
+		pthread_mutex_lock(&rl->lock);
+	}
+	pthread_mutex_unlock(&rl->lock);
+	return NULL;
+}
+
+/* ---- life cycle ---- */
+
+int mfs_reloader_new(const mfs_reloader_conf *conf, mfs_reloader **out, mfs_error *err)
+{
+	mfs_reloader *rl = calloc(1, sizeof(*rl));
+	if (!rl || !(rl->repo = strdup(conf->repository))) {
+		free(rl);
+		return mfs_fail(err, ENOMEM, "out of memory");
+	}
+	rl->conf = *conf;
+	pthread_mutex_init(&rl->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&rl->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	/* Leaving versions drain: no request fails because of a reload. */
+	mfs_registry_set_drain(conf->registry, true);
+
+	mfs_repo_entry *entries = NULL;
+	int n = 0;
+	int rc = mfs_repo_scan(rl->repo, &entries, &n, err);
+	if (rc < 0)
+		goto fail;
+	/* Watch before loading: a change made while loading is not lost. */
+	mfs_watcher_conf wc = { .repository = rl->repo, .poll_secs = conf->poll_secs,
+				.changed = on_change, .ctx = rl };
+	rc = mfs_watcher_start(&wc, &rl->watcher, err);
+	if (rc < 0) {
+		mfs_repo_entries_free(entries, n);
+		goto fail;
+	}
+	int failed = 0;
+	for (int i = 0; i < n; i++) {
+		if (entries[i].n_versions == 0) {
+			mfs_log_warn("model '%s': no version directories, nothing to serve", entries[i].name);
+			continue;
+		}
+		failed += mfs_reloader_reconcile(rl, entries[i].name);
+	}
+	mfs_repo_entries_free(entries, n);
+	*out = rl;
+	return failed;
+fail:
+	mfs_reloader_free(rl);
+	return rc;
+}
+
+void mfs_reloader_set_callback(mfs_reloader *rl, void (*changed)(void *, const char *), void *ctx)
+{
+	rl->conf.changed = changed;
+	rl->conf.ctx = ctx;
+}
+
+int mfs_reloader_run(mfs_reloader *rl, mfs_error *err)
+{
+	int rc = pthread_create(&rl->thread, NULL, loader_thread, rl);
+	if (rc != 0)
+		return mfs_fail(err, rc, "cannot start the loader thread: %s", strerror(rc));
+	rl->running = true;
+	return 0;
+}
+
+void mfs_reloader_free(mfs_reloader *rl)
+{
+	if (!rl)
+		return;
+	/* The watcher first: nothing marks after this. */
+	mfs_watcher_stop(rl->watcher);
+	pthread_mutex_lock(&rl->lock);
+	rl->stop = true;
+	pthread_cond_broadcast(&rl->cond);
+	pthread_mutex_unlock(&rl->lock);
+	if (rl->running)
+		pthread_join(rl->thread, NULL);
+	for (int i = 0; i < rl->n_dirty; i++)
+		free(rl->dirty[i].name);
+	free(rl->dirty);
+	for (int i = 0; i < rl->n_recs; i++) {
+		free(rl->recs[i].name);
+		free(rl->recs[i].v);
+	}
+	free(rl->recs);
+	pthread_mutex_destroy(&rl->lock);
+	pthread_cond_destroy(&rl->cond);
+	free(rl->repo);
+	free(rl);
+}

@@ -1,0 +1,213 @@
+#!/usr/bin/env bats
+# Hot reload while mounted (issue #4, SPEC.md section 8, docs/RELOAD.md).
+# Every "Done when" line of the issue is a test here, with inotify and
+# again with --poll-secs=1.
+
+load helpers
+
+setup() {
+	T="$BATS_TEST_TMPDIR"
+	REPO="$T/repo"
+	mkdir -p "$REPO"
+	cp -r "$EXAMPLES/add_sub" "$REPO/"
+	rm -rf "$REPO/add_sub/samples"
+}
+
+teardown() {
+	[ -z "${CLIENTS_PID:-}" ] || { touch "$T/stop"; wait "$CLIENTS_PID" 2>/dev/null || true; }
+	[ -z "${HELD_PID:-}" ] || { touch "$T/removed"; kill "$HELD_PID" 2>/dev/null; wait "$HELD_PID" 2>/dev/null || true; }
+	unmount_repo
+}
+
+# wait_until SECONDS COMMAND...: poll every 20 ms.
+wait_until() {
+	local limit=$1 i
+	shift
+	for i in $(seq 1 $((limit * 50))); do
+		if "$@" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.02
+	done
+	echo "timed out after $limit s waiting for: $*" >&2
+	return 1
+}
+
+status_has() { grep -q -- "$2" "$MNT/$1/status"; }
+status_lacks() { ! grep -q -- "$2" "$MNT/$1/status"; }
+
+# One add_sub request through infer; prints model_version.
+infer_version() {
+	exec 7<>"$MNT/$1/infer"
+	printf '{"inputs":[{"name":"INPUT0","shape":[16],"datatype":"FP32","data":[%s]},{"name":"INPUT1","shape":[16],"datatype":"FP32","data":[%s]}]}' \
+		"$(seq -s, 1 16)" "$(seq -s, 1 16)" >&7
+	local resp
+	resp=$(cat <&7)
+	exec 7>&-
+	"$PY" -c "import json,sys; r=json.loads(sys.argv[1]); print(r.get('model_version', r))" "$resp"
+}
+
+version_is() { [ "$(infer_version "$1")" = "$2" ]; }
+
+start_clients() { # MODEL N [--allow-enoent]
+	rm -f "$T/stop" "$T/clients.json"
+	"$PY" "$TOP/tests/e2e/reload_clients.py" "$MNT" "$1" "$2" "$T/stop" "$T/clients.json" ${3:-} 3>&- &
+	CLIENTS_PID=$!
+}
+
+stop_clients() {
+	touch "$T/stop"
+	wait "$CLIENTS_PID"
+	CLIENTS_PID=
+	cat "$T/clients.json"
+	echo
+}
+
+clients() { # python expression over s (the summary)
+	"$PY" -c "import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "$T/clients.json"
+}
+
+# ---- the checks, each run with inotify and with --poll-secs=1 ----
+
+check_cp_ready() { # LIMIT_MS OPTIONS...
+	local limit=$1
+	shift
+	mount_repo "$REPO" "$@"
+	mkdir "$T/src"
+	cp -r "$REPO/add_sub" "$T/src/copy"
+	sed -i 's/^name: "add_sub"/name: "copy"/' "$T/src/copy/config.pbtxt"
+	local t0 t1 ms
+	t0=$(date +%s%N)
+	cp -r "$T/src/copy" "$REPO/copy"
+	wait_until 10 status_has copy "^READY 1"
+	t1=$(date +%s%N)
+	ms=$(( (t1 - t0) / 1000000 ))
+	echo "# cp -r -> READY in $ms ms ($*)" >&3
+	version_is copy 1
+	[ "$ms" -le "$limit" ]
+}
+
+check_version_switch() {
+	mount_repo "$REPO" "$@"
+	start_clients add_sub 8
+	sleep 1
+	cp -r "$REPO/add_sub/1" "$REPO/add_sub/2"
+	wait_until 10 status_has add_sub "^READY 2"
+	wait_until 5 version_is add_sub 2
+	sleep 1
+	stop_clients
+	clients 's["fail"] == 0 and s["ok"] > 0'
+	clients 'set(s["versions"]) <= {"1", "2"} and s["versions"].get("1", 0) > 0 and s["versions"].get("2", 0) > 0'
+	# latest{1}: version 1 has left the tree
+	wait_until 5 test ! -e "$MNT/add_sub/1"
+	version_is add_sub 2
+}
+
+check_corrupt_v3() {
+	cp -r "$REPO/add_sub/1" "$REPO/add_sub/2"
+	mount_repo "$REPO" "$@"
+	version_is add_sub 2
+	mkdir "$REPO/add_sub/3"
+	head -c 1000 /dev/urandom > "$REPO/add_sub/3/model.onnx"
+	wait_until 10 status_has add_sub "^READY 2 .*version 3 UNAVAILABLE: .*model.onnx"
+	"$PY" -c "import json,sys; e=[x for x in json.load(open(sys.argv[1])) if x['version']=='3'][0]; assert e['state']=='UNAVAILABLE' and e['reason'], e" "$MNT/.index.json"
+	version_is add_sub 2
+	[ -d "$MNT/add_sub/2" ]
+	cp "$REPO/add_sub/1/model.onnx" "$REPO/add_sub/3/model.onnx"
+	wait_until 10 status_has add_sub "^READY 3"
+	version_is add_sub 3
+	wait_until 5 test ! -e "$MNT/add_sub/2"
+}
+
+check_bad_config() {
+	mount_repo "$REPO" "$@"
+	cp "$REPO/add_sub/config.pbtxt" "$T/good.pbtxt"
+	echo 'no_such_field: 1' >> "$REPO/add_sub/config.pbtxt"
+	wait_until 10 status_has add_sub "no_such_field"
+	"$PY" -c "import json,sys; assert any('no_such_field' in x['reason'] for x in json.load(open(sys.argv[1]))), 'reason'" "$MNT/.index.json"
+	version_is add_sub 1
+	grep -q '"INPUT0"' "$MNT/add_sub/config.json"
+	cp "$T/good.pbtxt" "$REPO/add_sub/config.pbtxt"
+	wait_until 10 status_lacks add_sub "no_such_field"
+	status_has add_sub "^READY 1"
+	version_is add_sub 1
+}
+
+check_removal() {
+	mount_repo "$REPO" "$@"
+	# A request bound to the model before it goes, with one input given.
+	# it gets its last input after the model is gone, through a directory
+	# descriptor taken before, and still runs.
+	local req="$MNT/add_sub/requests/held"
+	mkdir "$req"
+	seq 1 16 > "$req/INPUT0.txt"
+	"$PY" - "$req" "$T/removed" "$T/held.out" 3>&- <<'PY' &
+import os, sys, time
+d = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.01)
+fd = os.open("INPUT1.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=d)
+os.write(fd, b" ".join(b"1" for _ in range(16)) + b"\n")
+os.close(fd)
+fd = os.open("OUTPUT0.txt", os.O_RDONLY, dir_fd=d)
+out = os.read(fd, 65536)
+os.close(fd)
+os.close(d)
+open(sys.argv[3], "wb").write(out)
+PY
+	HELD_PID=$!
+	start_clients add_sub 8 --allow-enoent
+	sleep 0.5
+	mv "$REPO/add_sub" "$T/gone"
+	wait_until 10 test ! -e "$MNT/add_sub"
+	touch "$T/removed"
+	sleep 0.5
+	stop_clients
+	clients 's["fail"] == 0 and s["ok"] > 0 and s["enoent"] > 0'
+	run cat "$MNT/add_sub/status"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"No such file"* ]]
+	wait "$HELD_PID"
+	HELD_PID=
+	[ "$(tr -s ' \n' ' ' < "$T/held.out")" = "$(seq -s ' ' 2 17) " ]
+}
+
+@test "inotify: cp -r of a model makes it READY within 1 s" {
+	check_cp_ready 1000
+}
+
+@test "inotify: 8 clients while version 2 is added: zero failures, results from v1 and v2" {
+	check_version_switch
+}
+
+@test "inotify: a corrupt version 3 leaves v2 serving with the reason shown; fixing it loads v3" {
+	check_corrupt_v3
+}
+
+@test "inotify: a config with an unknown field keeps the old config serving, error shown; fixing reloads" {
+	check_bad_config
+}
+
+@test "inotify: removing the model: new requests get ENOENT, running ones finish" {
+	check_removal
+}
+
+@test "--poll-secs=1: cp -r of a model makes it READY (within one poll + 1 s)" {
+	check_cp_ready 2500 --poll-secs=1
+}
+
+@test "--poll-secs=1: 8 clients while version 2 is added: zero failures" {
+	check_version_switch --poll-secs=1
+}
+
+@test "--poll-secs=1: a corrupt version 3 leaves v2 serving; fixing it loads v3" {
+	check_corrupt_v3 --poll-secs=1
+}
+
+@test "--poll-secs=1: a config with an unknown field keeps the old one serving; fixing reloads" {
+	check_bad_config --poll-secs=1
+}
+
+@test "--poll-secs=1: removing the model: new requests get ENOENT, running ones finish" {
+	check_removal --poll-secs=1
+}

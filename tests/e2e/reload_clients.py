@@ -1,0 +1,79 @@
+"""reload_clients.py MNT MODEL CLIENTS STOPFILE OUT [--allow-enoent]
+
+CLIENTS threads send add_sub requests through MNT/MODEL/infer without
+pause until STOPFILE exists, check every result, and write a JSON summary
+to OUT: ok, fail, versions (model_version -> count), enoent, errors (the
+first few).  With --allow-enoent a request refused with ENOENT (the model
+was removed) is counted apart, not as a failure.  Used by reload.bats."""
+import errno
+import json
+import os
+import sys
+import threading
+
+mnt, model, n, stop, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+allow_enoent = "--allow-enoent" in sys.argv
+lock = threading.Lock()
+summary = {"ok": 0, "fail": 0, "enoent": 0, "versions": {}, "errors": []}
+
+
+def one(c, k):
+    a = [float((c + i) % 50) for i in range(16)]
+    b = [float((k + i) % 50) for i in range(16)]
+    req = json.dumps({"inputs": [
+        {"name": "INPUT0", "shape": [16], "datatype": "FP32", "data": a},
+        {"name": "INPUT1", "shape": [16], "datatype": "FP32", "data": b}]}).encode()
+    fd = os.open(os.path.join(mnt, model, "infer"), os.O_RDWR)
+    try:
+        os.write(fd, req)
+        chunks = []
+        while True:
+            d = os.read(fd, 1 << 16)
+            if not d:
+                break
+            chunks.append(d)
+    finally:
+        os.close(fd)
+    r = json.loads(b"".join(chunks))
+    if "error" in r:
+        if allow_enoent and "no model named" in r["error"]:
+            # opened just before the model was removed: refused like ENOENT
+            raise OSError(errno.ENOENT, r["error"])
+        raise RuntimeError(r["error"])
+    o = {t["name"]: t["data"] for t in r["outputs"]}
+    if o["OUTPUT0"] != [x + y for x, y in zip(a, b)] or o["OUTPUT1"] != [x - y for x, y in zip(a, b)]:
+        raise RuntimeError("wrong result from version %s" % r.get("model_version"))
+    return r["model_version"]
+
+
+def client(c):
+    k = 0
+    while not os.path.exists(stop):
+        k += 1
+        try:
+            v = one(c, k)
+            with lock:
+                summary["ok"] += 1
+                summary["versions"][v] = summary["versions"].get(v, 0) + 1
+        except OSError as e:
+            with lock:
+                if allow_enoent and e.errno == errno.ENOENT:
+                    summary["enoent"] += 1
+                else:
+                    summary["fail"] += 1
+                    if len(summary["errors"]) < 5:
+                        summary["errors"].append("client %d: %s" % (c, e))
+        except Exception as e:  # noqa: BLE001 - every failure is counted and shown
+            with lock:
+                summary["fail"] += 1
+                if len(summary["errors"]) < 5:
+                    summary["errors"].append("client %d: %s" % (c, e))
+
+
+ts = [threading.Thread(target=client, args=(c,)) for c in range(n)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+with open(out, "w") as f:
+    json.dump(summary, f)

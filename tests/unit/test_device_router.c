@@ -1,0 +1,136 @@
+/* Unit tests for src/device_router.c on whatever OpenCL device is present
+ * (PoCL in CI): the instance_group kind and --device decide the engine,
+ * KIND_AUTO times both, a missing device is an error for KIND_GPU and a
+ * note for KIND_AUTO, the OpenCL backend is shared. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend.h"
+#include "device_router.h"
+#include "ocl_backend.h"
+
+static mfs_model *model;
+
+static int setup(void **state)
+{
+	mfs_error err;
+	(void)state;
+	if (mfs_model_load("examples/mlp/1/model.onnx", "mlp", &model, &err)) {
+		fprintf(stderr, "%s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	mfs_model_free(model);
+	mfs_router_shutdown();
+	return 0;
+}
+
+static int route(mfs_instance_kind kind, mfs_device_choice dev, const char *sel,
+		 mfs_placement *p, mfs_error *err)
+{
+	mfs_instance_group g = { .count = 1, .kind = kind };
+	mfs_model_config cfg;
+	mfs_route_opts o = { .device = dev, .opencl_device = sel };
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.instance_groups = &g;
+	cfg.n_instance_groups = 1;
+	mfs_error_clear(err);
+	return mfs_route(model, &cfg, &o, p, err);
+}
+
+static void test_kind_cpu(void **state)
+{
+	mfs_placement p;
+	mfs_error err;
+	(void)state;
+	assert_int_equal(route(MFS_KIND_CPU, MFS_DEVICE_OPENCL, NULL, &p, &err), 0);
+	assert_string_equal(p.device, "cpu");
+	assert_ptr_equal(p.backend, mfs_backend_cpu());
+	assert_false(p.measured);
+	assert_true(p.cpu_ms < 0 && p.opencl_ms < 0);
+	assert_string_equal(p.kind, "KIND_CPU");
+}
+
+static void test_kind_gpu(void **state)
+{
+	mfs_placement p;
+	mfs_error err;
+	(void)state;
+	assert_int_equal(route(MFS_KIND_GPU, MFS_DEVICE_CPU, NULL, &p, &err), 0);
+	assert_string_equal(p.device, "opencl");
+	assert_true(mfs_backend_is_opencl(p.backend));
+	assert_true(strlen(p.opencl_name) > 3);
+	assert_non_null(strstr(p.note, "KIND_GPU on "));
+	/* no such device: an error in words */
+	assert_int_equal(route(MFS_KIND_GPU, MFS_DEVICE_AUTO, "no-such-device-xyz", &p, &err),
+			 -ENODEV);
+	assert_non_null(strstr(err.msg, "KIND_GPU"));
+	assert_non_null(strstr(err.msg, "no-such-device-xyz"));
+}
+
+static void test_auto_times_both(void **state)
+{
+	mfs_placement p;
+	mfs_error err;
+	(void)state;
+	assert_int_equal(route(MFS_KIND_AUTO, MFS_DEVICE_AUTO, NULL, &p, &err), 0);
+	assert_true(p.measured);
+	assert_true(p.cpu_ms > 0 && p.opencl_ms > 0);
+	assert_string_equal(p.device, p.opencl_ms < p.cpu_ms ? "opencl" : "cpu");
+	assert_ptr_equal(p.backend, p.opencl_ms < p.cpu_ms ? p.backend : mfs_backend_cpu());
+	assert_non_null(strstr(p.note, "auto: cpu "));
+	assert_non_null(strstr(p.note, " ms, opencl "));
+}
+
+static void test_auto_follows_device_option(void **state)
+{
+	mfs_placement p;
+	mfs_error err;
+	(void)state;
+	assert_int_equal(route(MFS_KIND_AUTO, MFS_DEVICE_CPU, NULL, &p, &err), 0);
+	assert_string_equal(p.device, "cpu");
+	assert_false(p.measured);
+	assert_int_equal(route(MFS_KIND_AUTO, MFS_DEVICE_OPENCL, NULL, &p, &err), 0);
+	assert_string_equal(p.device, "opencl");
+	assert_int_equal(route(MFS_KIND_AUTO, MFS_DEVICE_OPENCL, "no-such-device-xyz", &p, &err),
+			 -ENODEV);
+	assert_non_null(strstr(err.msg, "--device=opencl"));
+	/* auto without a device: the CPU, and the note says why */
+	assert_int_equal(route(MFS_KIND_AUTO, MFS_DEVICE_AUTO, "no-such-device-xyz", &p, &err), 0);
+	assert_string_equal(p.device, "cpu");
+	assert_non_null(strstr(p.note, "no OpenCL engine"));
+}
+
+static void test_backend_shared(void **state)
+{
+	mfs_backend *a = NULL, *b = NULL;
+	mfs_error err;
+	(void)state;
+	assert_int_equal(mfs_router_opencl(NULL, &a, &err), 0);
+	assert_int_equal(mfs_router_opencl(NULL, &b, &err), 0);
+	assert_non_null(a);
+	assert_ptr_equal(a, b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kind_cpu),
+		cmocka_unit_test(test_kind_gpu),
+		cmocka_unit_test(test_auto_times_both),
+		cmocka_unit_test(test_auto_follows_device_option),
+		cmocka_unit_test(test_backend_shared),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
