@@ -272,6 +272,20 @@ static void drop_state(model *m, int64_t version)
 		}
 }
 
+/* A load of version failed (lock held): UNAVAILABLE with the reason, or,
+ * when an earlier load of it still serves, READY with the reason. */
+static void note_failure(model *m, int64_t version, const char *reason)
+{
+	for (int i = 0; i < m->n_served; i++)
+		if (m->served[i]->version == version) {
+			char why[MFS_ERROR_MSG_MAX + 64];
+			snprintf(why, sizeof(why), "reload failed, still serving the previous load: %s", reason);
+			set_state(m, version, MFS_VS_READY, why, m->served[i]->device);
+			return;
+		}
+	set_state(m, version, MFS_VS_UNAVAILABLE, reason, "");
+}
+
 /* Take v out of m->served (lock held); returns it with the registry's
  * reference, or NULL. */
 static mfs_version *unserve(model *m, int64_t version)
@@ -330,7 +344,7 @@ int mfs_registry_load_version(mfs_registry *r, const char *name,
 	m = find_model(r, name);
 	if (rc < 0) {
 		if (m)
-			set_state(m, version, MFS_VS_UNAVAILABLE, err->msg, "");
+			note_failure(m, version, err->msg);
 	} else if (!m) {
 		/* The model was unloaded while this version loaded. */
 		rc = mfs_fail(err, ENOENT, "model '%s' was removed while version %" PRId64 " loaded",
@@ -382,7 +396,7 @@ void mfs_registry_set_failure(mfs_registry *r, const char *name, int64_t version
 	pthread_mutex_lock(&r->lock);
 	model *m = add_model(r, name);
 	if (m)
-		set_state(m, version, MFS_VS_UNAVAILABLE, reason, "");
+		note_failure(m, version, reason);
 	pthread_mutex_unlock(&r->lock);
 	__atomic_add_fetch(&r->n_load_failures, 1, __ATOMIC_RELAXED);
 }

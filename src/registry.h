@@ -83,8 +83,9 @@ int mfs_registry_load_all(mfs_registry *r, mfs_error *err);
 
 /* Load one version and serve it, replacing (and unloading) a version of
  * the same number.  On failure the version's state becomes UNAVAILABLE
- * with the reason, anything already serving stays, and the error is
- * returned. */
+ * with the reason (or stays READY with the reason when an earlier load of
+ * the same version still serves), anything already serving stays, and
+ * the error is returned. */
 int mfs_registry_load_version(mfs_registry *r, const char *model,
 			      int64_t version, mfs_error *err);
 
@@ -102,8 +103,8 @@ int mfs_registry_unload_model(mfs_registry *r, const char *model,
 void mfs_registry_set_drain(mfs_registry *r, bool drain);
 
 /* Record a failure that is not a version's load (a bad config.pbtxt):
- * the version shows UNAVAILABLE with reason, whatever serves stays, and
- * the failure is counted. */
+ * the version shows the reason (UNAVAILABLE, or READY when it serves),
+ * whatever serves stays, and the failure is counted. */
 void mfs_registry_set_failure(mfs_registry *r, const char *model,
 			      int64_t version, const char *reason);
 

@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,8 @@ struct mfs_watcher {
 	char start_msg[256];
 	poll_entry *polled;        /* poll mode: the last look */
 	int n_polled;
+	uint32_t moved_cookie;     /* inotify: the last directory moved away */
+	char moved_from[PATH_MAX];
 };
 
 static int inotify_users;      /* atomic: libinotifytools is process-global */
@@ -243,7 +246,23 @@ static void inotify_event(mfs_watcher *w, struct inotify_event *ev)
 	size_t fl = strlen(full);
 	if (fl > 1 && full[fl - 1] == '/')
 		full[fl - 1] = '\0';
-	if ((ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+	if ((ev->mask & IN_ISDIR) && (ev->mask & IN_MOVED_FROM)) {
+		w->moved_cookie = ev->cookie;
+		snprintf(w->moved_from, sizeof(w->moved_from), "%s/", full);
+	}
+	/* A directory renamed inside the repository keeps its watches, which
+	 * libinotifytools still names by the old path: rename them. */
+	bool renamed = false;
+	if ((ev->mask & IN_ISDIR) && (ev->mask & IN_MOVED_TO) && ev->cookie &&
+	    ev->cookie == w->moved_cookie) {
+		char to[PATH_MAX];
+		if ((size_t)snprintf(to, sizeof(to), "%s/", full) < sizeof(to)) {
+			inotifytools_replace_filename(w->moved_from, to);
+			renamed = true;   /* watched already (watching again would leak) */
+		}
+		w->moved_cookie = 0;
+	}
+	if (!renamed && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
 		if (!inotifytools_watch_recursively(full, WATCH_MASK))
 			mfs_log_warn("repository: cannot watch '%s' (error %d): poll with --poll-secs",
 				     full, inotifytools_error());

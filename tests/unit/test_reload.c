@@ -1,0 +1,313 @@
+/* test_reload.c - hot reload's pieces without FUSE: tree signatures, the
+ * watcher (inotify and polling) and the reloader's reconcile (versions
+ * added, replaced, corrupt, removed; bad config; version_policy; draining
+ * leaves bound requests running) and its loader thread.  Uses a copy of
+ * examples/add_sub in a temporary directory (run from the top of the
+ * tree, or with MODELFS_EXAMPLES set). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "registry.h"
+#include "reloader.h"
+#include "request.h"
+#include "watcher.h"
+
+typedef struct fixture {
+	char tmp[256];
+	char repo[512];
+	char examples[4096];
+	mfs_sched *sched;
+	mfs_registry *reg;
+	int calls;                 /* atomic */
+	char last[256];
+} fixture;
+
+static void sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	const char *ex = getenv("MODELFS_EXAMPLES");
+	if (!realpath(ex ? ex : "examples", f->examples))
+		fail_msg("examples/ not found: run from the top of the tree");
+	snprintf(f->tmp, sizeof(f->tmp), "/tmp/mfs-reload-XXXXXX");
+	assert_non_null(mkdtemp(f->tmp));
+	snprintf(f->repo, sizeof(f->repo), "%s/repo", f->tmp);
+	sh("mkdir -p %s && cp -r %s/add_sub %s/ && rm -rf %s/add_sub/samples", f->repo, f->examples,
+	   f->repo, f->repo);
+	mfs_error err;
+	assert_int_equal(mfs_sched_new(1, &f->sched, &err), 0);
+	mfs_registry_conf rc = { .repository = f->repo, .sched = f->sched };
+	assert_int_equal(mfs_registry_new(&rc, &f->reg, &err), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	mfs_registry_free(f->reg);
+	mfs_sched_stop(f->sched, 0);
+	mfs_sched_free(f->sched);
+	sh("rm -rf %s", f->tmp);
+	free(f);
+	return 0;
+}
+
+static void on_change(void *ctx, const char *model)
+{
+	fixture *f = ctx;
+	snprintf(f->last, sizeof(f->last), "%s", model ? model : "*");
+	__atomic_add_fetch(&f->calls, 1, __ATOMIC_ACQ_REL);
+}
+
+static bool wait_calls(fixture *f, int n, int ms)
+{
+	for (int i = 0; i < ms / 10; i++) {
+		if (__atomic_load_n(&f->calls, __ATOMIC_ACQUIRE) >= n)
+			return true;
+		sleep_ms(10);
+	}
+	return false;
+}
+
+static int64_t current(fixture *f)
+{
+	mfs_model_info mi;
+	if (mfs_registry_model_snapshot(f->reg, "add_sub", &mi) < 0)
+		return -1;
+	int64_t c = mi.current;
+	mfs_model_info_release(&mi);
+	return c;
+}
+
+static int n_served(fixture *f)
+{
+	mfs_model_info mi;
+	if (mfs_registry_model_snapshot(f->reg, "add_sub", &mi) < 0)
+		return -1;
+	int n = 0;
+	for (int i = 0; i < mi.n_versions; i++)
+		n += mi.versions[i].served;
+	mfs_model_info_release(&mi);
+	return n;
+}
+
+static void test_tree_signature(void **state)
+{
+	fixture *f = *state;
+	char p[600];
+	snprintf(p, sizeof(p), "%s/add_sub", f->repo);
+	unsigned long long a = mfs_tree_signature(p);
+	assert_true(a != 0);
+	assert_true(mfs_tree_signature(p) == a);
+	sh("echo x > %s/1/extra", p);
+	unsigned long long b = mfs_tree_signature(p);
+	assert_true(b != a);
+	sh("rm %s/1/extra", p);
+	assert_true(mfs_tree_signature(p) != b);
+	snprintf(p, sizeof(p), "%s/nosuch", f->repo);
+	assert_true(mfs_tree_signature(p) == 0);
+}
+
+static void test_watcher_inotify(void **state)
+{
+	fixture *f = *state;
+	mfs_error err;
+	mfs_watcher *w, *w2;
+	mfs_watcher_conf wc = { .repository = f->repo, .changed = on_change, .ctx = f };
+	assert_int_equal(mfs_watcher_start(&wc, &w, &err), 0);
+	/* libinotifytools is process-global: one inotify watcher at a time */
+	assert_int_equal(mfs_watcher_start(&wc, &w2, &err), -EBUSY);
+	sh("echo x > %s/add_sub/1/extra", f->repo);
+	assert_true(wait_calls(f, 1, 3000));
+	assert_string_equal(f->last, "add_sub");
+	/* a new directory is watched at once: a file in it is seen */
+	sh("mkdir %s/add_sub/2", f->repo);
+	assert_true(wait_calls(f, 2, 3000));
+	sleep_ms(100);
+	int n = __atomic_load_n(&f->calls, __ATOMIC_ACQUIRE);
+	sh("echo y > %s/add_sub/2/model.onnx", f->repo);
+	assert_true(wait_calls(f, n + 1, 3000));
+	/* a new model directory */
+	sh("mkdir %s/other", f->repo);
+	assert_true(wait_calls(f, n + 2, 3000));
+	sleep_ms(100);
+	assert_string_equal(f->last, "other");
+	mfs_watcher_stop(w);
+	/* and another may start once it is stopped */
+	assert_int_equal(mfs_watcher_start(&wc, &w, &err), 0);
+	mfs_watcher_stop(w);
+}
+
+static void test_watcher_poll(void **state)
+{
+	fixture *f = *state;
+	mfs_error err;
+	mfs_watcher *w;
+	mfs_watcher_conf wc = { .repository = f->repo, .poll_secs = 1, .changed = on_change, .ctx = f };
+	assert_int_equal(mfs_watcher_start(&wc, &w, &err), 0);
+	sleep_ms(1200);
+	assert_int_equal(__atomic_load_n(&f->calls, __ATOMIC_ACQUIRE), 0);   /* nothing changed */
+	sh("echo x > %s/add_sub/1/extra", f->repo);
+	assert_true(wait_calls(f, 1, 2500));
+	assert_string_equal(f->last, "add_sub");
+	sh("rm -rf %s/add_sub", f->repo);     /* removal is a change too */
+	assert_true(wait_calls(f, 2, 2500));
+	mfs_watcher_stop(w);
+}
+
+static void test_reconcile(void **state)
+{
+	fixture *f = *state;
+	mfs_error err;
+	mfs_reloader *rl;
+	mfs_reloader_conf c = { .repository = f->repo, .registry = f->reg, .poll_secs = 60, .quiet_ms = 10 };
+	assert_int_equal(mfs_reloader_new(&c, &rl, &err), 0);
+	assert_int_equal(current(f), 1);
+	/* unchanged: nothing is loaded again */
+	mfs_version *v1;
+	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 0, &v1, &err), 0);
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
+	assert_false(mfs_version_unloaded(v1));
+	/* a request bound to v1 before v2 arrives */
+	mfs_request *r;
+	assert_int_equal(mfs_request_new(v1, "held", 1 << 20, &r, &err), 0);
+	mfs_version_put(v1);
+
+	sh("cp -r %s/add_sub/1 %s/add_sub/2", f->repo, f->repo);
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
+	assert_int_equal(current(f), 2);
+	assert_int_equal(n_served(f), 1);          /* latest{1}: v1 left */
+	assert_true(mfs_version_unloaded(mfs_request_version(r)));
+	/* draining: the bound request still runs on v1 */
+	const char *in = "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16";
+	assert_int_equal(mfs_request_commit_file(r, "INPUT0.txt", in, strlen(in), &err), 0);
+	assert_int_equal(mfs_request_commit_file(r, "INPUT1.txt", in, strlen(in), &err), 0);
+	for (int i = 0; i < 200 && mfs_request_state(r) != MFS_REQ_DONE &&
+			mfs_request_state(r) != MFS_REQ_FAILED; i++)
+		sleep_ms(10);
+	assert_int_equal(mfs_request_state(r), MFS_REQ_DONE);
+	mfs_request_put(r);
+
+	/* a corrupt v3: v2 keeps serving, v3 shows the reason */
+	sh("mkdir %s/add_sub/3 && echo garbage > %s/add_sub/3/model.onnx", f->repo, f->repo);
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 1);
+	assert_int_equal(current(f), 2);
+	mfs_model_info mi;
+	assert_int_equal(mfs_registry_model_snapshot(f->reg, "add_sub", &mi), 0);
+	assert_int_equal(mi.versions[mi.n_versions - 1].version, 3);
+	assert_int_equal(mi.versions[mi.n_versions - 1].state, MFS_VS_UNAVAILABLE);
+	assert_non_null(strstr(mi.versions[mi.n_versions - 1].reason, "model.onnx"));
+	mfs_model_info_release(&mi);
+	/* no change: no retry */
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
+	/* fixed: v3 serves, v2 leaves */
+	sh("cp %s/add_sub/1/model.onnx %s/add_sub/3/model.onnx", f->repo, f->repo);
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
+	assert_int_equal(current(f), 3);
+	assert_int_equal(n_served(f), 1);
+	/* the serving version's file broken: its earlier load keeps serving,
+	 * READY with the reason */
+	sh("echo garbage > %s/add_sub/3/model.onnx", f->repo);
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 1);
+	assert_int_equal(current(f), 3);
+	assert_int_equal(mfs_registry_model_snapshot(f->reg, "add_sub", &mi), 0);
+	assert_int_equal(mi.versions[mi.n_versions - 1].state, MFS_VS_READY);
+	assert_non_null(strstr(mi.versions[mi.n_versions - 1].reason, "still serving"));
+	mfs_model_info_release(&mi);
+	sh("cp %s/add_sub/1/model.onnx %s/add_sub/3/model.onnx", f->repo, f->repo);
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
+
+	/* a bad config keeps what serves; fixing it reloads */
+	sh("cp %s/add_sub/config.pbtxt %s/good && echo 'bogus_field: 1' >> %s/add_sub/config.pbtxt",
+	   f->repo, f->tmp, f->repo);
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 1);
+	assert_int_equal(current(f), 3);
+	assert_int_equal(mfs_registry_model_snapshot(f->reg, "add_sub", &mi), 0);
+	assert_non_null(strstr(mi.versions[mi.n_versions - 1].reason, "bogus_field"));
+	mfs_model_info_release(&mi);
+	/* the fix: version_policy all serves every version */
+	sh("cp %s/good %s/add_sub/config.pbtxt && echo 'version_policy { all { } }' >> %s/add_sub/config.pbtxt",
+	   f->tmp, f->repo, f->repo);
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
+	assert_int_equal(n_served(f), 3);
+	assert_int_equal(current(f), 3);
+	/* specific: only version 1 */
+	sh("cp %s/good %s/add_sub/config.pbtxt && echo 'version_policy { specific { versions: [1] } }' >> %s/add_sub/config.pbtxt",
+	   f->tmp, f->repo, f->repo);
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
+	assert_int_equal(n_served(f), 1);
+	assert_int_equal(current(f), 1);
+	/* a removed version directory leaves */
+	sh("cp %s/good %s/add_sub/config.pbtxt && echo 'version_policy { latest { num_versions: 2 } }' >> %s/add_sub/config.pbtxt",
+	   f->tmp, f->repo, f->repo);
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
+	assert_int_equal(n_served(f), 2);
+	sh("rm -rf %s/add_sub/3", f->repo);
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
+	assert_int_equal(n_served(f), 2);          /* 1 and 2 */
+	assert_int_equal(current(f), 2);
+	/* the model removed */
+	sh("rm -rf %s/add_sub", f->repo);
+	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
+	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 0, &v1, &err), -ENOENT);
+	mfs_reloader_free(rl);
+}
+
+static void test_loader_thread(void **state)
+{
+	fixture *f = *state;
+	mfs_error err;
+	mfs_reloader *rl;
+	mfs_reloader_conf c = { .repository = f->repo, .registry = f->reg, .quiet_ms = 50,
+				.changed = on_change, .ctx = f };
+	assert_int_equal(mfs_reloader_new(&c, &rl, &err), 0);
+	assert_int_equal(mfs_reloader_run(rl, &err), 0);
+	sh("cp -r %s/add_sub/1 %s/add_sub/2", f->repo, f->repo);
+	assert_true(wait_calls(f, 1, 5000));
+	assert_string_equal(f->last, "add_sub");
+	assert_int_equal(current(f), 2);
+	mfs_registry_counts n;
+	mfs_registry_get_counts(f->reg, &n);
+	assert_int_equal(n.loads, 2);
+	assert_int_equal(n.unloads, 1);
+	assert_int_equal(n.load_failures, 0);
+	mfs_reloader_free(rl);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_tree_signature, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watcher_inotify, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watcher_poll, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reconcile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loader_thread, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
