@@ -356,7 +356,10 @@ static void *loader_thread(void *arg)
 		for (int i = 1; i < rl->n_dirty; i++)
 			if (rl->dirty[i].last_ns < rl->dirty[due].last_ns)
 				due = i;
-		uint64_t at = rl->dirty[due].last_ns + quiet, now = mono_ns();
+		/* Polling marks a change once per poll, so its quiet period is
+		 * checked by still_changing() instead. */
+		uint64_t at = rl->dirty[due].last_ns + (rl->conf.poll_secs > 0 ? 0 : quiet);
+		uint64_t now = mono_ns();
 		if (now < at) {
 			struct timespec ts = { (time_t)(at / 1000000000ull), (long)(at % 1000000000ull) };
 			pthread_cond_timedwait(&rl->cond, &rl->lock, &ts);
