@@ -56,7 +56,9 @@ else
 MODELFS := $(BUILD)/modelfs
 endif
 
+ifneq ($(MODELFS),modelfs)
 modelfs: $(MODELFS)
+endif
 
 $(MODELFS): $(BUILD)/obj/src/main.o $(BUILD)/libmodelfs.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
