@@ -127,13 +127,25 @@ static int ct_params_get(mfs_op_ctx *ctx, ct_params *p)
 	}
 	p->isize = p->osize = p->ksize = 1;
 	for (int i = 0; i < nsp; i++) {
-		int64_t in = x->shape.dims[2 + i], dk = (k[i] - 1) * dl[i] + 1;
-		int64_t full = st[i] * (in - 1) + opad[i] + dk, out, pb;
+		int64_t in = x->shape.dims[2 + i], dk, full, out, pb;
+		/* Attributes are bounded by ct_ints, but an empty X may carry any
+		 * dim: compute the full output size with overflow checks. */
+		if (__builtin_mul_overflow(k[i] - 1, dl[i], &dk) ||
+		    __builtin_add_overflow(dk, 1, &dk) ||
+		    __builtin_mul_overflow(st[i], in > 0 ? in - 1 : 0, &full) ||
+		    __builtin_add_overflow(full, opad[i], &full) ||
+		    __builtin_add_overflow(full, dk, &full))
+			return mfs_op_fail(ctx, EINVAL, "spatial dim %d: output size overflows", i);
 		if (opad[i] >= st[i] && opad[i] >= dl[i])
 			return mfs_op_fail(ctx, EINVAL, "output_padding[%d] = %lld must be smaller than the stride or dilation",
 					   i, (long long)opad[i]);
 		if (nos || upper || lower) {
-			oshape[i] = nos ? os[nos - nsp + i] : in * st[i];
+			if (nos && (os[nos - nsp + i] < 0 || os[nos - nsp + i] > (int64_t)1 << 40))
+				return mfs_op_fail(ctx, EINVAL, "output_shape[%d] is out of range", i);
+			if (!nos && __builtin_mul_overflow(in, st[i], &oshape[i]))
+				return mfs_op_fail(ctx, EINVAL, "spatial dim %d: output size overflows", i);
+			if (nos)
+				oshape[i] = os[nos - nsp + i];
 			int64_t total = full - oshape[i];
 			if (total < 0)
 				total = 0;  /* the spec clamps; extra outputs stay bias-only */

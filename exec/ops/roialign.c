@@ -46,6 +46,11 @@ static int roi_params_get(mfs_op_ctx *ctx, roi_params *p)
 	p->h = x->shape.dims[2];
 	p->w = x->shape.dims[3];
 	p->r = rois->shape.dims[0];
+	int64_t plane;
+	/* Offsets are y * W + x within a plane: an empty X may carry any
+	 * dims, so the plane size must fit before anything indexes it. */
+	if (__builtin_mul_overflow(p->h, p->w, &plane))
+		return mfs_op_fail(ctx, EINVAL, "X's spatial size overflows");
 	p->oh = onnx_attr_int(ctx->node, "output_height", 1);
 	p->ow = onnx_attr_int(ctx->node, "output_width", 1);
 	p->sr = onnx_attr_int(ctx->node, "sampling_ratio", 0);
