@@ -32,8 +32,10 @@ bench_model mlp examples/mlp/1/model.onnx 1
 bench_model mlp examples/mlp/1/model.onnx 64
 bench_model resnet18 build/models/resnet18/1/model.onnx 1
 bench_model resnet50 build/bench-models/resnet50.onnx 1
-bench_model mobilenetv2 build/models/mobilenetv2/1/model.onnx 1
+bench_model mobilenetv2 build/models/mobilenet_v2/1/model.onnx 1
 bench_model encoder build/models/encoder/1/model.onnx 1
+bench_model bert_op17 build/models/bert_op17/1/model.onnx 1
+bench_model gpt2_op17 build/models/gpt2_op17/1/model.onnx 1
 bench_model matmul1024 build/bench-models/matmul1024.onnx 1
 
 raw=$($ENGINE --sgemm 1024 --iters "$ITERS" --threads "$THREADS")
