@@ -348,25 +348,11 @@ static bool tensor_ok(const mfs_tensor *t)
 
 static size_t tensor_bytes(const mfs_tensor *t)
 {
-	size_t n = mfs_dtype_size(t->dtype);
-	for (int i = 0; i < t->shape.rank; i++)
-		n *= (size_t)t->shape.dims[i];
+	size_t n = 0;
+	mfs_tensor_bytes(t, &n);
 	return n;
 }
 
-/* Overflow-checked size of an inferred output; false when too large. */
-static bool tensor_bytes_checked(const mfs_tensor *t, size_t *out)
-{
-	size_t n = mfs_dtype_size(t->dtype);
-	for (int i = 0; i < t->shape.rank; i++) {
-		size_t d = (size_t)t->shape.dims[i];
-		if (d && n > SIZE_MAX / d)
-			return false;
-		n *= d;
-	}
-	*out = n;
-	return true;
-}
 
 static void release_value(cpu_exec *e, int v)
 {
@@ -546,7 +532,7 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 		pool_buf *b;
 		if (!t)
 			continue;
-		if (!tensor_bytes_checked(t, &bytes) ||
+		if (!mfs_tensor_bytes(t, &bytes) ||
 		    bytes > mfs_engine_max_tensor_bytes()) {
 			char sh[160];
 			rc = mfs_fail(err, EFBIG, "output %d of shape %s is larger than the %zu-byte limit",

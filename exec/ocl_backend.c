@@ -203,24 +203,11 @@ static inline void dbuf_put(dbuf *b)
 
 static size_t tensor_bytes(const mfs_tensor *t)
 {
-	size_t n = mfs_dtype_size(t->dtype);
-	for (int i = 0; i < t->shape.rank; i++)
-		n *= (size_t)t->shape.dims[i];
+	size_t n = 0;
+	mfs_tensor_bytes(t, &n);
 	return n;
 }
 
-static bool bytes_checked(const mfs_tensor *t, size_t *out)
-{
-	size_t n = mfs_dtype_size(t->dtype);
-	for (int i = 0; i < t->shape.rank; i++) {
-		size_t d = (size_t)t->shape.dims[i];
-		if (t->shape.dims[i] < 0 || (d && n > SIZE_MAX / d))
-			return false;
-		n *= d;
-	}
-	*out = n;
-	return true;
-}
 
 static int host_reserve(oval *v, size_t bytes, mfs_error *err)
 {
@@ -631,7 +618,7 @@ static int run_on_host(ocl_run *r, node_rt *rt)
 		if (!rt->out[k])
 			continue;
 		v = &e->vals[nd->out[k]];
-		if (!bytes_checked(&v->t, &bytes))
+		if (!mfs_tensor_bytes(&v->t, &bytes))
 			return mfs_fail(r->err, EINVAL, "output %d is too large", k);
 		if ((rc = host_reserve(v, bytes, r->err)))
 			return rc;
@@ -736,7 +723,7 @@ static int run_node(ocl_exec *e, int i, mfs_error *err)
 		for (int k = 0; k < nd->n_out; k++) {
 			size_t bytes;
 			if (rt->out[k] && (!mfs_dtype_size(rt->out[k]->dtype) ||
-					   !bytes_checked(rt->out[k], &bytes))) {
+					   !mfs_tensor_bytes(rt->out[k], &bytes))) {
 				rc = mfs_fail(err, EIO, "operator inferred an invalid type or shape for output %d", k);
 				goto fail;
 			}

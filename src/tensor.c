@@ -121,6 +121,19 @@ char *mfs_shape_format(const mfs_shape *s, char *buf, size_t size)
 	return buf;
 }
 
+bool mfs_tensor_bytes(const mfs_tensor *t, size_t *out)
+{
+	size_t n = mfs_dtype_size(t->dtype);
+	for (int i = 0; i < t->shape.rank; i++) {
+		size_t d = (size_t)t->shape.dims[i];
+		if (d && n > SIZE_MAX / d)
+			return false;
+		n *= d;
+	}
+	*out = n;
+	return true;
+}
+
 int mfs_tensor_alloc(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
 		     mfs_error *err)
 {

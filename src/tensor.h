@@ -72,6 +72,10 @@ typedef struct mfs_tensor {
 	bool owns_data;        /* mfs_tensor_release() frees data */
 } mfs_tensor;
 
+/* Bytes of data for t's dtype and shape (dims must be >= 0): false when
+ * the product overflows size_t. */
+bool mfs_tensor_bytes(const mfs_tensor *t, size_t *out);
+
 /* Allocate zeroed storage for dtype/shape; the tensor owns it.
  * Returns 0 or -ENOMEM/-EINVAL (overflow, bad dtype) with err filled. */
 int mfs_tensor_alloc(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
