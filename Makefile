@@ -124,10 +124,11 @@ test: deps
 # growing corpus lives in build/fuzz/corpus/<name>/; crashers are written
 # to tests/fuzz/regressions/<name>/ and replayed by every fuzz-smoke.
 #   make fuzz [FUZZ_SECS=600] [FUZZ_TARGETS="onnx_model ..."]
-#   make fuzz-smoke      (replay regressions and corpus, then 20 s each)
+#   make fuzz-smoke [FUZZ_SMOKE_RUNS=100000] (replay regressions and seeds,
+#                   then that many inputs from a fixed seed: deterministic)
 FUZZ_CC     ?= clang
 FUZZ_SECS   ?= 600
-FUZZ_SMOKE_SECS ?= 20
+FUZZ_SMOKE_RUNS ?= 100000
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_TARGETS ?= $(FUZZ_SRC:tests/fuzz/fuzz_%.c=%)
 FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
@@ -147,7 +148,7 @@ fuzz: fuzz-bins
 	sh tests/fuzz/run-fuzz.sh run $(FUZZ_SECS) $(FUZZ_TARGETS)
 
 fuzz-smoke: fuzz-bins
-	sh tests/fuzz/run-fuzz.sh smoke $(FUZZ_SMOKE_SECS) $(FUZZ_TARGETS)
+	sh tests/fuzz/run-fuzz.sh smoke $(FUZZ_SMOKE_RUNS) $(FUZZ_TARGETS)
 
 # Real models against PyTorch (tests/models/), exported into build/models/
 # (needs Debian's python3-torch) and run by `modelfs run`, each within

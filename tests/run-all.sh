@@ -14,6 +14,12 @@ record() { # suite passed failed
 	TOTAL_PASS=$((TOTAL_PASS + $2))
 	TOTAL_FAIL=$((TOTAL_FAIL + $3))
 	printf '%-28s %5d passed, %3d failed   (log: %s)\n' "$1" "$2" "$3" "$LOGS/$1.log"
+	# CI keeps only what this script prints: show why a suite failed.
+	if [ "$3" -ne 0 ] && [ -f "$LOGS/$1.log" ]; then
+		echo "---- $1: last lines of $LOGS/$1.log ----"
+		tail -n 40 "$LOGS/$1.log" | sed 's/^/    | /'
+		echo "---- end of $1 ----"
+	fi
 }
 
 # cmocka binaries: count the PASSED/FAILED lines; a crash counts as a failure.

@@ -3,8 +3,13 @@
 # `make fuzz-bins` (build/fuzz/fuzz/fuzz_<target>).
 #
 #   run   SECS: fuzz each target for SECS seconds, one after the other.
-#   smoke SECS: replay every regression input and every corpus file of
-#               each target (each must run clean), then fuzz SECS seconds.
+#   smoke RUNS: replay every regression input and every corpus file of
+#               each target (each must run clean), then fuzz RUNS inputs
+#               with a fixed seed from the committed seeds only.  The same
+#               inputs every time, on every machine: `make test` cannot
+#               pass here and fail in CI because a random walk went
+#               elsewhere.  New ground is found by `make fuzz` (random
+#               seed, growing corpus), whose findings become regressions.
 #
 # Seeds come from tests/fuzz/corpus/<t>/ (committed); the corpus grows in
 # build/fuzz/corpus/<t>/ (not committed).  A crash, leak, timeout or OOM
@@ -12,7 +17,7 @@
 # the script exits 1 after trying every target.  Optional per-target
 # files: tests/fuzz/<t>.dict (libFuzzer dictionary), tests/fuzz/<t>.options
 # (extra libFuzzer flags, one line).
-MODE=$1; SECS=$2; shift 2
+MODE=$1; AMOUNT=$2; shift 2
 BIN=build/fuzz/fuzz
 FAILED=""
 
@@ -51,8 +56,18 @@ for t in "$@"; do
 		echo "fuzz $t: replayed $n inputs"
 	fi
 	log=build/fuzz/fuzz-$t.log
-	echo "fuzz $t: ${SECS}s, corpus $work + $seeds, log $log"
-	if ! "$exe" $COMMON $extra -max_total_time="$SECS" \
+	if [ "$MODE" = smoke ]; then
+		# A fresh, throw-away corpus each time, so the run depends
+		# only on the committed seeds and the fixed seed.
+		work=build/fuzz/smoke-corpus/$t
+		rm -rf "$work"; mkdir -p "$work"
+		budget="-seed=1 -runs=$AMOUNT"
+		echo "fuzz $t: $AMOUNT runs from seed 1, seeds $seeds, log $log"
+	else
+		budget="-max_total_time=$AMOUNT"
+		echo "fuzz $t: ${AMOUNT}s, corpus $work + $seeds, log $log"
+	fi
+	if ! "$exe" $COMMON $extra $budget \
 	     -artifact_prefix="$regs/" "$work" "$seeds" > "$log" 2>&1; then
 		echo "fuzz $t: FOUND a problem, input saved in $regs/ (log $log)"
 		grep -E 'ERROR|SUMMARY|artifact' "$log" | head -10
