@@ -66,6 +66,10 @@ enum {
 	MFS_OP_NHWC_OK = 1u << 1,
 	/* Result depends on more than the inputs (random ops): never fold. */
 	MFS_OP_NONDETERMINISTIC = 1u << 2,
+	/* Computes only in FP32: FLOAT16/BFLOAT16 inputs are converted to
+	 * FLOAT around it and its FLOAT outputs rounded back (exec/op_half.c;
+	 * the registry wraps the definition, no call site changes). */
+	MFS_OP_HALF_VIA_FLOAT = 1u << 3,
 };
 
 typedef struct mfs_op_def {

@@ -199,15 +199,15 @@ static int bn_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(BatchNormalization, 1, .flags = MFS_OP_NHWC_OK, .infer = bn_infer,
+MFS_OP(BatchNormalization, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = bn_infer,
        .prepare = bn_prepare, .run = bn_run, .release = bn_release);
-MFS_OP(BatchNormalization, 6, .flags = MFS_OP_NHWC_OK, .infer = bn_infer,
+MFS_OP(BatchNormalization, 6, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = bn_infer,
        .prepare = bn_prepare, .run = bn_run, .release = bn_release);
-MFS_OP(BatchNormalization, 7, .flags = MFS_OP_NHWC_OK, .infer = bn_infer,
+MFS_OP(BatchNormalization, 7, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = bn_infer,
        .prepare = bn_prepare, .run = bn_run, .release = bn_release);
-MFS_OP(BatchNormalization, 9, .flags = MFS_OP_NHWC_OK, .infer = bn_infer,
+MFS_OP(BatchNormalization, 9, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = bn_infer,
        .prepare = bn_prepare, .run = bn_run, .release = bn_release);
-MFS_OP(BatchNormalization, 14, .flags = MFS_OP_NHWC_OK, .infer = bn_infer,
+MFS_OP(BatchNormalization, 14, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = bn_infer,
        .prepare = bn_prepare, .run = bn_run, .release = bn_release);
-MFS_OP(BatchNormalization, 15, .flags = MFS_OP_NHWC_OK, .infer = bn_infer,
+MFS_OP(BatchNormalization, 15, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = bn_infer,
        .prepare = bn_prepare, .run = bn_run, .release = bn_release);

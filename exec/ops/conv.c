@@ -746,9 +746,9 @@ static int conv_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(Conv, 1, .flags = MFS_OP_NHWC_OK, .infer = conv_infer, .prepare = conv_prepare,
+MFS_OP(Conv, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = conv_infer, .prepare = conv_prepare,
        .run = conv_run, .release = conv_release);
-MFS_OP(Conv, 11, .flags = MFS_OP_NHWC_OK, .infer = conv_infer, .prepare = conv_prepare,
+MFS_OP(Conv, 11, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = conv_infer, .prepare = conv_prepare,
        .run = conv_run, .release = conv_release);
-MFS_OP_DOMAIN("com.modelfs", FusedConv, 1, .flags = MFS_OP_NHWC_OK, .infer = conv_infer,
+MFS_OP_DOMAIN("com.modelfs", FusedConv, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = conv_infer,
 	      .prepare = conv_prepare, .run = conv_run, .release = conv_release);

@@ -286,7 +286,7 @@ static int ct_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(ConvTranspose, 1, .infer = ct_infer, .prepare = ct_prepare, .run = ct_run,
+MFS_OP(ConvTranspose, 1, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = ct_infer, .prepare = ct_prepare, .run = ct_run,
        .release = ct_release);
-MFS_OP(ConvTranspose, 11, .infer = ct_infer, .prepare = ct_prepare, .run = ct_run,
+MFS_OP(ConvTranspose, 11, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = ct_infer, .prepare = ct_prepare, .run = ct_run,
        .release = ct_release);

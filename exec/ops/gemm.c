@@ -163,9 +163,9 @@ static int gemm_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(Gemm, 1, .infer = gemm_infer, .run = gemm_run);
-MFS_OP(Gemm, 6, .infer = gemm_infer, .run = gemm_run);
-MFS_OP(Gemm, 7, .infer = gemm_infer, .run = gemm_run);
-MFS_OP(Gemm, 9, .infer = gemm_infer, .run = gemm_run);
-MFS_OP(Gemm, 11, .infer = gemm_infer, .run = gemm_run);
-MFS_OP(Gemm, 13, .infer = gemm_infer, .run = gemm_run);
+MFS_OP(Gemm, 1, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = gemm_infer, .run = gemm_run);
+MFS_OP(Gemm, 6, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = gemm_infer, .run = gemm_run);
+MFS_OP(Gemm, 7, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = gemm_infer, .run = gemm_run);
+MFS_OP(Gemm, 9, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = gemm_infer, .run = gemm_run);
+MFS_OP(Gemm, 11, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = gemm_infer, .run = gemm_run);
+MFS_OP(Gemm, 13, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = gemm_infer, .run = gemm_run);

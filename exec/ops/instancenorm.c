@@ -60,5 +60,5 @@ static int in_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(InstanceNormalization, 1, .infer = in_infer, .run = in_run);
-MFS_OP(InstanceNormalization, 6, .infer = in_infer, .run = in_run);
+MFS_OP(InstanceNormalization, 1, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = in_infer, .run = in_run);
+MFS_OP(InstanceNormalization, 6, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = in_infer, .run = in_run);

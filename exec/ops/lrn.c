@@ -59,5 +59,5 @@ static int lrn_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(LRN, 1, .infer = lrn_infer, .run = lrn_run);
-MFS_OP(LRN, 13, .infer = lrn_infer, .run = lrn_run);
+MFS_OP(LRN, 1, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = lrn_infer, .run = lrn_run);
+MFS_OP(LRN, 13, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = lrn_infer, .run = lrn_run);

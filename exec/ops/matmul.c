@@ -127,5 +127,5 @@ static int matmul_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(MatMul, 1, .infer = matmul_infer, .run = matmul_run);
-MFS_OP(MatMul, 13, .infer = matmul_infer, .run = matmul_run);
+MFS_OP(MatMul, 1, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = matmul_infer, .run = matmul_run);
+MFS_OP(MatMul, 13, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = matmul_infer, .run = matmul_run);

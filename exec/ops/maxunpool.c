@@ -111,5 +111,5 @@ static int unpool_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(MaxUnpool, 9, .infer = unpool_infer, .run = unpool_run);
-MFS_OP(MaxUnpool, 11, .infer = unpool_infer, .run = unpool_run);
+MFS_OP(MaxUnpool, 9, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = unpool_infer, .run = unpool_run);
+MFS_OP(MaxUnpool, 11, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = unpool_infer, .run = unpool_run);

@@ -357,17 +357,17 @@ static int avgpool_run(mfs_op_ctx *ctx) { return pool_run_kind(ctx, POOL_AVG); }
 static int lppool_infer(mfs_op_ctx *ctx) { return pool_infer_kind(ctx, POOL_LP); }
 static int lppool_run(mfs_op_ctx *ctx) { return pool_run_kind(ctx, POOL_LP); }
 
-MFS_OP(MaxPool, 1, .flags = MFS_OP_NHWC_OK, .infer = maxpool_infer, .run = maxpool_run);
-MFS_OP(MaxPool, 8, .flags = MFS_OP_NHWC_OK, .infer = maxpool_infer, .run = maxpool_run);
-MFS_OP(MaxPool, 10, .flags = MFS_OP_NHWC_OK, .infer = maxpool_infer, .run = maxpool_run);
-MFS_OP(MaxPool, 11, .flags = MFS_OP_NHWC_OK, .infer = maxpool_infer, .run = maxpool_run);
-MFS_OP(MaxPool, 12, .flags = MFS_OP_NHWC_OK, .infer = maxpool_infer, .run = maxpool_run);
-MFS_OP(AveragePool, 1, .flags = MFS_OP_NHWC_OK, .infer = avgpool_infer, .run = avgpool_run);
-MFS_OP(AveragePool, 7, .flags = MFS_OP_NHWC_OK, .infer = avgpool_infer, .run = avgpool_run);
-MFS_OP(AveragePool, 10, .flags = MFS_OP_NHWC_OK, .infer = avgpool_infer, .run = avgpool_run);
-MFS_OP(AveragePool, 11, .flags = MFS_OP_NHWC_OK, .infer = avgpool_infer, .run = avgpool_run);
-MFS_OP(AveragePool, 19, .flags = MFS_OP_NHWC_OK, .infer = avgpool_infer, .run = avgpool_run);
-MFS_OP(LpPool, 1, .flags = MFS_OP_NHWC_OK, .infer = lppool_infer, .run = lppool_run);
-MFS_OP(LpPool, 2, .flags = MFS_OP_NHWC_OK, .infer = lppool_infer, .run = lppool_run);
-MFS_OP(LpPool, 11, .flags = MFS_OP_NHWC_OK, .infer = lppool_infer, .run = lppool_run);
-MFS_OP(LpPool, 18, .flags = MFS_OP_NHWC_OK, .infer = lppool_infer, .run = lppool_run);
+MFS_OP(MaxPool, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = maxpool_infer, .run = maxpool_run);
+MFS_OP(MaxPool, 8, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = maxpool_infer, .run = maxpool_run);
+MFS_OP(MaxPool, 10, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = maxpool_infer, .run = maxpool_run);
+MFS_OP(MaxPool, 11, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = maxpool_infer, .run = maxpool_run);
+MFS_OP(MaxPool, 12, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = maxpool_infer, .run = maxpool_run);
+MFS_OP(AveragePool, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = avgpool_infer, .run = avgpool_run);
+MFS_OP(AveragePool, 7, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = avgpool_infer, .run = avgpool_run);
+MFS_OP(AveragePool, 10, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = avgpool_infer, .run = avgpool_run);
+MFS_OP(AveragePool, 11, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = avgpool_infer, .run = avgpool_run);
+MFS_OP(AveragePool, 19, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = avgpool_infer, .run = avgpool_run);
+MFS_OP(LpPool, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = lppool_infer, .run = lppool_run);
+MFS_OP(LpPool, 2, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = lppool_infer, .run = lppool_run);
+MFS_OP(LpPool, 11, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = lppool_infer, .run = lppool_run);
+MFS_OP(LpPool, 18, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = lppool_infer, .run = lppool_run);

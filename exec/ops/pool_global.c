@@ -123,7 +123,7 @@ static int gavg_run(mfs_op_ctx *ctx) { return global_run(ctx, G_AVG); }
 static int gmax_run(mfs_op_ctx *ctx) { return global_run(ctx, G_MAX); }
 static int glp_run(mfs_op_ctx *ctx) { return global_run(ctx, G_LP); }
 
-MFS_OP(GlobalAveragePool, 1, .flags = MFS_OP_NHWC_OK, .infer = global_infer, .run = gavg_run);
-MFS_OP(GlobalMaxPool, 1, .flags = MFS_OP_NHWC_OK, .infer = global_infer, .run = gmax_run);
-MFS_OP(GlobalLpPool, 1, .flags = MFS_OP_NHWC_OK, .infer = global_infer, .run = glp_run);
-MFS_OP(GlobalLpPool, 2, .flags = MFS_OP_NHWC_OK, .infer = global_infer, .run = glp_run);
+MFS_OP(GlobalAveragePool, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = global_infer, .run = gavg_run);
+MFS_OP(GlobalMaxPool, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = global_infer, .run = gmax_run);
+MFS_OP(GlobalLpPool, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = global_infer, .run = glp_run);
+MFS_OP(GlobalLpPool, 2, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = global_infer, .run = glp_run);

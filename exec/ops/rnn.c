@@ -403,9 +403,9 @@ static int gru_run(mfs_op_ctx *ctx) { return rnn_run_kind(ctx, K_GRU); }
 static int lstm_infer(mfs_op_ctx *ctx) { return rnn_infer_kind(ctx, K_LSTM); }
 static int lstm_run(mfs_op_ctx *ctx) { return rnn_run_kind(ctx, K_LSTM); }
 
-MFS_OP(RNN, 7, .infer = rnn_infer, .run = rnn_run, .release = rnn_release);
-MFS_OP(RNN, 14, .infer = rnn_infer, .run = rnn_run, .release = rnn_release);
-MFS_OP(GRU, 7, .infer = gru_infer, .run = gru_run, .release = rnn_release);
-MFS_OP(GRU, 14, .infer = gru_infer, .run = gru_run, .release = rnn_release);
-MFS_OP(LSTM, 7, .infer = lstm_infer, .run = lstm_run, .release = rnn_release);
-MFS_OP(LSTM, 14, .infer = lstm_infer, .run = lstm_run, .release = rnn_release);
+MFS_OP(RNN, 7, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = rnn_infer, .run = rnn_run, .release = rnn_release);
+MFS_OP(RNN, 14, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = rnn_infer, .run = rnn_run, .release = rnn_release);
+MFS_OP(GRU, 7, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = gru_infer, .run = gru_run, .release = rnn_release);
+MFS_OP(GRU, 14, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = gru_infer, .run = gru_run, .release = rnn_release);
+MFS_OP(LSTM, 7, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = lstm_infer, .run = lstm_run, .release = rnn_release);
+MFS_OP(LSTM, 14, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = lstm_infer, .run = lstm_run, .release = rnn_release);
