@@ -192,8 +192,8 @@ PY
 	check_removal
 }
 
-@test "--poll-secs=1: cp -r of a model makes it READY (within one poll + 1 s)" {
-	check_cp_ready 2500 --poll-secs=1
+@test "--poll-secs=1: cp -r of a model makes it READY within 1 s" {
+	check_cp_ready 1000 --poll-secs=1
 }
 
 @test "--poll-secs=1: 8 clients while version 2 is added: zero failures" {
