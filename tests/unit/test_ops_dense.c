@@ -1154,6 +1154,14 @@ static void test_pool_bad(void **st)
 	tn_init(&t, "LRN");
 	expect_error(&t, 13, in, 1, EINVAL, "size");
 	mfs_tensor_release(&x);
+	/* An empty spatial dim whose padded windows would still make an
+	 * output (found by fuzz_engine: X's data is NULL then). */
+	t_alloc(&x, MFS_DT_FLOAT, shp(4, 1L, 2L, 0L, 3L));
+	tn_init(&t, "MaxPool");
+	tn_ints(&t, "kernel_shape", 2, 1L, 1L);
+	tn_ints(&t, "pads", 4, 1L, 0L, 1L, 0L);
+	expect_error(&t, 12, in, 1, EINVAL, "empty spatial dim");
+	mfs_tensor_release(&x);
 }
 
 /* ---- BatchNormalization, InstanceNormalization, LRN --------------------- */
