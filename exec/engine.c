@@ -37,13 +37,31 @@ void mfs_engine_set_threads(int n)
 	openblas_set_num_threads(n);
 }
 
+/* Runs in flight in this process, on any execution context. */
+static atomic_int runs_in_flight;
+
 /* omp_set_num_threads only sets the calling thread's value: a run on a
  * thread created after mfs_engine_set_threads would otherwise use every
- * core, so each run applies the setting to its own thread. */
-static void apply_threads(void)
+ * core, so each run applies the setting to its own thread.  Concurrent
+ * runs (several instances, several models) share the threads: a run
+ * that starts while k others are running gets n / (k + 1) of them (at
+ * least one), so that k + 1 OpenMP teams of n threads do not fight over
+ * n cores.  The share is taken at the start of a run: one that started
+ * alone keeps its threads until it ends. */
+int mfs_engine_thread_share(int threads, int active)
+{
+	if (active < 1)
+		active = 1;
+	return threads / active > 0 ? threads / active : 1;
+}
+
+static void apply_threads(int active)
 {
 	int n = atomic_load(&engine_threads);
-	if (n > 0 && omp_get_max_threads() != n)
+	if (n <= 0)
+		return;   /* library defaults (tools, tests) */
+	n = mfs_engine_thread_share(n, active);
+	if (omp_get_max_threads() != n)
 		omp_set_num_threads(n);
 }
 
@@ -157,8 +175,9 @@ int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 	}
 	for (int i = 0; i < m->n_outputs; i++)
 		memset(&outputs[i], 0, sizeof(outputs[i]));
-	apply_threads();
+	apply_threads(atomic_fetch_add(&runs_in_flight, 1) + 1);
 	rc = e->backend->iface->exec_run(e->ctx, inputs, outputs, err);
+	atomic_fetch_sub(&runs_in_flight, 1);
 	if (rc) {
 		if (rc > 0)
 			rc = -EIO;

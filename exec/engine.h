@@ -62,7 +62,12 @@ void mfs_exec_free(mfs_exec *e);
 int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 		 mfs_error *err);
 
-/* Set the compute threads used by operators, OpenMP and OpenBLAS. */
+/* Set the compute threads used by operators, OpenMP and OpenBLAS.  Runs
+ * that overlap share them: each gets n / (runs in flight when it starts),
+ * at least one.  Without a call, every run uses the libraries' defaults. */
 void mfs_engine_set_threads(int n);
+/* The threads a run gets when it starts with active runs in flight
+ * (itself included) out of threads: threads / active, at least 1. */
+int mfs_engine_thread_share(int threads, int active);
 
 #endif

@@ -563,6 +563,18 @@ static int op_gather(ocl_run *r)
 	for (int i = (int)ax + 1; i < x->shape.rank; i++)
 		inner *= x->shape.dims[i];
 	len = x->shape.dims[ax];
+	/* The indices are checked on the host, so that an index out of range
+	 * fails the run with the CPU engine's error instead of reading zeros:
+	 * they are few (token ids, positions) and usually come from the host
+	 * anyway, so this costs at most one small download. */
+	if (!ocl_in_host(r, 1, &rc))
+		return rc;
+	for (int64_t i = 0; i < nidx; i++) {
+		int64_t j = mfs_tensor_get_i64(ix, i);
+		if (j < -len || j >= len)
+			return mfs_op_fail(ctx, EINVAL, "index %lld is out of range [-%lld, %lld)",
+					   (long long)j, (long long)len, (long long)len);
+	}
 	if (!n)
 		return ocl_out(r, 0, &rc) ? 0 : rc;
 	if (!(mx = ocl_in(r, 0, &rc)) || !(mi = ocl_in(r, 1, &rc)) ||

@@ -283,8 +283,9 @@ __kernel void cast(__global const uchar *src, __global uchar *dst, int n,
 	}
 }
 
-/* ---- Gather: out[o, j, k] = data[o, idx[j], k]; an index out of range
- * gives zeros (the device cannot fail a run; see docs/OPENCL.md). ---- */
+/* ---- Gather: out[o, j, k] = data[o, idx[j], k].  The host checked the
+ * indices (exec/ocl_ops_elem.c); the bound here only keeps a read from
+ * ever leaving the buffer. ---- */
 
 #define GATHER(T, I, name)                                                    \
 __kernel void name(__global const T *data, __global const I *idx,             \

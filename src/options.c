@@ -41,7 +41,7 @@ const char *mfs_options_usage(void)
 	       "  -f                        stay in the foreground (default: daemonize)\n"
 	       "  --device=cpu|opencl|auto  engine for models whose config does not choose (auto)\n"
 	       "  --opencl-device=N|TEXT    OpenCL device by index or name substring\n"
-	       "  --poll-secs=N             poll the repository every N s instead of inotify (0)\n"
+	       "  --poll-secs=N             notice repository changes within N s by polling, not inotify (0)\n"
 	       "  --reload-quiet-ms=N       act on a repository change after N ms of quiet (250)\n"
 	       "  --threads=N               compute threads (number of cores)\n"
 	       "  --max-request-bytes=N     largest request accepted, K/M/G suffixes (1G)\n"

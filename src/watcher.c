@@ -1,5 +1,8 @@
 /* watcher.c - see watcher.h.
  *
+ * polling: a signature of each model directory, compared every
+ * poll_secs / 2 seconds.
+ *
  * inotify: every directory of the repository is watched (recursively);
  * a directory created or moved in is watched at once (and its model
  * marked changed, so the reloader rescans it from the disk: files written
@@ -192,9 +195,20 @@ static void *poll_thread(void *arg)
 	w->ready = true;
 	pthread_cond_broadcast(&w->cond);
 	while (!w->stop) {
+		/* Look twice per poll_secs: --poll-secs=N promises that a change
+		 * is noticed within N s, and with the reloader's quiet period
+		 * and the load that still fits in N s for small models
+		 * (docs/RELOAD.md).  One look per N s would let a change made
+		 * just after a look wait N s, then the quiet period on top. */
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += w->conf.poll_secs;
+		long long half_ms = (long long)w->conf.poll_secs * 500;
+		ts.tv_sec += (time_t)(half_ms / 1000);
+		ts.tv_nsec += (long)(half_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
 		while (!w->stop && pthread_cond_timedwait(&w->cond, &w->lock, &ts) != ETIMEDOUT)
 			;
 		if (w->stop)

@@ -4,8 +4,9 @@
  * (which keeps global state, so only this thread ever calls it; hence at
  * most one inotify watcher per process) or, with poll_secs > 0, compares
  * the modification times, sizes and inodes of every file under every
- * model directory each poll_secs seconds (for filesystems where inotify
- * sees nothing, such as NFS).
+ * model directory twice every poll_secs seconds, so that a change is
+ * noticed within poll_secs (for filesystems where inotify sees nothing,
+ * such as NFS).
  *
  * Either way it only says which model directory changed: changed(ctx,
  * name) with the model directory's name, or changed(ctx, NULL) when

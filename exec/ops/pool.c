@@ -290,6 +290,12 @@ static int pool_run_kind(mfs_op_ctx *ctx, enum pool_kind kind)
 	if (y->layout != MFS_LAYOUT_PLAIN && !(y->layout == MFS_LAYOUT_NHWC && p.w.nsp == 2 &&
 					       x->dtype == MFS_DT_FLOAT))
 		return mfs_op_fail(ctx, EINVAL, "output layout %d is not supported", (int)y->layout);
+	/* Nothing to write; or windows over an empty X that would hold only
+	 * padding, which no pooling kind gives a value for. */
+	if (p.n * p.c == 0 || p.osize == 0)
+		return 0;
+	if (p.isize == 0)
+		return mfs_op_fail(ctx, EINVAL, "X has an empty spatial dim but the output does not");
 	if (x->layout == MFS_LAYOUT_NHWC && !ind) {
 		pool_nhwc(&p, &g, x->data, y->data, y->layout == MFS_LAYOUT_NHWC);
 		return 0;

@@ -1351,6 +1351,17 @@ static void test_real_missing_file(void **state)
 	assert_non_null(strstr(err.msg, "model 'gone'"));
 }
 
+/* Overlapping runs share the threads instead of each taking all. */
+static void test_thread_share(void **state)
+{
+	(void)state;
+	assert_int_equal(mfs_engine_thread_share(16, 1), 16);
+	assert_int_equal(mfs_engine_thread_share(16, 4), 4);
+	assert_int_equal(mfs_engine_thread_share(16, 3), 5);
+	assert_int_equal(mfs_engine_thread_share(2, 3), 1);
+	assert_int_equal(mfs_engine_thread_share(8, 0), 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1384,6 +1395,7 @@ int main(void)
 		cmocka_unit_test_setup(test_real_add, setup),
 		cmocka_unit_test_setup(test_real_cnn_layouts_agree, setup),
 		cmocka_unit_test_setup(test_real_missing_file, setup),
+		cmocka_unit_test(test_thread_share),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

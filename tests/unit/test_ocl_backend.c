@@ -237,6 +237,52 @@ static void test_data_movement(void **state)
 	check(m, 1, in, 0, true);
 }
 
+/* An index out of range fails the run on the device as on the CPU (and
+ * the next run with good indices still works). */
+static void test_gather_out_of_range(void **state)
+{
+	int64_t d[] = { 2, 5 }, di[] = { 2 };
+	onnx_model *m = gb_new(13);
+	mfs_model *cm = NULL;
+	mfs_exec *eo = NULL;
+	mfs_tensor out[1];
+	mfs_error err;
+	(void)state;
+	gb_input(m, "x", MFS_DT_FLOAT, 2, d);
+	gb_input(m, "idx", MFS_DT_INT64, 1, di);
+	onnx_node *n = node(m, "Gather", "x,idx", "g");
+	attr_int(n, "axis", 1);
+	gb_output(m, "g");
+	if (mfs_model_compile(m, "t", &cm, &err))
+		fail_msg("compile: %s", err.msg);
+	if (mfs_exec_new(cm, ocl, &eo, &err))
+		fail_msg("exec_new: %s", err.msg);
+	mfs_tensor in[2] = { rand_f32(2, d) };
+	mfs_error e2;
+	memset(&e2, 0, sizeof(e2));
+	assert_int_equal(mfs_tensor_alloc(&in[1], MFS_DT_INT64, &(mfs_shape){ .rank = 1, .dims = { 2 } }, &e2), 0);
+	((int64_t *)in[1].data)[0] = 1;
+	((int64_t *)in[1].data)[1] = 7;
+	assert_int_equal(mfs_exec_run(eo, in, out, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "index 7 is out of range [-5, 5)"));
+	((int64_t *)in[1].data)[1] = -5;
+	if (mfs_exec_run(eo, in, out, &err))
+		fail_msg("opencl run: %s", err.msg);
+	const float *x = in[0].data, *g = out[0].data;
+	assert_float_equal(g[0], x[1], 0);
+	assert_float_equal(g[1], x[0], 0);
+	assert_float_equal(g[2], x[6], 0);
+	assert_float_equal(g[3], x[5], 0);
+	mfs_exec_stats st;
+	mfs_exec_get_stats(eo, &st);
+	assert_int_equal(st.host_nodes, 0);   /* the device's Gather, not the CPU's */
+	mfs_tensor_release(&out[0]);
+	mfs_tensor_release(&in[0]);
+	mfs_tensor_release(&in[1]);
+	mfs_exec_free(eo);
+	mfs_model_free(cm);
+}
+
 static void test_rows(void **state)
 {
 	int64_t d[] = { 2, 5, 33 }, dn[] = { 33 };
@@ -358,6 +404,7 @@ int main(void)
 		cmocka_unit_test(test_unary),
 		cmocka_unit_test(test_binary_broadcast),
 		cmocka_unit_test(test_data_movement),
+		cmocka_unit_test(test_gather_out_of_range),
 		cmocka_unit_test(test_rows),
 		cmocka_unit_test(test_dense),
 		cmocka_unit_test(test_dynamic_batch),

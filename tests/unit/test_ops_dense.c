@@ -1154,6 +1154,14 @@ static void test_pool_bad(void **st)
 	tn_init(&t, "LRN");
 	expect_error(&t, 13, in, 1, EINVAL, "size");
 	mfs_tensor_release(&x);
+	/* An empty spatial dim whose padded windows would still make an
+	 * output (found by fuzz_engine: X's data is NULL then). */
+	t_alloc(&x, MFS_DT_FLOAT, shp(4, 1L, 2L, 0L, 3L));
+	tn_init(&t, "MaxPool");
+	tn_ints(&t, "kernel_shape", 2, 1L, 1L);
+	tn_ints(&t, "pads", 4, 1L, 0L, 1L, 0L);
+	expect_error(&t, 12, in, 1, EINVAL, "empty spatial dim");
+	mfs_tensor_release(&x);
 }
 
 /* ---- BatchNormalization, InstanceNormalization, LRN --------------------- */
@@ -1694,6 +1702,43 @@ static void test_roialign(void **st)
 	mfs_tensor_release(&y);
 }
 
+/* An empty tensor (a zero dim) may carry any other dims: the size
+ * arithmetic of ConvTranspose and RoiAlign must refuse a result that
+ * overflows int64 instead of wrapping (UBSan found both under op_fuzz). */
+static void test_empty_input_size_overflow(void **st)
+{
+	(void)st;
+	const int64_t huge = (int64_t)1 << 62;
+	tnode t;
+	mfs_tensor x, w, rois, bi;
+
+	tn_init(&t, "ConvTranspose");
+	tn_ints(&t, "strides", 2, (int64_t)4, (int64_t)1);
+	t_alloc(&x, MFS_DT_FLOAT, shp(4, 0L, 1L, huge, 1L));
+	t_rand(&w, shp(4, 1L, 1L, 1L, 1L));
+	mfs_tensor *ct_in[] = { &x, &w };
+	expect_error(&t, 11, ct_in, 2, EINVAL, "output size overflows");
+	tn_init(&t, "ConvTranspose");
+	tn_str(&t, "auto_pad", "SAME_UPPER");
+	tn_ints(&t, "strides", 2, (int64_t)8, (int64_t)1);
+	mfs_tensor_release(&x);
+	/* 8 * (2^60 - 1) + 1 fits, 8 * 2^60 (the SAME output size) does not */
+	t_alloc(&x, MFS_DT_FLOAT, shp(4, 0L, 1L, huge / 4, 1L));
+	expect_error(&t, 11, ct_in, 2, EINVAL, "output size overflows");
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+
+	tn_init(&t, "RoiAlign");
+	t_alloc(&x, MFS_DT_FLOAT, shp(4, 0L, 1L, huge, 4L));
+	t_alloc(&rois, MFS_DT_FLOAT, shp(2, 0L, 4L));
+	t_alloc(&bi, MFS_DT_INT64, shp(1, 0L));
+	mfs_tensor *ra_in[] = { &x, &rois, &bi };
+	expect_error(&t, 16, ra_in, 3, EINVAL, "spatial size overflows");
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&rois);
+	mfs_tensor_release(&bi);
+}
+
 /* ---- random attributes and shapes: errors are fine, crashes are not ---- */
 
 static int64_t rnd(int64_t lo, int64_t hi)
@@ -1956,6 +2001,7 @@ int main(void)
 		cmocka_unit_test(test_maxunpool),
 		cmocka_unit_test(test_rnn_bidirectional),
 		cmocka_unit_test(test_roialign),
+		cmocka_unit_test(test_empty_input_size_overflow),
 		cmocka_unit_test(test_random_no_crash),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
