@@ -226,6 +226,21 @@ static void b_avgpool(onnx_model *o, mfs_dtype dt)
 	gb_node(o, "", "GlobalAveragePool", "gap", "p", "y");
 }
 
+static void b_convtranspose(onnx_model *o, mfs_dtype dt)
+{
+	static const int64_t w[] = { 3, 2, 3, 3 };
+	init(o, "w", dt, 4, w, 12);
+	gb_node(o, "", "ConvTranspose", "ct", "x,w", "y");
+}
+
+static void b_instancenorm(onnx_model *o, mfs_dtype dt)
+{
+	static const int64_t c[] = { 3 };
+	init(o, "s", dt, 1, c, 13);
+	init(o, "b", dt, 1, c, 14);
+	gb_node(o, "", "InstanceNormalization", "in", "x,s,b", "y");
+}
+
 static const int64_t mat[] = { 5, 16 };
 
 static void b_matmul(onnx_model *o, mfs_dtype dt)
@@ -258,6 +273,8 @@ static void test_conv_bf16(void **s) { (void)s; check_half(b_conv, MFS_DT_BFLOAT
 static void test_batchnorm(void **s) { (void)s; check_half(b_batchnorm, MFS_DT_FLOAT16, 4, img); }
 static void test_maxpool(void **s) { (void)s; check_half(b_maxpool, MFS_DT_FLOAT16, 4, img); }
 static void test_avgpool(void **s) { (void)s; check_half(b_avgpool, MFS_DT_FLOAT16, 4, img); }
+static void test_convtranspose(void **s) { (void)s; check_half(b_convtranspose, MFS_DT_FLOAT16, 4, img); }
+static void test_instancenorm_bf16(void **s) { (void)s; check_half(b_instancenorm, MFS_DT_BFLOAT16, 4, img); }
 static void test_matmul(void **s) { (void)s; check_half(b_matmul, MFS_DT_FLOAT16, 2, mat); }
 static void test_gemm(void **s) { (void)s; check_half(b_gemm, MFS_DT_FLOAT16, 2, mat); }
 static void test_matmul_add(void **s) { (void)s; check_half_tol(b_matmul_add, MFS_DT_FLOAT16, 2, mat, 4e-3f); }
@@ -279,7 +296,7 @@ static void test_mixed_refused(void **state)
 	assert_null(m);
 }
 
-/* Integer Gemm goes straight to the operator (no conversion). */
+/* The registry hands out the wrapper with the operator's identity. */
 static void test_flag_and_wrapper(void **state)
 {
 	(void)state;
@@ -300,6 +317,8 @@ int main(void)
 		cmocka_unit_test(test_batchnorm),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
+		cmocka_unit_test(test_convtranspose),
+		cmocka_unit_test(test_instancenorm_bf16),
 		cmocka_unit_test(test_matmul),
 		cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_matmul_add),
