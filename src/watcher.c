@@ -6,8 +6,8 @@
  * inotify: every directory of the repository is watched (recursively);
  * a directory created or moved in is watched at once (and its model
  * marked changed, so the reloader rescans it from the disk: files written
- * before the watch was in place are not missed).  IN_Q_OVERFLOW: the
- * whole repository is watched again and every model marked.  IN_MODIFY is
+ * before the watch was in place are not missed).  IN_Q_OVERFLOW: a new
+ * inotify instance watches the whole repository and every model is marked.  IN_MODIFY is
  * watched too so that a long copy keeps its model "busy" for the
  * reloader's quiet period.
  *
@@ -243,7 +243,16 @@ static void inotify_event(mfs_watcher *w, struct inotify_event *ev)
 {
 	if (ev->mask & IN_Q_OVERFLOW) {
 		mfs_log_warn("repository '%s': inotify queue overflowed: rescanning everything", w->repo);
-		inotifytools_watch_recursively(w->repo, WATCH_MASK);
+		/* Events were lost, so directories may have come and gone
+		 * unseen: start over with a fresh inotify instance.  Watching
+		 * again on the old one would leak libinotifytools' record of
+		 * every directory already watched (found by the e2e test under
+		 * ASan). */
+		inotifytools_cleanup();
+		w->moved_cookie = 0;
+		if (!inotifytools_initialize() || !inotifytools_watch_recursively(w->repo, WATCH_MASK))
+			mfs_log_error("repository '%s': cannot watch again after the overflow (error %d): "
+				      "restart modelfs or use --poll-secs", w->repo, inotifytools_error());
 		w->conf.changed(w->conf.ctx, NULL);
 		return;
 	}

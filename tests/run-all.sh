@@ -16,8 +16,13 @@ record() { # suite passed failed
 	printf '%-28s %5d passed, %3d failed   (log: %s)\n' "$1" "$2" "$3" "$LOGS/$1.log"
 	# CI keeps only what this script prints: show why a suite failed.
 	if [ "$3" -ne 0 ] && [ -f "$LOGS/$1.log" ]; then
-		echo "---- $1: last lines of $LOGS/$1.log ----"
-		tail -n 40 "$LOGS/$1.log" | sed 's/^/    | /'
+		if grep -q '^not ok ' "$LOGS/$1.log"; then
+			echo "---- $1: the failing tests in $LOGS/$1.log ----"
+			grep -A 30 '^not ok ' "$LOGS/$1.log" | head -n 80 | sed 's/^/    | /'
+		else
+			echo "---- $1: last lines of $LOGS/$1.log ----"
+			tail -n 40 "$LOGS/$1.log" | sed 's/^/    | /'
+		fi
 		echo "---- end of $1 ----"
 	fi
 }
