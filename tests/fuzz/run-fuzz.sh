@@ -5,11 +5,12 @@
 #   run   SECS: fuzz each target for SECS seconds, one after the other.
 #   smoke RUNS: replay every regression input and every corpus file of
 #               each target (each must run clean), then fuzz RUNS inputs
-#               with a fixed seed from the committed seeds only.  The same
-#               inputs every time, on every machine: `make test` cannot
-#               pass here and fail in CI because a random walk went
-#               elsewhere.  New ground is found by `make fuzz` (random
-#               seed, growing corpus), whose findings become regressions.
+#               with a fixed seed from the committed seeds only: (nearly)
+#               the same inputs every time, on every machine, so that
+#               `make test` does not pass here and fail in CI because a
+#               random walk went elsewhere (docs/FUZZING.md).  New ground is
+#               found by `make fuzz` (random seed, growing corpus), whose
+#               findings become regressions.
 #
 # Seeds come from tests/fuzz/corpus/<t>/ (committed); the corpus grows in
 # build/fuzz/corpus/<t>/ (not committed).  A crash, leak, timeout or OOM
