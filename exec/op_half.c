@@ -267,55 +267,34 @@ static int float_outputs(mfs_op_ctx *ctx, half_state *hs, mfs_dtype ht,
 	return 0;
 }
 
-static int half_prepare(mfs_op_ctx *ctx)
+/* prepare (run == false) or run the operator on FP32 views of the node:
+ * the same conversion for both, only run rounds the outputs back. */
+static int half_call(mfs_op_ctx *ctx, bool run)
 {
 	mfs_dtype ht = half_mode(ctx);
 	mfs_tensor *pin[HALF_MAX_ARGS + HALF_PAD] = { 0 };
 	mfs_tensor *pout[HALF_MAX_ARGS + HALF_PAD] = { 0 };
-	half_state *hs;
+	half_state *hs = NULL;
 	mfs_op_ctx ic;
 	int rc = get_state(ctx, &hs);
 
 	if (rc)
 		return rc;
 	ic = inner_ctx(ctx, hs);
-	if (!ic.def->prepare)
+	int (*call)(mfs_op_ctx *) = run ? ic.def->run : ic.def->prepare;
+	if (!call)
 		return 0;
 	if (ht == MFS_DT_UNDEFINED)
-		return ic.def->prepare(&ic);
+		return call(&ic);
 	rc = convert_inputs(ctx, hs, ht, pin);
 	if (!rc)
-		rc = float_outputs(ctx, hs, ht, pout, false);
+		rc = float_outputs(ctx, hs, ht, pout, run);
 	if (rc)
 		return rc;
 	ic.in = pin;
 	ic.out = pout;
-	return ic.def->prepare(&ic);
-}
-
-static int half_run(mfs_op_ctx *ctx)
-{
-	mfs_dtype ht = half_mode(ctx);
-	mfs_tensor *pin[HALF_MAX_ARGS + HALF_PAD] = { 0 };
-	mfs_tensor *pout[HALF_MAX_ARGS + HALF_PAD] = { 0 };
-	half_state *hs;
-	mfs_op_ctx ic;
-	int rc = get_state(ctx, &hs);
-
-	if (rc)
-		return rc;
-	ic = inner_ctx(ctx, hs);
-	if (ht == MFS_DT_UNDEFINED)
-		return ic.def->run(&ic);
-	rc = convert_inputs(ctx, hs, ht, pin);
-	if (!rc)
-		rc = float_outputs(ctx, hs, ht, pout, true);
-	if (rc)
-		return rc;
-	ic.in = pin;
-	ic.out = pout;
-	rc = ic.def->run(&ic);
-	if (rc)
+	rc = call(&ic);
+	if (rc || !run)
 		return rc;
 	for (int k = 0; k < ctx->n_out; k++) {
 		mfs_tensor *o = ctx->out[k];
@@ -325,6 +304,16 @@ static int half_run(mfs_op_ctx *ctx)
 		from_float(o->data, pout[k]->data, numel_of(o), ht);
 	}
 	return 0;
+}
+
+static int half_prepare(mfs_op_ctx *ctx)
+{
+	return half_call(ctx, false);
+}
+
+static int half_run(mfs_op_ctx *ctx)
+{
+	return half_call(ctx, true);
 }
 
 static void half_release(void *state)

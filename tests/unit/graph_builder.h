@@ -111,4 +111,29 @@ static inline onnx_node *gb_node(onnx_model *m, const char *domain, const char *
 	return n;
 }
 
+/* Attributes of a hand-built node. */
+static inline onnx_attr *gb_attr(onnx_node *n, const char *name, onnx_attr_type type)
+{
+	onnx_attr *a;
+	n->attrs = realloc(n->attrs, (size_t)(n->n_attrs + 1) * sizeof(*n->attrs));
+	a = &n->attrs[n->n_attrs++];
+	memset(a, 0, sizeof(*a));
+	a->name = strdup(name);
+	a->type = type;
+	return a;
+}
+
+static inline void attr_int(onnx_node *n, const char *name, int64_t v)
+{
+	gb_attr(n, name, ONNX_ATTR_INT)->i = v;
+}
+
+static inline void attr_ints(onnx_node *n, const char *name, int c, const int64_t *v)
+{
+	onnx_attr *a = gb_attr(n, name, ONNX_ATTR_INTS);
+	a->ints = malloc((size_t)c * sizeof(int64_t));
+	memcpy(a->ints, v, (size_t)c * sizeof(int64_t));
+	a->n_ints = (size_t)c;
+}
+
 #endif

@@ -89,19 +89,6 @@ static void init(onnx_model *m, const char *name, mfs_dtype dt, int rank,
 	make_tensor(&in->tensor, dt, rank, dims, v);
 }
 
-static void attr_ints(onnx_node *n, const char *name, int cnt, const int64_t *v)
-{
-	onnx_attr *a;
-	n->attrs = realloc(n->attrs, (size_t)(n->n_attrs + 1) * sizeof(*n->attrs));
-	a = &n->attrs[n->n_attrs++];
-	memset(a, 0, sizeof(*a));
-	a->name = strdup(name);
-	a->type = ONNX_ATTR_INTS;
-	a->ints = malloc((size_t)cnt * sizeof(int64_t));
-	memcpy(a->ints, v, (size_t)cnt * sizeof(int64_t));
-	a->n_ints = (size_t)cnt;
-}
-
 typedef void (*build_fn)(onnx_model *o, mfs_dtype dt);
 
 /* Build with dt, run twice on input x (seeded), return output 0. */

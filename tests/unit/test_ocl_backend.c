@@ -35,30 +35,6 @@ static void gb_init_i64(onnx_model *m, const char *name, int n, const int64_t *v
 	memcpy(in->tensor.data, v, in->tensor.nbytes);
 }
 
-static void attr_int(onnx_node *n, const char *name, int64_t v)
-{
-	onnx_attr *a;
-	n->attrs = realloc(n->attrs, (size_t)(n->n_attrs + 1) * sizeof(*n->attrs));
-	a = &n->attrs[n->n_attrs++];
-	memset(a, 0, sizeof(*a));
-	a->name = strdup(name);
-	a->type = ONNX_ATTR_INT;
-	a->i = v;
-}
-
-static void attr_ints(onnx_node *n, const char *name, int c, const int64_t *v)
-{
-	onnx_attr *a;
-	n->attrs = realloc(n->attrs, (size_t)(n->n_attrs + 1) * sizeof(*n->attrs));
-	a = &n->attrs[n->n_attrs++];
-	memset(a, 0, sizeof(*a));
-	a->name = strdup(name);
-	a->type = ONNX_ATTR_INTS;
-	a->ints = malloc((size_t)c * sizeof(int64_t));
-	memcpy(a->ints, v, (size_t)c * sizeof(int64_t));
-	a->n_ints = (size_t)c;
-}
-
 static onnx_node *node(onnx_model *m, const char *op, const char *ins, const char *outs)
 {
 	static int k;
