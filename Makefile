@@ -1,6 +1,20 @@
 # modelfs - see README.md.  `make run`, `make test`; everything else is
 # for developers.  Sources are found by wildcard, so a new module or
 # operator file needs no edit here.
+#
+# Layers (docs/ARCHITECTURE.md), lowest first; each may include only the
+# headers of its own layer and the layers below it:
+#
+#   src/base   error, log, tensor, files              (nothing)
+#   exec       the engine: ONNX, graph, backends, ops  (base)
+#   src/core   codecs, configs, repository, requests,
+#              scheduler, registry, reload, metrics    (base, exec)
+#   fs         the FUSE layer                          (base, exec, core)
+#   src/cli    main, the commands, options             (everything)
+#
+# Each layer is compiled with the include paths of the layers below it
+# only, so an #include that points upward fails the build
+# (`make check-layers` proves it with one probe per layer).
 
 CC       ?= cc
 BUILD    ?= build
@@ -8,15 +22,18 @@ SAN      ?=
 OPT      ?= -O2
 
 PKGS      := fuse3 jansson
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# Asked of pkg-config when first used, never at parse time: on a fresh
+# machine `make run` parses this file before `deps` has installed the
+# packages (the -dev packages' flags would be empty for the whole run).
+PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $(PKGS) 2>/dev/null))$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $$(shell pkg-config --libs $(PKGS) 2>/dev/null))$(PKG_LIBS)
 
-CFLAGS   := -std=gnu11 -Wall -Wextra -Werror -Wno-format-truncation $(OPT) -g -fopenmp -pthread \
+CFLAGS   = -std=gnu11 -Wall -Wextra -Werror -Wno-format-truncation $(OPT) -g -fopenmp -pthread \
             -D_GNU_SOURCE -DFUSE_USE_VERSION=314 \
-            -Isrc -Iexec -Ifs -I$(BUILD)/gen $(PKG_CFLAGS) \
+            $(PKG_CFLAGS) \
             -I/usr/include/x86_64-linux-gnu/openblas-pthread \
             -MMD -MP $(EXTRA_CFLAGS)
-LDLIBS   := $(PKG_LIBS) -linotifytools -lopenblas -ldnnl -lclblast -lOpenCL \
+LDLIBS   = $(PKG_LIBS) -linotifytools -lopenblas -ldnnl -lclblast -lOpenCL \
             -lm -lpthread -fopenmp
 
 # SAN=fuzz: the library built by clang for libFuzzer targets (make fuzz).
@@ -34,8 +51,22 @@ CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 LDFLAGS  += -fsanitize=address,undefined
 endif
 
-LIB_SRC  := $(wildcard src/*.c exec/*.c exec/ops/*.c fs/*.c)
-LIB_SRC  := $(filter-out src/main.c,$(LIB_SRC))
+BASE_INC := -Isrc/base
+EXEC_INC := $(BASE_INC) -Iexec -I$(BUILD)/gen
+CORE_INC := $(EXEC_INC) -Isrc/core -Isrc/core/codec -Isrc/core/config -Isrc/core/reload
+FS_INC   := $(CORE_INC) -Ifs
+CLI_INC  := $(FS_INC) -Isrc/cli
+# The include paths for a source file, by the layer its folder is in.
+layer_inc = $(strip \
+  $(if $(filter src/base/%,$1),$(BASE_INC), \
+  $(if $(filter exec/% $(BUILD)/gen/%,$1),$(EXEC_INC), \
+  $(if $(filter src/core/%,$1),$(CORE_INC), \
+  $(if $(filter fs/%,$1),$(FS_INC), \
+  $(CLI_INC))))))
+
+LIB_SRC  := $(wildcard src/base/*.c exec/*.c exec/ops/*.c src/core/*.c \
+              src/core/*/*.c fs/*.c src/cli/*.c)
+LIB_SRC  := $(filter-out src/cli/main.c,$(LIB_SRC))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/kernels_embedded.o
 OP_SRC   := $(wildcard exec/ops/*.c)
 KERNELS  := $(wildcard kernels/*.cl)
@@ -45,7 +76,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all deps run test unit conformance e2e asan clean bench fuzz models check-models check-models-all docs
+.PHONY: all deps run test unit conformance e2e asan clean bench fuzz models check-models check-models-all docs check-layers print-layer-flags
 all: modelfs
 
 # The binary lives at the top for `make run`; sanitizer builds stay in
@@ -60,7 +91,7 @@ ifneq ($(MODELFS),modelfs)
 modelfs: $(MODELFS)
 endif
 
-$(MODELFS): $(BUILD)/obj/src/main.o $(BUILD)/libmodelfs.a
+$(MODELFS): $(BUILD)/obj/src/cli/main.o $(BUILD)/libmodelfs.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/libmodelfs.a: $(LIB_OBJ)
@@ -69,7 +100,7 @@ $(BUILD)/libmodelfs.a: $(LIB_OBJ)
 
 $(BUILD)/obj/%.o: %.c | $(BUILD)/gen/op_table.inc
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(call layer_inc,$<) -c -o $@ $<
 
 # Operator registry: every `MFS_OP(Name, version, ...)` line in exec/ops/.
 $(BUILD)/gen/op_table.inc: $(OP_SRC) Makefile
@@ -84,31 +115,40 @@ $(BUILD)/gen/kernels_embedded.c: $(KERNELS) scripts/embed-kernels.sh
 
 $(BUILD)/obj/kernels_embedded.o: $(BUILD)/gen/kernels_embedded.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(EXEC_INC) -c -o $@ $<
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libmodelfs.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmodelfs.a -lcmocka $(LDLIBS)
+	$(CC) $(CFLAGS) $(CLI_INC) $(LDFLAGS) -o $@ $< $(BUILD)/libmodelfs.a -lcmocka $(LDLIBS)
 
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libmodelfs.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmodelfs.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(CLI_INC) $(LDFLAGS) -o $@ $< $(BUILD)/libmodelfs.a $(LDLIBS)
 
 unit-bins: $(UNIT_BIN) $(TOOL_BIN)
 
+# The layering rule, tried (tests/layers/check-layers.sh, run by make test).
+check-layers: | $(BUILD)/gen/op_table.inc
+	sh tests/layers/check-layers.sh
+
+print-layer-flags:
+	@echo $(CFLAGS) $(if $(filter base,$(LAYER)),$(BASE_INC),$(if $(filter exec,$(LAYER)),$(EXEC_INC),$(if $(filter core,$(LAYER)),$(CORE_INC),$(if $(filter fs,$(LAYER)),$(FS_INC),$(CLI_INC)))))
+
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libmodelfs.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmodelfs.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(CLI_INC) $(LDFLAGS) -o $@ $< $(BUILD)/libmodelfs.a $(LDLIBS)
 
 # `make bench`: ratios against ONNX Runtime and raw OpenBLAS, same run.
-bench: deps all $(BUILD)/bench/bench_engine
+bench: deps
+	$(MAKE) all $(BUILD)/bench/bench_engine
 	sh bench/run-bench.sh
 
 deps:
 	@sh scripts/install-deps.sh
 
 # `make run`: set up, build, mount the examples at ./mnt.
-run: deps all
+run: deps
+	@$(MAKE) --no-print-directory all
 	@sh scripts/run-examples.sh
 
 # `make test`: set up, build (plain and ASan+UBSan), run every suite and
@@ -141,7 +181,7 @@ fuzz-targets: $(FUZZ_BIN)
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libmodelfs.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/fuzz -fsanitize=fuzzer,address,undefined \
+	$(CC) $(CFLAGS) $(CLI_INC) -Itests/fuzz -fsanitize=fuzzer,address,undefined \
 		-o $@ $< $(BUILD)/libmodelfs.a $(LDLIBS)
 
 fuzz: fuzz-bins

@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 	mfs_backend *backend = NULL;
 	int describe = 0, batch = 1, iters = 20, threads = 2, sgemm = 0;
 	mfs_error err;
-	mfs_model *model;
+	mfs_graph *model;
 	mfs_exec *exec;
 	mfs_tensor in[MAX_IO], out[MAX_IO];
 
@@ -148,11 +148,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_engine [--describe] MODEL.onnx [--batch N] [--iters N] [--threads N] [--device cpu|opencl[:SEL]] | --sgemm N\n");
 		return 2;
 	}
-	if (mfs_model_load(path, path, &model, &err)) {
+	if (mfs_graph_load(path, path, &model, &err)) {
 		fprintf(stderr, "bench_engine: %s\n", err.msg);
 		return 1;
 	}
-	int n_in = mfs_model_n_inputs(model), n_out = mfs_model_n_outputs(model);
+	int n_in = mfs_graph_n_inputs(model), n_out = mfs_graph_n_outputs(model);
 	if (n_in > MAX_IO || n_out > MAX_IO) {
 		fprintf(stderr, "bench_engine: too many inputs or outputs\n");
 		return 1;
@@ -160,7 +160,7 @@ int main(int argc, char **argv)
 	if (describe) {
 		printf("[");
 		for (int i = 0; i < n_in; i++) {
-			const mfs_io_desc *d = mfs_model_input(model, i);
+			const mfs_io_desc *d = mfs_graph_input(model, i);
 			mfs_shape s;
 			concrete_shape(d, batch, &s);
 			printf("%s{\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [", i ? ", " : "",
@@ -170,11 +170,11 @@ int main(int argc, char **argv)
 			printf("]}");
 		}
 		printf("]\n");
-		mfs_model_free(model);
+		mfs_graph_free(model);
 		return 0;
 	}
 	for (int i = 0; i < n_in; i++) {
-		const mfs_io_desc *d = mfs_model_input(model, i);
+		const mfs_io_desc *d = mfs_graph_input(model, i);
 		mfs_shape s;
 		concrete_shape(d, batch, &s);
 		if (mfs_tensor_alloc(&in[i], d->dtype, &s, &err)) {
@@ -214,7 +214,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n_in; i++)
 		mfs_tensor_release(&in[i]);
 	mfs_exec_free(exec);
-	mfs_model_free(model);
+	mfs_graph_free(model);
 	mfs_backend_opencl_free(backend);
 	return 0;
 }

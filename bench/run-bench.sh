@@ -5,7 +5,7 @@
 # pin OpenBLAS to a slower kernel that tests need and benchmarks must not.
 set -e
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
-# The daemon runs OpenMP passive unless told otherwise (src/main.c): the
+# The daemon runs OpenMP passive unless told otherwise (src/cli/main.c): the
 # bench tool measures the same configuration.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 THREADS=${BENCH_THREADS:-2}

@@ -1,7 +1,7 @@
 /* backend.h - what a compute backend implements (after ggml's backend
  * table: an interface struct of function pointers beside a context).
  *
- * The graph (mfs_model) is backend-independent: nodes, operator
+ * The graph (mfs_graph) is backend-independent: nodes, operator
  * definitions, constants, static shapes, lifetimes.  A backend turns it into
  * something runnable.  The CPU backend (exec/cpu_backend.c) runs each
  * operator's run() callback over host buffers; the OpenCL backend keeps
@@ -25,7 +25,7 @@ typedef struct mfs_backend_iface {
 	bool (*supports_op)(mfs_backend *b, const mfs_op_def *def,
 			    const onnx_node *node);
 	/* Build an execution context for a compiled model. */
-	int (*exec_new)(mfs_backend *b, const mfs_model *m, void **exec_ctx,
+	int (*exec_new)(mfs_backend *b, const mfs_graph *m, void **exec_ctx,
 			mfs_error *err);
 	/* Run; same contract as mfs_exec_run. */
 	int (*exec_run)(void *exec_ctx, const mfs_tensor *inputs,

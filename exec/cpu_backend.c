@@ -47,7 +47,7 @@ typedef struct node_rt {
 } node_rt;
 
 typedef struct cpu_exec {
-	const mfs_model *m;
+	const mfs_graph *m;
 	mfs_tensor *vals;          /* runtime tensor of every value */
 	pool_buf **vbuf;           /* block backing each value, or NULL */
 	node_rt *nodes;
@@ -167,7 +167,7 @@ static double now_ns(void)
 
 static void profile_report(const cpu_exec *e)
 {
-	const mfs_model *m = e->m;
+	const mfs_graph *m = e->m;
 	int n = m->n_nodes, n_types = 0;
 	const char **type = calloc((size_t)n + 1, sizeof(*type));
 	double *ns = calloc((size_t)n + 1, sizeof(*ns)), total = 0;
@@ -251,7 +251,7 @@ static void cpu_exec_free(void *ctx)
 	free(e);
 }
 
-static int cpu_exec_new(mfs_backend *b, const mfs_model *m, void **out,
+static int cpu_exec_new(mfs_backend *b, const mfs_graph *m, void **out,
 			mfs_error *err)
 {
 	cpu_exec *e = calloc(1, sizeof(*e));
@@ -414,7 +414,7 @@ static void sig_save(node_rt *rt, int n_in)
 
 static int run_node(cpu_exec *e, int i, mfs_error *err)
 {
-	const mfs_model *m = e->m;
+	const mfs_graph *m = e->m;
 	const mfs_node *nd = &m->nodes[i];
 	node_rt *rt = &e->nodes[i];
 	const unsigned flags = nd->def->flags;
@@ -621,7 +621,7 @@ static int cpu_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs
 			mfs_error *err)
 {
 	cpu_exec *e = ctx;
-	const mfs_model *m = e->m;
+	const mfs_graph *m = e->m;
 	int rc = 0, done = 0;
 
 	e->seq = 0;

@@ -10,7 +10,7 @@
 #include "graph.h"
 
 struct mfs_exec {
-	const mfs_model *m;
+	const mfs_graph *m;
 	mfs_backend *backend;
 	void *ctx;
 };
@@ -65,7 +65,7 @@ static void apply_threads(int active)
 		omp_set_num_threads(n);
 }
 
-int mfs_exec_new(const mfs_model *m, mfs_backend *backend, mfs_exec **out,
+int mfs_exec_new(const mfs_graph *m, mfs_backend *backend, mfs_exec **out,
 		 mfs_error *err)
 {
 	mfs_exec *e;
@@ -108,7 +108,7 @@ void mfs_exec_free(mfs_exec *e)
 	free(e);
 }
 
-static int check_input(const mfs_model *m, int i, const mfs_tensor *t,
+static int check_input(const mfs_graph *m, int i, const mfs_tensor *t,
 		       mfs_error *err)
 {
 	const mfs_io_desc *d = &m->inputs[i];
@@ -161,7 +161,7 @@ bad_shape:
 int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 		 mfs_error *err)
 {
-	const mfs_model *m = e->m;
+	const mfs_graph *m = e->m;
 	mfs_error local;
 	int rc;
 

@@ -1,7 +1,7 @@
 /* engine.h - the public face of exec/: compile an ONNX graph once, then run
  * it on a backend (the CPU today; OpenCL joins through backend.h).
  *
- * A compiled mfs_model is immutable and may be shared by many threads.  An
+ * A compiled mfs_graph is immutable and may be shared by many threads.  An
  * mfs_exec is one execution context (its buffers, its operator states) on
  * one backend; it runs one request at a time, so a server keeps one per
  * concurrent instance (Triton's instance_group count).
@@ -23,7 +23,7 @@ typedef struct mfs_io_desc {
 	int64_t dims[MFS_MAX_RANK];
 } mfs_io_desc;
 
-typedef struct mfs_model mfs_model;
+typedef struct mfs_graph mfs_graph;
 typedef struct mfs_exec mfs_exec;
 typedef struct mfs_backend mfs_backend;
 
@@ -33,29 +33,29 @@ typedef struct mfs_backend mfs_backend;
  * lifetimes.  Takes ownership of onnx (freed on failure too).  label names
  * the model in messages ("resnet18 v1").  Fails with -ENOTSUP naming the
  * first unsupported operator, or -EINVAL naming the bad node. */
-int mfs_model_compile(onnx_model *onnx, const char *label, mfs_model **out,
+int mfs_graph_compile(onnx_model *onnx, const char *label, mfs_graph **out,
 		      mfs_error *err);
 
 /* Read and compile a model file; label as above. */
-int mfs_model_load(const char *path, const char *label, mfs_model **out,
+int mfs_graph_load(const char *path, const char *label, mfs_graph **out,
 		   mfs_error *err);
 
-void mfs_model_free(mfs_model *m);
+void mfs_graph_free(mfs_graph *m);
 
-int mfs_model_n_inputs(const mfs_model *m);     /* initializers excluded */
-int mfs_model_n_outputs(const mfs_model *m);
-const mfs_io_desc *mfs_model_input(const mfs_model *m, int i);
-const mfs_io_desc *mfs_model_output(const mfs_model *m, int i);
-const char *mfs_model_label(const mfs_model *m);
+int mfs_graph_n_inputs(const mfs_graph *m);     /* initializers excluded */
+int mfs_graph_n_outputs(const mfs_graph *m);
+const mfs_io_desc *mfs_graph_input(const mfs_graph *m, int i);
+const mfs_io_desc *mfs_graph_output(const mfs_graph *m, int i);
+const char *mfs_graph_label(const mfs_graph *m);
 
 /* A new execution context on backend (NULL = the CPU backend). */
-int mfs_exec_new(const mfs_model *m, mfs_backend *backend, mfs_exec **out,
+int mfs_exec_new(const mfs_graph *m, mfs_backend *backend, mfs_exec **out,
 		 mfs_error *err);
 void mfs_exec_free(mfs_exec *e);
 
-/* Run once.  inputs[i] matches mfs_model_input(m, i) (dtype exactly; shape
+/* Run once.  inputs[i] matches mfs_graph_input(m, i) (dtype exactly; shape
  * checked against the fixed dims); a NULL data pointer with numel 0 is
- * fine.  outputs[] (mfs_model_n_outputs entries) are filled with new tensors
+ * fine.  outputs[] (mfs_graph_n_outputs entries) are filled with new tensors
  * the caller owns and frees with mfs_tensor_release().  On error nothing in
  * outputs needs freeing.  -EINVAL for bad inputs, -EIO (or the operator's
  * errno) when an operator fails; err names the node. */

@@ -1,9 +1,9 @@
-/* engine_load.c - mfs_model_load: read a model file and compile it.  Kept
+/* engine_load.c - mfs_graph_load: read a model file and compile it.  Kept
  * apart from graph.c so that code compiling hand-built graphs (unit tests)
  * does not pull in the file reader. */
 #include "engine.h"
 
-int mfs_model_load(const char *path, const char *label, mfs_model **out,
+int mfs_graph_load(const char *path, const char *label, mfs_graph **out,
 		   mfs_error *err)
 {
 	onnx_model *onnx = NULL;
@@ -15,5 +15,5 @@ int mfs_model_load(const char *path, const char *label, mfs_model **out,
 		mfs_error_prefix(err, "model '%s': ", label ? label : path);
 		return rc;
 	}
-	return mfs_model_compile(onnx, label ? label : path, out, err);
+	return mfs_graph_compile(onnx, label ? label : path, out, err);
 }

@@ -1,4 +1,4 @@
-/* graph.c - mfs_model_compile: from an onnx_model to the compiled graph
+/* graph.c - mfs_graph_compile: from an onnx_model to the compiled graph
  * described in graph.h.
  *
  * Passes, in order:
@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuse.h"
+#include "fusion.h"
 #include "graph.h"
 #include "log.h"
 
@@ -80,7 +80,7 @@ static int map_get(const name_map *m, const char *name)
 /* ---- compile state ---- */
 
 typedef struct compiler {
-	mfs_model *m;
+	mfs_graph *m;
 	const onnx_graph *g;
 	name_map names;
 	int cap_values;
@@ -154,7 +154,7 @@ static int build_values(compiler *c)
 	const onnx_graph *g = c->g;
 	size_t n = (size_t)g->n_inputs + (size_t)g->n_outputs +
 		   (size_t)g->n_initializers;
-	mfs_model *m = c->m;
+	mfs_graph *m = c->m;
 
 	for (int i = 0; i < g->n_nodes; i++)
 		n += (size_t)g->nodes[i].n_inputs + (size_t)g->nodes[i].n_outputs;
@@ -296,7 +296,7 @@ static const char *domain_prefix(const char *d, char *buf, size_t size)
 static int resolve_nodes(compiler *c)
 {
 	const onnx_graph *g = c->g;
-	mfs_model *m = c->m;
+	mfs_graph *m = c->m;
 
 	c->n_all = g->n_nodes;
 	c->all = calloc((size_t)g->n_nodes + 1, sizeof(*c->all));
@@ -398,7 +398,7 @@ static int resolve_nodes(compiler *c)
 /* Pass 3: topological order. */
 static int topo_sort(compiler *c)
 {
-	const mfs_model *m = c->m;
+	const mfs_graph *m = c->m;
 	int n = c->n_all;
 	int *indeg = NULL, *head = NULL, *next = NULL, *queue = NULL;
 	int *edge_node = NULL;
@@ -504,7 +504,7 @@ static void clear_pad(compiler *c, const mfs_node *nd)
  * unknown). */
 static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 {
-	mfs_model *m = c->m;
+	mfs_graph *m = c->m;
 	mfs_tensor *tin = c->tin, *tout = c->tout;
 	mfs_tensor **pin = c->pin, **pout = c->pout;
 	void *state = NULL;
@@ -618,7 +618,7 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 /* Pass 4. */
 static int fold_and_infer(compiler *c)
 {
-	const mfs_model *m = c->m;
+	const mfs_graph *m = c->m;
 
 	for (int i = 0; i < c->n_all; i++) {
 		mfs_node *nd = &c->all[c->order[i]];
@@ -658,7 +658,7 @@ static int fold_and_infer(compiler *c)
 /* Pass 5: graph outputs, then drop nodes nothing needed reads. */
 static int mark_outputs_and_dead(compiler *c)
 {
-	mfs_model *m = c->m;
+	mfs_graph *m = c->m;
 	const onnx_graph *g = c->g;
 	bool *needed = calloc((size_t)m->n_values + 1, sizeof(bool));
 
@@ -748,7 +748,7 @@ static bool is_rank4_planned(const mfs_value *v)
  * outputs are left in c->tout.  Every input must be plan_known. */
 static int plan_infer(compiler *c, const mfs_node *nd, bool layouts)
 {
-	const mfs_model *m = c->m;
+	const mfs_graph *m = c->m;
 	mfs_error scratch;
 	void *state = NULL;
 	mfs_op_ctx ctx = {
@@ -790,7 +790,7 @@ static int plan_infer(compiler *c, const mfs_node *nd, bool layouts)
  * with variable dims set to 1, through infer. */
 static void plan_shapes(compiler *c)
 {
-	mfs_model *m = c->m;
+	mfs_graph *m = c->m;
 
 	for (int v = 0; v < m->n_values; v++) {
 		mfs_value *val = &m->values[v];
@@ -861,7 +861,7 @@ static bool demote(mfs_value *v)
  * plain). */
 static void plan_layouts(compiler *c)
 {
-	mfs_model *m = c->m;
+	mfs_graph *m = c->m;
 	bool changed = true;
 
 	for (int i = 0; i < m->n_nodes; i++) {
@@ -915,7 +915,7 @@ static void plan_layouts(compiler *c)
  * transposed or cast at load would otherwise hold them twice. */
 static void drop_unread_constants(compiler *c)
 {
-	mfs_model *m = c->m;
+	mfs_graph *m = c->m;
 	onnx_graph *g = m->onnx->graph;
 
 	for (int v = 0; v < m->n_values; v++) {
@@ -936,7 +936,7 @@ static void drop_unread_constants(compiler *c)
 /* Pass 7 (with moving the kept nodes into m->nodes). */
 static int plan_lifetimes(compiler *c)
 {
-	mfs_model *m = c->m;
+	mfs_graph *m = c->m;
 	int n = 0;
 
 	for (int i = 0; i < c->n_all; i++)
@@ -1014,7 +1014,7 @@ static int plan_lifetimes(compiler *c)
 	return 0;
 }
 
-void mfs_model_free(mfs_model *m)
+void mfs_graph_free(mfs_graph *m)
 {
 	if (!m)
 		return;
@@ -1040,12 +1040,12 @@ void mfs_model_free(mfs_model *m)
 	free(m);
 }
 
-int mfs_model_compile(onnx_model *onnx, const char *label, mfs_model **out,
+int mfs_graph_compile(onnx_model *onnx, const char *label, mfs_graph **out,
 		      mfs_error *err)
 {
 	compiler c = { .err = err };
 	mfs_error local;
-	mfs_model *m;
+	mfs_graph *m;
 	int rc;
 
 	if (!err)
@@ -1068,7 +1068,7 @@ int mfs_model_compile(onnx_model *onnx, const char *label, mfs_model **out,
 	c.m = m;
 	c.g = onnx->graph;
 
-	rc = mfs_fuse_graph(onnx, err);    /* Conv + activation (fuse.h) */
+	rc = mfs_fuse_graph(onnx, err);    /* Conv + activation (fusion.h) */
 	if (rc >= 0)
 		rc = build_values(&c);
 	if (!rc)
@@ -1098,7 +1098,7 @@ int mfs_model_compile(onnx_model *onnx, const char *label, mfs_model **out,
 		if (rc > 0)
 			rc = -EIO;
 		mfs_error_prefix(err, "model '%s': ", label);
-		mfs_model_free(m);
+		mfs_graph_free(m);
 		return rc;
 	}
 	mfs_log_debug("model '%s': %d nodes to run, %d folded, %d values NHWC",
@@ -1107,16 +1107,16 @@ int mfs_model_compile(onnx_model *onnx, const char *label, mfs_model **out,
 	return 0;
 }
 
-int mfs_model_n_inputs(const mfs_model *m) { return m->n_inputs; }
-int mfs_model_n_outputs(const mfs_model *m) { return m->n_outputs; }
-const char *mfs_model_label(const mfs_model *m) { return m->label; }
+int mfs_graph_n_inputs(const mfs_graph *m) { return m->n_inputs; }
+int mfs_graph_n_outputs(const mfs_graph *m) { return m->n_outputs; }
+const char *mfs_graph_label(const mfs_graph *m) { return m->label; }
 
-const mfs_io_desc *mfs_model_input(const mfs_model *m, int i)
+const mfs_io_desc *mfs_graph_input(const mfs_graph *m, int i)
 {
 	return i >= 0 && i < m->n_inputs ? &m->inputs[i] : NULL;
 }
 
-const mfs_io_desc *mfs_model_output(const mfs_model *m, int i)
+const mfs_io_desc *mfs_graph_output(const mfs_graph *m, int i)
 {
 	return i >= 0 && i < m->n_outputs ? &m->outputs[i] : NULL;
 }

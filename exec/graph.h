@@ -1,7 +1,7 @@
-/* graph.h - the compiled graph (struct mfs_model) that backends read.
+/* graph.h - the compiled graph (struct mfs_graph) that backends read.
  * Internal to exec/: the public API is engine.h.
  *
- * mfs_model_compile (graph.c) turns an onnx_model into:
+ * mfs_graph_compile (graph.c) turns an onnx_model into:
  *   - a values table: every tensor name the graph mentions, with its
  *     dtype and static shape where known, constant data for initializers
  *     and folded values, and the storage layout chosen for it;
@@ -23,7 +23,7 @@
 
 typedef enum mfs_value_kind {
 	MFS_VAL_NODE = 0,      /* produced by a node at run time */
-	MFS_VAL_INPUT,         /* fed by the caller (mfs_model_input) */
+	MFS_VAL_INPUT,         /* fed by the caller (mfs_graph_input) */
 	MFS_VAL_CONST,         /* initializer or folded at compile */
 	MFS_VAL_UNDEFINED,     /* named but never produced (an error if read) */
 } mfs_value_kind;
@@ -45,7 +45,7 @@ typedef struct mfs_value {
 	mfs_tensor constant;   /* kind == CONST: data (owned or borrowed) */
 	int producer;          /* index into nodes[], -1 if none */
 	int last_use;          /* last node index reading it; -1 if never read */
-	int input_index;       /* position in mfs_model_input, or -1 */
+	int input_index;       /* position in mfs_graph_input, or -1 */
 	int output_index;      /* first position in outputs, or -1 */
 	mfs_layout layout;     /* storage planned at compile (layout pass) */
 	/* The shape and type with every variable input dim set to 1: what the
@@ -72,7 +72,7 @@ typedef struct mfs_node {
 	int n_frees;
 } mfs_node;
 
-struct mfs_model {
+struct mfs_graph {
 	char *label;
 	onnx_model *onnx;      /* owned: nodes and attributes point into it */
 	int n_values;

@@ -99,7 +99,7 @@ typedef struct node_rt {
 } node_rt;
 
 struct ocl_exec {
-	const mfs_model *m;
+	const mfs_graph *m;
 	ocl_backend_ctx *b;
 	cl_command_queue queue;
 	cl_kernel kernels[K_COUNT];
@@ -484,7 +484,7 @@ static void ocl_exec_free(void *ctx)
 	free(e);
 }
 
-static int ocl_exec_new(mfs_backend *be, const mfs_model *m, void **out,
+static int ocl_exec_new(mfs_backend *be, const mfs_graph *m, void **out,
 			mfs_error *err)
 {
 	ocl_backend_ctx *b = be->context;
@@ -664,7 +664,7 @@ static bool small_on_host(ocl_exec *e, const mfs_node *nd)
 
 static int run_node(ocl_exec *e, int i, mfs_error *err)
 {
-	const mfs_model *m = e->m;
+	const mfs_graph *m = e->m;
 	const mfs_node *nd = &m->nodes[i];
 	node_rt *rt = &e->nodes[i];
 	mfs_op_ctx ctx = {
@@ -778,7 +778,7 @@ static int ocl_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs
 			mfs_error *err)
 {
 	ocl_exec *e = ctx;
-	const mfs_model *m = e->m;
+	const mfs_graph *m = e->m;
 	int rc = 0, done = 0;
 
 	e->stats.runs++;
@@ -942,7 +942,7 @@ bool mfs_backend_opencl_is_gpu(const mfs_backend *b)
 	return mfs_backend_is_opencl(b) && ((ocl_backend_ctx *)b->context)->dev->is_gpu;
 }
 
-int mfs_backend_opencl_host_ops(const mfs_model *m, const char **first)
+int mfs_backend_opencl_host_ops(const mfs_graph *m, const char **first)
 {
 	int n = 0;
 	if (first)

@@ -30,6 +30,6 @@ bool mfs_backend_opencl_is_gpu(const mfs_backend *b);
 /* Nodes of m that the backend runs on the host (no device kernel for the
  * operator at all): their count, and the first such op type (NULL if
  * none).  Cases declined at run (dtype) are not counted. */
-int mfs_backend_opencl_host_ops(const mfs_model *m, const char **first);
+int mfs_backend_opencl_host_ops(const mfs_graph *m, const char **first);
 
 #endif

@@ -110,12 +110,24 @@ run_target() { # suite target
 	fi
 }
 
-# As the daemon does for itself (src/main.c): no OpenMP spinning on a
+# A script that ends with "N passed, M failed": count those.
+run_counted() { # suite command...
+	suite=$1; shift
+	"$@" > "$LOGS/$suite.log" 2>&1; rc=$?
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOGS/$suite.log" | tail -1)
+	p=$(echo "$line" | cut -d' ' -f1); f=$(echo "$line" | cut -d' ' -f3)
+	p=${p:-0}; f=${f:-1}
+	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	record "$suite" "$p" "$f"
+}
+
+# As the daemon does for itself (src/cli/main.c): no OpenMP spinning on a
 # machine the tests share.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 
+run_counted layers sh tests/layers/check-layers.sh
 run_unit unit build
 run_conformance conformance build/tools/conformance
 run_conformance conformance-opencl build/tools/conformance \

@@ -51,7 +51,7 @@
  * "LeakyRelu", "Clip") and activation_params (floats: LeakyRelu alpha
  * (0.01); Clip min, max).  oneDNN applies Z and the activation as post-ops
  * (binary add, eltwise) while the output is still in cache; the im2col
- * path applies them in one pass after the product.  exec/fuse.c turns
+ * path applies them in one pass after the product.  exec/fusion.c turns
  * Conv -> Relu/LeakyRelu/Clip into FusedConv before compile; nothing emits
  * Z yet (Conv -> Add -> Relu needs shapes to be sure Z fits).
  */

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	onnx_model *onnx = NULL;
-	mfs_model *m = NULL;
+	mfs_graph *m = NULL;
 	mfs_exec *e = NULL;
 	mfs_tensor *in = NULL, *out = NULL;
 	mfs_error err;
@@ -29,16 +29,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mfs_engine_set_max_tensor_bytes((size_t)256 << 20);
 	if (onnx_model_load_buffer(data, size, NULL, &onnx, &err))
 		return 0;
-	if (mfs_model_compile(onnx, "fuzz", &m, &err))
+	if (mfs_graph_compile(onnx, "fuzz", &m, &err))
 		return 0;
-	n_in = mfs_model_n_inputs(m);
-	n_out = mfs_model_n_outputs(m);
+	n_in = mfs_graph_n_inputs(m);
+	n_out = mfs_graph_n_outputs(m);
 	in = calloc((size_t)n_in + 1, sizeof(*in));
 	out = calloc((size_t)n_out + 1, sizeof(*out));
 	if (!in || !out)
 		goto done;
 	for (int i = 0; i < n_in && runnable; i++) {
-		const mfs_io_desc *d = mfs_model_input(m, i);
+		const mfs_io_desc *d = mfs_graph_input(m, i);
 		mfs_shape s = { .rank = d->rank < 0 ? 1 : d->rank };
 		int64_t n = 1;
 		for (int k = 0; k < s.rank; k++) {
@@ -66,6 +66,6 @@ done:
 	free(in);
 	free(out);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 	return 0;
 }

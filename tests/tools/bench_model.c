@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 	int runs = 20, threads = 0;
 	int64_t dim = 1, dims[32];
 	int n_dims = 0, used_dims = 0;
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	double t0, load_ms, first_ms, *times;
@@ -76,18 +76,18 @@ int main(int argc, char **argv)
 	if (threads > 0)
 		mfs_engine_set_threads(threads);
 	t0 = now_ms();
-	if (mfs_model_load(path, path, &m, &err)) {
+	if (mfs_graph_load(path, path, &m, &err)) {
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
 	load_ms = now_ms() - t0;
-	n_in = mfs_model_n_inputs(m);
-	n_out = mfs_model_n_outputs(m);
+	n_in = mfs_graph_n_inputs(m);
+	n_out = mfs_graph_n_outputs(m);
 	in = calloc((size_t)n_in + 1, sizeof(*in));
 	out = calloc((size_t)n_out + 1, sizeof(*out));
 	times = calloc((size_t)runs, sizeof(*times));
 	for (int i = 0; i < n_in; i++) {
-		const mfs_io_desc *d = mfs_model_input(m, i);
+		const mfs_io_desc *d = mfs_graph_input(m, i);
 		mfs_shape s = { .rank = d->rank < 0 ? 1 : d->rank };
 		for (int k = 0; k < s.rank; k++)
 			s.dims[k] = d->rank >= 0 && d->dims[k] >= 0 ? d->dims[k]
@@ -157,6 +157,6 @@ int main(int argc, char **argv)
 	free(out);
 	free(times);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 	return 0;
 }

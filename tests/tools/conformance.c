@@ -158,13 +158,13 @@ static int run_case(const char *case_dir, char *msg, size_t size)
 {
 	char path[4096];
 	mfs_error err;
-	mfs_model *model = NULL;
+	mfs_graph *model = NULL;
 	mfs_exec *exec = NULL;
 	int result = PASS, rc;
 
 	mfs_error_clear(&err);
 	snprintf(path, sizeof(path), "%s/model.onnx", case_dir);
-	rc = mfs_model_load(path, strrchr(case_dir, '/') + 1, &model, &err);
+	rc = mfs_graph_load(path, strrchr(case_dir, '/') + 1, &model, &err);
 	if (rc) {
 		snprintf(msg, size, "load: %s", err.msg);
 		return rc == -ENOTSUP ? UNSUPPORTED : ERROR;
@@ -172,12 +172,12 @@ static int run_case(const char *case_dir, char *msg, size_t size)
 	rc = mfs_exec_new(model, backend, &exec, &err);
 	if (rc) {
 		snprintf(msg, size, "exec: %s", err.msg);
-		mfs_model_free(model);
+		mfs_graph_free(model);
 		return rc == -ENOTSUP ? UNSUPPORTED : ERROR;
 	}
 	for (int set = 0; result == PASS; set++) {
 		mfs_tensor in[MAX_TENSORS], want[MAX_TENSORS], got[MAX_TENSORS];
-		int n_in = mfs_model_n_inputs(model), n_out = mfs_model_n_outputs(model);
+		int n_in = mfs_graph_n_inputs(model), n_out = mfs_graph_n_outputs(model);
 		int loaded_in = 0, loaded_want = 0;
 		struct stat st;
 		char set_dir[4096];
@@ -202,7 +202,7 @@ static int run_case(const char *case_dir, char *msg, size_t size)
 				result = ERROR;
 				break;
 			}
-			bf16_relabel(&in[loaded_in], mfs_model_input(model, loaded_in));
+			bf16_relabel(&in[loaded_in], mfs_graph_input(model, loaded_in));
 		}
 		for (; result == PASS && loaded_want < n_out; loaded_want++) {
 			snprintf(path, sizeof(path), "%s/output_%d.pb", set_dir, loaded_want);
@@ -211,7 +211,7 @@ static int run_case(const char *case_dir, char *msg, size_t size)
 				result = ERROR;
 				break;
 			}
-			bf16_relabel(&want[loaded_want], mfs_model_output(model, loaded_want));
+			bf16_relabel(&want[loaded_want], mfs_graph_output(model, loaded_want));
 		}
 		if (result == PASS && loaded_in < n_in) {
 			snprintf(msg, size, "data set has %d inputs, model %d", loaded_in, n_in);
@@ -235,7 +235,7 @@ static int run_case(const char *case_dir, char *msg, size_t size)
 			mfs_tensor_release(&want[k]);
 	}
 	mfs_exec_free(exec);
-	mfs_model_free(model);
+	mfs_graph_free(model);
 	return result;
 }
 

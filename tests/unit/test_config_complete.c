@@ -14,15 +14,15 @@
 #include "codec.h"
 #include "config.h"
 
-struct mfs_model {
+struct mfs_graph {
 	mfs_io_desc in[4], out[4];
 	int n_in, n_out;
 };
 
-int mfs_model_n_inputs(const mfs_model *m) { return m->n_in; }
-int mfs_model_n_outputs(const mfs_model *m) { return m->n_out; }
-const mfs_io_desc *mfs_model_input(const mfs_model *m, int i) { return &m->in[i]; }
-const mfs_io_desc *mfs_model_output(const mfs_model *m, int i) { return &m->out[i]; }
+int mfs_graph_n_inputs(const mfs_graph *m) { return m->n_in; }
+int mfs_graph_n_outputs(const mfs_graph *m) { return m->n_out; }
+const mfs_io_desc *mfs_graph_input(const mfs_graph *m, int i) { return &m->in[i]; }
+const mfs_io_desc *mfs_graph_output(const mfs_graph *m, int i) { return &m->out[i]; }
 
 static mfs_io_desc desc(const char *name, mfs_dtype dt, int rank, int64_t d0,
 			int64_t d1)
@@ -34,9 +34,9 @@ static mfs_io_desc desc(const char *name, mfs_dtype dt, int rank, int64_t d0,
 }
 
 /* add_sub with a batch dim: INPUT0/INPUT1 [-1,16] -> OUTPUT0/OUTPUT1. */
-static mfs_model batched(void)
+static mfs_graph batched(void)
 {
-	mfs_model m = { .n_in = 2, .n_out = 2 };
+	mfs_graph m = { .n_in = 2, .n_out = 2 };
 	m.in[0] = desc("INPUT0", MFS_DT_FLOAT, 2, -1, 16);
 	m.in[1] = desc("INPUT1", MFS_DT_FLOAT, 2, -1, 16);
 	m.out[0] = desc("OUTPUT0", MFS_DT_FLOAT, 2, -1, 16);
@@ -44,7 +44,7 @@ static mfs_model batched(void)
 	return m;
 }
 
-static int complete(const char *pbtxt, const mfs_model *m, mfs_model_config *c,
+static int complete(const char *pbtxt, const mfs_graph *m, mfs_model_config *c,
 		    mfs_error *err)
 {
 	mfs_error_clear(err);
@@ -53,7 +53,7 @@ static int complete(const char *pbtxt, const mfs_model *m, mfs_model_config *c,
 	return mfs_config_complete(c, "add_sub", m, err);
 }
 
-static void complete_fails(const char *pbtxt, const mfs_model *m, const char *msg)
+static void complete_fails(const char *pbtxt, const mfs_graph *m, const char *msg)
 {
 	mfs_model_config c;
 	mfs_error err;
@@ -66,7 +66,7 @@ static void complete_fails(const char *pbtxt, const mfs_model *m, const char *ms
 static void test_no_config(void **state)
 {
 	(void)state;
-	mfs_model m = batched();
+	mfs_graph m = batched();
 	mfs_model_config c;
 	mfs_error err;
 	mfs_tensor_spec spec;
@@ -97,7 +97,7 @@ static void test_no_config(void **state)
 static void test_partial_with_batch(void **state)
 {
 	(void)state;
-	mfs_model m = batched();
+	mfs_graph m = batched();
 	mfs_model_config c;
 	mfs_error err;
 	mfs_tensor_spec spec;
@@ -128,7 +128,7 @@ static void test_partial_with_batch(void **state)
 static void test_config_may_fix_a_variable_dim(void **state)
 {
 	(void)state;
-	mfs_model m = { .n_in = 1, .n_out = 1 };
+	mfs_graph m = { .n_in = 1, .n_out = 1 };
 	mfs_model_config c;
 	mfs_error err;
 
@@ -143,7 +143,7 @@ static void test_config_may_fix_a_variable_dim(void **state)
 static void test_reshape(void **state)
 {
 	(void)state;
-	mfs_model m = batched();
+	mfs_graph m = batched();
 	mfs_model_config c;
 	mfs_error err;
 	mfs_shape req = { .rank = 3, .dims = { 5, 4, 4 } }, model, back;
@@ -174,7 +174,7 @@ static void test_reshape(void **state)
 static void test_disagreements(void **state)
 {
 	(void)state;
-	mfs_model m = batched();
+	mfs_graph m = batched();
 
 	complete_fails("name: \"other\"", &m,
 		       "config name 'other' does not match the model directory 'add_sub'");
@@ -194,7 +194,7 @@ static void test_disagreements(void **state)
 		       "input 'INPUT0': reshape needs dims");
 
 	/* The graph fixes what the config leaves variable. */
-	mfs_model fixed = { .n_in = 1, .n_out = 1 };
+	mfs_graph fixed = { .n_in = 1, .n_out = 1 };
 	fixed.in[0] = desc("x", MFS_DT_FLOAT, 2, 1, 16);
 	fixed.out[0] = desc("y", MFS_DT_FLOAT, 2, 1, 16);
 	complete_fails("input { name: \"x\" dims: [1, -1] }", &fixed,
@@ -211,7 +211,7 @@ static void test_disagreements(void **state)
 static void test_batch_one_model(void **state)
 {
 	(void)state;
-	mfs_model fixed = { .n_in = 1, .n_out = 1 };
+	mfs_graph fixed = { .n_in = 1, .n_out = 1 };
 	mfs_model_config c;
 	mfs_error err;
 

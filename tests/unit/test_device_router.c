@@ -1,4 +1,4 @@
-/* Unit tests for src/device_router.c on whatever OpenCL device is present
+/* Unit tests for src/core/device_router.c on whatever OpenCL device is present
  * (PoCL in CI): the instance_group kind and --device decide the engine,
  * KIND_AUTO times both, a missing device is an error for KIND_GPU and a
  * note for KIND_AUTO, the OpenCL backend is shared. */
@@ -15,13 +15,13 @@
 #include "device_router.h"
 #include "ocl_backend.h"
 
-static mfs_model *model;
+static mfs_graph *model;
 
 static int setup(void **state)
 {
 	mfs_error err;
 	(void)state;
-	if (mfs_model_load("examples/mlp/1/model.onnx", "mlp", &model, &err)) {
+	if (mfs_graph_load("examples/mlp/1/model.onnx", "mlp", &model, &err)) {
 		fprintf(stderr, "%s\n", err.msg);
 		return -1;
 	}
@@ -31,7 +31,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	mfs_model_free(model);
+	mfs_graph_free(model);
 	mfs_router_shutdown();
 	return 0;
 }

@@ -291,11 +291,11 @@ static int setup(void **state)
 }
 
 /* compile + exec, asserting success */
-static mfs_model *compile_ok(onnx_model *o)
+static mfs_graph *compile_ok(onnx_model *o)
 {
-	mfs_model *m = NULL;
+	mfs_graph *m = NULL;
 	mfs_error err;
-	int rc = mfs_model_compile(o, "m", &m, &err);
+	int rc = mfs_graph_compile(o, "m", &m, &err);
 	if (rc)
 		fail_msg("compile failed: %s", err.msg);
 	return m;
@@ -303,8 +303,8 @@ static mfs_model *compile_ok(onnx_model *o)
 
 static int compile_err(onnx_model *o, mfs_error *err)
 {
-	mfs_model *m = (mfs_model *)1;
-	int rc = mfs_model_compile(o, "m", &m, err);
+	mfs_graph *m = (mfs_graph *)1;
+	int rc = mfs_graph_compile(o, "m", &m, err);
 	assert_null(m);
 	return rc;
 }
@@ -318,7 +318,7 @@ static void test_topo_sort_and_run(void **state)
 {
 	(void)state;
 	onnx_model *o = gb_new(13);
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_tensor in, out;
@@ -334,13 +334,13 @@ static void test_topo_sort_and_run(void **state)
 	assert_string_equal(m->nodes[0].onnx->name, "n1");
 	assert_string_equal(m->nodes[1].onnx->name, "n2");
 	assert_string_equal(m->nodes[2].onnx->name, "n3");
-	assert_int_equal(mfs_model_n_inputs(m), 1);
-	assert_int_equal(mfs_model_n_outputs(m), 1);
-	assert_string_equal(mfs_model_input(m, 0)->name, "x");
+	assert_int_equal(mfs_graph_n_inputs(m), 1);
+	assert_int_equal(mfs_graph_n_outputs(m), 1);
+	assert_string_equal(mfs_graph_input(m, 0)->name, "x");
 	/* the output's type and shape come from inference */
-	assert_int_equal(mfs_model_output(m, 0)->dtype, MFS_DT_FLOAT);
-	assert_int_equal(mfs_model_output(m, 0)->rank, 2);
-	assert_int_equal(mfs_model_output(m, 0)->dims[1], 3);
+	assert_int_equal(mfs_graph_output(m, 0)->dtype, MFS_DT_FLOAT);
+	assert_int_equal(mfs_graph_output(m, 0)->rank, 2);
+	assert_int_equal(mfs_graph_output(m, 0)->dims[1], 3);
 
 	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
 	in = f32(2, d23, x6);
@@ -351,7 +351,7 @@ static void test_topo_sort_and_run(void **state)
 	mfs_tensor_release(&out);
 	mfs_tensor_release(&in);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 static void test_cycle_rejected(void **state)
@@ -459,7 +459,7 @@ static void test_constant_folding(void **state)
 {
 	(void)state;
 	onnx_model *o = gb_new(13);
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_tensor in, out[2];
@@ -497,14 +497,14 @@ static void test_constant_folding(void **state)
 	mfs_tensor_release(&out[1]);
 	mfs_tensor_release(&in);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 static void test_initializer_input_is_constant(void **state)
 {
 	(void)state;
 	onnx_model *o = gb_new(13);
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_tensor in, out;
@@ -515,7 +515,7 @@ static void test_initializer_input_is_constant(void **state)
 	gb_output(o, "y");
 	tnode(o, "TAdd", "a", "x,w", "y");
 	m = compile_ok(o);
-	assert_int_equal(mfs_model_n_inputs(m), 1);
+	assert_int_equal(mfs_graph_n_inputs(m), 1);
 	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
 	in = f32(2, d23, x6);
 	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
@@ -523,14 +523,14 @@ static void test_initializer_input_is_constant(void **state)
 	mfs_tensor_release(&out);
 	mfs_tensor_release(&in);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 static void test_nondeterministic_not_folded(void **state)
 {
 	(void)state;
 	onnx_model *o = gb_new(13);
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_tensor out;
@@ -547,14 +547,14 @@ static void test_nondeterministic_not_folded(void **state)
 		mfs_tensor_release(&out);
 	}
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 static void test_dead_nodes_dropped(void **state)
 {
 	(void)state;
 	onnx_model *o = gb_new(13);
-	mfs_model *m;
+	mfs_graph *m;
 
 	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
 	gb_output(o, "y");
@@ -563,7 +563,7 @@ static void test_dead_nodes_dropped(void **state)
 	m = compile_ok(o);
 	assert_int_equal(m->n_nodes, 1);
 	assert_string_equal(m->nodes[0].onnx->name, "live");
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 /* A chain of copies: the second run with the same shapes allocates
@@ -572,7 +572,7 @@ static void test_buffer_reuse(void **state)
 {
 	(void)state;
 	onnx_model *o = gb_new(13);
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_exec_stats st;
@@ -628,14 +628,14 @@ static void test_buffer_reuse(void **state)
 	assert_int_equal(st.buffer_allocs, 4);
 	assert_int_equal(st.runs, 7);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 static void test_views(void **state)
 {
 	(void)state;
 	onnx_model *o = gb_new(13);
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_exec_stats st;
@@ -671,14 +671,14 @@ static void test_views(void **state)
 	assert_int_equal(st.buffer_allocs, 2);
 	mfs_tensor_release(&in);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 static void test_input_validation(void **state)
 {
 	(void)state;
 	onnx_model *o = gb_new(13);
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_tensor in, out;
@@ -690,7 +690,7 @@ static void test_input_validation(void **state)
 	gb_output(o, "y");
 	tnode(o, "TCopy", "c", "pixels", "y");
 	m = compile_ok(o);
-	assert_int_equal(mfs_model_input(m, 0)->dims[0], -1);
+	assert_int_equal(mfs_graph_input(m, 0)->dims[0], -1);
 	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
 
 	in = f32(2, d33, buf);             /* variable dim: fine */
@@ -731,14 +731,14 @@ static void test_input_validation(void **state)
 		mfs_tensor_release(&out);
 	}
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 static void test_optional_inputs_outputs(void **state)
 {
 	(void)state;
 	onnx_model *o = gb_new(13);
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_tensor in, out[2];
@@ -760,7 +760,7 @@ static void test_optional_inputs_outputs(void **state)
 	mfs_tensor_release(&out[0]);
 	mfs_tensor_release(&out[1]);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 
 	/* only o1 now, to see what it got */
 	o = gb_new(13);
@@ -777,14 +777,14 @@ static void test_optional_inputs_outputs(void **state)
 	mfs_tensor_release(&out[0]);
 	mfs_tensor_release(&in);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 static void test_op_errors_name_node(void **state)
 {
 	(void)state;
 	onnx_model *o = gb_new(13);
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_exec_stats st;
@@ -807,7 +807,7 @@ static void test_op_errors_name_node(void **state)
 	mfs_exec_get_stats(e, &st);
 	assert_int_equal(st.buffer_allocs, 2);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 
 	o = gb_new(13);
 	gb_input(o, "x", MFS_DT_FLOAT, 1, d2);
@@ -819,14 +819,14 @@ static void test_op_errors_name_node(void **state)
 	assert_string_equal(err.msg, "model 'm': TFailPlain 'quiet': plain failure");
 	mfs_tensor_release(&in);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 static void test_dynamic_shape_and_prepare(void **state)
 {
 	(void)state;
 	onnx_model *o = gb_new(13);
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_tensor in[2], out;
@@ -840,7 +840,7 @@ static void test_dynamic_shape_and_prepare(void **state)
 	tnode(o, "TPrep", "prep", "a", "y");
 	m = compile_ok(o);
 	assert_false(m->values[m->output_ids[0]].shape_static);
-	assert_int_equal(mfs_model_output(m, 0)->rank, -1);
+	assert_int_equal(mfs_graph_output(m, 0)->rank, -1);
 	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
 	in[0] = f32(1, d6, x6);
 	in[1] = (mfs_tensor){ .dtype = MFS_DT_INT64, .data = &n, .nbytes = 8 };
@@ -862,7 +862,7 @@ static void test_dynamic_shape_and_prepare(void **state)
 	assert_non_null(strstr(err.msg, "TDyn 'dyn': bad n 7"));
 	mfs_tensor_release(&in[0]);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 	(void)dyn;
 }
 
@@ -870,7 +870,7 @@ static void test_output_is_input_or_constant(void **state)
 {
 	(void)state;
 	onnx_model *o = gb_new(13);
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_tensor in, out[2];
@@ -881,7 +881,7 @@ static void test_output_is_input_or_constant(void **state)
 	gb_output(o, "w");
 	m = compile_ok(o);
 	assert_int_equal(m->n_nodes, 0);
-	assert_int_equal(mfs_model_output(m, 1)->rank, 2);
+	assert_int_equal(mfs_graph_output(m, 1)->rank, 2);
 	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
 	in = f32(2, d23, x6);
 	assert_int_equal(mfs_exec_run(e, &in, out, &err), 0);
@@ -892,7 +892,7 @@ static void test_output_is_input_or_constant(void **state)
 	mfs_tensor_release(&out[1]);
 	mfs_tensor_release(&in);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 /* test.Conv -> TAdd -> TAdd -> TPlain: the Conv output and the first add
@@ -911,7 +911,7 @@ static onnx_model *layout_graph(void)
 	return o;
 }
 
-static void run_layout_graph(mfs_model *m, mfs_exec_stats *st)
+static void run_layout_graph(mfs_graph *m, mfs_exec_stats *st)
 {
 	mfs_exec *e;
 	mfs_error err;
@@ -936,7 +936,7 @@ static void run_layout_graph(mfs_model *m, mfs_exec_stats *st)
 static void test_layout_nhwc(void **state)
 {
 	(void)state;
-	mfs_model *m = compile_ok(layout_graph());
+	mfs_graph *m = compile_ok(layout_graph());
 	mfs_exec_stats st;
 
 	assert_int_equal(m->n_nhwc, 2);        /* c and s */
@@ -945,7 +945,7 @@ static void test_layout_nhwc(void **state)
 	assert_int_equal(conv_seen_out, MFS_LAYOUT_NHWC);
 	assert_int_equal(st.layout_converts, 1);
 	assert_int_equal(plain_saw_nhwc, 0);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 
 	setenv("MFS_LAYOUT", "plain", 1);
 	m = compile_ok(layout_graph());
@@ -954,7 +954,7 @@ static void test_layout_nhwc(void **state)
 	run_layout_graph(m, &st);
 	assert_int_equal(conv_seen_out, MFS_LAYOUT_PLAIN);
 	assert_int_equal(st.layout_converts, 0);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 /* A Conv output read by a plain operator is not planned NHWC at all. */
@@ -963,7 +963,7 @@ static void test_layout_demoted(void **state)
 	(void)state;
 	onnx_model *o = gb_new(13);
 	static const int64_t d4[] = { 1, 3, 2, 2 };
-	mfs_model *m;
+	mfs_graph *m;
 
 	gb_input(o, "x", MFS_DT_FLOAT, 4, d4);
 	gb_output(o, "y");
@@ -972,7 +972,7 @@ static void test_layout_demoted(void **state)
 	tnode(o, "TPlain", "plain", "c", "y");
 	m = compile_ok(o);
 	assert_int_equal(m->n_nhwc, 0);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 /* The reader's infer refuses the planned layouts: the plan backs off. */
@@ -982,7 +982,7 @@ static void test_layout_infer_refuses(void **state)
 	onnx_model *o = gb_new(13);
 	static const int64_t d4[] = { 1, 3, 2, 2 }, db[] = { 1, 3, 1, 1 };
 	static const float b[] = { 100, 200, 300 };
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_tensor in, out;
@@ -1006,7 +1006,7 @@ static void test_layout_infer_refuses(void **state)
 	mfs_tensor_release(&out);
 	mfs_tensor_release(&in);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 /* A variable batch: the plan is made at batch 1 (Conv outputs NHWC); at
@@ -1017,7 +1017,7 @@ static void test_layout_dynamic_batch(void **state)
 	(void)state;
 	onnx_model *o = gb_new(13);
 	static const int64_t dx[] = { -1, 3, 2, 2 }, dy[] = { 1, 3, 2, 2 };
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_exec_stats st;
@@ -1057,7 +1057,7 @@ static void test_layout_dynamic_batch(void **state)
 		assert_int_equal(st.layout_converts, batch == 1 ? 1 : 3);
 	}
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 static void test_layout_convert_roundtrip(void **state)
@@ -1091,7 +1091,7 @@ static void test_tensor_size_limit(void **state)
 	onnx_model *o = gb_new(13);
 	const int64_t dyn[] = { -1 };
 	const int64_t d100[] = { 100 };
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_tensor in, out;
@@ -1111,12 +1111,12 @@ static void test_tensor_size_limit(void **state)
 	mfs_engine_set_max_tensor_bytes((size_t)16 << 30);
 	mfs_tensor_release(&in);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 /* One compiled model, four execution contexts on four threads. */
 struct worker {
-	const mfs_model *m;
+	const mfs_graph *m;
 	int id, failures;
 };
 
@@ -1158,7 +1158,7 @@ static void test_shared_model_threads(void **state)
 	const float ones[] = { 1, 1, 1, 1, 1, 1 };
 	pthread_t th[4];
 	struct worker w[4];
-	mfs_model *m;
+	mfs_graph *m;
 
 	gb_input(o, "x", MFS_DT_FLOAT, 2, d23);
 	gb_init_f32(o, "one", 2, d23, ones);
@@ -1178,7 +1178,7 @@ static void test_shared_model_threads(void **state)
 		pthread_join(th[i], NULL);
 		assert_int_equal(w[i].failures, 0);
 	}
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 /* ---- real model files ---------------------------------------------- */
@@ -1201,7 +1201,7 @@ static int read_pb(const char *path, mfs_tensor *t)
 static void run_case(const char *name, int n_in)
 {
 	char path[512];
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_error err;
 	mfs_tensor in[4], out, want;
@@ -1209,9 +1209,9 @@ static void run_case(const char *name, int n_in)
 	snprintf(path, sizeof(path), TESTDATA "%s/model.onnx", name);
 	if (access(path, R_OK) != 0)
 		skip();
-	if (mfs_model_load(path, name, &m, &err))
+	if (mfs_graph_load(path, name, &m, &err))
 		fail_msg("%s", err.msg);
-	assert_int_equal(mfs_model_n_inputs(m), n_in);
+	assert_int_equal(mfs_graph_n_inputs(m), n_in);
 	for (int i = 0; i < n_in; i++) {
 		snprintf(path, sizeof(path), TESTDATA "%s/test_data_set_0/input_%d.pb",
 			 name, i);
@@ -1230,7 +1230,7 @@ static void run_case(const char *name, int n_in)
 	for (int i = 0; i < n_in; i++)
 		mfs_tensor_release(&in[i]);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 static void test_real_identity(void **state)
@@ -1297,7 +1297,7 @@ static onnx_model *cnn_graph(void)
 	return o;
 }
 
-static void run_cnn(mfs_model *m, float *y)
+static void run_cnn(mfs_graph *m, float *y)
 {
 	static const int64_t d[] = { 2, 8, 6, 6 };
 	float x[576];
@@ -1323,20 +1323,20 @@ static void run_cnn(mfs_model *m, float *y)
 static void test_real_cnn_layouts_agree(void **state)
 {
 	(void)state;
-	mfs_model *m;
+	mfs_graph *m;
 	float y_nhwc[16], y_plain[16];
 
 	mfs_graph_set_op_lookup(NULL);
 	m = compile_ok(cnn_graph());
 	assert_int_equal(m->n_nhwc, 3);   /* r, c2, s */
 	run_cnn(m, y_nhwc);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 	setenv("MFS_LAYOUT", "plain", 1);
 	m = compile_ok(cnn_graph());
 	unsetenv("MFS_LAYOUT");
 	assert_int_equal(m->n_nhwc, 0);
 	run_cnn(m, y_plain);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 	for (int i = 0; i < 16; i++)
 		assert_float_equal(y_nhwc[i], y_plain[i], 1e-4);
 }
@@ -1344,9 +1344,9 @@ static void test_real_cnn_layouts_agree(void **state)
 static void test_real_missing_file(void **state)
 {
 	(void)state;
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_error err;
-	assert_true(mfs_model_load("/nonexistent/model.onnx", "gone", &m, &err) < 0);
+	assert_true(mfs_graph_load("/nonexistent/model.onnx", "gone", &m, &err) < 0);
 	assert_null(m);
 	assert_non_null(strstr(err.msg, "model 'gone'"));
 }

@@ -96,7 +96,7 @@ static void run_graph(build_fn build, mfs_dtype dt, int rank,
 		      const int64_t *dims, mfs_tensor *out)
 {
 	onnx_model *o = gb_new(15);
-	mfs_model *m = NULL;
+	mfs_graph *m = NULL;
 	mfs_exec *e = NULL;
 	mfs_error err;
 	mfs_tensor in;
@@ -111,9 +111,9 @@ static void run_graph(build_fn build, mfs_dtype dt, int rank,
 	gb_input(o, "x", dt, rank, dims);
 	gb_output(o, "y");
 	build(o, dt);
-	if (mfs_model_compile(o, "m", &m, &err))
+	if (mfs_graph_compile(o, "m", &m, &err))
 		fail_msg("compile failed: %s", err.msg);
-	assert_int_equal(mfs_model_output(m, 0)->dtype, dt);
+	assert_int_equal(mfs_graph_output(m, 0)->dtype, dt);
 	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
 	make_tensor(&in, dt, rank, dims, v);
 	if (mfs_exec_run(e, &in, out, &err))
@@ -128,7 +128,7 @@ static void run_graph(build_fn build, mfs_dtype dt, int rank,
 	assert_int_equal(st.buffer_allocs, allocs);
 	mfs_tensor_release(&in);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 /* abs_tol: extra absolute tolerance where the half graph rounds an
@@ -272,14 +272,14 @@ static void test_mixed_refused(void **state)
 	(void)state;
 	static const int64_t w[] = { 16, 7 };
 	onnx_model *o = gb_new(13);
-	mfs_model *m = (mfs_model *)1;
+	mfs_graph *m = (mfs_graph *)1;
 	mfs_error err;
 
 	gb_input(o, "x", MFS_DT_FLOAT16, 2, mat);
 	gb_output(o, "y");
 	init(o, "w", MFS_DT_FLOAT, 2, w, 7);
 	gb_node(o, "", "MatMul", "mm", "x,w", "y");
-	assert_true(mfs_model_compile(o, "m", &m, &err) < 0);
+	assert_true(mfs_graph_compile(o, "m", &m, &err) < 0);
 	assert_null(m);
 }
 

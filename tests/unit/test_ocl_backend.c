@@ -78,16 +78,16 @@ static mfs_tensor rand_f32(int rank, const int64_t *dims)
  * (max |diff| <= tol * max(1, max |ref|)); check the counters. */
 static void check(onnx_model *m, int n_in, mfs_tensor *ins, double tol, bool all_device)
 {
-	mfs_model *cm = NULL;
+	mfs_graph *cm = NULL;
 	mfs_exec *ec = NULL, *eo = NULL;
 	mfs_error err;
 	mfs_tensor ref[8], got[8];
 	mfs_exec_stats st, st2;
 	int n_out;
 
-	if (mfs_model_compile(m, "t", &cm, &err))
+	if (mfs_graph_compile(m, "t", &cm, &err))
 		fail_msg("compile: %s", err.msg);
-	n_out = mfs_model_n_outputs(cm);
+	n_out = mfs_graph_n_outputs(cm);
 	assert_true(n_out <= 8);
 	assert_int_equal(mfs_exec_new(cm, NULL, &ec, &err), 0);
 	if (mfs_exec_new(cm, ocl, &eo, &err))
@@ -131,7 +131,7 @@ static void check(onnx_model *m, int n_in, mfs_tensor *ins, double tol, bool all
 		mfs_tensor_release(&ins[i]);
 	mfs_exec_free(eo);
 	mfs_exec_free(ec);
-	mfs_model_free(cm);
+	mfs_graph_free(cm);
 }
 
 static void test_unary(void **state)
@@ -219,7 +219,7 @@ static void test_gather_out_of_range(void **state)
 {
 	int64_t d[] = { 2, 5 }, di[] = { 2 };
 	onnx_model *m = gb_new(13);
-	mfs_model *cm = NULL;
+	mfs_graph *cm = NULL;
 	mfs_exec *eo = NULL;
 	mfs_tensor out[1];
 	mfs_error err;
@@ -229,7 +229,7 @@ static void test_gather_out_of_range(void **state)
 	onnx_node *n = node(m, "Gather", "x,idx", "g");
 	attr_int(n, "axis", 1);
 	gb_output(m, "g");
-	if (mfs_model_compile(m, "t", &cm, &err))
+	if (mfs_graph_compile(m, "t", &cm, &err))
 		fail_msg("compile: %s", err.msg);
 	if (mfs_exec_new(cm, ocl, &eo, &err))
 		fail_msg("exec_new: %s", err.msg);
@@ -256,7 +256,7 @@ static void test_gather_out_of_range(void **state)
 	mfs_tensor_release(&in[0]);
 	mfs_tensor_release(&in[1]);
 	mfs_exec_free(eo);
-	mfs_model_free(cm);
+	mfs_graph_free(cm);
 }
 
 static void test_rows(void **state)

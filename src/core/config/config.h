@@ -95,7 +95,7 @@ int mfs_config_load_file(const char *path, mfs_model_config *out,
  * the graph; given ones must agree with it (with the batch dim rule of
  * max_batch_size > 0).  -EINVAL naming the field on disagreement. */
 int mfs_config_complete(mfs_model_config *c, const char *model_name,
-			const mfs_model *graph, mfs_error *err);
+			const mfs_graph *graph, mfs_error *err);
 
 /* Triton's JSON form of the config in effect (a new reference). */
 json_t *mfs_config_to_json(const mfs_model_config *c);

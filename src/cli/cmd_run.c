@@ -482,8 +482,8 @@ static int run(const run_args *a, mfs_error *err)
 	rc = mfs_load_version(a->repo, a->model, version, &lv, err);
 	if (rc)
 		return rc;
-	n_in = mfs_model_n_inputs(lv->graph);
-	n_out = mfs_model_n_outputs(lv->graph);
+	n_in = mfs_graph_n_inputs(lv->graph);
+	n_out = mfs_graph_n_outputs(lv->graph);
 	inputs = calloc((size_t)n_in + 1, sizeof(*inputs));
 	outputs = calloc((size_t)n_out + 1, sizeof(*outputs));
 	if (!inputs || !outputs) {

@@ -19,7 +19,13 @@
 #include "config.h"
 #include "engine.h"
 #include "error.h"
-#include "options.h"
+
+/* --device: which engine a KIND_AUTO model gets. */
+typedef enum mfs_device_choice {
+	MFS_DEVICE_AUTO = 0,
+	MFS_DEVICE_CPU,
+	MFS_DEVICE_OPENCL,
+} mfs_device_choice;
 
 typedef struct mfs_route_opts {
 	mfs_device_choice device;      /* --device (for KIND_AUTO configs) */
@@ -39,7 +45,7 @@ typedef struct mfs_placement {
 /* Choose the engine for graph under cfg's instance_group.  Errors (no
  * OpenCL device for KIND_GPU, a failed warm-up run of a forced engine)
  * name the reason; the caller prefixes the model. */
-int mfs_route(const mfs_model *graph, const mfs_model_config *cfg,
+int mfs_route(const mfs_graph *graph, const mfs_model_config *cfg,
 	      const mfs_route_opts *opts, mfs_placement *out, mfs_error *err);
 
 /* The shared OpenCL backend for selector (opened on first use). */

@@ -14,7 +14,7 @@ typedef struct mfs_loaded_version {
 	int64_t version;
 	char *model_path;          /* REPO/name/version/<default_model_filename> */
 	mfs_model_config config;   /* completed: every input/output known */
-	mfs_model *graph;
+	mfs_graph *graph;
 	double load_seconds;       /* wall time of read + compile */
 } mfs_loaded_version;
 

@@ -1,4 +1,4 @@
-/* fuse.c - Conv + activation -> FusedConv (see fuse.h).
+/* fusion.c - Conv + activation -> FusedConv (see fusion.h).
  *
  * The pattern: a default-domain Conv node with one output, read by exactly
  * one node (and not a graph output), that node being
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuse.h"
+#include "fusion.h"
 
 #define FUSE_DOMAIN "com.modelfs"
 

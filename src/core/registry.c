@@ -144,8 +144,8 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 	v->version = lv->version;
 	v->load_seconds = lv->load_seconds;
 	v->refs = 1;
-	v->n_graph_inputs = mfs_model_n_inputs(lv->graph);
-	v->n_graph_outputs = mfs_model_n_outputs(lv->graph);
+	v->n_graph_inputs = mfs_graph_n_inputs(lv->graph);
+	v->n_graph_outputs = mfs_graph_n_outputs(lv->graph);
 	snprintf(v->device, sizeof(v->device), "cpu");
 	int r_ = 0;
 	char label[256];

@@ -80,11 +80,11 @@ static double now_ms(void)
 }
 
 /* Warm-up inputs: every variable dim 1, floats 0.5, the rest zeros. */
-static int warmup_inputs(const mfs_model *g, mfs_tensor *in, mfs_error *err)
+static int warmup_inputs(const mfs_graph *g, mfs_tensor *in, mfs_error *err)
 {
-	int n = mfs_model_n_inputs(g);
+	int n = mfs_graph_n_inputs(g);
 	for (int i = 0; i < n; i++) {
-		const mfs_io_desc *d = mfs_model_input(g, i);
+		const mfs_io_desc *d = mfs_graph_input(g, i);
 		mfs_shape s = { .rank = d->rank < 0 ? 1 : d->rank };
 		int rc;
 		for (int k = 0; k < s.rank; k++)
@@ -109,10 +109,10 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Median time of WARMUP_RUNS runs on backend after one untimed run. */
-static int time_engine(const mfs_model *g, mfs_backend *b, const mfs_tensor *in,
+static int time_engine(const mfs_graph *g, mfs_backend *b, const mfs_tensor *in,
 		       double *ms, mfs_error *err)
 {
-	int n_out = mfs_model_n_outputs(g), rc;
+	int n_out = mfs_graph_n_outputs(g), rc;
 	mfs_tensor *out = calloc((size_t)n_out + 1, sizeof(*out));
 	double t[WARMUP_RUNS];
 	mfs_exec *e = NULL;
@@ -164,7 +164,7 @@ static void set_opencl(mfs_placement *p, mfs_backend *b)
 		 strncmp(name, "opencl:", 7) ? name : name + 7);
 }
 
-int mfs_route(const mfs_model *graph, const mfs_model_config *cfg,
+int mfs_route(const mfs_graph *graph, const mfs_model_config *cfg,
 	      const mfs_route_opts *opts, mfs_placement *p, mfs_error *err)
 {
 	mfs_instance_kind kind = config_kind(cfg);
@@ -204,7 +204,7 @@ int mfs_route(const mfs_model *graph, const mfs_model_config *cfg,
 		return 0;
 	}
 	p->opencl_name[0] = '\0';
-	n_in = mfs_model_n_inputs(graph);
+	n_in = mfs_graph_n_inputs(graph);
 	in = calloc((size_t)n_in + 1, sizeof(*in));
 	if (!in)
 		return mfs_fail(err, ENOMEM, "out of memory");

@@ -1,4 +1,4 @@
-/* Unit tests for exec/fuse.c: which Conv + activation pairs become
+/* Unit tests for exec/fusion.c: which Conv + activation pairs become
  * FusedConv, and that everything else is left alone. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 #include <math.h>
 
 #include "engine.h"
-#include "fuse.h"
+#include "fusion.h"
 #include "graph.h"
 
 /* Nodes are written "Op:in1,in2>out" with malloc'd strings, as the reader
@@ -191,14 +191,14 @@ static onnx_model *conv_relu_model(void)
 static void run_model(bool fuse, float *out, int *n_nodes)
 {
 	mfs_error err;
-	mfs_model *m;
+	mfs_graph *m;
 	mfs_exec *e;
 	mfs_tensor in = { 0 }, y = { 0 };
 	mfs_shape xs = { 4, { 1, 2, 5, 5 } };
 
 	if (!fuse)
 		setenv("MFS_FUSE", "0", 1);
-	int rc = mfs_model_compile(conv_relu_model(), "conv_relu", &m, &err);
+	int rc = mfs_graph_compile(conv_relu_model(), "conv_relu", &m, &err);
 	unsetenv("MFS_FUSE");
 	if (rc)
 		print_error("%s\n", err.msg);
@@ -217,7 +217,7 @@ static void run_model(bool fuse, float *out, int *n_nodes)
 	mfs_tensor_release(&in);
 	mfs_tensor_release(&y);
 	mfs_exec_free(e);
-	mfs_model_free(m);
+	mfs_graph_free(m);
 }
 
 static void test_engine_fused_equals_unfused(void **st)

@@ -3,12 +3,12 @@
 #define MFS_COMMANDS_H
 
 /* `modelfs run REPOSITORY/MODEL [--version N] NAME=FILE... [--out DIR]
- * [--format EXT]` (src/cmd_run.c).  argv[0] is "run".  Returns the exit
+ * [--format EXT]` (src/cli/cmd_run.c).  argv[0] is "run".  Returns the exit
  * status. */
 int mfs_cmd_run(int argc, char **argv);
 
 /* `modelfs [OPTIONS] REPOSITORY MOUNTPOINT`, --help, --version
- * (src/cmd_mount.c).  Returns the exit status. */
+ * (src/cli/cmd_mount.c).  Returns the exit status. */
 int mfs_cmd_mount(int argc, char **argv);
 
 #endif

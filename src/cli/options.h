@@ -11,13 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device_router.h"
 #include "error.h"
-
-typedef enum mfs_device_choice {
-	MFS_DEVICE_AUTO = 0,
-	MFS_DEVICE_CPU,
-	MFS_DEVICE_OPENCL,
-} mfs_device_choice;
 
 typedef struct mfs_options {
 	bool foreground;              /* -f */

@@ -1,15 +1,15 @@
-/* fuse.h - rewrites of the ONNX graph before compile that let one operator
+/* fusion.h - rewrites of the ONNX graph before compile that let one operator
  * do the work of several.
  *
  * Today: Conv followed by its only reader Relu, LeakyRelu or Clip (with
  * constant bounds) becomes one com.modelfs FusedConv node (exec/ops/conv.c)
  * that applies the activation as a oneDNN post-op while the output is
  * still in cache, instead of a second pass over memory.  The pattern and
- * its limits are in fuse.c.  MFS_FUSE=0 in the environment turns the pass
+ * its limits are in fusion.c.  MFS_FUSE=0 in the environment turns the pass
  * off (to compare, or to rule it out).
  */
-#ifndef MFS_FUSE_H
-#define MFS_FUSE_H
+#ifndef MFS_FUSION_H
+#define MFS_FUSION_H
 
 #include "error.h"
 #include "onnx.h"

@@ -56,7 +56,7 @@ void mfs_loaded_version_free(mfs_loaded_version *v)
 	free(v->model_name);
 	free(v->model_path);
 	mfs_config_release(&v->config);
-	mfs_model_free(v->graph);
+	mfs_graph_free(v->graph);
 	free(v);
 }
 
@@ -99,7 +99,7 @@ int mfs_load_version(const char *repo_root, const char *model_name,
 		goto fail;
 	}
 	snprintf(label, sizeof(label), "%s v%lld", model_name, (long long)version);
-	rc = mfs_model_load(v->model_path, label, &v->graph, err);
+	rc = mfs_graph_load(v->model_path, label, &v->graph, err);
 	if (rc) {
 		v->graph = NULL;
 		/* Name the file unless the engine's message already does. */

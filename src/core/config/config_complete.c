@@ -135,11 +135,11 @@ mismatch:
 			c->max_batch_size > 0 ? " (batch dim left out)" : "");
 }
 
-typedef int (*n_fn)(const mfs_model *m);
-typedef const mfs_io_desc *(*desc_fn)(const mfs_model *m, int i);
+typedef int (*n_fn)(const mfs_graph *m);
+typedef const mfs_io_desc *(*desc_fn)(const mfs_graph *m, int i);
 
 static int complete_side(mfs_model_config *c, mfs_io_config **arr, int *count,
-			 const char *what, const mfs_model *graph, n_fn n_of,
+			 const char *what, const mfs_graph *graph, n_fn n_of,
 			 desc_fn desc_of, mfs_error *err)
 {
 	int n_graph = n_of(graph), rc;
@@ -198,7 +198,7 @@ static int complete_side(mfs_model_config *c, mfs_io_config **arr, int *count,
 }
 
 int mfs_config_complete(mfs_model_config *c, const char *model_name,
-			const mfs_model *graph, mfs_error *err)
+			const mfs_graph *graph, mfs_error *err)
 {
 	int rc;
 
@@ -213,11 +213,11 @@ int mfs_config_complete(mfs_model_config *c, const char *model_name,
 	if (!c->backend && !(c->backend = strdup("onnxruntime")))
 		return mfs_fail(err, ENOMEM, "out of memory");
 	rc = complete_side(c, &c->inputs, &c->n_inputs, "input", graph,
-			   mfs_model_n_inputs, mfs_model_input, err);
+			   mfs_graph_n_inputs, mfs_graph_input, err);
 	if (rc)
 		return rc;
 	rc = complete_side(c, &c->outputs, &c->n_outputs, "output", graph,
-			   mfs_model_n_outputs, mfs_model_output, err);
+			   mfs_graph_n_outputs, mfs_graph_output, err);
 	if (rc)
 		return rc;
 	if (c->n_instance_groups == 0) {
