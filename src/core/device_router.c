@@ -228,7 +228,15 @@ int mfs_route(const mfs_graph *graph, const mfs_model_config *cfg,
 				 strncmp(name, "opencl:", 7) ? name : name + 7);
 		}
 	} else {
-		mfs_error_prefix(err, "warm-up run on the CPU: ");
+		/* Made-up inputs cannot feed a model whose input is a shape, an
+		 * index or a count (Reshape's shape, OneHot's depth): the model
+		 * is fine, the warm-up is not.  Keep the CPU, untimed, and say
+		 * why in status rather than refuse the load. */
+		snprintf(p->note, sizeof(p->note),
+			 "auto: cpu, not timed (the warm-up with made-up inputs failed: %s)",
+			 err->msg);
+		mfs_error_clear(err);
+		rc = 0;
 	}
 	for (int i = 0; i < n_in; i++)
 		mfs_tensor_release(&in[i]);

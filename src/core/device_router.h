@@ -8,7 +8,9 @@
  *   KIND_AUTO / none      auto         both timed on a warm-up input (zeros,
  *                                      variable dims 1), the faster kept
  *
- * With auto and no OpenCL device, the CPU is chosen and the note says why.
+ * With auto and no OpenCL device, the CPU is chosen and the note says why;
+ * so it is when the made-up warm-up input cannot run (an input that is a
+ * shape or a count): the warm-up never fails a load.
  * The OpenCL device (--opencl-device selects it) is opened once per process
  * and shared by every model and instance (each execution context has its
  * own queue).  Used by the daemon's registry and by `modelfs run`.

@@ -140,3 +140,14 @@ values() { tr ' ' '\n' < "$1" | sed '/^$/d'; }
 	[ "$status" -eq 0 ]
 	[[ "${lines[0]}" == "usage: modelfs run REPOSITORY/MODEL"* ]]
 }
+
+@test "run: models whose inputs are shapes, indices or counts load (the warm-up never fails a load)" {
+	# Every ONNX backend test case that the engine passes and that the
+	# made-up KIND_AUTO warm-up input used to refuse ("cannot reshape",
+	# "do not broadcast"): each must load, run and match its expected output.
+	run "$PY" "$TOP/tests/e2e/run_backend_cases.py" "$MODELFS" \
+		/usr/share/libonnx-testdata/data "$TOP/tests/e2e/shape-input-cases.txt"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"34 passed, 0 failed"* ]]
+}

@@ -112,6 +112,30 @@ static void test_auto_follows_device_option(void **state)
 	assert_non_null(strstr(p.note, "no OpenCL engine"));
 }
 
+/* A model whose input is a shape (Reshape's, from the ONNX backend test
+ * data): the made-up warm-up input cannot run it, the load must not fail. */
+static void test_auto_warmup_failure_keeps_cpu(void **state)
+{
+	mfs_graph *saved = model, *reshape = NULL;
+	mfs_placement p;
+	mfs_error err;
+	int rc;
+	(void)state;
+	if (mfs_graph_load("/usr/share/libonnx-testdata/data/node/test_reshape_reduced_dims/model.onnx",
+			   "reshape", &reshape, &err)) {
+		fail_msg("%s", err.msg);
+	}
+	model = reshape;
+	rc = route(MFS_KIND_AUTO, MFS_DEVICE_AUTO, NULL, &p, &err);
+	model = saved;
+	mfs_graph_free(reshape);
+	assert_int_equal(rc, 0);
+	assert_string_equal(p.device, "cpu");
+	assert_false(p.measured);
+	assert_non_null(strstr(p.note, "not timed"));
+	assert_non_null(strstr(p.note, "Reshape"));
+}
+
 static void test_backend_shared(void **state)
 {
 	mfs_backend *a = NULL, *b = NULL;
@@ -130,6 +154,7 @@ int main(void)
 		cmocka_unit_test(test_kind_gpu),
 		cmocka_unit_test(test_auto_times_both),
 		cmocka_unit_test(test_auto_follows_device_option),
+		cmocka_unit_test(test_auto_warmup_failure_keeps_cpu),
 		cmocka_unit_test(test_backend_shared),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
