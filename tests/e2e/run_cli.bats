@@ -145,8 +145,8 @@ values() { tr ' ' '\n' < "$1" | sed '/^$/d'; }
 	# Every ONNX backend test case that the engine passes and that the
 	# made-up KIND_AUTO warm-up input used to refuse ("cannot reshape",
 	# "do not broadcast"): each must load, run and match its expected output.
-	run "$PY" "$TOP/tests/e2e/run_backend_cases.py" "$MODELFS" \
-		/usr/share/libonnx-testdata/data "$TOP/tests/e2e/shape-input-cases.txt"
+	run "$PY" "$ROOT/tests/e2e/run_backend_cases.py" "$MODELFS" \
+		/usr/share/libonnx-testdata/data "$ROOT/tests/e2e/shape-input-cases.txt"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"34 passed, 0 failed"* ]]
