@@ -76,7 +76,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all deps run test unit conformance e2e asan clean bench fuzz models check-models check-models-all docs check-layers print-layer-flags
+.PHONY: all deps run test unit conformance e2e asan clean bench fuzz models check-models check-models-all docs check-layers print-layer-flags bench-fs
 all: modelfs
 
 # The binary lives at the top for `make run`; sanitizer builds stay in
@@ -140,8 +140,19 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libmodelfs.a
 
 # `make bench`: ratios against ONNX Runtime and raw OpenBLAS, same run.
 bench: deps
-	$(MAKE) all $(BUILD)/bench/bench_engine
+	$(MAKE) all $(BUILD)/bench/bench_engine $(BUILD)/bench/bare_fs
 	sh bench/run-bench.sh
+	sh bench/run-bench-fs.sh
+
+# `make bench-fs`: the filesystem path alone (bench/run-bench-fs.sh).
+bench-fs: deps
+	$(MAKE) all $(BUILD)/bench/bench_engine $(BUILD)/bench/bare_fs
+	sh bench/run-bench-fs.sh
+
+# The bare FUSE baseline: libfuse alone, nothing of modelfs.
+$(BUILD)/bench/bare_fs: bench/bare_fs.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(PKG_LIBS) -lpthread
 
 deps:
 	@sh scripts/install-deps.sh

@@ -1,0 +1,59 @@
+#!/bin/sh
+# make bench-fs: the filesystem's own cost, against the bare baseline
+# (bench/bare_fs.c, a trivial low-level libfuse server of the same file
+# operations) measured in the same run, plus throughput through a mount.
+# Prints: infer round trip and request-directory cycle vs bare (rounds
+# alternate between the two mounts), daemon compute vs bench_engine on the
+# same models, 100 MB in/out GB/s, dynamic batching speed-up, clients'
+# requests/s.  Needs build/models (make models); run as root (FUSE).
+set -e
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+B=${BUILD:-build}
+PY=/usr/bin/python3
+T=$(mktemp -d /tmp/modelfs-bench-fs.XXXXXX)
+mkdir "$T/bare" "$T/mnt"
+cleanup() {
+	umount "$T/mnt" 2>/dev/null || true
+	umount "$T/bare" 2>/dev/null || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+[ -f build/models/resnet18/1/model.onnx ] || $PY tests/models/export_models.py build/models >/dev/null 2>&1
+$PY bench/make_fs_models.py "$T/repo" examples build/models
+"$B/bench/bare_fs" "$T/bare" &
+./modelfs "$T/repo" "$T/mnt"
+for i in $(seq 1 100); do
+	mountpoint -q "$T/bare" && grep -q READY "$T/mnt/resnet18/status" 2>/dev/null && break
+	sleep 0.1
+done
+
+field() { sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() { echo "$1 $2" | awk '{printf "%.2f", $1/$2}'; }
+
+: > "$T/fs.modelfs"; : > "$T/fs.bare"
+for r in 1 2 3; do
+	$PY bench/bench_fs.py "$T/bare" 1000 >> "$T/fs.bare"
+	$PY bench/bench_fs.py "$T/mnt/add_sub" 1000 >> "$T/fs.modelfs"
+done
+mi=$(field infer_us < "$T/fs.modelfs" | median); bi=$(field infer_us < "$T/fs.bare" | median)
+mr=$(field reqdir_us < "$T/fs.modelfs" | median); br=$(field reqdir_us < "$T/fs.bare" | median)
+echo "filesystem path, median of 3 alternating rounds of 1000 (add_sub; bare = bench/bare_fs.c)"
+printf '%-44s %10s %10s %8s\n' what modelfs_us bare_us ratio
+printf '%-44s %10s %10s %8s\n' "infer: write request, read answer, EOF" "$mi" "$bi" "$(ratio "$mi" "$bi")"
+printf '%-44s %10s %10s %8s\n' "request dir: 2 inputs written, 1 output read" "$mr" "$br" "$(ratio "$mr" "$br")"
+
+load=$($PY bench/bench_fs_load.py "$T/mnt")
+eng_mlp=$("$B/bench/bench_engine" examples/mlp/1/model.onnx --iters 200 --threads 2 | field median_ms)
+eng_rn=$("$B/bench/bench_engine" build/models/resnet18/1/model.onnx --iters 20 --threads 2 | field median_ms)
+d_mlp=$(echo "$load" | field mlp_daemon_compute_us); d_rn=$(echo "$load" | field resnet18_daemon_compute_us)
+echo
+echo "daemon compute (stats.json compute_infer, mean) vs bench_engine (median), 2 threads"
+printf '%-44s %10s %10s %8s\n' model daemon_us engine_us ratio
+printf '%-44s %10s %10s %8s\n' mlp "$d_mlp" "$(echo "$eng_mlp" | awk '{print $1*1000}')" "$(echo "$d_mlp $eng_mlp" | awk '{printf "%.2f", $1/($2*1000)}')"
+printf '%-44s %10s %10s %8s\n' resnet18 "$d_rn" "$(echo "$eng_rn" | awk '{print $1*1000}')" "$(echo "$d_rn $eng_rn" | awk '{printf "%.2f", $1/($2*1000)}')"
+echo
+echo "100 MB FP32 through files (best of 3): cp in $(echo "$load" | field big_in_gbps) GB/s, cat out $(echo "$load" | field big_out_gbps) GB/s"
+echo "resnet18, dynamic batching (max 8, 2 ms): 1 client $(echo "$load" | field resnet18_1client_rps) req/s, 8 clients $(echo "$load" | field resnet18_8clients_rps) req/s, speed-up $(echo "$load" | field batching_speedup)x"
+echo "add_sub: 1 client $(echo "$load" | field add_sub_1client_rps) req/s, 16 clients $(echo "$load" | field add_sub_16clients_rps) req/s"
