@@ -33,7 +33,7 @@ typedef struct mfs_backend_iface {
 	void (*exec_free)(void *exec_ctx);
 	/* Release the backend itself (NULL for static backends). */
 	void (*free)(mfs_backend *b);
-	/* Counters of an execution context (optional; graph.h). */
+	/* Counters of an execution context (graph.h: mfs_exec_stats). */
 	void (*exec_stats)(void *exec_ctx, struct mfs_exec_stats *out);
 } mfs_backend_iface;
 
@@ -41,8 +41,5 @@ struct mfs_backend {
 	const mfs_backend_iface *iface;
 	void *context;
 };
-
-/* The CPU backend: a static object, never freed. */
-mfs_backend *mfs_backend_cpu(void);
 
 #endif

@@ -127,7 +127,4 @@ typedef const mfs_op_def *(*mfs_op_lookup_fn)(const char *domain,
 					      const char *op_type, int64_t opset);
 void mfs_graph_set_op_lookup(mfs_op_lookup_fn fn);
 
-/* The CPU backend's statistics hook, used by mfs_exec_get_stats. */
-void mfs_cpu_exec_stats(void *exec_ctx, mfs_exec_stats *out);
-
 #endif

@@ -146,7 +146,6 @@ int mfs_ocl_open(const char *selector, mfs_ocl_device **out, mfs_error *err)
 		return mfs_fail(err, ENOMEM, "out of memory");
 	d->platform = refs[pick].platform;
 	d->device = refs[pick].device;
-	d->is_gpu = refs[pick].is_gpu;
 	memcpy(d->name, refs[pick].name, sizeof(d->name));
 	clGetDeviceInfo(d->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(d->global_mem),
 			&d->global_mem, NULL);

@@ -30,7 +30,6 @@ typedef struct mfs_ocl_device {
 	cl_context context;
 	cl_command_queue queue;
 	char name[256];          /* "platform / device" */
-	bool is_gpu;
 	cl_ulong global_mem;
 	size_t max_work_group;
 } mfs_ocl_device;

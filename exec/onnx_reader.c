@@ -606,7 +606,7 @@ static int parse_node(rd *c, const uint8_t *buf, size_t len, onnx_node *n)
 	return 0;
 }
 
-static void node_release(onnx_node *n)
+void onnx_node_release(onnx_node *n)
 {
 	free(n->name);
 	free(n->op_type);
@@ -785,7 +785,7 @@ static void graph_release(onnx_graph *g)
 {
 	free(g->name);
 	for (int i = 0; i < g->n_nodes; i++)
-		node_release(&g->nodes[i]);
+		onnx_node_release(&g->nodes[i]);
 	free(g->nodes);
 	for (int i = 0; i < g->n_initializers; i++) {
 		free(g->initializers[i].name);
@@ -1030,6 +1030,13 @@ const onnx_attr *onnx_node_attr(const onnx_node *n, const char *name)
 		if (n->attrs[i].name && !strcmp(n->attrs[i].name, name))
 			return &n->attrs[i];
 	return NULL;
+}
+
+const char *onnx_node_label(const onnx_node *n)
+{
+	if (n->name && *n->name)
+		return n->name;
+	return n->n_outputs && n->outputs[0] ? n->outputs[0] : "?";
 }
 
 int64_t onnx_attr_int(const onnx_node *n, const char *name, int64_t def)

@@ -393,7 +393,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "conformance: %s\n", err.msg);
 			return 2;
 		}
-		printf("device: %s\n", backend->iface->name(backend));
+		printf("device: %s\n", mfs_backend_name(backend));
 	} else if (strcmp(device, "cpu") != 0) {
 		fprintf(stderr, "conformance: --device: expected cpu or opencl[:SELECTOR]\n");
 		return 2;
