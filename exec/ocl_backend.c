@@ -303,15 +303,11 @@ int ocl_arg(ocl_run *r, ocl_kid k, int i, size_t size, const void *p)
 	return 0;
 }
 
-int ocl_launch(ocl_run *r, ocl_kid k, size_t n)
+/* Enqueue kernel k over global work items in groups of local. */
+static int enqueue(ocl_run *r, ocl_kid k, size_t global, size_t local)
 {
-	size_t wg = r->e->wg, global = (n + wg - 1) / wg * wg;
-	cl_int st;
-
-	if (!n)
-		return 0;
-	st = clEnqueueNDRangeKernel(r->e->queue, r->e->kernels[k], 1, NULL, &global,
-				    &wg, 0, NULL, NULL);
+	cl_int st = clEnqueueNDRangeKernel(r->e->queue, r->e->kernels[k], 1, NULL,
+					   &global, &local, 0, NULL, NULL);
 	if (st != CL_SUCCESS) {
 		char what[96];
 		snprintf(what, sizeof(what), "kernel %s", kernel_names[k]);
@@ -321,22 +317,20 @@ int ocl_launch(ocl_run *r, ocl_kid k, size_t n)
 	return 0;
 }
 
+int ocl_launch(ocl_run *r, ocl_kid k, size_t n)
+{
+	size_t wg = r->e->wg;
+
+	if (!n)
+		return 0;
+	return enqueue(r, k, (n + wg - 1) / wg * wg, wg);
+}
+
 int ocl_launch_groups(ocl_run *r, ocl_kid k, size_t groups, size_t local)
 {
-	size_t global = groups * local;
-	cl_int st;
-
 	if (!groups)
 		return 0;
-	st = clEnqueueNDRangeKernel(r->e->queue, r->e->kernels[k], 1, NULL, &global,
-				    &local, 0, NULL, NULL);
-	if (st != CL_SUCCESS) {
-		char what[96];
-		snprintf(what, sizeof(what), "kernel %s", kernel_names[k]);
-		return ocl_fail(r, st, what);
-	}
-	r->e->stats.kernels++;
-	return 0;
+	return enqueue(r, k, groups * local, local);
 }
 
 /* ---- the context ---- */
