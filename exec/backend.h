@@ -24,7 +24,7 @@ typedef struct mfs_backend_iface {
 	/* Can this backend run the node?  Asked for every node at placement. */
 	bool (*supports_op)(mfs_backend *b, const mfs_op_def *def,
 			    const onnx_node *node);
-	/* Build an execution context for a compiled model. */
+	/* Build an execution context for a compiled graph. */
 	int (*exec_new)(mfs_backend *b, const mfs_graph *m, void **exec_ctx,
 			mfs_error *err);
 	/* Run; same contract as mfs_exec_run. */

@@ -9,7 +9,7 @@
  *     operator definition and its input/output value ids (-1 = omitted);
  *   - for every value, the index of the last node that reads it, so a
  *     backend can give its buffer back right after that node.
- * The model is immutable after compile and shared by every mfs_exec.
+ * The graph is immutable after compile and shared by every mfs_exec.
  */
 #ifndef MFS_GRAPH_H
 #define MFS_GRAPH_H

@@ -121,6 +121,19 @@ typedef int (*ocl_op_fn)(ocl_run *r);
  * NULL: the node then always runs on the host. */
 ocl_op_fn ocl_op_lookup(const char *domain, const char *op_type);
 
+/* The device functions of exec/ocl_ops_dense.c, listed in the table of
+ * exec/ocl_ops_elem.c (its own elementwise ones are static there). */
+int ocl_op_conv(ocl_run *r);
+int ocl_op_gemm(ocl_run *r);
+int ocl_op_matmul(ocl_run *r);
+int ocl_op_maxpool(ocl_run *r);
+int ocl_op_avgpool(ocl_run *r);
+int ocl_op_gavgpool(ocl_run *r);
+int ocl_op_batchnorm(ocl_run *r);
+int ocl_op_softmax(ocl_run *r);
+int ocl_op_layernorm(ocl_run *r);
+int ocl_op_reduce(ocl_run *r);
+
 /* Device buffer of input k, uploading it if it lives only on the host;
  * NULL with *rc set (and r->err filled) on failure.  An input of no
  * elements gives a small dummy buffer. */
