@@ -139,6 +139,29 @@ void mfs_pool_release(mfs_pool *p)
 	p->n_blocks = p->cap_blocks = p->n_hints = p->cap_hints = 0;
 }
 
+/* ---- one run ---- */
+
+int mfs_run_graph(const mfs_graph *m, const mfs_run_steps *s, void *e,
+		  mfs_tensor *outputs, mfs_error *err)
+{
+	int rc, done;
+
+	for (int i = 0; i < m->n_nodes; i++) {
+		const mfs_node *nd = &m->nodes[i];
+		if ((rc = s->node(e, i, err)))
+			return rc;
+		for (int k = 0; k < nd->n_frees; k++)
+			s->release(e, nd->frees[k]);
+	}
+	for (done = 0; done < m->n_outputs; done++)
+		if ((rc = s->output(e, done, &outputs[done], err))) {
+			while (done--)
+				mfs_tensor_release(&outputs[done]);
+			return rc;
+		}
+	return 0;
+}
+
 /* ---- one node at run time ---- */
 
 int mfs_node_rt_init(mfs_node_rt *rt, const mfs_node *nd)

@@ -69,6 +69,28 @@ static inline void mfs_pool_new_run(mfs_pool *p)
 /* Free every block and the pool's arrays (the callbacks stay). */
 void mfs_pool_release(mfs_pool *p);
 
+/* ---- one run ---- */
+
+/* What differs between backends in running a graph; mfs_run_graph calls
+ * them in the order every backend needs.  e is the backend's context. */
+typedef struct mfs_run_steps {
+	/* Run node i (graph order); a negative errno with err filled. */
+	int (*node)(void *e, int i, mfs_error *err);
+	/* Value v's last reader ran: give its buffer back. */
+	void (*release)(void *e, int v);
+	/* Graph output i into dst as a new tensor the caller owns (plain
+	 * layout); on error dst holds nothing. */
+	int (*output)(void *e, int i, mfs_tensor *dst, mfs_error *err);
+} mfs_run_steps;
+
+/* Run m's nodes in order, releasing every value after its last reader,
+ * then hand out the graph outputs.  On error the outputs already made are
+ * released, so the caller's outputs need no freeing.  Binding the inputs
+ * before and releasing what a failed run still holds after stay with the
+ * backend. */
+int mfs_run_graph(const mfs_graph *m, const mfs_run_steps *s, void *e,
+		  mfs_tensor *outputs, mfs_error *err);
+
 /* ---- one node at run time ---- */
 
 /* What a node's prepare() last saw, to call it again when it changes. */

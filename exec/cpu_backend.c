@@ -452,9 +452,44 @@ out:
 	return rc;
 }
 
-static int copy_output(const mfs_tensor *src, mfs_tensor *dst, mfs_error *err)
+/* mfs_run_steps for the CPU. */
+
+/* Run node i, timed when profiling; the first run (prepare, caches) is
+ * kept apart. */
+static int step_node(void *ctx, int i, mfs_error *err)
 {
+	cpu_exec *e = ctx;
+	double t0, dt;
+	int rc;
+
+	if (!e->node_ns)
+		return run_node(e, i, err);
+	t0 = now_ns();
+	rc = run_node(e, i, err);
+	dt = now_ns() - t0;
+	if (e->stats.runs > 1) {
+		e->node_ns[i] += dt;
+	} else {
+		e->first_run_ns += dt;
+		if (dt > e->first_max_ns) {
+			e->first_max_ns = dt;
+			e->first_max_node = i;
+		}
+	}
+	return rc;
+}
+
+static void step_release(void *ctx, int v)
+{
+	release_value(ctx, v);
+}
+
+static int step_output(void *ctx, int i, mfs_tensor *dst, mfs_error *err)
+{
+	cpu_exec *e = ctx;
+	const mfs_tensor *src = &e->vals[e->m->output_ids[i]];
 	int rc = mfs_tensor_alloc(dst, src->dtype, &src->shape, err);
+
 	if (rc)
 		return rc;
 	if (src->layout == MFS_LAYOUT_NHWC && src->shape.rank == 4)
@@ -465,12 +500,16 @@ static int copy_output(const mfs_tensor *src, mfs_tensor *dst, mfs_error *err)
 	return 0;
 }
 
+static const mfs_run_steps cpu_steps = {
+	.node = step_node, .release = step_release, .output = step_output,
+};
+
 static int cpu_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs,
 			mfs_error *err)
 {
 	cpu_exec *e = ctx;
 	const mfs_graph *m = e->m;
-	int rc = 0, done = 0;
+	int rc;
 
 	mfs_pool_new_run(&e->pool);
 	e->stats.runs++;
@@ -479,39 +518,7 @@ static int cpu_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs
 		*t = inputs[i];
 		t->owns_data = false;
 	}
-	for (int i = 0; i < m->n_nodes; i++) {
-		const mfs_node *nd = &m->nodes[i];
-		if (e->node_ns) {
-			/* the first run (prepare, caches) is kept apart */
-			double t0 = now_ns();
-			rc = run_node(e, i, err);
-			double dt = now_ns() - t0;
-			if (e->stats.runs > 1) {
-				e->node_ns[i] += dt;
-			} else {
-				e->first_run_ns += dt;
-				if (dt > e->first_max_ns) {
-					e->first_max_ns = dt;
-					e->first_max_node = i;
-				}
-			}
-		} else {
-			rc = run_node(e, i, err);
-		}
-		if (rc)
-			goto out;
-		for (int k = 0; k < nd->n_frees; k++)
-			release_value(e, nd->frees[k]);
-	}
-	for (done = 0; done < m->n_outputs; done++) {
-		rc = copy_output(&e->vals[m->output_ids[done]], &outputs[done], err);
-		if (rc)
-			break;
-	}
-	if (rc)
-		for (int i = 0; i < done; i++)
-			mfs_tensor_release(&outputs[i]);
-out:
+	rc = mfs_run_graph(m, &cpu_steps, e, outputs, err);
 	if (rc) {
 		/* Give back whatever the failed run still holds. */
 		for (int v = 0; v < m->n_values; v++)

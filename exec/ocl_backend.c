@@ -644,12 +644,60 @@ fail:
 	return mfs_node_error(nd, rc, err);
 }
 
+/* mfs_run_steps for OpenCL. */
+
+static int step_node(void *ctx, int i, mfs_error *err)
+{
+	return run_node(ctx, i, err);
+}
+
+static void step_release(void *ctx, int v)
+{
+	release_value(ctx, v);
+}
+
+/* Graph output i: copied from the host copy, else downloaded. */
+static int step_output(void *ctx, int i, mfs_tensor *o, mfs_error *err)
+{
+	ocl_exec *e = ctx;
+	const mfs_graph *m = e->m;
+	oval *v = &e->vals[m->output_ids[i]];
+	cl_int st;
+	int rc = mfs_tensor_alloc(o, v->t.dtype, &v->t.shape, err);
+
+	if (rc || !o->nbytes)
+		return rc;
+	if (v->on_host) {
+		memcpy(o->data, v->t.data, o->nbytes);
+		return 0;
+	}
+	if (!v->dev) {
+		mfs_tensor_release(o);
+		return mfs_fail(err, EIO, "output '%s' was never computed",
+				m->outputs[i].name);
+	}
+	st = clEnqueueReadBuffer(e->queue, v->dev->mem, CL_TRUE, 0, o->nbytes,
+				 o->data, 0, NULL, NULL);
+	if (st != CL_SUCCESS) {
+		mfs_tensor_release(o);
+		return mfs_fail(err, st == CL_MEM_OBJECT_ALLOCATION_FAILURE ? ENOMEM : EIO,
+				"reading output '%s' from the device: %s",
+				m->outputs[i].name, mfs_ocl_strerror(st));
+	}
+	e->stats.downloads++;
+	return 0;
+}
+
+static const mfs_run_steps ocl_steps = {
+	.node = step_node, .release = step_release, .output = step_output,
+};
+
 static int ocl_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs,
 			mfs_error *err)
 {
 	ocl_exec *e = ctx;
 	const mfs_graph *m = e->m;
-	int rc = 0, done = 0;
+	int rc;
 
 	mfs_pool_new_run(&e->pool);
 	e->stats.runs++;
@@ -661,48 +709,7 @@ static int ocl_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs
 		v->host_made = false;
 		v->dev = NULL;
 	}
-	for (int i = 0; i < m->n_nodes; i++) {
-		const mfs_node *nd = &m->nodes[i];
-		rc = run_node(e, i, err);
-		if (rc)
-			goto out;
-		for (int k = 0; k < nd->n_frees; k++)
-			release_value(e, nd->frees[k]);
-	}
-	for (done = 0; done < m->n_outputs; done++) {
-		oval *v = &e->vals[m->output_ids[done]];
-		mfs_tensor *o = &outputs[done];
-		cl_int st;
-		rc = mfs_tensor_alloc(o, v->t.dtype, &v->t.shape, err);
-		if (rc)
-			break;
-		if (!o->nbytes)
-			continue;
-		if (v->on_host) {
-			memcpy(o->data, v->t.data, o->nbytes);
-			continue;
-		}
-		if (!v->dev) {
-			rc = mfs_fail(err, EIO, "output '%s' was never computed",
-				      m->outputs[done].name);
-			mfs_tensor_release(o);
-			break;
-		}
-		st = clEnqueueReadBuffer(e->queue, v->dev->mem, CL_TRUE, 0, o->nbytes,
-					 o->data, 0, NULL, NULL);
-		if (st != CL_SUCCESS) {
-			rc = mfs_fail(err, st == CL_MEM_OBJECT_ALLOCATION_FAILURE ? ENOMEM : EIO,
-				      "reading output '%s' from the device: %s",
-				      m->outputs[done].name, mfs_ocl_strerror(st));
-			mfs_tensor_release(o);
-			break;
-		}
-		e->stats.downloads++;
-	}
-	if (rc)
-		for (int i = 0; i < done; i++)
-			mfs_tensor_release(&outputs[i]);
-out:
+	rc = mfs_run_graph(m, &ocl_steps, e, outputs, err);
 	/* Nothing may still read the caller's inputs after we return. */
 	clFinish(e->queue);
 	for (int v = 0; v < m->n_values; v++)

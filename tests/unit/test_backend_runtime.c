@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -276,6 +277,77 @@ static void test_node_error_names_node(void **st)
 	assert_string_equal(err.msg, "Conv 'y': input 3");
 }
 
+/* ---- mfs_run_graph ---- */
+
+typedef struct trace {
+	char log[128];         /* "n0 r5 n1 o0 o1": what ran, in order */
+	int fail_node, fail_output;   /* -1: none */
+} trace;
+
+static void trace_add(trace *t, char what, int i)
+{
+	size_t n = strlen(t->log);
+	snprintf(t->log + n, sizeof(t->log) - n, "%s%c%d", n ? " " : "", what, i);
+}
+
+static int t_node(void *e, int i, mfs_error *err)
+{
+	trace *t = e;
+	trace_add(t, 'n', i);
+	return i == t->fail_node ? mfs_fail(err, EIO, "node %d", i) : 0;
+}
+
+static void t_release(void *e, int v)
+{
+	trace_add(e, 'r', v);
+}
+
+static int t_output(void *e, int i, mfs_tensor *dst, mfs_error *err)
+{
+	trace *t = e;
+	mfs_shape sh = { .rank = 1, .dims = { 2 } };
+	trace_add(t, 'o', i);
+	if (i == t->fail_output)
+		return mfs_fail(err, EIO, "output %d", i);
+	return mfs_tensor_alloc(dst, MFS_DT_FLOAT, &sh, err);
+}
+
+static void test_run_graph_order_and_failures(void **st)
+{
+	static const mfs_run_steps steps = {
+		.node = t_node, .release = t_release, .output = t_output,
+	};
+	int frees0[] = { 5 }, frees1[] = { 6, 7 };
+	mfs_node nodes[2] = {
+		{ .frees = frees0, .n_frees = 1 },
+		{ .frees = frees1, .n_frees = 2 },
+	};
+	mfs_graph m = { .n_nodes = 2, .nodes = nodes, .n_outputs = 2 };
+	mfs_tensor out[2];
+	mfs_error err = { 0 };
+	trace t = { .fail_node = -1, .fail_output = -1 };
+	(void)st;
+
+	memset(out, 0, sizeof(out));
+	assert_int_equal(mfs_run_graph(&m, &steps, &t, out, &err), 0);
+	assert_string_equal(t.log, "n0 r5 n1 r6 r7 o0 o1");
+	assert_non_null(out[0].data);
+	assert_non_null(out[1].data);
+	mfs_tensor_release(&out[0]);
+	mfs_tensor_release(&out[1]);
+
+	/* A failing node stops the run before its frees and the outputs. */
+	t = (trace){ .fail_node = 0, .fail_output = -1 };
+	assert_int_equal(mfs_run_graph(&m, &steps, &t, out, &err), -EIO);
+	assert_string_equal(t.log, "n0");
+
+	/* A failing output releases the outputs already made. */
+	t = (trace){ .fail_node = -1, .fail_output = 1 };
+	mfs_error_clear(&err);
+	assert_int_equal(mfs_run_graph(&m, &steps, &t, out, &err), -EIO);
+	assert_null(out[0].data);
+}
+
 static void test_aligned_block(void **st)
 {
 	void *p = mfs_aligned_block(0), *q = mfs_aligned_block(65);
@@ -299,6 +371,7 @@ int main(void)
 		cmocka_unit_test(test_prepare_reruns_on_change),
 		cmocka_unit_test(test_infer_clears_outputs),
 		cmocka_unit_test(test_node_error_names_node),
+		cmocka_unit_test(test_run_graph_order_and_failures),
 		cmocka_unit_test(test_aligned_block),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
