@@ -97,8 +97,7 @@ static void profile_report(const cpu_exec *e)
 	mfs_log_info("profile '%s': first run %.3f ms (slowest: %s '%s' %.3f ms); %llu more runs, %.3f ms/run in %d nodes",
 		     m->label, e->first_run_ns / 1e6,
 		     m->nodes[e->first_max_node].onnx->op_type,
-		     m->nodes[e->first_max_node].onnx->name ?
-		     m->nodes[e->first_max_node].onnx->name : "",
+		     onnx_node_label(m->nodes[e->first_max_node].onnx),
 		     e->first_max_ns / 1e6,
 		     (unsigned long long)e->stats.runs - 1,
 		     total / 1e6 / (double)(e->stats.runs - 1), n);

@@ -88,8 +88,7 @@ int mfs_exec_new(const mfs_graph *m, mfs_backend *backend, mfs_exec **out,
 			return mfs_fail(err, ENOTSUP,
 					"model '%s': backend %s cannot run %s '%s'",
 					m->label, mfs_backend_name(backend),
-					nd->onnx->op_type,
-					nd->onnx->name ? nd->onnx->name : "");
+					nd->onnx->op_type, onnx_node_label(nd->onnx));
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e)

@@ -725,7 +725,9 @@ static int mark_outputs_and_dead(compiler *c)
 	return 0;
 }
 
-bool mfs_layout_pass_enabled(void)
+/* The layout pass is on unless the environment says MFS_LAYOUT=plain
+ * (read at each compile, so tests and benchmarks can compare). */
+static bool layout_pass_enabled(void)
 {
 	const char *e = getenv("MFS_LAYOUT");
 	return !(e && strcmp(e, "plain") == 0);
@@ -978,7 +980,7 @@ static int plan_lifetimes(compiler *c)
 		    m->values[v].last_use < 0)
 			m->values[v].last_use = m->values[v].producer;
 
-	if (mfs_layout_pass_enabled()) {
+	if (layout_pass_enabled()) {
 		plan_shapes(c);
 		plan_layouts(c);
 	}

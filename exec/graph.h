@@ -105,10 +105,6 @@ typedef struct mfs_exec_stats {
  * none.  Not thread-safe against a concurrent run of e. */
 void mfs_exec_get_stats(const mfs_exec *e, mfs_exec_stats *out);
 
-/* The layout pass is on unless the environment says MFS_LAYOUT=plain
- * (read at each compile). */
-bool mfs_layout_pass_enabled(void);
-
 /* Convert between storage layouts of a rank-4 tensor (shape is NCHW in
  * both).  dst must hold src->nbytes; dst's layout is set. */
 void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src,

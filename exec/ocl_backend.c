@@ -92,7 +92,9 @@ struct ocl_exec {
 
 /* ---- errors ---- */
 
-int ocl_fail(ocl_run *r, cl_int status, const char *what)
+/* Fail with an OpenCL status in words, naming the node and the call:
+ * "Conv 'c1': OpenCL clEnqueueWriteBuffer failed: CL_OUT_OF_RESOURCES". */
+static int ocl_fail(ocl_run *r, cl_int status, const char *what)
 {
 	int code = (status == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
 		    status == CL_OUT_OF_RESOURCES || status == CL_OUT_OF_HOST_MEMORY) ?

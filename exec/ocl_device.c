@@ -177,7 +177,8 @@ void mfs_ocl_close(mfs_ocl_device *d)
 	free(d);
 }
 
-const char *mfs_ocl_cache_dir(void)
+/* Where the program cache lives; NULL if none. */
+static const char *cache_dir(void)
 {
 	static char dir[1024];
 	const char *env = getenv("MODELFS_CACHE_DIR");
@@ -222,7 +223,7 @@ static void cache_path(mfs_ocl_device *d, const char *source, const char *option
 		       char *path, size_t size)
 {
 	char driver[128] = "", version[128] = "";
-	const char *dir = mfs_ocl_cache_dir();
+	const char *dir = cache_dir();
 	uint64_t h = 1469598103934665603ull;
 
 	clGetDeviceInfo(d->device, CL_DRIVER_VERSION, sizeof(driver), driver, NULL);

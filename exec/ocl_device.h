@@ -51,7 +51,4 @@ int mfs_ocl_build(mfs_ocl_device *d, const char *label, const char *source,
 /* "CL_OUT_OF_RESOURCES" for an OpenCL status code. */
 const char *mfs_ocl_strerror(cl_int status);
 
-/* Where the program cache lives (for tests and docs); NULL if none. */
-const char *mfs_ocl_cache_dir(void);
-
 #endif

@@ -15,7 +15,7 @@
 
 #include <stdbool.h>
 
-#include "graph.h"
+#include "backend_runtime.h"
 #include "ocl_device.h"
 
 /* An ocl_op_fn's "run me on the host instead". */
@@ -157,8 +157,5 @@ int ocl_arg(ocl_run *r, ocl_kid k, int i, size_t size, const void *p);
 /* Work-group launch (layernorm): groups of local items. */
 int ocl_launch_groups(ocl_run *r, ocl_kid k, size_t groups, size_t local);
 size_t ocl_max_group(ocl_run *r);
-
-/* Fail with an OpenCL status in words: "OpenCL clEnqueue... failed: X". */
-int ocl_fail(ocl_run *r, cl_int status, const char *what);
 
 #endif

@@ -73,10 +73,8 @@ static int blast_fail(ocl_run *r, CLBlastStatusCode s, const char *what)
 {
 	int code = (s == CLBlastTempBufferAllocFailure || s == CLBlastOpenCLOutOfResources ||
 		    s == CLBlastOpenCLOutOfHostMemory) ? ENOMEM : EIO;
-	return mfs_fail(r->err, code, "%s '%s': CLBlast %s failed: %s (%d)",
-			r->nd->onnx->op_type,
-			r->nd->onnx->name && *r->nd->onnx->name ? r->nd->onnx->name : "?",
-			what, clblast_str(s), (int)s);
+	return mfs_node_fail(r->nd, r->err, code, "CLBlast %s failed: %s (%d)",
+			     what, clblast_str(s), (int)s);
 }
 
 /* Row-major C[m,n] = alpha op(A) op(B) + beta C, offsets in floats. */
