@@ -60,6 +60,19 @@ static bool want_context(const rd *c)
 {
 	return c->depth <= CONTEXT_DEPTH;
 }
+
+/* After rc: say which element failed ("initializer 3 'w': ..."), when
+ * the depth allows.  name may be NULL (not read yet); read it after the
+ * parse, not in the same call's arguments.  Returns rc. */
+static int in_element(rd *c, int rc, const char *kind, int idx,
+		      const char *name)
+{
+	if (rc && want_context(c))
+		mfs_error_prefix(c->err, "%s %d%s%s%s: ", kind, idx,
+				 name ? " '" : "", name ? name : "",
+				 name ? "'" : "");
+	return rc;
+}
 static void graph_release(onnx_graph *g);
 
 static int malformed(rd *c, const char *what, const char *why)
@@ -613,12 +626,7 @@ static int parse_node(rd *c, const uint8_t *buf, size_t len, onnx_node *n)
 				return wrong_wire(c, "NodeProto", "attribute", &f);
 			onnx_attr *a = &n->attrs[n->n_attrs++];
 			rc = parse_attr(c, f.data, f.len, a);
-			if (rc && want_context(c))
-				mfs_error_prefix(c->err, "attribute %d%s%s%s: ",
-						 n->n_attrs - 1,
-						 a->name ? " '" : "",
-						 a->name ? a->name : "",
-						 a->name ? "'" : "");
+			rc = in_element(c, rc, "attribute", n->n_attrs - 1, a->name);
 			break;
 		}
 		default:
@@ -686,18 +694,18 @@ static int parse_initializer(rd *c, const pb_field *f, onnx_initializer *in)
 	return 0;
 }
 
-static int parse_graph_body(rd *c, const uint8_t *buf, size_t len,
-			    onnx_graph *g)
+/* Counting pass: the arrays are sized by the elements really present.
+ * It also takes the name first, so that errors in nodes (serialized
+ * before the name) can say which graph. */
+static int alloc_graph_arrays(rd *c, const uint8_t *buf, size_t len,
+			      onnx_graph *g)
 {
 	long long counts[GR_NFIELDS] = { 0 };
-	pb_reader r;
+	pb_reader r = pb_reader_init(buf, len);
 	pb_field f;
 	const char *why = NULL;
 	int rc;
 
-	/* Counting pass; it also takes the name first, so that errors in
-	 * nodes (serialized before the name) can say which graph. */
-	r = pb_reader_init(buf, len);
 	while ((rc = pb_next(&r, &f, &why)) > 0) {
 		rc = 0;
 		if (f.num < GR_NFIELDS)
@@ -726,72 +734,80 @@ static int parse_graph_body(rd *c, const uint8_t *buf, size_t len,
 	     !(g->value_infos = alloc_array(counts[GR_VALUE_INFO],
 					    sizeof(onnx_value_info)))))
 		return oom(c);
+	return 0;
+}
 
-	r = pb_reader_init(buf, len);
-	while ((rc = pb_next(&r, &f, &why)) > 0) {
-		rc = 0;
-		onnx_value_info *v = NULL;
-		const char *what = NULL;
-		int idx = 0;
+static int graph_node(rd *c, const pb_field *f, onnx_graph *g)
+{
+	onnx_node *n;
+	int rc;
 
-		switch (f.num) {
-		case GR_NODE: {
-			if (f.wt != PB_WT_LEN) {
-				rc = wrong_wire(c, "GraphProto", "node", &f);
-				break;
-			}
-			onnx_node *n = &g->nodes[g->n_nodes++];
-			rc = parse_node(c, f.data, f.len, n);
-			if (rc && want_context(c))
-				mfs_error_prefix(c->err, "node %d (%s '%s'): ",
-						 g->n_nodes - 1,
-						 n->op_type ? n->op_type : "?",
-						 n->name ? n->name : "");
-			break;
-		}
-		case GR_INITIALIZER: {
-			onnx_initializer *in = &g->initializers[g->n_initializers++];
-			rc = parse_initializer(c, &f, in);
-			if (rc && want_context(c))
-				mfs_error_prefix(c->err, "initializer %d%s%s%s: ",
-						 g->n_initializers - 1,
-						 in->name ? " '" : "",
-						 in->name ? in->name : "",
-						 in->name ? "'" : "");
-			break;
-		}
-		case GR_INPUT:
-			v = &g->inputs[g->n_inputs++];
-			what = "input";
-			idx = g->n_inputs - 1;
-			break;
-		case GR_OUTPUT:
-			v = &g->outputs[g->n_outputs++];
-			what = "output";
-			idx = g->n_outputs - 1;
-			break;
-		case GR_VALUE_INFO:
-			v = &g->value_infos[g->n_value_infos++];
-			what = "value_info";
-			idx = g->n_value_infos - 1;
-			break;
-		default:
-			break;
-		}
-		if (v) {
-			if (f.wt != PB_WT_LEN)
-				rc = wrong_wire(c, "GraphProto", what, &f);
-			else
-				rc = parse_value_info(c, f.data, f.len, v);
-			if (rc && want_context(c))
-				mfs_error_prefix(c->err, "%s %d%s%s%s: ", what, idx,
-						 v->name ? " '" : "",
-						 v->name ? v->name : "",
-						 v->name ? "'" : "");
-		}
-		if (rc)
-			return rc;
+	if (f->wt != PB_WT_LEN)
+		return wrong_wire(c, "GraphProto", "node", f);
+	n = &g->nodes[g->n_nodes++];
+	rc = parse_node(c, f->data, f->len, n);
+	if (rc && want_context(c))
+		mfs_error_prefix(c->err, "node %d (%s '%s'): ", g->n_nodes - 1,
+				 n->op_type ? n->op_type : "?",
+				 n->name ? n->name : "");
+	return rc;
+}
+
+/* An input, output or value_info (kind) into v, the idx-th of its list. */
+static int graph_value_info(rd *c, const pb_field *f, const char *kind,
+			    onnx_value_info *v, int idx)
+{
+	int rc = f->wt != PB_WT_LEN ? wrong_wire(c, "GraphProto", kind, f)
+		 : parse_value_info(c, f->data, f->len, v);
+	return in_element(c, rc, kind, idx, v->name);
+}
+
+/* One field of a GraphProto into g (the name was taken when counting). */
+static int read_graph_field(rd *c, const pb_field *f, onnx_graph *g)
+{
+	onnx_initializer *in;
+	int rc;
+
+	switch (f->num) {
+	case GR_NODE:
+		return graph_node(c, f, g);
+	case GR_INITIALIZER:
+		in = &g->initializers[g->n_initializers++];
+		rc = parse_initializer(c, f, in);
+		return in_element(c, rc, "initializer", g->n_initializers - 1,
+				  in->name);
+	case GR_INPUT:
+		g->n_inputs++;
+		return graph_value_info(c, f, "input", &g->inputs[g->n_inputs - 1],
+					g->n_inputs - 1);
+	case GR_OUTPUT:
+		g->n_outputs++;
+		return graph_value_info(c, f, "output", &g->outputs[g->n_outputs - 1],
+					g->n_outputs - 1);
+	case GR_VALUE_INFO:
+		g->n_value_infos++;
+		return graph_value_info(c, f, "value_info",
+					&g->value_infos[g->n_value_infos - 1],
+					g->n_value_infos - 1);
+	default:
+		return 0;
 	}
+}
+
+static int parse_graph_body(rd *c, const uint8_t *buf, size_t len,
+			    onnx_graph *g)
+{
+	pb_reader r;
+	pb_field f;
+	const char *why = NULL;
+	int rc;
+
+	if ((rc = alloc_graph_arrays(c, buf, len, g)))
+		return rc;
+	r = pb_reader_init(buf, len);
+	while ((rc = pb_next(&r, &f, &why)) > 0)
+		if ((rc = read_graph_field(c, &f, g)))
+			return rc;
 	if (rc < 0)
 		return malformed(c, "GraphProto", why);
 	return default_string(c, &g->name);
