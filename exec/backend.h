@@ -24,7 +24,7 @@ typedef struct mfs_backend_iface {
 	/* Can this backend run the node?  Asked for every node at placement. */
 	bool (*supports_op)(mfs_backend *b, const mfs_op_def *def,
 			    const onnx_node *node);
-	/* Build an execution context for a compiled model. */
+	/* Build an execution context for a compiled graph. */
 	int (*exec_new)(mfs_backend *b, const mfs_graph *m, void **exec_ctx,
 			mfs_error *err);
 	/* Run; same contract as mfs_exec_run. */
@@ -33,7 +33,7 @@ typedef struct mfs_backend_iface {
 	void (*exec_free)(void *exec_ctx);
 	/* Release the backend itself (NULL for static backends). */
 	void (*free)(mfs_backend *b);
-	/* Counters of an execution context (optional; graph.h). */
+	/* Counters of an execution context (graph.h: mfs_exec_stats). */
 	void (*exec_stats)(void *exec_ctx, struct mfs_exec_stats *out);
 } mfs_backend_iface;
 
@@ -41,8 +41,5 @@ struct mfs_backend {
 	const mfs_backend_iface *iface;
 	void *context;
 };
-
-/* The CPU backend: a static object, never freed. */
-mfs_backend *mfs_backend_cpu(void);
 
 #endif

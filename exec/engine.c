@@ -65,6 +65,11 @@ static void apply_threads(int active)
 		omp_set_num_threads(n);
 }
 
+const char *mfs_backend_name(mfs_backend *b)
+{
+	return b->iface->name(b);
+}
+
 int mfs_exec_new(const mfs_graph *m, mfs_backend *backend, mfs_exec **out,
 		 mfs_error *err)
 {
@@ -82,9 +87,8 @@ int mfs_exec_new(const mfs_graph *m, mfs_backend *backend, mfs_exec **out,
 		if (!backend->iface->supports_op(backend, nd->def, nd->onnx))
 			return mfs_fail(err, ENOTSUP,
 					"model '%s': backend %s cannot run %s '%s'",
-					m->label, backend->iface->name(backend),
-					nd->onnx->op_type,
-					nd->onnx->name ? nd->onnx->name : "");
+					m->label, mfs_backend_name(backend),
+					nd->onnx->op_type, onnx_node_label(nd->onnx));
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
@@ -189,8 +193,6 @@ int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 void mfs_exec_get_stats(const mfs_exec *e, mfs_exec_stats *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (e->backend == mfs_backend_cpu())
-		mfs_cpu_exec_stats(e->ctx, out);
-	else if (e->backend->iface->exec_stats)
+	if (e->backend->iface->exec_stats)
 		e->backend->iface->exec_stats(e->ctx, out);
 }

@@ -1,5 +1,6 @@
 /* engine.h - the public face of exec/: compile an ONNX graph once, then run
- * it on a backend (the CPU today; OpenCL joins through backend.h).
+ * it on a backend (the CPU, or OpenCL through ocl_backend.h).  What a
+ * backend implements is backend.h, for exec/ alone.
  *
  * A compiled mfs_graph is immutable and may be shared by many threads.  An
  * mfs_exec is one execution context (its buffers, its operator states) on
@@ -46,7 +47,13 @@ int mfs_graph_n_inputs(const mfs_graph *m);     /* initializers excluded */
 int mfs_graph_n_outputs(const mfs_graph *m);
 const mfs_io_desc *mfs_graph_input(const mfs_graph *m, int i);
 const mfs_io_desc *mfs_graph_output(const mfs_graph *m, int i);
-const char *mfs_graph_label(const mfs_graph *m);
+
+/* The CPU backend: a static object, never freed.  Other backends come from
+ * their own constructors (ocl_backend.h). */
+mfs_backend *mfs_backend_cpu(void);
+/* Short name for status and logs: "cpu", "opencl:NVIDIA H200" (owned by
+ * the backend). */
+const char *mfs_backend_name(mfs_backend *b);
 
 /* A new execution context on backend (NULL = the CPU backend). */
 int mfs_exec_new(const mfs_graph *m, mfs_backend *backend, mfs_exec **out,

@@ -116,33 +116,6 @@ static bool activation_of(const onnx_model *m, const onnx_node *n, const char **
 	return false;
 }
 
-/* What node_release in the reader frees, for a node we drop. */
-static void drop_node(onnx_node *n)
-{
-	free(n->name);
-	free(n->op_type);
-	free(n->domain);
-	for (int i = 0; i < n->n_inputs; i++)
-		free(n->inputs[i]);
-	free(n->inputs);
-	for (int i = 0; i < n->n_outputs; i++)
-		free(n->outputs[i]);
-	free(n->outputs);
-	for (int i = 0; i < n->n_attrs; i++) {
-		onnx_attr *a = &n->attrs[i];
-		free(a->name);
-		free(a->s);
-		mfs_tensor_release(&a->t);
-		free(a->floats);
-		free(a->ints);
-		for (size_t k = 0; k < a->n_strings; k++)
-			free(a->strings[k]);
-		free(a->strings);
-	}
-	free(n->attrs);
-	memset(n, 0, sizeof(*n));
-}
-
 static bool has_graph_attr(const onnx_node *n)
 {
 	for (int i = 0; i < n->n_attrs; i++)
@@ -241,7 +214,7 @@ int mfs_fuse_graph(onnx_model *m, mfs_error *err)
 			return 0;   /* the model imports com.modelfs at version 0: leave it */
 		if (rc < 0 || fuse_pair(conv, an, act, params, n_params) < 0)
 			return mfs_fail(err, ENOMEM, "out of memory while fusing Conv nodes");
-		drop_node(an);
+		onnx_node_release(an);
 		memmove(an, an + 1, sizeof(onnx_node) * (size_t)(g->n_nodes - r - 1));
 		g->n_nodes--;
 		if (r < i)

@@ -1,7 +1,7 @@
 /* fusion.h - rewrites of the ONNX graph before compile that let one operator
  * do the work of several.
  *
- * Today: Conv followed by its only reader Relu, LeakyRelu or Clip (with
+ * The one rewrite: Conv followed by its only reader Relu, LeakyRelu or Clip (with
  * constant bounds) becomes one com.modelfs FusedConv node (exec/ops/conv.c)
  * that applies the activation as a oneDNN post-op while the output is
  * still in cache, instead of a second pass over memory.  The pattern and

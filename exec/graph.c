@@ -95,13 +95,6 @@ typedef struct compiler {
 	mfs_error *err;
 } compiler;
 
-static const char *node_label(const onnx_node *n)
-{
-	if (n->name && *n->name)
-		return n->name;
-	return n->n_outputs && n->outputs[0] ? n->outputs[0] : "?";
-}
-
 static int add_value(compiler *c, const char *name)
 {
 	size_t slot;
@@ -315,7 +308,7 @@ static int resolve_nodes(compiler *c)
 			return mfs_fail(c->err, ENOTSUP,
 					"operator '%s%s' (opset %lld) is not supported (node '%s')",
 					domain_prefix(on->domain, dom, sizeof(dom)),
-					on->op_type, (long long)opset, node_label(on));
+					on->op_type, (long long)opset, onnx_node_label(on));
 		}
 	}
 
@@ -360,7 +353,7 @@ static int resolve_nodes(compiler *c)
 			if (m->values[id].kind != MFS_VAL_UNDEFINED)
 				return mfs_fail(c->err, EINVAL,
 						"%s '%s': output '%s' is already defined",
-						on->op_type, node_label(on),
+						on->op_type, onnx_node_label(on),
 						on->outputs[k]);
 			m->values[id].kind = MFS_VAL_NODE;
 			m->values[id].producer = i;
@@ -376,11 +369,11 @@ static int resolve_nodes(compiler *c)
 		if (dflt && (on->n_inputs < 1 || c->all[i].in[0] < 0) &&
 		    !input0_optional(on->op_type))
 			return mfs_fail(c->err, EINVAL, "%s '%s': input 0 is missing",
-					on->op_type, node_label(on));
+					on->op_type, onnx_node_label(on));
 		if (dflt && (on->n_outputs < 1 || c->all[i].out[0] < 0) &&
 		    !output0_optional(on->op_type))
 			return mfs_fail(c->err, EINVAL, "%s '%s': output 0 has no name",
-					on->op_type, node_label(on));
+					on->op_type, onnx_node_label(on));
 	}
 	for (int i = 0; i < g->n_nodes; i++) {
 		const onnx_node *on = &g->nodes[i];
@@ -389,7 +382,7 @@ static int resolve_nodes(compiler *c)
 			if (id >= 0 && m->values[id].kind == MFS_VAL_UNDEFINED)
 				return mfs_fail(c->err, EINVAL,
 						"%s '%s': input '%s' is not defined by any node, input or initializer",
-						on->op_type, node_label(on), on->inputs[k]);
+						on->op_type, onnx_node_label(on), on->inputs[k]);
 		}
 	}
 	return 0;
@@ -460,7 +453,7 @@ static int topo_sort(compiler *c)
 				rc = mfs_fail(c->err, EINVAL,
 					      "the graph has a cycle through %s '%s'",
 					      c->all[i].onnx->op_type,
-					      node_label(c->all[i].onnx));
+					      onnx_node_label(c->all[i].onnx));
 				break;
 			}
 	}
@@ -483,7 +476,7 @@ static int check_inferred(const mfs_node *nd, mfs_tensor **out, mfs_error *err)
 		if (!mfs_dtype_size(out[k]->dtype) || !shape_valid(&out[k]->shape))
 			return mfs_fail(err, EIO,
 					"%s '%s': operator inferred an invalid type or shape for output %d",
-					nd->onnx->op_type, node_label(nd->onnx), k);
+					nd->onnx->op_type, onnx_node_label(nd->onnx), k);
 	}
 	return 0;
 }
@@ -543,7 +536,7 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 	if (rc > 0)
 		rc = mfs_fail(c->err, EIO,
 			      "%s '%s': output shape needs data although every input is known",
-			      nd->onnx->op_type, node_label(nd->onnx));
+			      nd->onnx->op_type, onnx_node_label(nd->onnx));
 	if (!rc)
 		rc = check_inferred(nd, pout, c->err);
 	if (rc)
@@ -576,7 +569,7 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 			char txt[160];
 			rc = mfs_fail(c->err, EFBIG,
 				      "%s '%s': output %d of shape %s is larger than the %zu-byte limit",
-				      nd->onnx->op_type, node_label(nd->onnx), k,
+				      nd->onnx->op_type, onnx_node_label(nd->onnx), k,
 				      mfs_shape_format(&sh, txt, sizeof(txt)),
 				      mfs_engine_max_tensor_bytes());
 			break;
@@ -596,7 +589,7 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 			rc = -EIO;
 		if (!c->err->code)
 			mfs_fail(c->err, -rc, "%s '%s': failed while folding constants",
-				 nd->onnx->op_type, node_label(nd->onnx));
+				 nd->onnx->op_type, onnx_node_label(nd->onnx));
 		return rc;
 	}
 	for (int k = 0; k < nd->n_out; k++) {
@@ -732,7 +725,9 @@ static int mark_outputs_and_dead(compiler *c)
 	return 0;
 }
 
-bool mfs_layout_pass_enabled(void)
+/* The layout pass is on unless the environment says MFS_LAYOUT=plain
+ * (read at each compile, so tests and benchmarks can compare). */
+static bool layout_pass_enabled(void)
 {
 	const char *e = getenv("MFS_LAYOUT");
 	return !(e && strcmp(e, "plain") == 0);
@@ -985,7 +980,7 @@ static int plan_lifetimes(compiler *c)
 		    m->values[v].last_use < 0)
 			m->values[v].last_use = m->values[v].producer;
 
-	if (mfs_layout_pass_enabled()) {
+	if (layout_pass_enabled()) {
 		plan_shapes(c);
 		plan_layouts(c);
 	}
@@ -1109,7 +1104,6 @@ int mfs_graph_compile(onnx_model *onnx, const char *label, mfs_graph **out,
 
 int mfs_graph_n_inputs(const mfs_graph *m) { return m->n_inputs; }
 int mfs_graph_n_outputs(const mfs_graph *m) { return m->n_outputs; }
-const char *mfs_graph_label(const mfs_graph *m) { return m->label; }
 
 const mfs_io_desc *mfs_graph_input(const mfs_graph *m, int i)
 {

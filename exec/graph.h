@@ -9,7 +9,7 @@
  *     operator definition and its input/output value ids (-1 = omitted);
  *   - for every value, the index of the last node that reads it, so a
  *     backend can give its buffer back right after that node.
- * The model is immutable after compile and shared by every mfs_exec.
+ * The graph is immutable after compile and shared by every mfs_exec.
  */
 #ifndef MFS_GRAPH_H
 #define MFS_GRAPH_H
@@ -105,10 +105,6 @@ typedef struct mfs_exec_stats {
  * none.  Not thread-safe against a concurrent run of e. */
 void mfs_exec_get_stats(const mfs_exec *e, mfs_exec_stats *out);
 
-/* The layout pass is on unless the environment says MFS_LAYOUT=plain
- * (read at each compile). */
-bool mfs_layout_pass_enabled(void);
-
 /* Convert between storage layouts of a rank-4 tensor (shape is NCHW in
  * both).  dst must hold src->nbytes; dst's layout is set. */
 void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src,
@@ -126,8 +122,5 @@ size_t mfs_engine_max_tensor_bytes(void);
 typedef const mfs_op_def *(*mfs_op_lookup_fn)(const char *domain,
 					      const char *op_type, int64_t opset);
 void mfs_graph_set_op_lookup(mfs_op_lookup_fn fn);
-
-/* The CPU backend's statistics hook, used by mfs_exec_get_stats. */
-void mfs_cpu_exec_stats(void *exec_ctx, mfs_exec_stats *out);
 
 #endif

@@ -22,11 +22,12 @@
  * (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) alias their
  * input's block.
  *
- * Memory: the pool hands out cl_mem blocks by best fit, regrowing the
- * largest free one before creating another, with reference counts for
- * views; a value's block goes back after its last reader (graph.h
- * last_use), so a run with the shapes of the previous one creates no
- * buffer.  Host copies use per-value buffers kept across runs.
+ * Memory: cl_mem blocks come from the pool the CPU backend uses too
+ * (backend_runtime.h), with reference counts for views; a value's block
+ * goes back after its last reader (graph.h last_use), so a run with the
+ * shapes of the previous one creates no buffer.  A constant's block is
+ * pinned: uploaded once per context, never handed out again.  Host copies
+ * use per-value buffers kept across runs.
  *
  * Errors: every OpenCL or CLBlast status becomes a message naming the
  * model (engine.c adds it), the node and the call; out of device memory
@@ -37,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_runtime.h"
 #include "log.h"
 #include "ocl_backend.h"
 #include "ocl_internal.h"
@@ -44,17 +46,9 @@
 extern const struct { const char *name; const char *source; } mfs_embedded_kernels[];
 
 static const char *const kernel_names[K_COUNT] = {
-	"unary_f32", "binary_f32", "binary_i64", "binary_i32",
-	"equal_f32", "equal_i64", "equal_i32", "equal_u8",
-	"where_1", "where_4", "where_8",
-	"copy_1", "copy_4", "copy_8",
-	"fill_1", "fill_4", "fill_8",
-	"cast",
-	"gather_1_i64", "gather_4_i64", "gather_8_i64",
-	"gather_1_i32", "gather_4_i32", "gather_8_i32",
-	"reduce_f32", "softmax_f32", "layernorm_f32", "batchnorm_f32",
-	"maxpool2d_f32", "avgpool2d_f32", "gavgpool_f32",
-	"im2col_f32", "conv_epilogue", "conv_direct_f32",
+#define OCL_KERNEL_NAME(id, name) [id] = name,
+	OCL_KERNELS(OCL_KERNEL_NAME)
+#undef OCL_KERNEL_NAME
 };
 
 /* Inputs at most this many bytes, all on the host: run the node there. */
@@ -67,16 +61,9 @@ typedef struct ocl_backend_ctx {
 	char name[300];
 } ocl_backend_ctx;
 
-typedef struct dbuf {
-	cl_mem mem;
-	size_t cap;
-	int refs;              /* 0 = free */
-	bool pinned;           /* a constant's block: never returned */
-} dbuf;
-
 typedef struct oval {
 	mfs_tensor t;          /* dtype, shape; t.data = host copy or NULL */
-	dbuf *dev;             /* device copy or NULL */
+	mfs_block *dev;        /* device copy (cl_mem) or NULL */
 	void *hbuf;            /* host storage owned by the slot */
 	size_t hcap;
 	bool on_host;
@@ -85,17 +72,9 @@ typedef struct oval {
 				  arithmetic), not a caller's input */
 } oval;
 
-typedef struct in_sig {
-	mfs_dtype dtype;
-	mfs_shape shape;
-} in_sig;
-
 typedef struct node_rt {
-	mfs_tensor **in, **out;
+	mfs_node_rt rt;        /* rt.in points into hin */
 	mfs_tensor *hin;       /* host views of the inputs for infer/host run */
-	void *state;           /* host run: the CPU op's prepare() state */
-	bool prepared;
-	in_sig *sig;
 } node_rt;
 
 struct ocl_exec {
@@ -106,28 +85,22 @@ struct ocl_exec {
 	size_t wg;             /* work-group size for 1-D launches */
 	oval *vals;
 	node_rt *nodes;
-	dbuf **pool;
-	int n_pool, cap_pool;
-	dbuf *scratch;
+	mfs_pool pool;
+	mfs_block *scratch;    /* not in the pool: one per context, only grows */
 	mfs_exec_stats stats;
 };
 
 /* ---- errors ---- */
 
-static const char *node_label(const onnx_node *n)
-{
-	if (n->name && *n->name)
-		return n->name;
-	return n->n_outputs && n->outputs[0] ? n->outputs[0] : "?";
-}
-
-int ocl_fail(ocl_run *r, cl_int status, const char *what)
+/* Fail with an OpenCL status in words, naming the node and the call:
+ * "Conv 'c1': OpenCL clEnqueueWriteBuffer failed: CL_OUT_OF_RESOURCES". */
+static int ocl_fail(ocl_run *r, cl_int status, const char *what)
 {
 	int code = (status == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
 		    status == CL_OUT_OF_RESOURCES || status == CL_OUT_OF_HOST_MEMORY) ?
 		   ENOMEM : EIO;
 	return mfs_fail(r->err, code, "%s '%s': OpenCL %s failed: %s%s",
-			r->nd->onnx->op_type, node_label(r->nd->onnx), what,
+			r->nd->onnx->op_type, onnx_node_label(r->nd->onnx), what,
 			mfs_ocl_strerror(status),
 			code == ENOMEM ? " (out of device memory)" : "");
 }
@@ -140,79 +113,27 @@ static cl_mem create_buf(ocl_exec *e, size_t size, cl_int *st)
 			      size < 64 ? 64 : size, NULL, st);
 }
 
-static dbuf *pool_take(ocl_exec *e, size_t size, cl_int *st)
+static void *dev_alloc(void *arg, size_t size, int *status)
 {
-	dbuf *b = NULL, *largest = NULL;
-
-	*st = CL_SUCCESS;
-	for (int i = 0; i < e->n_pool; i++) {
-		dbuf *p = e->pool[i];
-		if (p->refs || p->pinned)
-			continue;
-		if (p->cap >= size && (!b || p->cap < b->cap))
-			b = p;
-		if (!largest || p->cap > largest->cap)
-			largest = p;
-	}
-	if (!b && largest) {
-		cl_mem m = create_buf(e, size, st);
-		if (!m)
-			return NULL;
-		clReleaseMemObject(largest->mem);
-		largest->mem = m;
-		largest->cap = size;
-		e->stats.buffer_allocs++;
-		b = largest;
-	}
-	if (!b) {
-		if (e->n_pool == e->cap_pool) {
-			int cap = e->cap_pool ? 2 * e->cap_pool : 32;
-			dbuf **np = realloc(e->pool, (size_t)cap * sizeof(*np));
-			if (!np) {
-				*st = CL_OUT_OF_HOST_MEMORY;
-				return NULL;
-			}
-			e->pool = np;
-			e->cap_pool = cap;
-		}
-		b = calloc(1, sizeof(*b));
-		if (!b) {
-			*st = CL_OUT_OF_HOST_MEMORY;
-			return NULL;
-		}
-		b->mem = create_buf(e, size, st);
-		if (!b->mem) {
-			free(b);
-			return NULL;
-		}
-		b->cap = size;
-		e->pool[e->n_pool++] = b;
-		e->stats.buffer_allocs++;
-	}
-	b->refs = 1;
-	return b;
+	cl_int st;
+	cl_mem m = create_buf(arg, size, &st);
+	if (!m)
+		*status = st;
+	return m;
 }
 
-static inline void dbuf_put(dbuf *b)
+static void dev_release(void *arg, void *mem)
 {
-	if (b && !b->pinned)
-		b->refs--;
+	(void)arg;
+	clReleaseMemObject(mem);
 }
 
 /* ---- value movement ---- */
 
-static size_t tensor_bytes(const mfs_tensor *t)
-{
-	size_t n = 0;
-	mfs_tensor_bytes(t, &n);
-	return n;
-}
-
-
 static int host_reserve(oval *v, size_t bytes, mfs_error *err)
 {
 	if (v->hcap < bytes || !v->hbuf) {
-		void *p = aligned_alloc(64, (bytes + 63) & ~(size_t)63 ? (bytes + 63) & ~(size_t)63 : 64);
+		void *p = mfs_aligned_block(bytes);
 		if (!p)
 			return mfs_fail(err, ENOMEM, "out of memory allocating %zu bytes", bytes);
 		free(v->hbuf);
@@ -226,20 +147,19 @@ static int host_reserve(oval *v, size_t bytes, mfs_error *err)
 static int to_device(ocl_run *r, oval *v)
 {
 	ocl_exec *e = r->e;
-	size_t bytes = tensor_bytes(&v->t);
+	size_t bytes = mfs_rt_bytes(&v->t);
 	cl_int st;
 
 	if (v->dev)
 		return 0;
-	v->dev = pool_take(e, bytes, &st);
+	v->dev = mfs_pool_take(&e->pool, bytes, &st);
 	if (!v->dev)
 		return ocl_fail(r, st, "clCreateBuffer");
 	if (v->is_const)
 		v->dev->pinned = true;
 	if (bytes) {
 		if (!v->on_host || !v->t.data)
-			return mfs_fail(r->err, EIO, "%s '%s': input has no data",
-					r->nd->onnx->op_type, node_label(r->nd->onnx));
+			return mfs_node_fail(r->nd, r->err, EIO, "input has no data");
 		st = clEnqueueWriteBuffer(e->queue, v->dev->mem, CL_FALSE, 0, bytes,
 					  v->t.data, 0, NULL, NULL);
 		/* The host data (a caller's input) must outlive the
@@ -256,7 +176,7 @@ static int to_device(ocl_run *r, oval *v)
 static int to_host(ocl_run *r, oval *v)
 {
 	ocl_exec *e = r->e;
-	size_t bytes = tensor_bytes(&v->t);
+	size_t bytes = mfs_rt_bytes(&v->t);
 	cl_int st;
 	int rc;
 
@@ -266,8 +186,7 @@ static int to_host(ocl_run *r, oval *v)
 		return rc;
 	if (bytes) {
 		if (!v->dev)
-			return mfs_fail(r->err, EIO, "%s '%s': input has no data",
-					r->nd->onnx->op_type, node_label(r->nd->onnx));
+			return mfs_node_fail(r->nd, r->err, EIO, "input has no data");
 		st = clEnqueueReadBuffer(e->queue, v->dev->mem, CL_TRUE, 0, bytes,
 					 v->hbuf, 0, NULL, NULL);
 		if (st != CL_SUCCESS)
@@ -290,8 +209,7 @@ cl_mem ocl_in(ocl_run *r, int k, int *rc)
 {
 	oval *v = in_val(r, k);
 	if (!v) {
-		*rc = mfs_fail(r->err, EINVAL, "%s '%s': input %d is missing",
-			       r->nd->onnx->op_type, node_label(r->nd->onnx), k);
+		*rc = mfs_node_fail(r->nd, r->err, EINVAL, "input %d is missing", k);
 		return NULL;
 	}
 	if ((*rc = to_device(r, v)))
@@ -303,8 +221,7 @@ const void *ocl_in_host(ocl_run *r, int k, int *rc)
 {
 	oval *v = in_val(r, k);
 	if (!v) {
-		*rc = mfs_fail(r->err, EINVAL, "%s '%s': input %d is missing",
-			       r->nd->onnx->op_type, node_label(r->nd->onnx), k);
+		*rc = mfs_node_fail(r->nd, r->err, EINVAL, "input %d is missing", k);
 		return NULL;
 	}
 	if ((*rc = to_host(r, v)))
@@ -322,21 +239,20 @@ cl_mem ocl_out(ocl_run *r, int k, int *rc)
 
 	*rc = 0;
 	if (id < 0) {
-		*rc = mfs_fail(r->err, EINVAL, "%s '%s': output %d is not named",
-			       r->nd->onnx->op_type, node_label(r->nd->onnx), k);
+		*rc = mfs_node_fail(r->nd, r->err, EINVAL, "output %d is not named", k);
 		return NULL;
 	}
 	v = &r->e->vals[id];
 	if (v->dev)
 		return v->dev->mem;
-	v->dev = pool_take(r->e, tensor_bytes(&v->t), &st);
+	v->dev = mfs_pool_take(&r->e->pool, mfs_rt_bytes(&v->t), &st);
 	if (!v->dev) {
 		*rc = ocl_fail(r, st, "clCreateBuffer");
 		return NULL;
 	}
 	v->on_host = false;
 	v->t.data = NULL;
-	v->t.nbytes = tensor_bytes(&v->t);
+	v->t.nbytes = mfs_rt_bytes(&v->t);
 	return v->dev->mem;
 }
 
@@ -368,11 +284,6 @@ cl_mem ocl_scratch(ocl_run *r, size_t bytes, int *rc)
 	return e->scratch->mem;
 }
 
-cl_kernel ocl_kernel(ocl_run *r, ocl_kid k)
-{
-	return r->e->kernels[k];
-}
-
 cl_command_queue *ocl_queue(ocl_run *r)
 {
 	return &r->e->queue;
@@ -394,15 +305,11 @@ int ocl_arg(ocl_run *r, ocl_kid k, int i, size_t size, const void *p)
 	return 0;
 }
 
-int ocl_launch(ocl_run *r, ocl_kid k, size_t n)
+/* Enqueue kernel k over global work items in groups of local. */
+static int enqueue(ocl_run *r, ocl_kid k, size_t global, size_t local)
 {
-	size_t wg = r->e->wg, global = (n + wg - 1) / wg * wg;
-	cl_int st;
-
-	if (!n)
-		return 0;
-	st = clEnqueueNDRangeKernel(r->e->queue, r->e->kernels[k], 1, NULL, &global,
-				    &wg, 0, NULL, NULL);
+	cl_int st = clEnqueueNDRangeKernel(r->e->queue, r->e->kernels[k], 1, NULL,
+					   &global, &local, 0, NULL, NULL);
 	if (st != CL_SUCCESS) {
 		char what[96];
 		snprintf(what, sizeof(what), "kernel %s", kernel_names[k]);
@@ -412,22 +319,20 @@ int ocl_launch(ocl_run *r, ocl_kid k, size_t n)
 	return 0;
 }
 
+int ocl_launch(ocl_run *r, ocl_kid k, size_t n)
+{
+	size_t wg = r->e->wg;
+
+	if (!n)
+		return 0;
+	return enqueue(r, k, (n + wg - 1) / wg * wg, wg);
+}
+
 int ocl_launch_groups(ocl_run *r, ocl_kid k, size_t groups, size_t local)
 {
-	size_t global = groups * local;
-	cl_int st;
-
 	if (!groups)
 		return 0;
-	st = clEnqueueNDRangeKernel(r->e->queue, r->e->kernels[k], 1, NULL, &global,
-				    &local, 0, NULL, NULL);
-	if (st != CL_SUCCESS) {
-		char what[96];
-		snprintf(what, sizeof(what), "kernel %s", kernel_names[k]);
-		return ocl_fail(r, st, what);
-	}
-	r->e->stats.kernels++;
-	return 0;
+	return enqueue(r, k, groups * local, local);
 }
 
 /* ---- the context ---- */
@@ -437,7 +342,7 @@ static void release_value(ocl_exec *e, int id)
 	oval *v = &e->vals[id];
 	if (v->is_const)
 		return;
-	dbuf_put(v->dev);
+	mfs_block_put(v->dev);
 	v->dev = NULL;
 	v->on_host = false;
 	v->host_made = false;
@@ -453,24 +358,14 @@ static void ocl_exec_free(void *ctx)
 	if (e->queue)
 		clFinish(e->queue);
 	for (int i = 0; e->nodes && i < e->m->n_nodes; i++) {
-		const mfs_node *nd = &e->m->nodes[i];
-		node_rt *rt = &e->nodes[i];
-		if (rt->state && nd->def->release)
-			nd->def->release(rt->state);
-		free(rt->in);
-		free(rt->out);
-		free(rt->hin);
-		free(rt->sig);
+		mfs_node_rt_release(&e->nodes[i].rt, &e->m->nodes[i]);
+		free(e->nodes[i].hin);
 	}
 	free(e->nodes);
 	for (int i = 0; e->vals && i < e->m->n_values; i++)
 		free(e->vals[i].hbuf);
 	free(e->vals);
-	for (int i = 0; i < e->n_pool; i++) {
-		clReleaseMemObject(e->pool[i]->mem);
-		free(e->pool[i]);
-	}
-	free(e->pool);
+	mfs_pool_release(&e->pool);
 	if (e->scratch) {
 		if (e->scratch->mem)
 			clReleaseMemObject(e->scratch->mem);
@@ -495,6 +390,9 @@ static int ocl_exec_new(mfs_backend *be, const mfs_graph *m, void **out,
 		return mfs_fail(err, ENOMEM, "out of memory");
 	e->m = m;
 	e->b = b;
+	e->pool = (mfs_pool){ .alloc = dev_alloc, .release = dev_release,
+			      .arg = e, .oom_status = CL_OUT_OF_HOST_MEMORY,
+			      .n_allocs = &e->stats.buffer_allocs };
 	e->queue = clCreateCommandQueue(b->dev->context, b->dev->device, 0, &st);
 	if (!e->queue) {
 		ocl_exec_free(e);
@@ -519,14 +417,11 @@ static int ocl_exec_new(mfs_backend *be, const mfs_graph *m, void **out,
 	for (int i = 0; i < m->n_nodes; i++) {
 		const mfs_node *nd = &m->nodes[i];
 		node_rt *rt = &e->nodes[i];
-		rt->in = calloc((size_t)nd->n_in + 1, sizeof(*rt->in));
 		rt->hin = calloc((size_t)nd->n_in + 1, sizeof(*rt->hin));
-		rt->out = calloc((size_t)nd->n_out + 1, sizeof(*rt->out));
-		rt->sig = calloc((size_t)nd->n_in + 1, sizeof(*rt->sig));
-		if (!rt->in || !rt->out || !rt->sig || !rt->hin)
+		if (mfs_node_rt_init(&rt->rt, nd) || !rt->hin)
 			goto oom;
 		for (int k = 0; k < nd->n_out; k++)
-			rt->out[k] = nd->out[k] >= 0 ? &e->vals[nd->out[k]].t : NULL;
+			rt->rt.out[k] = nd->out[k] >= 0 ? &e->vals[nd->out[k]].t : NULL;
 	}
 	for (int v = 0; v < m->n_values; v++) {
 		const mfs_value *val = &m->values[v];
@@ -550,46 +445,6 @@ oom:
 }
 
 /* ---- one node ---- */
-
-static int node_error(const mfs_node *nd, int rc, mfs_error *err)
-{
-	char head[256];
-	if (rc >= 0)
-		rc = -EIO;
-	if (!err->code)
-		return mfs_fail(err, -rc, "%s '%s': failed (%s)", nd->onnx->op_type,
-				node_label(nd->onnx), strerror(-rc));
-	snprintf(head, sizeof(head), "%s '%s'", nd->onnx->op_type, node_label(nd->onnx));
-	if (strncmp(err->msg, head, strlen(head)) != 0)
-		mfs_error_prefix(err, "%s: ", head);
-	return rc;
-}
-
-static bool sig_changed(const node_rt *rt, int n_in)
-{
-	for (int k = 0; k < n_in; k++) {
-		const mfs_tensor *t = rt->in[k];
-		const in_sig *s = &rt->sig[k];
-		if (!t) {
-			if (s->dtype != MFS_DT_UNDEFINED)
-				return true;
-			continue;
-		}
-		if (s->dtype != t->dtype || !mfs_shape_equal(&s->shape, &t->shape))
-			return true;
-	}
-	return false;
-}
-
-static void sig_save(node_rt *rt, int n_in)
-{
-	for (int k = 0; k < n_in; k++) {
-		const mfs_tensor *t = rt->in[k];
-		rt->sig[k].dtype = t ? t->dtype : MFS_DT_UNDEFINED;
-		if (t)
-			rt->sig[k].shape = t->shape;
-	}
-}
 
 /* Run the node's CPU implementation on host copies. */
 static int run_on_host(ocl_run *r, node_rt *rt)
@@ -615,14 +470,14 @@ static int run_on_host(ocl_run *r, node_rt *rt)
 	for (int k = 0; k < nd->n_out; k++) {
 		oval *v;
 		size_t bytes;
-		if (!rt->out[k])
+		if (!ctx->out[k])
 			continue;
 		v = &e->vals[nd->out[k]];
 		if (!mfs_tensor_bytes(&v->t, &bytes))
 			return mfs_fail(r->err, EINVAL, "output %d is too large", k);
 		if ((rc = host_reserve(v, bytes, r->err)))
 			return rc;
-		dbuf_put(v->dev);
+		mfs_block_put(v->dev);
 		v->dev = NULL;
 		v->t.data = bytes ? v->hbuf : NULL;
 		v->t.nbytes = bytes;
@@ -630,14 +485,9 @@ static int run_on_host(ocl_run *r, node_rt *rt)
 		v->on_host = true;
 		v->host_made = true;
 	}
-	if (nd->def->prepare &&
-	    (!rt->prepared || (!nd->shapes_static && sig_changed(rt, nd->n_in)))) {
-		rc = nd->def->prepare(ctx);
-		if (rc)
-			return rc;
-		rt->prepared = true;
-		sig_save(rt, nd->n_in);
-	}
+	rc = mfs_node_rt_prepare(&rt->rt, nd, ctx, &e->stats.prepares);
+	if (rc)
+		return rc;
 	rc = nd->def->run(ctx);
 	e->stats.host_nodes++;
 	return rc;
@@ -654,7 +504,7 @@ static bool small_on_host(ocl_exec *e, const mfs_node *nd)
 		if (nd->in[k] < 0)
 			continue;
 		v = &e->vals[nd->in[k]];
-		if (!v->on_host || tensor_bytes(&v->t) > HOST_SMALL_BYTES ||
+		if (!v->on_host || mfs_rt_bytes(&v->t) > HOST_SMALL_BYTES ||
 		    !(v->is_const || v->host_made))
 			return false;
 		any |= v->host_made;
@@ -662,25 +512,15 @@ static bool small_on_host(ocl_exec *e, const mfs_node *nd)
 	return any;
 }
 
-static int run_node(ocl_exec *e, int i, mfs_error *err)
+/* Step 1: host views of the inputs for infer and the host run: dtype
+ * and shape, data where the host has it. */
+static void bind_inputs(ocl_exec *e, const mfs_node *nd, node_rt *rt,
+			mfs_op_ctx *ctx)
 {
-	const mfs_graph *m = e->m;
-	const mfs_node *nd = &m->nodes[i];
-	node_rt *rt = &e->nodes[i];
-	mfs_op_ctx ctx = {
-		.def = nd->def, .node = nd->onnx, .opset = nd->opset,
-		.n_in = nd->n_in, .in = rt->in, .n_out = nd->n_out, .out = rt->out,
-		.state = &rt->state, .err = err,
-	};
-	ocl_run r = { .e = e, .nd = nd, .ctx = &ctx, .err = err };
-	ocl_op_fn fn;
-	int rc = 0;
-
-	/* Host views of the inputs: shape and dtype, data where known. */
 	for (int k = 0; k < nd->n_in; k++) {
 		oval *v = nd->in[k] >= 0 ? &e->vals[nd->in[k]] : NULL;
 		if (!v) {
-			rt->in[k] = NULL;
+			ctx->in[k] = NULL;
 			continue;
 		}
 		rt->hin[k] = v->t;
@@ -690,97 +530,178 @@ static int run_node(ocl_exec *e, int i, mfs_error *err)
 			rt->hin[k].data = NULL;
 			rt->hin[k].nbytes = 0;
 		}
-		rt->in[k] = &rt->hin[k];
+		ctx->in[k] = &rt->hin[k];
 		if (k < 64 && v->is_const)
-			ctx.const_in |= (uint64_t)1 << k;
+			ctx->const_in |= (uint64_t)1 << k;
 	}
+}
 
-	if (!nd->shapes_static) {
-		for (int k = 0; k < nd->n_out; k++)
-			if (rt->out[k]) {
-				rt->out[k]->data = NULL;
-				rt->out[k]->nbytes = 0;
-				rt->out[k]->layout = MFS_LAYOUT_PLAIN;
-			}
-		rc = nd->def->infer(&ctx);
-		if (rc == MFS_SHAPE_DEPENDS_ON_DATA) {
-			/* Fetch the integer inputs the shapes depend on. */
-			for (int k = 0; k < nd->n_in; k++) {
-				oval *v = in_val(&r, k);
-				if (!v || v->on_host || v->t.dtype == MFS_DT_FLOAT)
-					continue;
-				if ((rc = to_host(&r, v)))
-					goto fail;
-				rt->hin[k].data = v->t.data;
-				rt->hin[k].nbytes = v->t.nbytes;
-			}
-			rc = nd->def->infer(&ctx);
+/* Step 2 (shapes not static): infer the output shapes on the host,
+ * downloading the integer inputs they depend on when infer asks. */
+static int infer_outputs(ocl_run *r, node_rt *rt)
+{
+	const mfs_node *nd = r->nd;
+	mfs_op_ctx *ctx = r->ctx;
+	int rc;
+
+	rc = mfs_node_infer(ctx);
+	if (rc == MFS_SHAPE_DEPENDS_ON_DATA) {
+		for (int k = 0; k < nd->n_in; k++) {
+			oval *v = in_val(r, k);
+			if (!v || v->on_host || v->t.dtype == MFS_DT_FLOAT)
+				continue;
+			if ((rc = to_host(r, v)))
+				return rc;
+			rt->hin[k].data = v->t.data;
+			rt->hin[k].nbytes = v->t.nbytes;
 		}
-		if (rc > 0)
-			rc = mfs_fail(err, EIO, "output shape unknown although every input is known");
-		if (rc)
-			goto fail;
-		for (int k = 0; k < nd->n_out; k++) {
-			size_t bytes;
-			if (rt->out[k] && (!mfs_dtype_size(rt->out[k]->dtype) ||
-					   !mfs_tensor_bytes(rt->out[k], &bytes))) {
-				rc = mfs_fail(err, EIO, "operator inferred an invalid type or shape for output %d", k);
-				goto fail;
-			}
-		}
+		rc = nd->def->infer(ctx);
 	}
+	if (rc > 0)
+		return mfs_fail(r->err, EIO, "output shape unknown although every input is known");
+	if (rc)
+		return rc;
+	for (int k = 0; k < nd->n_out; k++) {
+		size_t bytes;
+		if (ctx->out[k] && (!mfs_dtype_size(ctx->out[k]->dtype) ||
+				    !mfs_tensor_bytes(ctx->out[k], &bytes)))
+			return mfs_fail(r->err, EIO, "operator inferred an invalid type or shape for output %d", k);
+	}
+	return 0;
+}
+
+/* Step 3: a view aliases its input (device block or host copy) instead of
+ * running; true when it did. */
+static bool share_view(ocl_exec *e, const mfs_node *nd, const mfs_op_ctx *ctx)
+{
+	oval *src, *dst;
+
+	if (!(nd->def->flags & MFS_OP_VIEW) || nd->n_in < 1 || nd->in[0] < 0 ||
+	    !ctx->out[0] || (nd->n_out != 1 && ctx->out[1]) ||
+	    ctx->out[0]->dtype != ctx->in[0]->dtype ||
+	    mfs_rt_bytes(ctx->out[0]) != mfs_rt_bytes(ctx->in[0]))
+		return false;
+	src = &e->vals[nd->in[0]];
+	dst = &e->vals[nd->out[0]];
+	dst->dev = src->dev;
+	if (dst->dev && !dst->dev->pinned)
+		dst->dev->refs++;
+	dst->on_host = src->on_host;
+	dst->host_made = src->host_made;
+	dst->t.data = src->on_host ? src->t.data : NULL;
+	dst->t.nbytes = src->on_host ? src->t.nbytes : 0;
+	e->stats.views++;
+	return true;
+}
+
+/* Step 4: the device implementation, when there is one and the inputs
+ * are not host-side shape arithmetic.  0 when it ran, OCL_HOST when the
+ * node is for the host (any output block it took given back), else the
+ * error. */
+static int run_on_device(ocl_run *r)
+{
+	ocl_exec *e = r->e;
+	const mfs_node *nd = r->nd;
+	ocl_op_fn fn = ocl_op_lookup(nd->onnx->domain ? nd->onnx->domain : "",
+				     nd->onnx->op_type);
+	int rc;
+
+	if (!fn || small_on_host(e, nd))
+		return OCL_HOST;
+	rc = fn(r);
+	if (rc == 0)
+		e->stats.device_nodes++;
+	if (rc != OCL_HOST)
+		return rc;
 	for (int k = 0; k < nd->n_out; k++)
-		if (rt->out[k])
-			rt->out[k]->layout = MFS_LAYOUT_PLAIN;
+		if (nd->out[k] >= 0 && e->vals[nd->out[k]].dev) {
+			mfs_block_put(e->vals[nd->out[k]].dev);
+			e->vals[nd->out[k]].dev = NULL;
+		}
+	return OCL_HOST;
+}
 
-	/* Views alias their input. */
-	if ((nd->def->flags & MFS_OP_VIEW) && nd->n_in >= 1 && nd->in[0] >= 0 &&
-	    rt->out[0] && (nd->n_out == 1 || !rt->out[1]) &&
-	    rt->out[0]->dtype == rt->in[0]->dtype &&
-	    tensor_bytes(rt->out[0]) == tensor_bytes(rt->in[0])) {
-		oval *src = &e->vals[nd->in[0]], *dst = &e->vals[nd->out[0]];
-		dst->dev = src->dev;
-		if (dst->dev && !dst->dev->pinned)
-			dst->dev->refs++;
-		dst->on_host = src->on_host;
-		dst->host_made = src->host_made;
-		dst->t.data = src->on_host ? src->t.data : NULL;
-		dst->t.nbytes = src->on_host ? src->t.nbytes : 0;
-		e->stats.views++;
+static int run_node(ocl_exec *e, int i, mfs_error *err)
+{
+	const mfs_node *nd = &e->m->nodes[i];
+	node_rt *rt = &e->nodes[i];
+	mfs_op_ctx ctx = mfs_node_ctx(nd, &rt->rt, err);
+	ocl_run r = { .e = e, .nd = nd, .ctx = &ctx, .err = err };
+	int rc;
+
+	bind_inputs(e, nd, rt, &ctx);
+	if (!nd->shapes_static && (rc = infer_outputs(&r, rt)))
+		goto fail;
+	for (int k = 0; k < nd->n_out; k++)
+		if (ctx.out[k])
+			ctx.out[k]->layout = MFS_LAYOUT_PLAIN;
+	if (share_view(e, nd, &ctx))
+		return 0;
+	rc = run_on_device(&r);
+	if (rc == OCL_HOST)
+		rc = run_on_host(&r, rt);
+	if (!rc)
+		return 0;
+fail:
+	return mfs_node_error(nd, rc, err);
+}
+
+/* mfs_run_steps for OpenCL. */
+
+static int step_node(void *ctx, int i, mfs_error *err)
+{
+	return run_node(ctx, i, err);
+}
+
+static void step_release(void *ctx, int v)
+{
+	release_value(ctx, v);
+}
+
+/* Graph output i: copied from the host copy, else downloaded. */
+static int step_output(void *ctx, int i, mfs_tensor *o, mfs_error *err)
+{
+	ocl_exec *e = ctx;
+	const mfs_graph *m = e->m;
+	oval *v = &e->vals[m->output_ids[i]];
+	cl_int st;
+	int rc = mfs_tensor_alloc(o, v->t.dtype, &v->t.shape, err);
+
+	if (rc || !o->nbytes)
+		return rc;
+	if (v->on_host) {
+		memcpy(o->data, v->t.data, o->nbytes);
 		return 0;
 	}
-
-	fn = ocl_op_lookup(nd->onnx->domain ? nd->onnx->domain : "", nd->onnx->op_type);
-	if (fn && !small_on_host(e, nd)) {
-		rc = fn(&r);
-		if (rc == 0) {
-			e->stats.device_nodes++;
-			return 0;
-		}
-		if (rc != OCL_HOST)
-			goto fail;
-		/* declined: give back any output it took */
-		for (int k = 0; k < nd->n_out; k++)
-			if (nd->out[k] >= 0 && e->vals[nd->out[k]].dev) {
-				dbuf_put(e->vals[nd->out[k]].dev);
-				e->vals[nd->out[k]].dev = NULL;
-			}
+	if (!v->dev) {
+		mfs_tensor_release(o);
+		return mfs_fail(err, EIO, "output '%s' was never computed",
+				m->outputs[i].name);
 	}
-	rc = run_on_host(&r, rt);
-	if (rc)
-		goto fail;
+	st = clEnqueueReadBuffer(e->queue, v->dev->mem, CL_TRUE, 0, o->nbytes,
+				 o->data, 0, NULL, NULL);
+	if (st != CL_SUCCESS) {
+		mfs_tensor_release(o);
+		return mfs_fail(err, st == CL_MEM_OBJECT_ALLOCATION_FAILURE ? ENOMEM : EIO,
+				"reading output '%s' from the device: %s",
+				m->outputs[i].name, mfs_ocl_strerror(st));
+	}
+	e->stats.downloads++;
 	return 0;
-fail:
-	return node_error(nd, rc, err);
 }
+
+static const mfs_run_steps ocl_steps = {
+	.node = step_node, .release = step_release, .output = step_output,
+};
 
 static int ocl_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs,
 			mfs_error *err)
 {
 	ocl_exec *e = ctx;
 	const mfs_graph *m = e->m;
-	int rc = 0, done = 0;
+	int rc;
 
+	mfs_pool_new_run(&e->pool);
 	e->stats.runs++;
 	for (int i = 0; i < m->n_inputs; i++) {
 		oval *v = &e->vals[m->input_ids[i]];
@@ -790,50 +711,7 @@ static int ocl_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs
 		v->host_made = false;
 		v->dev = NULL;
 	}
-	for (int i = 0; i < m->n_nodes; i++) {
-		const mfs_node *nd = &m->nodes[i];
-		rc = run_node(e, i, err);
-		if (rc)
-			goto out;
-		for (int k = 0; k < nd->n_frees; k++)
-			release_value(e, nd->frees[k]);
-	}
-	for (done = 0; done < m->n_outputs; done++) {
-		oval *v = &e->vals[m->output_ids[done]];
-		mfs_tensor *o = &outputs[done];
-		ocl_run r = { .e = e, .nd = NULL, .err = err };
-		cl_int st;
-		rc = mfs_tensor_alloc(o, v->t.dtype, &v->t.shape, err);
-		if (rc)
-			break;
-		if (!o->nbytes)
-			continue;
-		if (v->on_host) {
-			memcpy(o->data, v->t.data, o->nbytes);
-			continue;
-		}
-		if (!v->dev) {
-			rc = mfs_fail(err, EIO, "output '%s' was never computed",
-				      m->outputs[done].name);
-			mfs_tensor_release(o);
-			break;
-		}
-		(void)r;
-		st = clEnqueueReadBuffer(e->queue, v->dev->mem, CL_TRUE, 0, o->nbytes,
-					 o->data, 0, NULL, NULL);
-		if (st != CL_SUCCESS) {
-			rc = mfs_fail(err, st == CL_MEM_OBJECT_ALLOCATION_FAILURE ? ENOMEM : EIO,
-				      "reading output '%s' from the device: %s",
-				      m->outputs[done].name, mfs_ocl_strerror(st));
-			mfs_tensor_release(o);
-			break;
-		}
-		e->stats.downloads++;
-	}
-	if (rc)
-		for (int i = 0; i < done; i++)
-			mfs_tensor_release(&outputs[i]);
-out:
+	rc = mfs_run_graph(m, &ocl_steps, e, outputs, err);
 	/* Nothing may still read the caller's inputs after we return. */
 	clFinish(e->queue);
 	for (int v = 0; v < m->n_values; v++)
@@ -935,28 +813,4 @@ void mfs_backend_opencl_free(mfs_backend *b)
 bool mfs_backend_is_opencl(const mfs_backend *b)
 {
 	return b && b->iface == &ocl_iface;
-}
-
-bool mfs_backend_opencl_is_gpu(const mfs_backend *b)
-{
-	return mfs_backend_is_opencl(b) && ((ocl_backend_ctx *)b->context)->dev->is_gpu;
-}
-
-int mfs_backend_opencl_host_ops(const mfs_graph *m, const char **first)
-{
-	int n = 0;
-	if (first)
-		*first = NULL;
-	for (int i = 0; i < m->n_nodes; i++) {
-		const onnx_node *o = m->nodes[i].onnx;
-		if ((m->nodes[i].def->flags & MFS_OP_VIEW) ||
-		    ocl_op_lookup(o->domain ? o->domain : "", o->op_type))
-			continue;
-		if (!strcmp(o->op_type, "Shape") || !strcmp(o->op_type, "Constant"))
-			continue;   /* host by design: no data moves */
-		if (first && !*first)
-			*first = o->op_type;
-		n++;
-	}
-	return n;
 }

@@ -14,7 +14,7 @@
 
 #include <stdbool.h>
 
-#include "backend.h"
+#include "engine.h"
 #include "error.h"
 
 /* -ENODEV when no device matches, -EIO with the build log when the kernels
@@ -24,12 +24,5 @@ int mfs_backend_opencl_new(const char *selector, mfs_backend **out,
 /* Free a backend made by mfs_backend_opencl_new (after every exec on it). */
 void mfs_backend_opencl_free(mfs_backend *b);
 bool mfs_backend_is_opencl(const mfs_backend *b);
-/* Is the device a GPU (CL_DEVICE_TYPE_GPU)? */
-bool mfs_backend_opencl_is_gpu(const mfs_backend *b);
-
-/* Nodes of m that the backend runs on the host (no device kernel for the
- * operator at all): their count, and the first such op type (NULL if
- * none).  Cases declined at run (dtype) are not counted. */
-int mfs_backend_opencl_host_ops(const mfs_graph *m, const char **first);
 
 #endif

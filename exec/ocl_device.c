@@ -146,7 +146,6 @@ int mfs_ocl_open(const char *selector, mfs_ocl_device **out, mfs_error *err)
 		return mfs_fail(err, ENOMEM, "out of memory");
 	d->platform = refs[pick].platform;
 	d->device = refs[pick].device;
-	d->is_gpu = refs[pick].is_gpu;
 	memcpy(d->name, refs[pick].name, sizeof(d->name));
 	clGetDeviceInfo(d->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(d->global_mem),
 			&d->global_mem, NULL);
@@ -178,7 +177,8 @@ void mfs_ocl_close(mfs_ocl_device *d)
 	free(d);
 }
 
-const char *mfs_ocl_cache_dir(void)
+/* Where the program cache lives; NULL if none. */
+static const char *cache_dir(void)
 {
 	static char dir[1024];
 	const char *env = getenv("MODELFS_CACHE_DIR");
@@ -223,7 +223,7 @@ static void cache_path(mfs_ocl_device *d, const char *source, const char *option
 		       char *path, size_t size)
 {
 	char driver[128] = "", version[128] = "";
-	const char *dir = mfs_ocl_cache_dir();
+	const char *dir = cache_dir();
 	uint64_t h = 1469598103934665603ull;
 
 	clGetDeviceInfo(d->device, CL_DRIVER_VERSION, sizeof(driver), driver, NULL);

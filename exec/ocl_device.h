@@ -30,7 +30,6 @@ typedef struct mfs_ocl_device {
 	cl_context context;
 	cl_command_queue queue;
 	char name[256];          /* "platform / device" */
-	bool is_gpu;
 	cl_ulong global_mem;
 	size_t max_work_group;
 } mfs_ocl_device;
@@ -51,8 +50,5 @@ int mfs_ocl_build(mfs_ocl_device *d, const char *label, const char *source,
 
 /* "CL_OUT_OF_RESOURCES" for an OpenCL status code. */
 const char *mfs_ocl_strerror(cl_int status);
-
-/* Where the program cache lives (for tests and docs); NULL if none. */
-const char *mfs_ocl_cache_dir(void);
 
 #endif

@@ -15,7 +15,7 @@
 
 #include <stdbool.h>
 
-#include "graph.h"
+#include "backend_runtime.h"
 #include "ocl_device.h"
 
 /* An ocl_op_fn's "run me on the host instead". */
@@ -51,19 +51,51 @@ typedef struct ocl_conv {
 	cl_int n, c, h, w, m, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, group;
 } ocl_conv;
 
-/* Kernels by name; ocl_backend.c keeps the table of names in this order. */
+/* Every kernel of the .cl files in kernels/ that operators launch: its id
+ * here and its __kernel name there.  A new kernel is one line
+ * (exec/OPERATORS-HOWTO.md); the enum and the name table ocl_backend.c
+ * creates kernels from are both made from this list, so they cannot fall
+ * out of step. */
+#define OCL_KERNELS(X) \
+	X(K_UNARY_F32, "unary_f32") \
+	X(K_BINARY_F32, "binary_f32") \
+	X(K_BINARY_I64, "binary_i64") \
+	X(K_BINARY_I32, "binary_i32") \
+	X(K_EQUAL_F32, "equal_f32") \
+	X(K_EQUAL_I64, "equal_i64") \
+	X(K_EQUAL_I32, "equal_i32") \
+	X(K_EQUAL_U8, "equal_u8") \
+	X(K_WHERE_1, "where_1") \
+	X(K_WHERE_4, "where_4") \
+	X(K_WHERE_8, "where_8") \
+	X(K_COPY_1, "copy_1") \
+	X(K_COPY_4, "copy_4") \
+	X(K_COPY_8, "copy_8") \
+	X(K_FILL_1, "fill_1") \
+	X(K_FILL_4, "fill_4") \
+	X(K_FILL_8, "fill_8") \
+	X(K_CAST, "cast") \
+	X(K_GATHER_1_I64, "gather_1_i64") \
+	X(K_GATHER_4_I64, "gather_4_i64") \
+	X(K_GATHER_8_I64, "gather_8_i64") \
+	X(K_GATHER_1_I32, "gather_1_i32") \
+	X(K_GATHER_4_I32, "gather_4_i32") \
+	X(K_GATHER_8_I32, "gather_8_i32") \
+	X(K_REDUCE_F32, "reduce_f32") \
+	X(K_SOFTMAX_F32, "softmax_f32") \
+	X(K_LAYERNORM_F32, "layernorm_f32") \
+	X(K_BATCHNORM_F32, "batchnorm_f32") \
+	X(K_MAXPOOL2D_F32, "maxpool2d_f32") \
+	X(K_AVGPOOL2D_F32, "avgpool2d_f32") \
+	X(K_GAVGPOOL_F32, "gavgpool_f32") \
+	X(K_IM2COL_F32, "im2col_f32") \
+	X(K_CONV_EPILOGUE, "conv_epilogue") \
+	X(K_CONV_DIRECT_F32, "conv_direct_f32")
+
 typedef enum ocl_kid {
-	K_UNARY_F32, K_BINARY_F32, K_BINARY_I64, K_BINARY_I32,
-	K_EQUAL_F32, K_EQUAL_I64, K_EQUAL_I32, K_EQUAL_U8,
-	K_WHERE_1, K_WHERE_4, K_WHERE_8,
-	K_COPY_1, K_COPY_4, K_COPY_8,
-	K_FILL_1, K_FILL_4, K_FILL_8,
-	K_CAST,
-	K_GATHER_1_I64, K_GATHER_4_I64, K_GATHER_8_I64,
-	K_GATHER_1_I32, K_GATHER_4_I32, K_GATHER_8_I32,
-	K_REDUCE_F32, K_SOFTMAX_F32, K_LAYERNORM_F32, K_BATCHNORM_F32,
-	K_MAXPOOL2D_F32, K_AVGPOOL2D_F32, K_GAVGPOOL_F32,
-	K_IM2COL_F32, K_CONV_EPILOGUE, K_CONV_DIRECT_F32,
+#define OCL_KERNEL_ID(id, name) id,
+	OCL_KERNELS(OCL_KERNEL_ID)
+#undef OCL_KERNEL_ID
 	K_COUNT
 } ocl_kid;
 
@@ -89,6 +121,19 @@ typedef int (*ocl_op_fn)(ocl_run *r);
  * NULL: the node then always runs on the host. */
 ocl_op_fn ocl_op_lookup(const char *domain, const char *op_type);
 
+/* The device functions of exec/ocl_ops_dense.c, listed in the table of
+ * exec/ocl_ops_elem.c (its own elementwise ones are static there). */
+int ocl_op_conv(ocl_run *r);
+int ocl_op_gemm(ocl_run *r);
+int ocl_op_matmul(ocl_run *r);
+int ocl_op_maxpool(ocl_run *r);
+int ocl_op_avgpool(ocl_run *r);
+int ocl_op_gavgpool(ocl_run *r);
+int ocl_op_batchnorm(ocl_run *r);
+int ocl_op_softmax(ocl_run *r);
+int ocl_op_layernorm(ocl_run *r);
+int ocl_op_reduce(ocl_run *r);
+
 /* Device buffer of input k, uploading it if it lives only on the host;
  * NULL with *rc set (and r->err filled) on failure.  An input of no
  * elements gives a small dummy buffer. */
@@ -102,7 +147,6 @@ const void *ocl_in_host(ocl_run *r, int k, int *rc);
  * valid until the next call. */
 cl_mem ocl_scratch(ocl_run *r, size_t bytes, int *rc);
 
-cl_kernel ocl_kernel(ocl_run *r, ocl_kid k);
 cl_command_queue *ocl_queue(ocl_run *r);
 /* Enqueue k over n work items (rounded up to the work-group size); args
  * already set.  n == 0 does nothing. */
@@ -113,8 +157,5 @@ int ocl_arg(ocl_run *r, ocl_kid k, int i, size_t size, const void *p);
 /* Work-group launch (layernorm): groups of local items. */
 int ocl_launch_groups(ocl_run *r, ocl_kid k, size_t groups, size_t local);
 size_t ocl_max_group(ocl_run *r);
-
-/* Fail with an OpenCL status in words: "OpenCL clEnqueue... failed: X". */
-int ocl_fail(ocl_run *r, cl_int status, const char *what);
 
 #endif

@@ -73,10 +73,8 @@ static int blast_fail(ocl_run *r, CLBlastStatusCode s, const char *what)
 {
 	int code = (s == CLBlastTempBufferAllocFailure || s == CLBlastOpenCLOutOfResources ||
 		    s == CLBlastOpenCLOutOfHostMemory) ? ENOMEM : EIO;
-	return mfs_fail(r->err, code, "%s '%s': CLBlast %s failed: %s (%d)",
-			r->nd->onnx->op_type,
-			r->nd->onnx->name && *r->nd->onnx->name ? r->nd->onnx->name : "?",
-			what, clblast_str(s), (int)s);
+	return mfs_node_fail(r->nd, r->err, code, "CLBlast %s failed: %s (%d)",
+			     what, clblast_str(s), (int)s);
 }
 
 /* Row-major C[m,n] = alpha op(A) op(B) + beta C, offsets in floats. */
@@ -100,154 +98,222 @@ static bool fits_int(int64_t v)
 
 /* ---- Conv / FusedConv ---- */
 
+/* One Conv or FusedConv on the device: its geometry, epilogue and
+ * buffers, filled by the steps below. */
+typedef struct conv_job {
+	ocl_conv p;
+	bool pointwise;        /* 1x1, stride 1, no padding: X is already col */
+	cl_int act, hasb, hasz;    /* activation: 0 none, 1 Relu, 2 LeakyRelu, 3 Clip */
+	float aa, ab;          /* its parameters */
+	cl_mem mx, mw, mb, mz, my;
+} conv_job;
+
+/* FusedConv's activation as the kernels' code; OCL_HOST for one they do
+ * not have. */
+static int conv_activation(const onnx_node *node, conv_job *j)
+{
+	const char *a = onnx_attr_string(node, "activation", "");
+	const onnx_attr *pa = onnx_node_attr(node, "activation_params");
+	size_t np = pa && pa->type == ONNX_ATTR_FLOATS ? pa->n_floats : 0;
+
+	if (!*a) {
+		j->act = 0;
+	} else if (!strcmp(a, "Relu")) {
+		j->act = 1;
+	} else if (!strcmp(a, "LeakyRelu")) {
+		j->act = 2;
+		j->aa = np >= 1 ? pa->floats[0] : 0.01f;
+	} else if (!strcmp(a, "Clip")) {
+		j->act = 3;
+		j->aa = np >= 1 ? pa->floats[0] : -INFINITY;
+		j->ab = np >= 2 ? pa->floats[1] : INFINITY;
+	} else {
+		return OCL_HOST;
+	}
+	return 0;
+}
+
+/* The kernels' geometry from the window (pads, strides, dilations) and
+ * group; OCL_HOST for groups the kernels cannot split. */
+static int conv_geometry(mfs_op_ctx *ctx, const mfs_tensor *x,
+			 const mfs_tensor *w, conv_job *j)
+{
+	ocl_conv *p = &j->p;
+	mfs_window win;
+	int rc;
+
+	if ((rc = mfs_window_init(ctx, &x->shape, w->shape.dims + 2, true, false, &win)) < 0)
+		return rc;
+	memset(p, 0, sizeof(*p));
+	p->n = (cl_int)x->shape.dims[0];
+	p->c = (cl_int)x->shape.dims[1];
+	p->h = (cl_int)x->shape.dims[2];
+	p->w = (cl_int)x->shape.dims[3];
+	p->m = (cl_int)w->shape.dims[0];
+	p->oh = (cl_int)win.out[0];
+	p->ow = (cl_int)win.out[1];
+	p->kh = (cl_int)win.k[0];
+	p->kw = (cl_int)win.k[1];
+	p->sh = (cl_int)win.stride[0];
+	p->sw = (cl_int)win.stride[1];
+	p->ph = (cl_int)win.pad_b[0];
+	p->pw = (cl_int)win.pad_b[1];
+	p->dh = (cl_int)win.dil[0];
+	p->dw = (cl_int)win.dil[1];
+	p->group = (cl_int)onnx_attr_int(ctx->node, "group", 1);
+	if (p->group < 1 || p->c % p->group || p->m % p->group)
+		return OCL_HOST;
+	j->pointwise = p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 &&
+		       p->ph == 0 && p->pw == 0 && win.pad_e[0] == 0 && win.pad_e[1] == 0;
+	return 0;
+}
+
+/* Device buffers of X, W, B, Z and Y; an absent B or Z is X (a valid
+ * dummy the kernels never read). */
+static int conv_buffers(ocl_run *r, conv_job *j)
+{
+	int rc;
+
+	if (!(j->mx = ocl_in(r, 0, &rc)) || !(j->mw = ocl_in(r, 1, &rc)))
+		return rc;
+	j->mb = j->mx;
+	j->mz = j->mx;
+	if (j->hasb && !(j->mb = ocl_in(r, 2, &rc)))
+		return rc;
+	if (j->hasz && !(j->mz = ocl_in(r, 3, &rc)))
+		return rc;
+	if (!(j->my = ocl_out(r, 0, &rc)))
+		return rc;
+	return 0;
+}
+
+/* group > 1: one work item per output element. */
+static int conv_direct(ocl_run *r, const conv_job *j, size_t numel)
+{
+	ocl_kid k = K_CONV_DIRECT_F32;
+	int rc;
+
+	if ((rc = OCL_ARG(r, k, 0, j->mx)) || (rc = OCL_ARG(r, k, 1, j->mw)) ||
+	    (rc = OCL_ARG(r, k, 2, j->mb)) || (rc = OCL_ARG(r, k, 3, j->mz)) ||
+	    (rc = OCL_ARG(r, k, 4, j->my)) || (rc = OCL_ARG(r, k, 5, j->p)) ||
+	    (rc = OCL_ARG(r, k, 6, j->hasb)) || (rc = OCL_ARG(r, k, 7, j->hasz)) ||
+	    (rc = OCL_ARG(r, k, 8, j->act)) || (rc = OCL_ARG(r, k, 9, j->aa)) ||
+	    (rc = OCL_ARG(r, k, 10, j->ab)))
+		return rc;
+	return ocl_launch(r, k, numel);
+}
+
+/* Images n0 .. n0+cnt-1 of a group-1 Conv: im2col into the scratch
+ * (pointwise: X is the col matrix), Y[m, cnt*ohw] = W[m, K] x col, then
+ * the epilogue (bias, residual, activation; reorders a multi-image
+ * product from the scratch's tail into Y). */
+static int conv_chunk(ocl_run *r, const conv_job *j, int64_t n0, int64_t cnt)
+{
+	const ocl_conv *p = &j->p;
+	int64_t K = (int64_t)p->c * p->kh * p->kw, ohw = (int64_t)p->oh * p->ow;
+	cl_int cn0 = (cl_int)n0, cnb = (cl_int)cnt, cm = p->m, cohw = (cl_int)ohw;
+	cl_mem col, tmp;
+	size_t tmp_off = 0;
+	int rc;
+
+	if (j->pointwise) {
+		col = j->mx;
+	} else {
+		size_t colb = (size_t)(K * ohw * cnt) * sizeof(float);
+		size_t tmpb = cnt > 1 ? (size_t)(p->m * ohw * cnt) * sizeof(float) : 0;
+		ocl_kid k = K_IM2COL_F32;
+		if (!(col = ocl_scratch(r, colb + tmpb, &rc)))
+			return rc;
+		if ((rc = OCL_ARG(r, k, 0, j->mx)) || (rc = OCL_ARG(r, k, 1, col)) ||
+		    (rc = OCL_ARG(r, k, 2, j->p)) || (rc = OCL_ARG(r, k, 3, cn0)) ||
+		    (rc = OCL_ARG(r, k, 4, cnb)) ||
+		    (rc = ocl_launch(r, k, (size_t)(K * ohw * cnt))))
+			return rc;
+		tmp_off = colb / sizeof(float);
+	}
+	/* one image writes straight into y; more into the tail of the
+	 * scratch, then the epilogue reorders */
+	if (cnt == 1) {
+		tmp = j->my;
+		rc = sgemm(r, false, false, (size_t)p->m, (size_t)ohw, (size_t)K, 1.0f,
+			   j->mw, 0, (size_t)K, col,
+			   j->pointwise ? (size_t)(n0 * K * ohw) : 0, (size_t)ohw,
+			   0.0f, j->my, (size_t)(n0 * p->m * ohw), (size_t)ohw);
+	} else {
+		tmp = col;
+		rc = sgemm(r, false, false, (size_t)p->m, (size_t)(ohw * cnt), (size_t)K,
+			   1.0f, j->mw, 0, (size_t)K, col, 0, (size_t)(ohw * cnt), 0.0f,
+			   col, tmp_off, (size_t)(ohw * cnt));
+	}
+	if (rc)
+		return rc;
+	if (cnt > 1 || j->hasb || j->hasz || j->act) {
+		ocl_kid k = K_CONV_EPILOGUE;
+		cl_int toff = (cl_int)(cnt > 1 ? tmp_off : (size_t)(n0 * p->m * ohw));
+		if ((rc = OCL_ARG(r, k, 0, tmp)) || (rc = OCL_ARG(r, k, 1, j->my)) ||
+		    (rc = OCL_ARG(r, k, 2, j->mb)) || (rc = OCL_ARG(r, k, 3, j->mz)) ||
+		    (rc = OCL_ARG(r, k, 4, j->hasb)) || (rc = OCL_ARG(r, k, 5, j->hasz)) ||
+		    (rc = OCL_ARG(r, k, 6, cm)) || (rc = OCL_ARG(r, k, 7, cohw)) ||
+		    (rc = OCL_ARG(r, k, 8, cn0)) || (rc = OCL_ARG(r, k, 9, cnb)) ||
+		    (rc = OCL_ARG(r, k, 10, j->act)) || (rc = OCL_ARG(r, k, 11, j->aa)) ||
+		    (rc = OCL_ARG(r, k, 12, j->ab)) || (rc = OCL_ARG(r, k, 13, toff)) ||
+		    (rc = ocl_launch(r, k, (size_t)(p->m * ohw * cnt))))
+			return rc;
+	}
+	return 0;
+}
+
+/* How many images one im2col chunk holds (the col matrix within
+ * COL_MAX_BYTES); 0 when the products overflow the kernels' int. */
+static int64_t conv_chunk_images(const conv_job *j)
+{
+	const ocl_conv *p = &j->p;
+	int64_t K = (int64_t)p->c * p->kh * p->kw, ohw = (int64_t)p->oh * p->ow;
+	int64_t per = K * ohw * (int64_t)sizeof(float);
+	int64_t nb = per ? (int64_t)(COL_MAX_BYTES / (size_t)per) : p->n;
+
+	if (nb < 1)
+		nb = 1;
+	if (nb > p->n)
+		nb = p->n;
+	if (!fits_int(K * ohw * nb) || !fits_int((int64_t)p->m * ohw * nb))
+		return 0;
+	return nb;
+}
+
 int ocl_op_conv(ocl_run *r)
 {
 	mfs_op_ctx *ctx = r->ctx;
 	const mfs_tensor *x = ctx->in[0], *w = ctx->n_in > 1 ? ctx->in[1] : NULL;
 	const mfs_tensor *bias = ctx->n_in > 2 ? ctx->in[2] : NULL;
-	const mfs_tensor *z = NULL;
 	mfs_tensor *y = ctx->out[0];
-	bool fused = !strcmp(ctx->node->op_type, "FusedConv");
-	cl_int act = 0, hasb = bias != NULL, hasz = 0;
-	float aa = 0, ab = 0;
-	mfs_window win;
-	ocl_conv p;
-	cl_mem mx, mw, mb, mz, my;
+	conv_job j = { .hasb = bias != NULL };
+	int64_t nb;
 	int rc;
 
 	if (!w || x->dtype != MFS_DT_FLOAT || w->dtype != MFS_DT_FLOAT ||
 	    x->shape.rank != 4 || w->shape.rank != 4 || (bias && bias->dtype != MFS_DT_FLOAT) ||
 	    !fits_int(mfs_shape_numel(&x->shape)) || !fits_int(mfs_shape_numel(&y->shape)))
 		return OCL_HOST;
-	if (fused) {
-		const char *a = onnx_attr_string(ctx->node, "activation", "");
-		const onnx_attr *pa = onnx_node_attr(ctx->node, "activation_params");
-		size_t np = pa && pa->type == ONNX_ATTR_FLOATS ? pa->n_floats : 0;
-		z = ctx->n_in > 3 ? ctx->in[3] : NULL;
-		hasz = z != NULL;
-		if (!*a) {
-			act = 0;
-		} else if (!strcmp(a, "Relu")) {
-			act = 1;
-		} else if (!strcmp(a, "LeakyRelu")) {
-			act = 2;
-			aa = np >= 1 ? pa->floats[0] : 0.01f;
-		} else if (!strcmp(a, "Clip")) {
-			act = 3;
-			aa = np >= 1 ? pa->floats[0] : -INFINITY;
-			ab = np >= 2 ? pa->floats[1] : INFINITY;
-		} else {
-			return OCL_HOST;
-		}
-	}
-	if ((rc = mfs_window_init(ctx, &x->shape, w->shape.dims + 2, true, false, &win)) < 0)
-		return rc;
-	memset(&p, 0, sizeof(p));
-	p.n = (cl_int)x->shape.dims[0];
-	p.c = (cl_int)x->shape.dims[1];
-	p.h = (cl_int)x->shape.dims[2];
-	p.w = (cl_int)x->shape.dims[3];
-	p.m = (cl_int)w->shape.dims[0];
-	p.oh = (cl_int)win.out[0];
-	p.ow = (cl_int)win.out[1];
-	p.kh = (cl_int)win.k[0];
-	p.kw = (cl_int)win.k[1];
-	p.sh = (cl_int)win.stride[0];
-	p.sw = (cl_int)win.stride[1];
-	p.ph = (cl_int)win.pad_b[0];
-	p.pw = (cl_int)win.pad_b[1];
-	p.dh = (cl_int)win.dil[0];
-	p.dw = (cl_int)win.dil[1];
-	p.group = (cl_int)onnx_attr_int(ctx->node, "group", 1);
-	if (p.group < 1 || p.c % p.group || p.m % p.group)
-		return OCL_HOST;
-
-	if (!(mx = ocl_in(r, 0, &rc)) || !(mw = ocl_in(r, 1, &rc)))
-		return rc;
-	mb = mx;   /* a valid dummy when absent */
-	mz = mx;
-	if (bias && !(mb = ocl_in(r, 2, &rc)))
-		return rc;
-	if (z && !(mz = ocl_in(r, 3, &rc)))
-		return rc;
-	if (!(my = ocl_out(r, 0, &rc)))
-		return rc;
-
-	if (p.group > 1) {
-		ocl_kid k = K_CONV_DIRECT_F32;
-		if ((rc = OCL_ARG(r, k, 0, mx)) || (rc = OCL_ARG(r, k, 1, mw)) ||
-		    (rc = OCL_ARG(r, k, 2, mb)) || (rc = OCL_ARG(r, k, 3, mz)) ||
-		    (rc = OCL_ARG(r, k, 4, my)) || (rc = OCL_ARG(r, k, 5, p)) ||
-		    (rc = OCL_ARG(r, k, 6, hasb)) || (rc = OCL_ARG(r, k, 7, hasz)) ||
-		    (rc = OCL_ARG(r, k, 8, act)) || (rc = OCL_ARG(r, k, 9, aa)) ||
-		    (rc = OCL_ARG(r, k, 10, ab)))
+	if (!strcmp(ctx->node->op_type, "FusedConv")) {
+		j.hasz = ctx->n_in > 3 && ctx->in[3];
+		if ((rc = conv_activation(ctx->node, &j)))
 			return rc;
-		return ocl_launch(r, k, (size_t)mfs_shape_numel(&y->shape));
 	}
-
-	/* group 1: Y[m, b*ohw] = W[m, K] x col[K, b*ohw] per chunk of images */
-	{
-		int64_t K = (int64_t)p.c * p.kh * p.kw, ohw = (int64_t)p.oh * p.ow;
-		bool pointwise = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 &&
-				 p.ph == 0 && p.pw == 0 && win.pad_e[0] == 0 && win.pad_e[1] == 0;
-		int64_t per = K * ohw * (int64_t)sizeof(float);
-		int64_t nb = per ? (int64_t)(COL_MAX_BYTES / (size_t)per) : p.n;
-		if (nb < 1)
-			nb = 1;
-		if (nb > p.n)
-			nb = p.n;
-		if (!fits_int(K * ohw * nb) || !fits_int((int64_t)p.m * ohw * nb))
-			return OCL_HOST;
-		for (int64_t n0 = 0; n0 < p.n; n0 += (pointwise ? 1 : nb)) {
-			int64_t cnt = pointwise ? 1 : (p.n - n0 < nb ? p.n - n0 : nb);
-			cl_mem col, tmp;
-			cl_int cn0 = (cl_int)n0, cnb = (cl_int)cnt, cm = p.m, cohw = (cl_int)ohw;
-			size_t tmp_off = 0;
-			if (pointwise) {
-				col = mx;
-			} else {
-				size_t colb = (size_t)(K * ohw * cnt) * sizeof(float);
-				size_t tmpb = cnt > 1 ? (size_t)(p.m * ohw * cnt) * sizeof(float) : 0;
-				if (!(col = ocl_scratch(r, colb + tmpb, &rc)))
-					return rc;
-				ocl_kid k = K_IM2COL_F32;
-				if ((rc = OCL_ARG(r, k, 0, mx)) || (rc = OCL_ARG(r, k, 1, col)) ||
-				    (rc = OCL_ARG(r, k, 2, p)) || (rc = OCL_ARG(r, k, 3, cn0)) ||
-				    (rc = OCL_ARG(r, k, 4, cnb)) ||
-				    (rc = ocl_launch(r, k, (size_t)(K * ohw * cnt))))
-					return rc;
-				tmp_off = colb / sizeof(float);
-			}
-			/* nb == 1 writes straight into y; else into the tail of
-			 * the scratch, then the epilogue reorders */
-			if (cnt == 1) {
-				tmp = my;
-				rc = sgemm(r, false, false, (size_t)p.m, (size_t)ohw, (size_t)K, 1.0f,
-					   mw, 0, (size_t)K, col,
-					   pointwise ? (size_t)(n0 * K * ohw) : 0, (size_t)ohw,
-					   0.0f, my, (size_t)(n0 * p.m * ohw), (size_t)ohw);
-			} else {
-				tmp = col;
-				rc = sgemm(r, false, false, (size_t)p.m, (size_t)(ohw * cnt), (size_t)K,
-					   1.0f, mw, 0, (size_t)K, col, 0, (size_t)(ohw * cnt), 0.0f,
-					   col, tmp_off, (size_t)(ohw * cnt));
-			}
-			if (rc)
-				return rc;
-			if (cnt > 1 || hasb || hasz || act) {
-				ocl_kid k = K_CONV_EPILOGUE;
-				cl_int toff = (cl_int)(cnt > 1 ? tmp_off : (size_t)(n0 * p.m * ohw));
-				if ((rc = OCL_ARG(r, k, 0, tmp)) || (rc = OCL_ARG(r, k, 1, my)) ||
-				    (rc = OCL_ARG(r, k, 2, mb)) || (rc = OCL_ARG(r, k, 3, mz)) ||
-				    (rc = OCL_ARG(r, k, 4, hasb)) || (rc = OCL_ARG(r, k, 5, hasz)) ||
-				    (rc = OCL_ARG(r, k, 6, cm)) || (rc = OCL_ARG(r, k, 7, cohw)) ||
-				    (rc = OCL_ARG(r, k, 8, cn0)) || (rc = OCL_ARG(r, k, 9, cnb)) ||
-				    (rc = OCL_ARG(r, k, 10, act)) || (rc = OCL_ARG(r, k, 11, aa)) ||
-				    (rc = OCL_ARG(r, k, 12, ab)) || (rc = OCL_ARG(r, k, 13, toff)) ||
-				    (rc = ocl_launch(r, k, (size_t)(p.m * ohw * cnt))))
-					return rc;
-			}
-		}
+	if ((rc = conv_geometry(ctx, x, w, &j)))
+		return rc;
+	/* Decided before any buffer is taken: OCL_HOST must come first. */
+	nb = j.p.group > 1 ? 1 : conv_chunk_images(&j);
+	if (!nb)
+		return OCL_HOST;
+	if ((rc = conv_buffers(r, &j)))
+		return rc;
+	if (j.p.group > 1)
+		return conv_direct(r, &j, (size_t)mfs_shape_numel(&y->shape));
+	for (int64_t n0 = 0; n0 < j.p.n; n0 += (j.pointwise ? 1 : nb)) {
+		int64_t cnt = j.pointwise ? 1 : (j.p.n - n0 < nb ? j.p.n - n0 : nb);
+		if ((rc = conv_chunk(r, &j, n0, cnt)))
+			return rc;
 	}
 	return 0;
 }

@@ -633,17 +633,6 @@ static int op_constant_of_shape(ocl_run *r)
 
 /* ---- the table ---- */
 
-int ocl_op_conv(ocl_run *r);
-int ocl_op_gemm(ocl_run *r);
-int ocl_op_matmul(ocl_run *r);
-int ocl_op_maxpool(ocl_run *r);
-int ocl_op_avgpool(ocl_run *r);
-int ocl_op_gavgpool(ocl_run *r);
-int ocl_op_batchnorm(ocl_run *r);
-int ocl_op_softmax(ocl_run *r);
-int ocl_op_layernorm(ocl_run *r);
-int ocl_op_reduce(ocl_run *r);
-
 static const struct {
 	const char *op;
 	ocl_op_fn fn;

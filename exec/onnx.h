@@ -119,6 +119,15 @@ int onnx_tensor_decode(const void *buf, size_t len, const char *base_dir,
 int onnx_tensor_encode(const mfs_tensor *t, const char *name,
 		       void **buf, size_t *len, mfs_error *err);
 
+/* Free a node's contents (strings, attributes, subgraphs) and zero it;
+ * for graph rewrites that remove a node (fusion.c).  The node itself
+ * stays where it is, in its graph's array. */
+void onnx_node_release(onnx_node *n);
+
+/* What messages call a node: its name, or its first output's name when
+ * it has none (exported models often leave names empty), or "?". */
+const char *onnx_node_label(const onnx_node *n);
+
 /* Attribute lookup on a node: NULL when absent. */
 const onnx_attr *onnx_node_attr(const onnx_node *n, const char *name);
 /* Typed getters returning def when the attribute is absent. */

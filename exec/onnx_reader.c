@@ -60,6 +60,19 @@ static bool want_context(const rd *c)
 {
 	return c->depth <= CONTEXT_DEPTH;
 }
+
+/* After rc: say which element failed ("initializer 3 'w': ..."), when
+ * the depth allows.  name may be NULL (not read yet); read it after the
+ * parse, not in the same call's arguments.  Returns rc. */
+static int in_element(rd *c, int rc, const char *kind, int idx,
+		      const char *name)
+{
+	if (rc && want_context(c))
+		mfs_error_prefix(c->err, "%s %d%s%s%s: ", kind, idx,
+				 name ? " '" : "", name ? name : "",
+				 name ? "'" : "");
+	return rc;
+}
 static void graph_release(onnx_graph *g);
 
 static int malformed(rd *c, const char *what, const char *why)
@@ -302,174 +315,180 @@ enum {
 	AT_NFIELDS = 24
 };
 
-static int parse_attr(rd *c, const uint8_t *buf, size_t len, onnx_attr *a)
+/* Counting pass: the repeated fields' arrays are sized by the elements
+ * really present, then allocated. */
+static int alloc_attr_arrays(rd *c, const uint8_t *buf, size_t len, onnx_attr *a)
 {
-	long long counts[AT_NFIELDS] = { 0 };
+	long long n_floats = 0, n_ints = 0, n_strings = 0;
 	pb_reader r = pb_reader_init(buf, len);
 	pb_field f;
 	const char *why = NULL;
-	bool seen[AT_NFIELDS] = { false };
-	int64_t type = 0;
 	int rc;
 
-	/* Counting pass: arrays are sized by elements really present. */
 	while ((rc = pb_next(&r, &f, &why)) > 0) {
 		rc = 0;
 		if (f.num == AT_FLOATS) {
 			if (f.wt == PB_WT_I32)
-				counts[AT_FLOATS]++;
+				n_floats++;
 			else if (f.wt == PB_WT_LEN && f.len % 4 == 0)
-				counts[AT_FLOATS] += (long long)(f.len / 4);
+				n_floats += (long long)(f.len / 4);
 			else
 				return wrong_wire(c, "AttributeProto", "floats", &f);
 		} else if (f.num == AT_INTS) {
 			if (f.wt == PB_WT_VARINT) {
-				counts[AT_INTS]++;
+				n_ints++;
 			} else if (f.wt == PB_WT_LEN) {
 				long long n = pb_count_varints(f.data, f.len, &why);
 				if (n < 0)
 					return malformed(c, "AttributeProto.ints", why);
-				counts[AT_INTS] += n;
+				n_ints += n;
 			} else {
 				return wrong_wire(c, "AttributeProto", "ints", &f);
 			}
 		} else if (f.num == AT_STRINGS) {
-			counts[AT_STRINGS]++;
+			n_strings++;
 		}
 	}
 	if (rc < 0)
 		return malformed(c, "AttributeProto", why);
-	if (counts[AT_FLOATS] &&
-	    !(a->floats = alloc_array(counts[AT_FLOATS], sizeof(float))))
+	if ((n_floats && !(a->floats = alloc_array(n_floats, sizeof(float)))) ||
+	    (n_ints && !(a->ints = alloc_array(n_ints, sizeof(int64_t)))) ||
+	    (n_strings && !(a->strings = alloc_array(n_strings, sizeof(char *)))))
 		return oom(c);
-	if (counts[AT_INTS] &&
-	    !(a->ints = alloc_array(counts[AT_INTS], sizeof(int64_t))))
-		return oom(c);
-	if (counts[AT_STRINGS] &&
-	    !(a->strings = alloc_array(counts[AT_STRINGS], sizeof(char *))))
-		return oom(c);
+	return 0;
+}
 
-	r = pb_reader_init(buf, len);
-	while ((rc = pb_next(&r, &f, &why)) > 0) {
-		rc = 0;
-		if (f.num < AT_NFIELDS)
-			seen[f.num] = true;
-		switch (f.num) {
-		case AT_NAME:
-			rc = get_string(c, &f, "AttributeProto", "name", &a->name);
-			break;
-		case AT_TYPE:
-			rc = get_varint(c, &f, "AttributeProto", "type", &type);
-			break;
-		case AT_F:
-			if (f.wt != PB_WT_I32)
-				return wrong_wire(c, "AttributeProto", "f", &f);
-			{
-				uint32_t bits = (uint32_t)f.u;
-				memcpy(&a->f, &bits, 4);
-			}
-			break;
-		case AT_I:
-			rc = get_varint(c, &f, "AttributeProto", "i", &a->i);
-			break;
-		case AT_S: {
-			if (f.wt != PB_WT_LEN)
-				return wrong_wire(c, "AttributeProto", "s", &f);
-			/* bytes: may hold NULs, so keep the length. */
-			char *s = malloc(f.len + 1);
-			if (!s)
-				return oom(c);
-			if (f.len)
-				memcpy(s, f.data, f.len);
-			s[f.len] = '\0';
-			free(a->s);
-			a->s = s;
-			a->s_len = f.len;
-			break;
+/* A bytes field as a NUL-terminated copy (it may hold NULs: callers that
+ * care keep f->len). */
+static int get_bytes(rd *c, const pb_field *f, const char *field, char **out)
+{
+	char *s;
+
+	if (f->wt != PB_WT_LEN)
+		return wrong_wire(c, "AttributeProto", field, f);
+	if (!(s = malloc(f->len + 1)))
+		return oom(c);
+	if (f->len)
+		memcpy(s, f->data, f->len);
+	s[f->len] = '\0';
+	*out = s;
+	return 0;
+}
+
+/* One element (or a packed run) of the floats or ints field, into the
+ * arrays alloc_attr_arrays sized. */
+static int get_repeated(rd *c, const pb_field *f, onnx_attr *a)
+{
+	const char *why = NULL;
+
+	if (f->num == AT_FLOATS) {
+		if (f->wt == PB_WT_I32) {
+			uint32_t bits = (uint32_t)f->u;
+			memcpy(&a->floats[a->n_floats++], &bits, 4);
+		} else if (f->len) {
+			memcpy(&a->floats[a->n_floats], f->data, f->len);
+			a->n_floats += f->len / 4;
 		}
-		case AT_T:
-			if (f.wt != PB_WT_LEN)
-				return wrong_wire(c, "AttributeProto", "t", &f);
-			mfs_tensor_release(&a->t);
-			rc = onnx_tensor_decode_budget(f.data, f.len, c->base_dir,
-						       &c->budget, &a->t, NULL,
-						       c->err);
-			break;
-		case AT_G:
-			if (f.wt != PB_WT_LEN)
-				return wrong_wire(c, "AttributeProto", "g", &f);
-			if (a->g) {
-				graph_release(a->g);
-				free(a->g);
-			}
-			a->g = calloc(1, sizeof(*a->g));
-			if (!a->g)
-				return oom(c);
-			rc = parse_graph(c, f.data, f.len, a->g);
-			break;
-		case AT_FLOATS:
-			if (f.wt == PB_WT_I32) {
-				uint32_t bits = (uint32_t)f.u;
-				memcpy(&a->floats[a->n_floats++], &bits, 4);
-			} else if (f.len) {
-				memcpy(&a->floats[a->n_floats], f.data, f.len);
-				a->n_floats += f.len / 4;
-			}
-			break;
-		case AT_INTS:
-			if (f.wt == PB_WT_VARINT) {
-				a->ints[a->n_ints++] = (int64_t)f.u;
-			} else {
-				pb_reader p = pb_reader_init(f.data, f.len);
-				uint64_t v;
-				while (p.p < p.end) {
-					if (pb_read_varint(&p, &v, &why))
-						return malformed(c, "AttributeProto.ints", why);
-					a->ints[a->n_ints++] = (int64_t)v;
-				}
-			}
-			break;
-		case AT_STRINGS: {
-			if (f.wt != PB_WT_LEN)
-				return wrong_wire(c, "AttributeProto", "strings", &f);
-			char *s = malloc(f.len + 1);
-			if (!s)
-				return oom(c);
-			if (f.len)
-				memcpy(s, f.data, f.len);
-			s[f.len] = '\0';
-			a->strings[a->n_strings++] = s;
-			break;
+	} else if (f->wt == PB_WT_VARINT) {
+		a->ints[a->n_ints++] = (int64_t)f->u;
+	} else {
+		pb_reader p = pb_reader_init(f->data, f->len);
+		uint64_t v;
+		while (p.p < p.end) {
+			if (pb_read_varint(&p, &v, &why))
+				return malformed(c, "AttributeProto.ints", why);
+			a->ints[a->n_ints++] = (int64_t)v;
 		}
-		case AT_REF_ATTR_NAME:
-			return mfs_fail(c->err, ENOTSUP,
-					"attribute references (ref_attr_name) are not supported");
-		case AT_TENSORS:
-		case AT_GRAPHS:
-		case AT_TP:
-		case AT_TYPE_PROTOS:
-		case AT_SPARSE_TENSOR:
-		case AT_SPARSE_TENSORS:
-			return mfs_fail(c->err, ENOTSUP,
-					"attribute values of type %s are not supported",
-					f.num == AT_TENSORS ? "TENSORS" :
-					f.num == AT_GRAPHS ? "GRAPHS" :
-					f.num == AT_TP ? "TYPE_PROTO" :
-					f.num == AT_TYPE_PROTOS ? "TYPE_PROTOS" :
-					f.num == AT_SPARSE_TENSOR ? "SPARSE_TENSOR" :
-					"SPARSE_TENSORS");
-		default:
-			break;
+	}
+	return 0;
+}
+
+/* The value fields the engine has no use for: refused in words. */
+static int unsupported_attr_field(rd *c, int num)
+{
+	if (num == AT_REF_ATTR_NAME)
+		return mfs_fail(c->err, ENOTSUP,
+				"attribute references (ref_attr_name) are not supported");
+	return mfs_fail(c->err, ENOTSUP,
+			"attribute values of type %s are not supported",
+			num == AT_TENSORS ? "TENSORS" :
+			num == AT_GRAPHS ? "GRAPHS" :
+			num == AT_TP ? "TYPE_PROTO" :
+			num == AT_TYPE_PROTOS ? "TYPE_PROTOS" :
+			num == AT_SPARSE_TENSOR ? "SPARSE_TENSOR" :
+			"SPARSE_TENSORS");
+}
+
+/* One field of an AttributeProto into a (type into *type). */
+static int read_attr_field(rd *c, const pb_field *f, onnx_attr *a, int64_t *type)
+{
+	char *s;
+	int rc;
+
+	switch (f->num) {
+	case AT_NAME:
+		return get_string(c, f, "AttributeProto", "name", &a->name);
+	case AT_TYPE:
+		return get_varint(c, f, "AttributeProto", "type", type);
+	case AT_F:
+		if (f->wt != PB_WT_I32)
+			return wrong_wire(c, "AttributeProto", "f", f);
+		{
+			uint32_t bits = (uint32_t)f->u;
+			memcpy(&a->f, &bits, 4);
 		}
-		if (rc)
+		return 0;
+	case AT_I:
+		return get_varint(c, f, "AttributeProto", "i", &a->i);
+	case AT_S:
+		if ((rc = get_bytes(c, f, "s", &s)))
 			return rc;
+		free(a->s);
+		a->s = s;
+		a->s_len = f->len;
+		return 0;
+	case AT_T:
+		if (f->wt != PB_WT_LEN)
+			return wrong_wire(c, "AttributeProto", "t", f);
+		mfs_tensor_release(&a->t);
+		return onnx_tensor_decode_budget(f->data, f->len, c->base_dir,
+						 &c->budget, &a->t, NULL, c->err);
+	case AT_G:
+		if (f->wt != PB_WT_LEN)
+			return wrong_wire(c, "AttributeProto", "g", f);
+		if (a->g) {
+			graph_release(a->g);
+			free(a->g);
+		}
+		a->g = calloc(1, sizeof(*a->g));
+		if (!a->g)
+			return oom(c);
+		return parse_graph(c, f->data, f->len, a->g);
+	case AT_FLOATS:
+	case AT_INTS:
+		return get_repeated(c, f, a);
+	case AT_STRINGS:
+		if ((rc = get_bytes(c, f, "strings", &s)))
+			return rc;
+		a->strings[a->n_strings++] = s;
+		return 0;
+	case AT_REF_ATTR_NAME:
+	case AT_TENSORS:
+	case AT_GRAPHS:
+	case AT_TP:
+	case AT_TYPE_PROTOS:
+	case AT_SPARSE_TENSOR:
+	case AT_SPARSE_TENSORS:
+		return unsupported_attr_field(c, f->num);
+	default:
+		return 0;
 	}
-	if (rc < 0)
-		return malformed(c, "AttributeProto", why);
-	if (!a->name || !*a->name)
-		return mfs_fail(c->err, EINVAL, "attribute without a name");
+}
 
-	/* IR version 1 files carry no type: take it from the value given. */
+/* The attribute's type: as stored, or (IR version 1 files carry none)
+ * from the value given; refused when unsupported or without its value. */
+static int check_attr_type(rd *c, onnx_attr *a, int64_t type, const bool *seen)
+{
 	if (type == 0) {
 		type = seen[AT_F] ? ONNX_ATTR_FLOAT :
 		       seen[AT_I] ? ONNX_ATTR_INT :
@@ -509,6 +528,31 @@ static int parse_attr(rd *c, const uint8_t *buf, size_t len, onnx_attr *a)
 	if (type == ONNX_ATTR_STRING && !a->s && !(a->s = strdup("")))
 		return oom(c);
 	return 0;
+}
+
+static int parse_attr(rd *c, const uint8_t *buf, size_t len, onnx_attr *a)
+{
+	pb_reader r;
+	pb_field f;
+	const char *why = NULL;
+	bool seen[AT_NFIELDS] = { false };
+	int64_t type = 0;
+	int rc;
+
+	if ((rc = alloc_attr_arrays(c, buf, len, a)))
+		return rc;
+	r = pb_reader_init(buf, len);
+	while ((rc = pb_next(&r, &f, &why)) > 0) {
+		if (f.num < AT_NFIELDS)
+			seen[f.num] = true;
+		if ((rc = read_attr_field(c, &f, a, &type)))
+			return rc;
+	}
+	if (rc < 0)
+		return malformed(c, "AttributeProto", why);
+	if (!a->name || !*a->name)
+		return mfs_fail(c->err, EINVAL, "attribute without a name");
+	return check_attr_type(c, a, type, seen);
 }
 
 static void attr_release(onnx_attr *a)
@@ -582,12 +626,7 @@ static int parse_node(rd *c, const uint8_t *buf, size_t len, onnx_node *n)
 				return wrong_wire(c, "NodeProto", "attribute", &f);
 			onnx_attr *a = &n->attrs[n->n_attrs++];
 			rc = parse_attr(c, f.data, f.len, a);
-			if (rc && want_context(c))
-				mfs_error_prefix(c->err, "attribute %d%s%s%s: ",
-						 n->n_attrs - 1,
-						 a->name ? " '" : "",
-						 a->name ? a->name : "",
-						 a->name ? "'" : "");
+			rc = in_element(c, rc, "attribute", n->n_attrs - 1, a->name);
 			break;
 		}
 		default:
@@ -606,7 +645,7 @@ static int parse_node(rd *c, const uint8_t *buf, size_t len, onnx_node *n)
 	return 0;
 }
 
-static void node_release(onnx_node *n)
+void onnx_node_release(onnx_node *n)
 {
 	free(n->name);
 	free(n->op_type);
@@ -655,18 +694,18 @@ static int parse_initializer(rd *c, const pb_field *f, onnx_initializer *in)
 	return 0;
 }
 
-static int parse_graph_body(rd *c, const uint8_t *buf, size_t len,
-			    onnx_graph *g)
+/* Counting pass: the arrays are sized by the elements really present.
+ * It also takes the name first, so that errors in nodes (serialized
+ * before the name) can say which graph. */
+static int alloc_graph_arrays(rd *c, const uint8_t *buf, size_t len,
+			      onnx_graph *g)
 {
 	long long counts[GR_NFIELDS] = { 0 };
-	pb_reader r;
+	pb_reader r = pb_reader_init(buf, len);
 	pb_field f;
 	const char *why = NULL;
 	int rc;
 
-	/* Counting pass; it also takes the name first, so that errors in
-	 * nodes (serialized before the name) can say which graph. */
-	r = pb_reader_init(buf, len);
 	while ((rc = pb_next(&r, &f, &why)) > 0) {
 		rc = 0;
 		if (f.num < GR_NFIELDS)
@@ -695,72 +734,80 @@ static int parse_graph_body(rd *c, const uint8_t *buf, size_t len,
 	     !(g->value_infos = alloc_array(counts[GR_VALUE_INFO],
 					    sizeof(onnx_value_info)))))
 		return oom(c);
+	return 0;
+}
 
-	r = pb_reader_init(buf, len);
-	while ((rc = pb_next(&r, &f, &why)) > 0) {
-		rc = 0;
-		onnx_value_info *v = NULL;
-		const char *what = NULL;
-		int idx = 0;
+static int graph_node(rd *c, const pb_field *f, onnx_graph *g)
+{
+	onnx_node *n;
+	int rc;
 
-		switch (f.num) {
-		case GR_NODE: {
-			if (f.wt != PB_WT_LEN) {
-				rc = wrong_wire(c, "GraphProto", "node", &f);
-				break;
-			}
-			onnx_node *n = &g->nodes[g->n_nodes++];
-			rc = parse_node(c, f.data, f.len, n);
-			if (rc && want_context(c))
-				mfs_error_prefix(c->err, "node %d (%s '%s'): ",
-						 g->n_nodes - 1,
-						 n->op_type ? n->op_type : "?",
-						 n->name ? n->name : "");
-			break;
-		}
-		case GR_INITIALIZER: {
-			onnx_initializer *in = &g->initializers[g->n_initializers++];
-			rc = parse_initializer(c, &f, in);
-			if (rc && want_context(c))
-				mfs_error_prefix(c->err, "initializer %d%s%s%s: ",
-						 g->n_initializers - 1,
-						 in->name ? " '" : "",
-						 in->name ? in->name : "",
-						 in->name ? "'" : "");
-			break;
-		}
-		case GR_INPUT:
-			v = &g->inputs[g->n_inputs++];
-			what = "input";
-			idx = g->n_inputs - 1;
-			break;
-		case GR_OUTPUT:
-			v = &g->outputs[g->n_outputs++];
-			what = "output";
-			idx = g->n_outputs - 1;
-			break;
-		case GR_VALUE_INFO:
-			v = &g->value_infos[g->n_value_infos++];
-			what = "value_info";
-			idx = g->n_value_infos - 1;
-			break;
-		default:
-			break;
-		}
-		if (v) {
-			if (f.wt != PB_WT_LEN)
-				rc = wrong_wire(c, "GraphProto", what, &f);
-			else
-				rc = parse_value_info(c, f.data, f.len, v);
-			if (rc && want_context(c))
-				mfs_error_prefix(c->err, "%s %d%s%s%s: ", what, idx,
-						 v->name ? " '" : "",
-						 v->name ? v->name : "",
-						 v->name ? "'" : "");
-		}
-		if (rc)
-			return rc;
+	if (f->wt != PB_WT_LEN)
+		return wrong_wire(c, "GraphProto", "node", f);
+	n = &g->nodes[g->n_nodes++];
+	rc = parse_node(c, f->data, f->len, n);
+	if (rc && want_context(c))
+		mfs_error_prefix(c->err, "node %d (%s '%s'): ", g->n_nodes - 1,
+				 n->op_type ? n->op_type : "?",
+				 n->name ? n->name : "");
+	return rc;
+}
+
+/* An input, output or value_info (kind) into v, the idx-th of its list. */
+static int graph_value_info(rd *c, const pb_field *f, const char *kind,
+			    onnx_value_info *v, int idx)
+{
+	int rc = f->wt != PB_WT_LEN ? wrong_wire(c, "GraphProto", kind, f)
+		 : parse_value_info(c, f->data, f->len, v);
+	return in_element(c, rc, kind, idx, v->name);
+}
+
+/* One field of a GraphProto into g (the name was taken when counting). */
+static int read_graph_field(rd *c, const pb_field *f, onnx_graph *g)
+{
+	onnx_initializer *in;
+	int rc;
+
+	switch (f->num) {
+	case GR_NODE:
+		return graph_node(c, f, g);
+	case GR_INITIALIZER:
+		in = &g->initializers[g->n_initializers++];
+		rc = parse_initializer(c, f, in);
+		return in_element(c, rc, "initializer", g->n_initializers - 1,
+				  in->name);
+	case GR_INPUT:
+		g->n_inputs++;
+		return graph_value_info(c, f, "input", &g->inputs[g->n_inputs - 1],
+					g->n_inputs - 1);
+	case GR_OUTPUT:
+		g->n_outputs++;
+		return graph_value_info(c, f, "output", &g->outputs[g->n_outputs - 1],
+					g->n_outputs - 1);
+	case GR_VALUE_INFO:
+		g->n_value_infos++;
+		return graph_value_info(c, f, "value_info",
+					&g->value_infos[g->n_value_infos - 1],
+					g->n_value_infos - 1);
+	default:
+		return 0;
 	}
+}
+
+static int parse_graph_body(rd *c, const uint8_t *buf, size_t len,
+			    onnx_graph *g)
+{
+	pb_reader r;
+	pb_field f;
+	const char *why = NULL;
+	int rc;
+
+	if ((rc = alloc_graph_arrays(c, buf, len, g)))
+		return rc;
+	r = pb_reader_init(buf, len);
+	while ((rc = pb_next(&r, &f, &why)) > 0)
+		if ((rc = read_graph_field(c, &f, g)))
+			return rc;
 	if (rc < 0)
 		return malformed(c, "GraphProto", why);
 	return default_string(c, &g->name);
@@ -785,7 +832,7 @@ static void graph_release(onnx_graph *g)
 {
 	free(g->name);
 	for (int i = 0; i < g->n_nodes; i++)
-		node_release(&g->nodes[i]);
+		onnx_node_release(&g->nodes[i]);
 	free(g->nodes);
 	for (int i = 0; i < g->n_initializers; i++) {
 		free(g->initializers[i].name);
@@ -1030,6 +1077,13 @@ const onnx_attr *onnx_node_attr(const onnx_node *n, const char *name)
 		if (n->attrs[i].name && !strcmp(n->attrs[i].name, name))
 			return &n->attrs[i];
 	return NULL;
+}
+
+const char *onnx_node_label(const onnx_node *n)
+{
+	if (n->name && *n->name)
+		return n->name;
+	return n->n_outputs && n->outputs[0] ? n->outputs[0] : "?";
 }
 
 int64_t onnx_attr_int(const onnx_node *n, const char *name, int64_t def)

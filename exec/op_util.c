@@ -48,7 +48,5 @@ int mfs_op_fail(mfs_op_ctx *ctx, int code, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return mfs_fail(ctx->err, code, "%s '%s': %s", ctx->node->op_type,
-			ctx->node->name && *ctx->node->name ? ctx->node->name
-			: (ctx->node->n_outputs ? ctx->node->outputs[0] : "?"),
-			msg);
+			onnx_node_label(ctx->node), msg);
 }

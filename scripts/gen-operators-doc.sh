@@ -69,8 +69,8 @@ awk '/^[a-z-]+: [0-9]+\/[0-9]+ passed/ {
 
 cat <<'EOF'
 
-`tests/conformance/expected-pass.txt` lists the passing cases;
-`make test` fails on any regression.
+`tests/conformance/expected-pass.txt` lists the passing cases (`make
+docs` adds new ones); `make test` fails on any regression.
 
 ## Cases that do not pass
 

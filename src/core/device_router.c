@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend.h"
+#include "engine.h"
 #include "log.h"
 #include "ocl_backend.h"
 
@@ -48,7 +48,7 @@ int mfs_router_opencl(const char *selector, mfs_backend **out, mfs_error *err)
 				s->backend = b;
 				s->next = ocl_list;
 				ocl_list = s;
-				mfs_log_debug("OpenCL engine on %s", b->iface->name(b));
+				mfs_log_debug("OpenCL engine on %s", mfs_backend_name(b));
 			}
 		}
 	}
@@ -157,7 +157,7 @@ static void set_cpu(mfs_placement *p)
 
 static void set_opencl(mfs_placement *p, mfs_backend *b)
 {
-	const char *name = b->iface->name(b);
+	const char *name = mfs_backend_name(b);
 	p->backend = b;
 	snprintf(p->device, sizeof(p->device), "opencl");
 	snprintf(p->opencl_name, sizeof(p->opencl_name), "%s",
@@ -219,7 +219,7 @@ int mfs_route(const mfs_graph *graph, const mfs_model_config *cfg,
 			snprintf(p->note, sizeof(p->note), "auto: cpu %.3f ms (opencl failed: %s)",
 				 p->cpu_ms, oerr.msg);
 		} else {
-			const char *name = ocl->iface->name(ocl);
+			const char *name = mfs_backend_name(ocl);
 			p->measured = true;
 			if (p->opencl_ms < p->cpu_ms)
 				set_opencl(p, ocl);

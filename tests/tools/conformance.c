@@ -11,6 +11,8 @@
  * counts and, with --expected, fails (exit 1) only when a case listed there
  * no longer passes: the list is the regression baseline committed in
  * tests/conformance/expected-pass.txt.  Names in lists are "folder/case".
+ * --write-passing writes every passing case, sorted, in that form (`make
+ * docs` updates the lists with it: scripts/update-pass-list.sh).
  *
  * --device opencl runs the cases on the OpenCL engine (exec/ocl_backend.c)
  * of the device SELECTOR picks (ocl_device.h).  The device is opened once
@@ -48,7 +50,9 @@ enum outcome { PASS = 0, MISMATCH = 1, UNSUPPORTED = 2, ERROR = 3, CRASH = 4, TI
 static const char *const outcome_names[] = { "pass", "mismatch", "unsupported",
 					     "error", "crash", "timeout" };
 
-/* The operators the foundation issue names as the first set (NOTES.md). */
+/* The first set: the operators of PyTorch's exports of ResNet,
+ * MobileNetV2, a BERT-like encoder and an MLP (the ONNX section of the
+ * project's engineering notes). */
 static const char *const first_set[] = {
 	"Conv", "BatchNormalization", "Relu", "Clip", "MaxPool", "AveragePool",
 	"GlobalAveragePool", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Erf",
@@ -393,7 +397,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "conformance: %s\n", err.msg);
 			return 2;
 		}
-		printf("device: %s\n", backend->iface->name(backend));
+		printf("device: %s\n", mfs_backend_name(backend));
 	} else if (strcmp(device, "cpu") != 0) {
 		fprintf(stderr, "conformance: --device: expected cpu or opencl[:SELECTOR]\n");
 		return 2;

@@ -1114,7 +1114,7 @@ static void test_tensor_size_limit(void **state)
 	mfs_graph_free(m);
 }
 
-/* One compiled model, four execution contexts on four threads. */
+/* One compiled graph, four execution contexts on four threads. */
 struct worker {
 	const mfs_graph *m;
 	int id, failures;
