@@ -21,7 +21,7 @@ BUILD    ?= build
 SAN      ?=
 OPT      ?= -O2
 
-PKGS      := fuse3 jansson
+PKGS      := fuse3 jansson libsystemd
 # Asked of pkg-config when first used, never at parse time: on a fresh
 # machine `make run` parses this file before `deps` has installed the
 # packages (the -dev packages' flags would be empty for the whole run).
