@@ -133,6 +133,7 @@ run_conformance conformance build/tools/conformance
 run_conformance conformance-opencl build/tools/conformance \
 	tests/conformance/expected-pass-opencl.txt --device opencl --first-set
 run_bats e2e "$PWD/modelfs" tests/e2e/*.bats
+run_bats install "$PWD/modelfs" tests/install/*.bats
 run_unit unit-asan build/asan
 run_conformance conformance-asan build/asan/tools/conformance
 run_bats e2e-asan "$PWD/build/asan/modelfs" tests/e2e/*.bats
