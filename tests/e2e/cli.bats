@@ -138,3 +138,39 @@ teardown() {
 	done
 	! pgrep -f "modelfs examples mnt"
 }
+
+@test "under systemd (NOTIFY_SOCKET): READY=1 once every model is READY, STOPPING=1 on SIGTERM" {
+	DIR=$(mktemp -d)
+	mkdir "$DIR/mnt"
+	# systemd's side: on READY=1, look at the tree at once.
+	"$PY" -c '
+import os, socket, sys
+sock, mnt, out = sys.argv[1:]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sock)
+s.settimeout(60)
+with open(out, "w") as f:
+    for _ in range(2):
+        msg = s.recv(4096).decode()
+        f.write(msg.replace("\n", " ") + "\n")
+        if "READY=1" in msg:
+            for m in sorted(os.listdir(mnt)):
+                if not m.startswith("."):
+                    f.write(m + ": " + open(os.path.join(mnt, m, "status")).read().split()[0] + "\n")
+        f.flush()
+' "$DIR/notify" "$DIR/mnt" "$DIR/got" 3>&- &
+	local listener=$!
+	wait_until 5 test -S "$DIR/notify"
+	MNT="$DIR/mnt" DAEMON_LOG="$DIR/log"
+	NOTIFY_SOCKET="$DIR/notify" "$MODELFS" -f "$EXAMPLES" "$MNT" 2>"$DAEMON_LOG" 3>&- &
+	DAEMON_PID=$!
+	wait_until 30 grep -q "^mlp: " "$DIR/got"
+	cat "$DIR/got"
+	grep -q "^READY=1 STATUS=serving $EXAMPLES on $MNT" "$DIR/got"
+	[ "$(grep -c ': READY$' "$DIR/got")" -eq 3 ]
+	kill -TERM "$DAEMON_PID"
+	daemon_finished_cleanly
+	wait "$listener"
+	tail -1 "$DIR/got" | grep -q "^STOPPING=1"
+	MNT=
+}
