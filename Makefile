@@ -262,6 +262,18 @@ uninstall:
 	! cmp -s dist/default-modelfs $(DESTDIR)$(SYSCONFDIR)/default/modelfs || \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/default/modelfs
 
+# `make deb`: the Debian package (debian/), built from a copy of the tree
+# in $(BUILD)/deb so that this build is not cleaned; lintian must find no
+# error.  Needs dpkg-dev, debhelper, lintian and the build dependencies.
+.PHONY: deb
+deb:
+	@sh scripts/install-deps.sh deb
+	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/modelfs
+	tar --anchored --exclude=./build --exclude=./modelfs --exclude=./mnt --exclude=./.git \
+		-cf - . | tar -xf - -C $(BUILD)/deb/modelfs
+	cd $(BUILD)/deb/modelfs && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error $(BUILD)/deb/modelfs_*.changes
+
 clean:
 	rm -rf build modelfs
 
