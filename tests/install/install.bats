@@ -99,7 +99,7 @@ mk() { make --no-print-directory -s -C "$TOP" "$@" > "$T/make.log" 2>&1 || { cat
 comp() {
 	COMP_WORDS=("$@") COMP_CWORD=$(($# - 1)) COMP_LINE="$*" COMP_POINT=${#COMP_LINE}
 	COMPREPLY=()
-	_modelfs
+	_modelfs "$MODELFS" "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"
 	printf '%s\n' "${COMPREPLY[@]}"
 }
 
@@ -108,11 +108,17 @@ comp() {
 	. /usr/share/bash-completion/bash_completion
 	. "$TOP/dist/bash-completion/modelfs"
 	compopt() { :; }    # only valid inside a real completion
-	[ "$(comp modelfs --poll)" = --poll-secs ]
+	[ "$(comp modelfs --poll)" = --poll-secs= ]
 	[ "$(comp modelfs --device o)" = opencl ]
+	[ "$(comp modelfs --log-level=d)" = debug ]
+	[ -z "$(comp modelfs --threads "")" ]
 	[ "$(comp modelfs -o allow_other,pol)" = allow_other,poll_secs= ]
+	[ "$(comp modelfs -o max_req)" = max_request_bytes= ]
 	[ "$(comp modelfs run --fo)" = --format ]
 	[ "$(comp modelfs run x --format n)" = npy ]
+	[ -z "$(comp modelfs run x --version "")" ]
+	# Every option of --help, from the binary itself.
+	[ "$(comp modelfs - | wc -l)" -eq "$("$MODELFS" --help | grep -c '^ *-')" ]
 	mount_repo "$EXAMPLES"
 	[ "$(comp modelfs run "$MNT/" | sort | tr '\n' ' ')" = "$MNT/add_sub $MNT/cnn $MNT/mlp " ]
 	[ "$(comp modelfs run "$MNT/m")" = "$MNT/mlp" ]
