@@ -21,7 +21,7 @@ BUILD    ?= build
 SAN      ?=
 OPT      ?= -O2
 
-PKGS      := fuse3 jansson
+PKGS      := fuse3 jansson libsystemd
 # Asked of pkg-config when first used, never at parse time: on a fresh
 # machine `make run` parses this file before `deps` has installed the
 # packages (the -dev packages' flags would be empty for the whole run).
@@ -235,6 +235,66 @@ docs: $(BUILD)/tools/list_ops $(BUILD)/tools/conformance
 		--device opencl --first-set
 	sh scripts/gen-operators-doc.sh $(BUILD)/tools/list_ops $(BUILD)/tools/conformance > docs/OPERATORS.md.tmp
 	mv docs/OPERATORS.md.tmp docs/OPERATORS.md
+
+# `make install` / `make uninstall` (GNU conventions: PREFIX, DESTDIR;
+# docs/DEPLOY.md).  No mount helper link: mount(8) runs mount.fuse3 for
+# type fuse.modelfs, and that runs `modelfs` found on PATH.  The OpenCL
+# kernels are inside the binary.  /etc/default/modelfs is installed only
+# when missing and removed only when unchanged.
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+DATADIR     ?= $(PREFIX)/share
+MANDIR      ?= $(DATADIR)/man
+DOCDIR      ?= $(DATADIR)/doc/modelfs
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+COMPLETIONDIR ?= $(DATADIR)/bash-completion/completions
+SYSCONFDIR  ?= /etc
+INSTALL     ?= install
+UNITS       := modelfs.service modelfs@.service
+DOC_FILES   := README.md $(wildcard docs/*.md)
+EXAMPLE_FILES := $(shell find examples -type f 2>/dev/null)
+
+.PHONY: install uninstall
+install: $(MODELFS)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/default
+	$(INSTALL) -m 755 $(MODELFS) $(DESTDIR)$(BINDIR)/modelfs
+	$(INSTALL) -m 644 man/modelfs.1 $(DESTDIR)$(MANDIR)/man1/
+	$(INSTALL) -m 644 man/modelfs-repository.5 $(DESTDIR)$(MANDIR)/man5/
+	for u in $(UNITS); do \
+		sed -e '/@service_body@/{r dist/systemd/service-body.in' -e 'd;}' \
+		    dist/systemd/$$u.in | sed 's|@bindir@|$(BINDIR)|g' > $(DESTDIR)$(UNITDIR)/$$u && \
+		chmod 644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; \
+	done
+	$(INSTALL) -m 644 dist/bash-completion/modelfs $(DESTDIR)$(COMPLETIONDIR)/modelfs
+	$(INSTALL) -m 644 $(DOC_FILES) $(DESTDIR)$(DOCDIR)/
+	for f in $(EXAMPLE_FILES); do \
+		$(INSTALL) -D -m $$(test -x $$f && echo 755 || echo 644) $$f $(DESTDIR)$(DOCDIR)/$$f || exit 1; \
+	done
+	$(INSTALL) -m 644 dist/default-modelfs $(DESTDIR)$(DOCDIR)/examples/default-modelfs
+	test -e $(DESTDIR)$(SYSCONFDIR)/default/modelfs || \
+		$(INSTALL) -m 644 dist/default-modelfs $(DESTDIR)$(SYSCONFDIR)/default/modelfs
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/modelfs $(DESTDIR)$(MANDIR)/man1/modelfs.1 \
+		$(DESTDIR)$(MANDIR)/man5/modelfs-repository.5 \
+		$(UNITS:%=$(DESTDIR)$(UNITDIR)/%) $(DESTDIR)$(COMPLETIONDIR)/modelfs
+	rm -rf $(DESTDIR)$(DOCDIR)
+	! cmp -s dist/default-modelfs $(DESTDIR)$(SYSCONFDIR)/default/modelfs || \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/default/modelfs
+
+# `make deb`: the Debian package (debian/), built from a copy of the tree
+# in $(BUILD)/deb so that this build is not cleaned; lintian must find no
+# error.  Needs dpkg-dev, debhelper, lintian and the build dependencies.
+.PHONY: deb
+deb:
+	@sh scripts/install-deps.sh deb
+	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/modelfs
+	tar --anchored --exclude=./build --exclude=./modelfs --exclude=./mnt --exclude=./.git \
+		-cf - . | tar -xf - -C $(BUILD)/deb/modelfs
+	cd $(BUILD)/deb/modelfs && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error $(BUILD)/deb/modelfs_*.changes
 
 clean:
 	rm -rf build modelfs

@@ -1,11 +1,14 @@
 #!/bin/sh
 # Install the Debian packages modelfs needs, only those missing.  Why each
-# is there: README.md, "Dependencies".
+# is there: README.md, "Dependencies".  `install-deps.sh deb`: also what
+# `make deb` needs.
 PACKAGES="build-essential pkg-config clang libclang-rt-14-dev \
 libfuse3-dev fuse3 libinotifytools0-dev libopenblas-dev libjansson-dev \
 libdnnl-dev ocl-icd-opencl-dev pocl-opencl-icd clinfo libclblast-dev \
-libcmocka-dev bats libomp-dev procps libonnx-testdata python3-onnx python3-numpy \
+libsystemd-dev libcmocka-dev bats mandoc prometheus bash-completion systemd python3-yaml libomp-dev procps libonnx-testdata python3-onnx python3-numpy \
 python3-torch python3-torchvision"
+# `make deb` also needs the packaging tools (not needed by make test).
+[ "${1:-}" = deb ] && PACKAGES="$PACKAGES dpkg-dev debhelper lintian"
 
 missing=""
 for p in $PACKAGES; do

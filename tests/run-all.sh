@@ -133,6 +133,8 @@ run_conformance conformance build/tools/conformance
 run_conformance conformance-opencl build/tools/conformance \
 	tests/conformance/expected-pass-opencl.txt --device opencl --first-set
 run_bats e2e "$PWD/modelfs" tests/e2e/*.bats
+run_bats install "$PWD/modelfs" tests/install/*.bats
+run_counted deploy /usr/bin/python3 tests/install/check_deploy.py "$PWD/modelfs"
 run_unit unit-asan build/asan
 run_conformance conformance-asan build/asan/tools/conformance
 run_bats e2e-asan "$PWD/build/asan/modelfs" tests/e2e/*.bats

@@ -13,8 +13,9 @@
  * libfuse 3.14.  Signals reach a handler that only writes the signal
  * number to a pipe (OpenBLAS and OpenMP start threads before main, so a
  * signal may land on a thread we did not create: blocking it in ours and
- * sigwait() would not be enough); one thread reads the pipe and, on a
- * signal, stops taking requests, lets queued and running ones finish (bounded), answers every
+ * sigwait() would not be enough); one thread reads the pipe.  SIGHUP
+ * asks the reloader to look at every model again (`systemctl reload`);
+ * SIGINT or SIGTERM stops taking requests, lets queued and running ones finish (bounded), answers every
  * stored read, and stops the loop; then the mount goes away.  A
  * `fusermount3 -u` from outside ends the loop the same way (ENODEV).
  */
@@ -32,6 +33,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <systemd/sd-daemon.h>
 
 #include "commands.h"
 #include "fs.h"
@@ -199,6 +202,7 @@ static void shut_down(daemon_ctx *d, const char *why)
 	if (!first)
 		return;
 	mfs_log_info("stopping (%s): no new requests; letting running ones finish", why);
+	sd_notify(0, "STOPPING=1");
 	mfs_fs_stop_accepting(d->fs);
 	/* No more reloads; stopped while the FUSE loop still runs, so a
 	 * reload's notification to the kernel can never wait on a loop that
@@ -228,19 +232,26 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
-/* Byte 0 on the pipe: the loop ended by itself (unmounted from outside). */
+/* SIGHUP: rescan, and go on reading.  Byte 0 on the pipe: the loop
+ * ended by itself (unmounted from outside). */
 static void *signal_thread(void *arg)
 {
 	daemon_ctx *d = arg;
 	unsigned char sig = 0;
 	ssize_t n;
-	do
-		n = read(sig_pipe[0], &sig, 1);
-	while (n < 0 && errno == EINTR);
+	for (;;) {
+		do
+			n = read(sig_pipe[0], &sig, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1 || sig != SIGHUP)
+			break;
+		mfs_log_info("SIGHUP: looking at every model in the repository again");
+		mfs_reloader_rescan(d->reloader);
+	}
 	if (n != 1 || sig == 0)
 		shut_down(d, "the filesystem was unmounted");
 	else
-		shut_down(d, sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP");
+		shut_down(d, sig == SIGINT ? "SIGINT" : "SIGTERM");
 	return NULL;
 }
 
@@ -392,6 +403,9 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 		goto unmount;
 	}
 	mfs_log_info("serving '%s' on '%s' (%d compute threads)", repo, mnt, threads);
+	/* systemd's Type=notify: every model has been loaded and the mount
+	 * is there (nothing happens without $NOTIFY_SOCKET). */
+	sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s", repo, mnt);
 	if (notify_fd >= 0) {
 		/* Daemon: detach from the terminal now that start-up worked. */
 		int nullfd = open("/dev/null", O_RDWR);

@@ -47,7 +47,8 @@ const char *mfs_options_usage(void)
 	       "  --max-request-bytes=N     largest request accepted, K/M/G suffixes (1G)\n"
 	       "  --request-ttl-secs=N      abandoned request directories expire (300)\n"
 	       "  --log-level=LEVEL         error|warn|info|debug (info)\n"
-	       "  -o OPT[,OPT...]           FUSE mount options (allow_other, default_permissions, ...)\n"
+	       "  -o OPT[,OPT...]           FUSE mount options (allow_other, default_permissions, ...);\n"
+	       "                            every option above also as -o name=value (poll_secs=5)\n"
 	       "  -h, --help                this text\n"
 	       "  -V, --version             print the version\n";
 }
@@ -113,11 +114,28 @@ static int append_fuse_opt(mfs_options *o, const char *opt, mfs_error *err)
 }
 
 /* Options that take a value; the value is given with '=' or as the next
- * argument. */
+ * argument, or as `-o name=value` (see split_mount_opts). */
 static const char *const valued[] = {
 	"device", "opencl-device", "poll-secs", "reload-quiet-ms", "threads",
 	"max-request-bytes", "request-ttl-secs", "log-level", NULL
 };
+
+/* The entry of valued[] named by the first len bytes of name, NULL if
+ * none.  With mount_style, '_' in name stands for '-' (poll_secs). */
+static const char *find_valued(const char *name, size_t len, bool mount_style)
+{
+	for (int k = 0; valued[k]; k++) {
+		if (strlen(valued[k]) != len)
+			continue;
+		size_t i = 0;
+		while (i < len && (name[i] == valued[k][i] ||
+				   (mount_style && name[i] == '_' && valued[k][i] == '-')))
+			i++;
+		if (i == len)
+			return valued[k];
+	}
+	return NULL;
+}
 
 static int set_valued(mfs_options *o, const char *name, const char *val,
 		      mfs_error *err)
@@ -167,6 +185,34 @@ static int set_valued(mfs_options *o, const char *name, const char *val,
 	return 0;
 }
 
+static int set_valued(mfs_options *o, const char *name, const char *val,
+		      mfs_error *err);
+
+/* `-o a,b=c,...`: mount(8) and fstab hand every option over this way
+ * (mount.fuse3 runs `modelfs SOURCE MOUNTPOINT -o OPTS`), so each
+ * daemon option is also accepted as `-o name=value` (poll_secs=5, or
+ * poll-secs=5); the rest go to FUSE.  Values cannot hold a comma. */
+static int split_mount_opts(mfs_options *o, const char *list, mfs_error *err)
+{
+	char *copy = strdup(list), *save = NULL;
+	int r = 0;
+	if (!copy)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	for (char *opt = strtok_r(copy, ",", &save); opt && r == 0;
+	     opt = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(opt, '=');
+		const char *known = find_valued(opt, eq ? (size_t)(eq - opt) : strlen(opt), true);
+		if (!known)
+			r = append_fuse_opt(o, opt, err);
+		else if (!eq)
+			r = mfs_fail(err, EINVAL, "-o %s needs a value (-o %s=VALUE)", opt, opt);
+		else
+			r = set_valued(o, known, eq + 1, err);
+	}
+	free(copy);
+	return r;
+}
+
 static int set_operand(mfs_options *o, const char *arg, mfs_error *err)
 {
 	char **slot = !o->repository ? &o->repository
@@ -205,16 +251,13 @@ int mfs_options_parse(mfs_options *o, int argc, char **argv, mfs_error *err)
 			const char *v = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!v || !*v)
 				return mfs_fail(err, EINVAL, "-o needs a mount option");
-			if ((r = append_fuse_opt(o, v, err)) < 0)
+			if ((r = split_mount_opts(o, v, err)) < 0)
 				return r;
 		} else if (a[1] == '-') {
 			const char *name = a + 2;
 			const char *eq = strchr(name, '=');
 			size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-			const char *known = NULL;
-			for (int k = 0; valued[k]; k++)
-				if (strlen(valued[k]) == nlen && strncmp(valued[k], name, nlen) == 0)
-					known = valued[k];
+			const char *known = find_valued(name, nlen, false);
 			if (!known)
 				return mfs_fail(err, EINVAL, "unknown option '%s' (see --help)", a);
 			const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);

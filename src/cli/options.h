@@ -24,7 +24,7 @@ typedef struct mfs_options {
 	uint64_t max_request_bytes;   /* --max-request-bytes */
 	int request_ttl_secs;         /* --request-ttl-secs */
 	int log_level;                /* mfs_log_level */
-	char *fuse_opts;              /* -o, comma-joined; NULL if none */
+	char *fuse_opts;              /* -o items that are not ours, comma-joined; NULL if none */
 	char *repository;             /* as given */
 	char *mountpoint;             /* as given */
 	bool help;                    /* --help / -h: nothing else is checked */

@@ -73,23 +73,45 @@ teardown() {
 	! mountpoint -q "$DIR"
 }
 
-@test "SIGINT and SIGHUP stop it cleanly too; fusermount3 -u as well" {
-	for sig in INT HUP; do
-		mount_repo "$EXAMPLES"
-		cat "$MNT/.index.json" > /dev/null
-		kill -$sig "$DAEMON_PID"
-		daemon_finished_cleanly
-		! mountpoint -q "$MNT"
-		grep -q "stopping (SIG$sig)" "$DAEMON_LOG"
-		rmdir "$MNT"
-		MNT=
-	done
+@test "SIGINT stops it cleanly too; fusermount3 -u as well" {
+	mount_repo "$EXAMPLES"
+	cat "$MNT/.index.json" > /dev/null
+	kill -INT "$DAEMON_PID"
+	daemon_finished_cleanly
+	! mountpoint -q "$MNT"
+	grep -q "stopping (SIGINT)" "$DAEMON_LOG"
+	rmdir "$MNT"
+	MNT=
 	mount_repo "$EXAMPLES"
 	fusermount3 -u "$MNT"
 	daemon_finished_cleanly
 	grep -q "stopping (the filesystem was unmounted)" "$DAEMON_LOG"
 	rmdir "$MNT"
 	MNT=
+}
+
+@test "SIGHUP rescans the repository and keeps serving (systemctl reload)" {
+	DIR=$(mktemp -d)
+	cp -r "$EXAMPLES/add_sub" "$DIR/"
+	# Polling once an hour, given as a mount option: only SIGHUP can
+	# make it see the new model within the test.
+	mount_repo "$DIR" -o poll_secs=3600,reload_quiet_ms=50
+	[[ "$(cat "$MNT/add_sub/status")" == "READY 1 cpu"* ]]
+	cp -r "$EXAMPLES/add_sub" "$DIR/add_sub2"
+	sed -i 's/^name: "add_sub"/name: "add_sub2"/' "$DIR/add_sub2/config.pbtxt"
+	sleep 0.3
+	[ ! -e "$MNT/add_sub2" ]
+	kill -HUP "$DAEMON_PID"
+	for i in $(seq 1 100); do
+		[[ "$(cat "$MNT/add_sub2/status" 2>/dev/null)" == "READY 1"* ]] && break
+		sleep 0.05
+	done
+	[[ "$(cat "$MNT/add_sub2/status")" == "READY 1"* ]]
+	# Still serving the model that did not change, and still mounted.
+	[[ "$(cat "$MNT/add_sub/status")" == "READY 1 cpu"* ]]
+	kill -0 "$DAEMON_PID"
+	grep -q "SIGHUP: looking at every model" "$DAEMON_LOG"
+	! grep -q "model 'add_sub': repository change handled.*[1-9] failure" "$DAEMON_LOG"
 }
 
 @test "-o passes FUSE mount options" {
@@ -115,4 +137,40 @@ teardown() {
 		sleep 0.05
 	done
 	! pgrep -f "modelfs examples mnt"
+}
+
+@test "under systemd (NOTIFY_SOCKET): READY=1 once every model is READY, STOPPING=1 on SIGTERM" {
+	DIR=$(mktemp -d)
+	mkdir "$DIR/mnt"
+	# systemd's side: on READY=1, look at the tree at once.
+	"$PY" -c '
+import os, socket, sys
+sock, mnt, out = sys.argv[1:]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sock)
+s.settimeout(60)
+with open(out, "w") as f:
+    for _ in range(2):
+        msg = s.recv(4096).decode()
+        f.write(msg.replace("\n", " ") + "\n")
+        if "READY=1" in msg:
+            for m in sorted(os.listdir(mnt)):
+                if not m.startswith("."):
+                    f.write(m + ": " + open(os.path.join(mnt, m, "status")).read().split()[0] + "\n")
+        f.flush()
+' "$DIR/notify" "$DIR/mnt" "$DIR/got" 3>&- &
+	local listener=$!
+	wait_until 5 test -S "$DIR/notify"
+	MNT="$DIR/mnt" DAEMON_LOG="$DIR/log"
+	NOTIFY_SOCKET="$DIR/notify" "$MODELFS" -f "$EXAMPLES" "$MNT" 2>"$DAEMON_LOG" 3>&- &
+	DAEMON_PID=$!
+	wait_until 30 grep -q "^mlp: " "$DIR/got"
+	cat "$DIR/got"
+	grep -q "^READY=1 STATUS=serving $EXAMPLES on $MNT" "$DIR/got"
+	[ "$(grep -c ': READY$' "$DIR/got")" -eq 3 ]
+	kill -TERM "$DAEMON_PID"
+	daemon_finished_cleanly
+	wait "$listener"
+	tail -1 "$DIR/got" | grep -q "^STOPPING=1"
+	MNT=
 }

@@ -115,3 +115,24 @@ make_test_repo() {
 slow_input() {
 	"$PY" -c "import numpy as np; np.save('$1', np.random.default_rng(${2:-1}).random((1, 256, 1024), dtype=np.float32))"
 }
+
+# wait_until SECONDS COMMAND...: poll every 20 ms.
+wait_until() {
+	local limit=$1 i
+	shift
+	for i in $(seq 1 $((limit * 50))); do
+		if "$@" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.02
+	done
+	echo "timed out after $limit s waiting for: $*" >&2
+	return 1
+}
+
+# add_sub_repo DIR: a repository of examples/add_sub alone (no samples).
+add_sub_repo() {
+	mkdir -p "$1"
+	cp -r "$EXAMPLES/add_sub" "$1/"
+	rm -rf "$1/add_sub/samples"
+}

@@ -8,9 +8,7 @@ load helpers
 setup() {
 	T="$BATS_TEST_TMPDIR"
 	REPO="$T/repo"
-	mkdir -p "$REPO"
-	cp -r "$EXAMPLES/add_sub" "$REPO/"
-	rm -rf "$REPO/add_sub/samples"
+	add_sub_repo "$REPO"
 }
 
 teardown() {
@@ -19,20 +17,6 @@ teardown() {
 	[ -z "${CLIENTS_PID:-}" ] || { touch "$T/stop"; wait "$CLIENTS_PID" 2>/dev/null || true; }
 	[ -z "${HELD_PID:-}" ] || { touch "$T/removed"; kill "$HELD_PID" 2>/dev/null; wait "$HELD_PID" 2>/dev/null || true; }
 	unmount_repo
-}
-
-# wait_until SECONDS COMMAND...: poll every 20 ms.
-wait_until() {
-	local limit=$1 i
-	shift
-	for i in $(seq 1 $((limit * 50))); do
-		if "$@" 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.02
-	done
-	echo "timed out after $limit s waiting for: $*" >&2
-	return 1
 }
 
 status_has() { grep -q -- "$2" "$MNT/$1/status"; }

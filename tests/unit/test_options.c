@@ -69,6 +69,44 @@ static void test_every_option(void **state)
 	mfs_options_release(&o);
 }
 
+/* mount(8) and fstab pass everything as -o (mount.fuse3): the daemon's
+ * own options are split out, the rest stay FUSE options. */
+static void test_daemon_options_as_mount_options(void **state)
+{
+	(void)state;
+	mfs_options o;
+	mfs_error err;
+	char *argv[] = { "modelfs", "/srv/models", "/mnt/models", "-o",
+			 "rw,allow_other,poll_secs=5,threads=2,device=cpu,log-level=warn,"
+			 "max_request_bytes=8M,opencl_device=NVIDIA,nodev" };
+	assert_int_equal(parse(&o, &err, 5, argv), 0);
+	assert_int_equal(o.poll_secs, 5);
+	assert_int_equal(o.threads, 2);
+	assert_int_equal(o.device, MFS_DEVICE_CPU);
+	assert_int_equal(o.log_level, MFS_LOG_WARN);
+	assert_true(o.max_request_bytes == 8ull << 20);
+	assert_string_equal(o.opencl_device, "NVIDIA");
+	assert_string_equal(o.fuse_opts, "rw,allow_other,nodev");
+	mfs_options_release(&o);
+
+	/* Only daemon options: no FUSE options left. */
+	char *argv2[] = { "modelfs", "-oreload_quiet_ms=10", "r", "m" };
+	assert_int_equal(parse(&o, &err, 4, argv2), 0);
+	assert_int_equal(o.reload_quiet_ms, 10);
+	assert_null(o.fuse_opts);
+	mfs_options_release(&o);
+
+	/* A bad value or a missing one names the option. */
+	char *argv3[] = { "modelfs", "-o", "allow_other,threads=0", "r", "m" };
+	assert_int_equal(parse(&o, &err, 5, argv3), -EINVAL);
+	assert_non_null(strstr(err.msg, "--threads"));
+	mfs_options_release(&o);
+	char *argv4[] = { "modelfs", "-o", "poll_secs", "r", "m" };
+	assert_int_equal(parse(&o, &err, 5, argv4), -EINVAL);
+	assert_non_null(strstr(err.msg, "poll_secs=VALUE"));
+	mfs_options_release(&o);
+}
+
 static void test_errors_name_the_option(void **state)
 {
 	(void)state;
@@ -123,6 +161,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_every_option),
+		cmocka_unit_test(test_daemon_options_as_mount_options),
 		cmocka_unit_test(test_errors_name_the_option),
 		cmocka_unit_test(test_help_and_version_win),
 	};

@@ -116,6 +116,11 @@ static void mark_all(mfs_reloader *rl)
 		mfs_registry_snapshot_free(ms, n);
 }
 
+void mfs_reloader_rescan(mfs_reloader *rl)
+{
+	on_change(rl, NULL);
+}
+
 /* ---- per-model records (loader only) ---- */
 
 static mrec *find_rec(mfs_reloader *rl, const char *name, bool add)

@@ -45,6 +45,12 @@ void mfs_reloader_set_callback(mfs_reloader *rl, void (*changed)(void *, const c
 			       void *ctx);
 int mfs_reloader_run(mfs_reloader *rl, mfs_error *err);
 
+/* Look at every model again, as after an inotify overflow (SIGHUP,
+ * `systemctl reload`): models found changed are reloaded, new ones
+ * loaded, vanished ones unloaded; unchanged ones are left alone.  Only
+ * queues the work for the loader thread; safe from any thread. */
+void mfs_reloader_rescan(mfs_reloader *rl);
+
 /* Reconcile one model now, on the caller's thread (tests; the loader
  * thread uses the same).  Returns the number of failures. */
 int mfs_reloader_reconcile(mfs_reloader *rl, const char *model);
