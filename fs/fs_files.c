@@ -80,7 +80,7 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 {
 	mfs_fs *fs = fuse_req_userdata(freq);
 	target p;
-	mfs_format fmt;
+	mfs_file_info info;
 	(void)mode;
 	if (fs_resolve(fs, parent, &p) < 0) {
 		fuse_reply_err(freq, ENOENT);
@@ -91,15 +91,20 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		fs_target_release(&p);
 		return;
 	}
-	if (fs_rfile_index(name) >= 0 || fs_output_file(p.req, name, &fmt) >= 0) {
-		fuse_reply_err(freq, fs_rfile_index(name) >= 0 ? EROFS : EACCES);
+	if (fs_rfile_index(name) >= 0) {
+		fuse_reply_err(freq, EROFS);
 		fs_target_release(&p);
 		return;
 	}
-	bool existed = mfs_request_input_file_size(p.req, name) >= 0;
+	if (mfs_request_find_file(p.req, name, &info) == MFS_FILE_OUTPUT) {
+		fuse_reply_err(freq, EACCES);
+		fs_target_release(&p);
+		return;
+	}
+	bool existed = info.kind == MFS_FILE_INPUT;
 	pthread_mutex_lock(&fs->lock);
 	node *pn = fs_node_find(fs, parent);
-	node *c = pn && !pn->dead ? fs_node_child(pn, name) : NULL;
+	node *c = pn && !pn->dead ? fs_node_child(fs, pn, name) : NULL;
 	if (c && (c->kind != N_RFILE || c->sub != RF_INPUT)) {
 		fs_node_kill(fs, c);
 		c = NULL;
@@ -167,9 +172,7 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		}
 		at = h->wlen;   /* a stream: offsets do not matter */
 	} else {
-		int64_t mine = mfs_request_input_file_size(h->req, h->name);
-		uint64_t others = mfs_request_input_bytes(h->req) - (mine > 0 ? (uint64_t)mine : 0);
-		max = others < max ? max - others : 0;
+		max = mfs_request_room(h->req, h->name);
 	}
 	if ((uint64_t)at + size > max) {
 		/* The file is refused: nothing of it is committed at close. */
@@ -233,7 +236,8 @@ static int commit_input(mfs_fs *fs, handle *h, bool final)
 	if (rc == 0)
 		h->created = false;
 	pthread_mutex_unlock(&h->lock);
-	if (rc < 0 && created && mfs_request_input_file_size(h->req, h->name) < 0) {
+	mfs_file_info fi;
+	if (rc < 0 && created && mfs_request_find_file(h->req, h->name, &fi) != MFS_FILE_INPUT) {
 		/* A new file that was refused leaves no entry behind. */
 		pthread_mutex_lock(&fs->lock);
 		node *n = fs_node_find(fs, h->ino);
@@ -264,12 +268,17 @@ void fs_op_release(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(freq, 0);
 }
 
+/* fsync on an input commits what was written so far, as close() would,
+ * and returns the same error; the file stays open and later writes are
+ * committed again.  Nothing else has anything to make durable. */
 void fs_op_fsync(fuse_req_t freq, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
+	mfs_fs *fs = fuse_req_userdata(freq);
+	handle *h = (handle *)(uintptr_t)fi->fh;
 	(void)ino;
 	(void)datasync;
-	(void)fi;
-	fuse_reply_err(freq, 0);
+	int rc = h->kind == H_INPUT ? commit_input(fs, h, false) : 0;
+	fuse_reply_err(freq, -rc);
 }
 
 void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off)
@@ -438,12 +447,10 @@ void fs_op_read(fuse_req_t freq, fuse_ino_t ino, size_t size, off_t off,
 		pthread_mutex_lock(&h->lock);
 		bool have = h->have_content;
 		pthread_mutex_unlock(&h->lock);
-		if (!have && mfs_request_state(h->req) != MFS_REQ_DONE &&
-		    mfs_request_state(h->req) != MFS_REQ_FAILED &&
-		    mfs_request_state(h->req) != MFS_REQ_WAITING) {
-			if (fs_wait_read(fs, freq, h, h->req, size, off) == 1)
-				return;
-		}
+		mfs_req_state st = have ? MFS_REQ_DONE : mfs_request_state(h->req);
+		if ((st == MFS_REQ_QUEUED || st == MFS_REQ_RUNNING) &&
+		    fs_wait_read(fs, freq, h, h->req, size, off) == 1)
+			return;
 		fs_answer_output(freq, h, size, off);
 		return;
 	}

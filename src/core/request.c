@@ -26,6 +26,7 @@ typedef struct input_slot {
 	char *blob;                /* the file's bytes, to read back */
 	size_t blob_len;
 	int graph_idx;
+	mfs_shape model_shape;     /* t's shape as the graph sees it (config reshape) */
 } input_slot;
 
 /* A file whose name starts with '.': a temporary a tool writes before
@@ -198,7 +199,6 @@ void mfs_request_put(mfs_request *r)
 
 const char *mfs_request_name(const mfs_request *r) { return r->name; }
 mfs_version *mfs_request_version(const mfs_request *r) { return r->v; }
-uint64_t mfs_request_max_bytes(const mfs_request *r) { return r->max_bytes; }
 
 mfs_req_state mfs_request_state(mfs_request *r)
 {
@@ -208,7 +208,7 @@ mfs_req_state mfs_request_state(mfs_request *r)
 	return s;
 }
 
-int mfs_request_input_index(const mfs_request *r, const char *name)
+static int input_index(const mfs_request *r, const char *name)
 {
 	for (int i = 0; i < r->n_in; i++)
 		if (strcmp(r->cfg->inputs[i].name, name) == 0)
@@ -216,7 +216,7 @@ int mfs_request_input_index(const mfs_request *r, const char *name)
 	return -1;
 }
 
-int mfs_request_output_index(const mfs_request *r, const char *name)
+static int output_index(const mfs_request *r, const char *name)
 {
 	for (int i = 0; i < r->n_out; i++)
 		if (strcmp(r->cfg->outputs[i].name, name) == 0)
@@ -235,13 +235,6 @@ static uint64_t input_bytes_locked(const mfs_request *r)
 	return n;
 }
 
-uint64_t mfs_request_input_bytes(mfs_request *r)
-{
-	pthread_mutex_lock(&r->lock);
-	uint64_t n = input_bytes_locked(r);
-	pthread_mutex_unlock(&r->lock);
-	return n;
-}
 
 /* Record an error for $req/error and the log (lock held). */
 static int record(mfs_request *r, int rc, const mfs_error *err)
@@ -300,11 +293,10 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 	for (int i = 0; i < r->n_in; i++) {
 		input_slot *s = &r->in[i];
 		if (s->present) {
-			/* The model may see another shape (config reshape); the
-			 * data is the same row-major bytes. */
-			mfs_shape model_shape;
-			if (mfs_config_input_to_model(r->cfg, i, &s->t.shape, &model_shape, err) == 0)
-				s->t.shape = model_shape;
+			/* The model may see another shape (config reshape),
+			 * found when the input was set; the data is the same
+			 * row-major bytes. */
+			s->t.shape = s->model_shape;
 			r->run_in[s->graph_idx] = s->t;
 			s->t = (mfs_tensor){ 0 };
 		}
@@ -441,7 +433,7 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 	}
 	memcpy(name, filename, name_len);
 	name[name_len] = '\0';
-	int idx = mfs_request_input_index(r, name);
+	int idx = input_index(r, name);
 	if (idx < 0) {
 		rc = record(r, mfs_fail(err, ENOENT, "'%s': model '%s' has no input named '%s'",
 					filename, r->v->model_name, name), err);
@@ -471,8 +463,8 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 			      name, t.shape.dims[0], r->cfg->max_batch_size);
 		mfs_tensor_release(&t);
 	}
+	mfs_shape model_shape;
 	if (rc == 0) {
-		mfs_shape model_shape;
 		rc = mfs_config_input_to_model(r->cfg, idx, &t.shape, &model_shape, err);
 		if (rc < 0)
 			mfs_tensor_release(&t);
@@ -503,6 +495,7 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 	s->filename = fname;
 	s->blob = blob;
 	s->blob_len = len;
+	s->model_shape = model_shape;
 	r->decode_ns += mfs_now_ns() - t0;
 	if (!r->have_fmt) {
 		r->have_fmt = true;
@@ -534,8 +527,14 @@ int mfs_request_submit_tensors(mfs_request *r, mfs_tensor *tensors,
 	for (int i = 0; i < r->n_in; i++) {
 		clear_slot(&r->in[i]);
 		if (tensors[i].dtype != MFS_DT_UNDEFINED) {
+			mfs_error ignored;
 			r->in[i].t = tensors[i];
 			r->in[i].present = true;
+			/* The infer file's parser checked the shape; a shape
+			 * that does not map goes to the engine as given. */
+			if (mfs_config_input_to_model(r->cfg, i, &tensors[i].shape,
+						      &r->in[i].model_shape, &ignored) < 0)
+				r->in[i].model_shape = tensors[i].shape;
 		}
 		tensors[i] = (mfs_tensor){ 0 };
 	}
@@ -594,14 +593,49 @@ int mfs_request_remove_input(mfs_request *r, const char *filename)
 	return s || i >= 0 ? 0 : -ENOENT;
 }
 
-int64_t mfs_request_input_file_size(mfs_request *r, const char *filename)
+/* Bytes held by the committed input or temporary named filename, or -1
+ * (lock held). */
+static int64_t file_size_locked(mfs_request *r, const char *filename)
+{
+	input_slot *s = slot_by_file(r, filename);
+	int i = s ? -1 : find_staged(r, filename);
+	return s ? (int64_t)s->blob_len : i >= 0 ? (int64_t)r->staged[i].len : -1;
+}
+
+mfs_file_kind mfs_request_find_file(mfs_request *r, const char *filename,
+				    mfs_file_info *info)
+{
+	size_t nl;
+	char base[256];
+	int f = mfs_format_split_filename(filename, &nl);
+	memset(info, 0, sizeof(*info));
+	if (f >= 0 && nl < sizeof(base)) {
+		memcpy(base, filename, nl);
+		base[nl] = '\0';
+		/* Config names are fixed for the request's life: no lock. */
+		if ((info->idx = output_index(r, base)) >= 0) {
+			info->fmt = (mfs_format)f;
+			return info->kind = MFS_FILE_OUTPUT;
+		}
+	}
+	pthread_mutex_lock(&r->lock);
+	info->size = file_size_locked(r, filename);
+	pthread_mutex_unlock(&r->lock);
+	if (info->size >= 0)
+		info->kind = MFS_FILE_INPUT;
+	else if (filename[0] == '.' || (f >= 0 && nl < sizeof(base) && input_index(r, base) >= 0))
+		info->kind = MFS_FILE_INPUT_NAME;
+	return info->kind;
+}
+
+uint64_t mfs_request_room(mfs_request *r, const char *filename)
 {
 	pthread_mutex_lock(&r->lock);
-	input_slot *s = slot_by_file(r, filename);
-	int i = find_staged(r, filename);
-	int64_t n = s ? (int64_t)s->blob_len : i >= 0 ? (int64_t)r->staged[i].len : -1;
+	int64_t mine = file_size_locked(r, filename);
+	uint64_t others = input_bytes_locked(r) - (mine > 0 ? (uint64_t)mine : 0);
+	uint64_t room = others < r->max_bytes ? r->max_bytes - others : 0;
 	pthread_mutex_unlock(&r->lock);
-	return n;
+	return room;
 }
 
 int mfs_request_input_file(mfs_request *r, const char *filename,
@@ -875,14 +909,6 @@ char *mfs_request_trace_json(mfs_request *r)
 	return strdup(buf);
 }
 
-mfs_format mfs_request_list_format(mfs_request *r)
-{
-	pthread_mutex_lock(&r->lock);
-	mfs_format f = r->have_fmt ? r->list_fmt : MFS_FMT_NPY;
-	pthread_mutex_unlock(&r->lock);
-	return f;
-}
-
 int mfs_request_list(mfs_request *r, char ***names, int *n)
 {
 	pthread_mutex_lock(&r->lock);
@@ -916,11 +942,14 @@ int mfs_request_list(mfs_request *r, char ***names, int *n)
 	return 0;
 }
 
-void mfs_request_touch(mfs_request *r)
+bool mfs_request_use(mfs_request *r)
 {
+	if (mfs_request_removed(r))
+		return false;
 	pthread_mutex_lock(&r->lock);
 	r->last_use = mfs_now_ns();
 	pthread_mutex_unlock(&r->lock);
+	return true;
 }
 
 uint64_t mfs_request_last_use(mfs_request *r)

@@ -4,20 +4,7 @@
 
 load helpers
 
-setup_file() {
-	REPO=$(make_test_repo)
-	mount_repo "$REPO"
-	export MNT DAEMON_PID DAEMON_LOG REPO
-}
-
-teardown_file() {
-	unmount_repo
-	rm -rf "$REPO"
-}
-
-setup() {
-	T="$BATS_TEST_TMPDIR"
-}
+use_shared_mount test-repo
 
 @test "ENOENT: unknown model, version, input or output name" {
 	run py_errno "os.listdir('$MNT/nomodel')"

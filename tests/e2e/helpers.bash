@@ -88,17 +88,18 @@ new_request() {
 	mkdir "$MNT/$model/requests/$name" && echo "$MNT/$model/requests/$name"
 }
 
-# errno_of CMD...: run a Python one-liner that performs an operation and
-# prints the errno name it failed with ("OK" when it worked).
+# py_errno CODE: run Python statements (one line or several) that
+# perform an operation and print the errno name it failed with ("OK" when
+# it worked); an AssertionError in CODE prints a traceback instead.
 py_errno() {
-	"$PY" -c "
+	"$PY" - "$1" <<'PYEOF'
 import errno, os, sys
 try:
-    $1
+    exec(sys.argv[1])
     print('OK')
 except OSError as e:
     print(errno.errorcode[e.errno])
-"
+PYEOF
 }
 
 # A repository with examples/add_sub, examples/mlp and the fixtures of
@@ -114,4 +115,32 @@ make_test_repo() {
 # An input for the slow model (x: [1,256,1024]) at $1.
 slow_input() {
 	"$PY" -c "import numpy as np; np.save('$1', np.random.default_rng(${2:-1}).random((1, 256, 1024), dtype=np.float32))"
+}
+
+# use_shared_mount examples|test-repo: every test of the bats file uses
+# one mount, made once (setup_file) of examples/ or of a fresh
+# make_test_repo (exported as REPO), unmounted and checked at the end
+# (teardown_file); each test gets T, its own temporary directory.  Call
+# it after `load helpers`, instead of writing those three functions.
+use_shared_mount() {
+	SHARED_MOUNT_OF=$1
+	setup_file() {
+		if [ "$SHARED_MOUNT_OF" = test-repo ]; then
+			REPO=$(make_test_repo) || return 1
+			export REPO
+			mount_repo "$REPO" || return 1
+		else
+			mount_repo "$EXAMPLES" || return 1
+		fi
+		export MNT DAEMON_PID DAEMON_LOG
+	}
+	teardown_file() {
+		local rc=0
+		unmount_repo || rc=$?
+		[ -z "${REPO:-}" ] || rm -rf "$REPO"
+		return $rc
+	}
+	setup() {
+		T="$BATS_TEST_TMPDIR"
+	}
 }

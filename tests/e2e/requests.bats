@@ -4,18 +4,7 @@
 
 load helpers
 
-setup_file() {
-	mount_repo "$EXAMPLES"
-	export MNT DAEMON_PID DAEMON_LOG
-}
-
-teardown_file() {
-	unmount_repo
-}
-
-setup() {
-	T="$BATS_TEST_TMPDIR"
-}
+use_shared_mount examples
 
 @test "add_sub from the shell: mkdir, echo inputs, cat outputs, rm -r" {
 	req=$(new_request add_sub job42)
@@ -284,5 +273,73 @@ print('ok')"
 	[ "$output" = OK ]
 	[ "$(cat "$req/OUTPUT1.txt")" = "$("$PY" -c "import numpy as np; print(' '.join('%.9g' % (v - 1) for v in np.load('$EXAMPLES/add_sub/samples/INPUT0.npy')))")" ]
 	[ "$(cat "$req/status")" = DONE ]
+	rm -r "$req"
+}
+
+@test "fsync commits an input as close does, and returns its error" {
+	req=$(new_request add_sub fsynced)
+	# A good file: committed at fsync, before close.
+	run py_errno "
+f = open('$req/INPUT0.txt', 'w'); f.write(' '.join(['1'] * 16)); f.flush(); os.fsync(f.fileno())
+assert open('$req/status').read() == 'WAITING INPUT1\n', open('$req/status').read()
+f.close()"
+	[ "$output" = OK ]
+	# A bad one: fsync fails with close()'s error, and error says why.
+	run py_errno "f = open('$req/INPUT1.txt', 'w'); f.write('1 2'); f.flush(); os.fsync(f.fileno())"
+	[ "$output" = EINVAL ]
+	grep -q "INPUT1" "$req/error"
+	rm -r "$req"
+}
+
+@test "ftruncate: shrink and grow (zero bytes) an input being written; past the limit EFBIG" {
+	req=$(new_request add_sub truncated)
+	# 16 values then junk; truncating the junk away leaves a valid file.
+	run py_errno "
+f = open('$req/INPUT0.txt', 'w'); f.write(' '.join(['2'] * 16) + ' junk junk'); f.flush()
+os.ftruncate(f.fileno(), len(' '.join(['2'] * 16)))
+f.close()"
+	[ "$output" = OK ]
+	[ "$(cat "$req/INPUT0.txt")" = "$(printf '2 %.0s' $(seq 15))2" ]
+	# Growing adds zero bytes, as a write past the end would: a .raw of
+	# 16 FP32 zeros is 64 bytes.
+	run py_errno "f = open('$req/INPUT1.raw', 'wb'); os.ftruncate(f.fileno(), 64); f.close()"
+	[ "$output" = OK ]
+	[ "$(cat "$req/OUTPUT0.txt")" = "2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2" ]
+	# 2^40 bytes is past --max-request-bytes: EFBIG, the file unchanged
+	# (its 64 bytes commit at close).
+	run py_errno "
+f = open('$req/INPUT1.raw', 'wb'); f.write(bytes(64)); f.flush()
+try:
+    os.ftruncate(f.fileno(), 1 << 40)
+finally:
+    f.close()"
+	[ "$output" = EFBIG ]
+	[ "$(stat -c %s "$req/INPUT1.raw")" = 64 ]
+	# truncate to 0 empties it: an empty tensor file fails at close.
+	seq 16 > "$req/INPUT1.txt"
+	run py_errno "f = open('$req/INPUT1.txt', 'r+'); os.ftruncate(f.fileno(), 0); f.close()"
+	[ "$output" = EINVAL ]
+	# Truncating a control file or an output: EROFS / EACCES at open.
+	run py_errno "os.truncate('$req/status', 0)"
+	[ "$output" = EROFS ]
+	rm -r "$req"
+}
+
+@test "chmod, chown and explicit times are EPERM; touch (times = now) works" {
+	req=$(new_request add_sub attrs)
+	seq 16 > "$req/INPUT0.txt"
+	for f in "$req" "$req/INPUT0.txt" "$req/status" "$MNT/add_sub/config.json"; do
+		run py_errno "os.chmod('$f', 0o777)"
+		[ "$output" = EPERM ]
+		run py_errno "os.chown('$f', 1, 1)"
+		[ "$output" = EPERM ]
+		run py_errno "os.utime('$f', (1, 1))"
+		[ "$output" = EPERM ]
+	done
+	# The modes did not change.
+	[ "$(stat -c %a "$req/INPUT0.txt")" = 644 ]
+	# touch of an existing input sets its times to now: what stat shows.
+	touch "$req/INPUT0.txt"
+	[ "$(cat "$req/INPUT0.txt" | wc -l)" = 16 ]
 	rm -r "$req"
 }

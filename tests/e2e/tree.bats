@@ -4,14 +4,7 @@
 
 load helpers
 
-setup_file() {
-	mount_repo "$EXAMPLES"
-	export MNT DAEMON_PID DAEMON_LOG
-}
-
-teardown_file() {
-	unmount_repo
-}
+use_shared_mount examples
 
 @test "the root lists .index.json, .metrics and every model" {
 	run ls -A "$MNT"
