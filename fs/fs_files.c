@@ -87,7 +87,7 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		return;
 	}
 	if (p.kind != N_REQ) {
-		fuse_reply_err(freq, p.kind == N_REQS ? EPERM : EROFS);
+		fuse_reply_err(freq, EROFS);   /* requests/ holds directories only */
 		fs_target_release(&p);
 		return;
 	}
@@ -98,6 +98,14 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 	}
 	if (mfs_request_find_file(p.req, name, &info) == MFS_FILE_OUTPUT) {
 		fuse_reply_err(freq, EACCES);
+		fs_target_release(&p);
+		return;
+	}
+	/* An unknown name fails here, where every writer (bash's builtin
+	 * echo too) sees it, not only at close. */
+	mfs_error err;
+	if (info.kind == MFS_FILE_NONE && mfs_request_check_file_name(p.req, name, &err) < 0) {
+		fuse_reply_err(freq, ENOENT);
 		fs_target_release(&p);
 		return;
 	}
@@ -142,6 +150,24 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		fs_handle_free(fs, h);
 }
 
+/* Does what was written so far already show the file cannot be of its
+ * format (SPEC section 4)?  Then the file is refused now (h->lock held):
+ * this write fails EINVAL, so does every later one, nothing is committed
+ * at close, and the reason is in $req/error.  Only the beginning is
+ * judged (MFS_PREFIX_CHECK_BYTES); the close-time decode checks the rest. */
+static bool refuse_prefix(handle *h, size_t at)
+{
+	mfs_error err;
+	if (h->fmt_in < 0 || at >= MFS_PREFIX_CHECK_BYTES ||
+	    mfs_tensor_prefix_check((mfs_format)h->fmt_in, h->wbuf, h->wlen, &err) == 0)
+		return false;
+	h->refused = EINVAL;
+	h->dirty = h->written = false;
+	mfs_error_prefix(&err, "'%s': ", h->name);
+	mfs_request_note_error(h->req, &err);
+	return true;
+}
+
 void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
@@ -154,7 +180,7 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		return;
 	}
 	pthread_mutex_lock(&h->lock);
-	size_t at = (size_t)off;
+	size_t at = (size_t)off, before = h->wlen;
 	if (h->kind == H_INFER) {
 		if (h->inflight) {
 			pthread_mutex_unlock(&h->lock);
@@ -172,6 +198,11 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		}
 		at = h->wlen;   /* a stream: offsets do not matter */
 	} else {
+		if (h->refused) {
+			pthread_mutex_unlock(&h->lock);
+			fuse_reply_err(freq, h->refused);
+			return;
+		}
 		max = mfs_request_room(h->req, h->name);
 	}
 	if ((uint64_t)at + size > max) {
@@ -211,8 +242,27 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		h->wlen = at + size;
 	h->dirty = true;
 	h->written = true;
+	if (h->kind == H_INPUT && at <= before && refuse_prefix(h, at)) {
+		pthread_mutex_unlock(&h->lock);
+		fuse_reply_err(freq, EINVAL);
+		return;
+	}
 	pthread_mutex_unlock(&h->lock);
 	fuse_reply_write(freq, size);
+}
+
+/* A new file that was refused (at a write or at its commit) leaves no
+ * entry behind. */
+static void forget_refused(mfs_fs *fs, handle *h)
+{
+	mfs_file_info fi;
+	if (mfs_request_find_file(h->req, h->name, &fi) == MFS_FILE_INPUT)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	node *n = fs_node_find(fs, h->ino);
+	if (n)
+		fs_node_kill(fs, n);
+	pthread_mutex_unlock(&fs->lock);
 }
 
 /* Commit an input file written on h; 0 or a negative errno.  At flush
@@ -236,15 +286,8 @@ static int commit_input(mfs_fs *fs, handle *h, bool final)
 	if (rc == 0)
 		h->created = false;
 	pthread_mutex_unlock(&h->lock);
-	mfs_file_info fi;
-	if (rc < 0 && created && mfs_request_find_file(h->req, h->name, &fi) != MFS_FILE_INPUT) {
-		/* A new file that was refused leaves no entry behind. */
-		pthread_mutex_lock(&fs->lock);
-		node *n = fs_node_find(fs, h->ino);
-		if (n)
-			fs_node_kill(fs, n);
-		pthread_mutex_unlock(&fs->lock);
-	}
+	if (rc < 0 && created)
+		forget_refused(fs, h);
 	return rc;
 }
 
@@ -254,6 +297,8 @@ void fs_op_flush(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 	handle *h = (handle *)(uintptr_t)fi->fh;
 	(void)ino;
 	int rc = h->kind == H_INPUT ? commit_input(fs, h, false) : 0;
+	if (h->kind == H_INPUT && h->refused)
+		rc = -h->refused;
 	fuse_reply_err(freq, -rc);
 }
 
@@ -264,6 +309,8 @@ void fs_op_release(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)ino;
 	if (h->kind == H_INPUT)
 		commit_input(fs, h, true);
+	if (h->kind == H_INPUT && h->refused && h->created)
+		forget_refused(fs, h);
 	fs_handle_free(fs, h);
 	fuse_reply_err(freq, 0);
 }

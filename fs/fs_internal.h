@@ -99,6 +99,8 @@ typedef struct handle {
 	bool dirty;                   /* changed since the last commit */
 	bool written;                 /* a write() came since the last commit */
 	bool created;                 /* H_INPUT made by create(): its node dies if the commit fails */
+	int refused;                  /* H_INPUT: errno that refused the file at a write (0: none) */
+	int fmt_in;                   /* H_INPUT: the format its name gives, -1 for a temporary */
 	/* H_INFER */
 	char model[128];
 	int64_t version;

@@ -414,6 +414,7 @@ handle *fs_handle_new(mfs_fs *fs, hkind kind, const target *t)
 	}
 	h->idx = t->idx;
 	h->fmt = t->fmt;
+	h->fmt_in = kind == H_INPUT && t->name[0] != '.' ? mfs_format_split_filename(t->name, &(size_t){ 0 }) : -1;
 	snprintf(h->model, sizeof(h->model), "%s", t->model);
 	h->version = t->version;
 	return h;

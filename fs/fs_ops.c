@@ -182,6 +182,8 @@ static int set_input_size(handle *h, off_t size)
 		}
 	}
 	if (rc == 0) {
+		if (size == 0)
+			h->refused = 0;   /* emptied: what is written next is judged afresh */
 		if ((size_t)size > h->wlen)
 			memset(h->wbuf + h->wlen, 0, (size_t)size - h->wlen);
 		h->wlen = (size_t)size;
@@ -249,7 +251,7 @@ static void op_mkdir(fuse_req_t freq, fuse_ino_t parent, const char *name, mode_
 		return;
 	}
 	if (p.kind != N_REQS) {
-		fuse_reply_err(freq, p.kind == N_REQ ? EPERM : EROFS);
+		fuse_reply_err(freq, EROFS);   /* a request holds files only */
 		goto out;
 	}
 	if (!mfs_request_name_ok(name)) {

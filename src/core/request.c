@@ -418,27 +418,45 @@ int mfs_request_rename_file(mfs_request *r, const char *from, const char *to,
 	return rc;
 }
 
+/* The input a file name "NAME.EXT" is for: its index, format and name;
+ * -ENOENT (recorded) when there is none. */
+static int input_of_file(mfs_request *r, const char *filename, int *idx, int *fmt,
+			 char name[256], mfs_error *err)
+{
+	size_t name_len;
+	*fmt = mfs_format_split_filename(filename, &name_len);
+	if (*fmt < 0 || name_len >= 256)
+		return record(r, mfs_fail(err, ENOENT, "'%s': not NAME.EXT with EXT one of npy, json, txt, raw, pb",
+					  filename), err);
+	memcpy(name, filename, name_len);
+	name[name_len] = '\0';
+	*idx = input_index(r, name);
+	if (*idx < 0)
+		return record(r, mfs_fail(err, ENOENT, "'%s': model '%s' has no input named '%s'",
+					  filename, r->v->model_name, name), err);
+	return 0;
+}
+
+int mfs_request_check_file_name(mfs_request *r, const char *filename, mfs_error *err)
+{
+	int idx, fmt, rc = 0;
+	char name[256];
+	if (filename[0] == '.')
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	rc = input_of_file(r, filename, &idx, &fmt, name, err);
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
 static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 			 size_t len, mfs_error *err)
 {
-	size_t name_len;
-	int fmt = mfs_format_split_filename(filename, &name_len);
+	int fmt, idx;
 	char name[256];
-	int rc = 0;
-
-	if (fmt < 0 || name_len >= sizeof(name)) {
-		rc = record(r, mfs_fail(err, ENOENT, "'%s': not NAME.EXT with EXT one of npy, json, txt, raw, pb",
-					filename), err);
+	int rc = input_of_file(r, filename, &idx, &fmt, name, err);
+	if (rc < 0)
 		goto out;
-	}
-	memcpy(name, filename, name_len);
-	name[name_len] = '\0';
-	int idx = input_index(r, name);
-	if (idx < 0) {
-		rc = record(r, mfs_fail(err, ENOENT, "'%s': model '%s' has no input named '%s'",
-					filename, r->v->model_name, name), err);
-		goto out;
-	}
 	if (r->state == MFS_REQ_QUEUED || r->state == MFS_REQ_RUNNING) {
 		rc = record(r, mfs_fail(err, EBUSY, "'%s': the request is %s; write inputs after it ends",
 					filename, r->state == MFS_REQ_QUEUED ? "queued" : "running"), err);
@@ -700,6 +718,8 @@ int mfs_request_read_output(mfs_request *r, int idx, mfs_format fmt,
 		missing_inputs(r, miss, sizeof(miss));
 		rc = mfs_fail(err, ENODATA, "model '%s' request '%s': no result yet, inputs missing: %s",
 			      r->v->model_name, r->name, miss);
+		/* For $req/error (SPEC section 4); the caller logs it. */
+		r->error = *err;
 		break;
 	}
 	case MFS_REQ_FAILED:

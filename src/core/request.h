@@ -95,6 +95,11 @@ uint64_t mfs_request_room(mfs_request *r, const char *filename);
 int mfs_request_commit_file(mfs_request *r, const char *filename,
 			    const void *buf, size_t len, mfs_error *err);
 
+/* May filename be created in the request?  0 for an input's "NAME.EXT"
+ * and for a temporary (a dot file); -ENOENT (kept for $req/error and
+ * logged) for an unknown name or extension, as commit_file would say. */
+int mfs_request_check_file_name(mfs_request *r, const char *filename, mfs_error *err);
+
 /* A file whose name starts with '.' is a temporary: commit_file keeps its
  * bytes as written (listed, readable, removable, counted in max_bytes)
  * and checks nothing.  Renaming it to an input's name commits it then,
@@ -123,7 +128,7 @@ int mfs_request_input_file(mfs_request *r, const char *filename,
 /* The encoded bytes of output idx in fmt (a malloc'd copy).
  *   0            done; *buf owned by the caller
  *   -EINPROGRESS queued or running: wait (mfs_request_wait) and retry
- *   -ENODATA     inputs are missing (err names them)
+ *   -ENODATA     inputs are missing (err names them; kept for $req/error)
  *   -EIO         the run failed (err says why) */
 int mfs_request_read_output(mfs_request *r, int idx, mfs_format fmt,
 			    char **buf, size_t *len, mfs_error *err);

@@ -198,13 +198,50 @@ print('ok')"
 	rm -r "$req"
 }
 
-@test "an unknown input name fails close() with ENOENT; cp reports it" {
+@test "an unknown input name fails at create with ENOENT; cp and bash's echo report it" {
 	req=$(new_request add_sub)
 	run cp "$EXAMPLES/add_sub/samples/INPUT0.npy" "$req/NOPE.npy"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"No such file or directory"* ]]
 	grep -q "NOPE" "$req/error"
 	[ ! -e "$req/NOPE.npy" ]
+	# bash's builtin echo ignores close(), but not a failed open
+	run bash -c "echo 1 2 3 > '$req/a.npy'"
+	[ "$status" -ne 0 ]
+	grep -q "model 'add_sub' has no input named 'a'" "$req/error"
+	run py_errno "open('$req/INPUT0.bin', 'w')"
+	[ "$output" = ENOENT ]
+	grep -q "not NAME.EXT" "$req/error"
+	[ "$(ls "$req")" = "$(printf 'error\nstatus\ntrace.json')" ]
+	rm -r "$req"
+}
+
+@test "a file that cannot be of its format fails at the first write (bash's echo sees it)" {
+	req=$(new_request add_sub)
+	for f in INPUT0.npy INPUT0.txt INPUT0.json; do
+		run bash -c "echo 'not a tensor' > '$req/$f'"
+		[ "$status" -ne 0 ]
+		[[ "$output" == *"Invalid argument"* ]]
+		grep -q "'$f'" "$req/error"
+		[ ! -e "$req/$f" ]
+	done
+	grep -q "is not a number" "$DAEMON_LOG"
+	grep -q "NUMPY magic" "$DAEMON_LOG"
+	# every later write fails too, and close() says it again
+	run py_errno "
+f = open('$req/INPUT1.txt', 'w', buffering=1)
+try:
+    f.write('1 2 x\\n')
+except OSError as e:
+    assert e.errno == errno.EINVAL, e
+    os.write(f.fileno(), b'3 4\\n')"
+	[ "$output" = EINVAL ]
+	# a good file written in pieces passes, the rest is checked at close
+	run py_errno "
+fd = os.open('$req/INPUT0.txt', os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+os.write(fd, b'1 2 3'); os.write(fd, b'.5 4\\n'); os.write(fd, b' '.join([b'1'] * 12)); os.close(fd)"
+	[ "$output" = OK ]
+	[ "$(cat "$req/status")" = "WAITING INPUT1" ]
 	rm -r "$req"
 }
 
@@ -293,9 +330,9 @@ f.close()"
 
 @test "ftruncate: shrink and grow (zero bytes) an input being written; past the limit EFBIG" {
 	req=$(new_request add_sub truncated)
-	# 16 values then junk; truncating the junk away leaves a valid file.
+	# 18 values; truncating the last two away leaves a valid file.
 	run py_errno "
-f = open('$req/INPUT0.txt', 'w'); f.write(' '.join(['2'] * 16) + ' junk junk'); f.flush()
+f = open('$req/INPUT0.txt', 'w'); f.write(' '.join(['2'] * 16) + ' 9 9'); f.flush()
 os.ftruncate(f.fileno(), len(' '.join(['2'] * 16)))
 f.close()"
 	[ "$output" = OK ]
