@@ -38,6 +38,8 @@ void fs_op_open(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 			rc = -EACCES;
 		else if (!(h = fs_handle_new(fs, H_OUTPUT, &t)))
 			rc = -ENOMEM;
+		else
+			h->run = mfs_request_run_id(t.req);
 	} else if (t.kind == N_RFILE && t.sub == RF_INPUT) {
 		if (!(h = fs_handle_new(fs, writing ? H_INPUT : H_STATIC, &t))) {
 			rc = -ENOMEM;
@@ -336,10 +338,10 @@ void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off)
 		char *buf;
 		size_t len;
 		mfs_error_clear(&err);
-		int rc = mfs_request_read_output(h->req, h->idx, h->fmt, &buf, &len, &err);
+		int rc = mfs_request_read_output(h->req, h->run, h->idx, h->fmt, &buf, &len, &err);
 		if (rc < 0) {
 			pthread_mutex_unlock(&h->lock);
-			if (rc == -ENODATA || rc == -EIO)
+			if (rc == -ENODATA || rc == -EIO || rc == -ESTALE)
 				mfs_log_warn("model '%s' request '%s': reading '%s': %s", h->model,
 					     mfs_request_name(h->req), h->name, err.msg);
 			fuse_reply_err(freq, rc == -EINPROGRESS ? EAGAIN : -rc);
@@ -495,7 +497,10 @@ void fs_op_read(fuse_req_t freq, fuse_ino_t ino, size_t size, off_t off,
 		bool have = h->have_content;
 		pthread_mutex_unlock(&h->lock);
 		mfs_req_state st = have ? MFS_REQ_DONE : mfs_request_state(h->req);
+		/* A newer run than the one this file reads: ESTALE now, not
+		 * after waiting for it. */
 		if ((st == MFS_REQ_QUEUED || st == MFS_REQ_RUNNING) &&
+		    mfs_request_run_id(h->req) == h->run &&
 		    fs_wait_read(fs, freq, h, h->req, size, off) == 1)
 			return;
 		fs_answer_output(freq, h, size, off);

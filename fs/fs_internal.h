@@ -93,6 +93,7 @@ typedef struct handle {
 	bool have_content;
 	int idx;
 	mfs_format fmt;
+	uint64_t run;                 /* H_OUTPUT: the run it reads (mfs_request_run_id at open) */
 	/* H_INPUT: the bytes written so far; H_INFER: the request body */
 	char *wbuf;
 	size_t wlen, wcap;

@@ -71,6 +71,7 @@ struct mfs_request {
 	mfs_format list_fmt;
 	uint64_t decode_ns;        /* decoding the current run's inputs */
 	uint64_t runs;
+	uint64_t gen;              /* the run inputs go to now: +1 when a finished run's result is dropped */
 	trace tr;
 	mfs_job job;
 	mfs_waiter *waiters;       /* doubly linked, NULL-terminated */
@@ -157,6 +158,7 @@ int mfs_request_new(mfs_version *v, const char *name, uint64_t max_bytes,
 	r->run_out = calloc((size_t)r->n_gout + 1, sizeof(mfs_tensor));
 	r->enc = calloc((size_t)r->n_out * MFS_FMT_COUNT + 1, sizeof(enc_cache));
 	r->last_use = mfs_now_ns();
+	r->gen = 1;
 	if (!r->name || !r->in || !r->out_graph_idx || !r->run_in || !r->run_out || !r->enc) {
 		free_request(r);
 		return mfs_fail(err, ENOMEM, "out of memory");
@@ -270,6 +272,7 @@ static void clear_outputs(mfs_request *r)
 static void begin_new_run(mfs_request *r)
 {
 	if (r->state == MFS_REQ_DONE || r->state == MFS_REQ_FAILED) {
+		r->gen++;
 		clear_outputs(r);
 		r->state = MFS_REQ_WAITING;
 		r->decode_ns = 0;
@@ -702,12 +705,30 @@ static int encode_locked(mfs_request *r, int idx, mfs_format fmt, mfs_error *err
 	return rc;
 }
 
-int mfs_request_read_output(mfs_request *r, int idx, mfs_format fmt,
+uint64_t mfs_request_run_id(mfs_request *r)
+{
+	pthread_mutex_lock(&r->lock);
+	uint64_t run = r->gen;
+	pthread_mutex_unlock(&r->lock);
+	return run;
+}
+
+int mfs_request_read_output(mfs_request *r, uint64_t run, int idx, mfs_format fmt,
 			    char **buf, size_t *len, mfs_error *err)
 {
 	int rc = 0;
 	pthread_mutex_lock(&r->lock);
 	r->last_use = mfs_now_ns();
+	/* Replaced: the run ended and a new input (of a next run) cleared
+	 * its outputs. */
+	if (run && run != r->gen) {
+		rc = mfs_fail(err, ESTALE, "model '%s' request '%s': run %" PRIu64 " was replaced by "
+			      "newer inputs before its result was read (one writer per request "
+			      "directory; open the output again to read the newest run)",
+			      r->v->model_name, r->name, run);
+		pthread_mutex_unlock(&r->lock);
+		return rc;
+	}
 	switch (r->state) {
 	case MFS_REQ_QUEUED:
 	case MFS_REQ_RUNNING:

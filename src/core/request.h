@@ -125,12 +125,21 @@ int mfs_request_remove_input(mfs_request *r, const char *filename);
 int mfs_request_input_file(mfs_request *r, const char *filename,
 			   char **buf, size_t *len);
 
-/* The encoded bytes of output idx in fmt (a malloc'd copy).
+/* The run a reader that opens an output now is bound to (a request
+ * directory reused by several writers must not hand one writer's result
+ * to another's reader silently): the run the inputs present now belong
+ * to, waiting, queued, running or finished.  It changes when an input
+ * is committed to a finished request (reuse).  Counts from 1. */
+uint64_t mfs_request_run_id(mfs_request *r);
+
+/* The encoded bytes of output idx in fmt of run (mfs_request_run_id at
+ * open; 0: whatever run is current), a malloc'd copy.
  *   0            done; *buf owned by the caller
  *   -EINPROGRESS queued or running: wait (mfs_request_wait) and retry
  *   -ENODATA     inputs are missing (err names them; kept for $req/error)
- *   -EIO         the run failed (err says why) */
-int mfs_request_read_output(mfs_request *r, int idx, mfs_format fmt,
+ *   -EIO         the run failed (err says why)
+ *   -ESTALE      run was replaced: new inputs were committed after it */
+int mfs_request_read_output(mfs_request *r, uint64_t run, int idx, mfs_format fmt,
 			    char **buf, size_t *len, mfs_error *err);
 
 /* Size of output idx in fmt once the run is DONE (encodes and caches);

@@ -380,3 +380,33 @@ finally:
 	[ "$(cat "$req/INPUT0.txt" | wc -l)" = 16 ]
 	rm -r "$req"
 }
+
+@test "a reader is bound to the run current at open: a replaced run is ESTALE" {
+	req=$(new_request add_sub shared)
+	run "$PY" - "$req" <<'PYEOF'
+import errno, os, sys
+req = sys.argv[1]
+def put(name, v):
+    with open(f"{req}/{name}", "w") as f:
+        f.write(" ".join([str(v)] * 16) + "\n")
+put("INPUT0.txt", 1); put("INPUT1.txt", 1)
+mine = open(f"{req}/OUTPUT0.txt")            # client A: its run is run 1
+assert open(f"{req}/OUTPUT0.txt").read().split() == ["2"] * 16
+put("INPUT0.txt", 5); put("INPUT1.txt", 5)   # client B reuses the directory
+assert open(f"{req}/OUTPUT0.txt").read().split() == ["10"] * 16
+try:
+    print("A read:", mine.read().split()[:1])
+except OSError as e:
+    print(errno.errorcode[e.errno])
+# a reader that opened while B's inputs were still missing reads B's run
+put("INPUT0.txt", 3)
+theirs = open(f"{req}/OUTPUT0.txt")
+put("INPUT1.txt", 3)
+print(theirs.read().split()[:1])
+PYEOF
+	echo "$output"
+	[ "${lines[0]}" = ESTALE ]
+	[ "${lines[1]}" = "['6']" ]
+	grep -q "request 'shared'.*run 1 was replaced" "$DAEMON_LOG"
+	rm -r "$req"
+}

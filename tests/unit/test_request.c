@@ -73,7 +73,7 @@ static char *read_out(mfs_request *r, const char *name, mfs_format fmt, int *rc)
 	snprintf(file, sizeof(file), "%s.%s", name, mfs_format_ext(fmt));
 	assert_int_equal(mfs_request_find_file(r, file, &fi), MFS_FILE_OUTPUT);
 	assert_int_equal(fi.fmt, fmt);
-	*rc = mfs_request_read_output(r, fi.idx, fmt, &buf, &len, &err);
+	*rc = mfs_request_read_output(r, 0, fi.idx, fmt, &buf, &len, &err);
 	if (*rc < 0)
 		return NULL;
 	char *s = malloc(len + 1);
@@ -192,6 +192,54 @@ static void test_size_limit(void **state)
 	assert_int_equal(mfs_request_room(r, "INPUT0.txt"), 12);
 	assert_int_equal(mfs_request_room(r, "INPUT1.txt"), 5);
 	assert_int_equal(mfs_request_room(r, ".tmp"), 5);
+	mfs_request_put(r);
+}
+
+static int read_run(mfs_request *r, uint64_t run, char *out, size_t size)
+{
+	char *buf;
+	size_t len;
+	mfs_error err;
+	int rc = mfs_request_read_output(r, run, 0, MFS_FMT_TXT, &buf, &len, &err);
+	if (rc == 0) {
+		snprintf(out, size, "%.*s", (int)len, buf);
+		free(buf);
+	}
+	return rc;
+}
+
+/* A reader is bound to the run current when it opened: a later run's
+ * result is never handed to it (ESTALE instead). */
+static void test_reads_bound_to_a_run(void **state)
+{
+	fixture *f = *state;
+	mfs_request *r;
+	mfs_error err;
+	char out[64];
+	assert_int_equal(mfs_request_new(f->v, "shared", 1 << 20, &r, &err), 0);
+	uint64_t first = mfs_request_run_id(r);   /* opened before any input */
+	assert_int_equal(first, 1);
+	assert_int_equal(read_run(r, first, out, sizeof(out)), -ENODATA);
+	assert_int_equal(commit(r, "INPUT0.txt", "1 1 1 1", &err), 0);
+	assert_int_equal(commit(r, "INPUT1.txt", "1 1 1 1", &err), 0);
+	wait_done(r);
+	assert_int_equal(mfs_request_run_id(r), 1);
+	assert_int_equal(read_run(r, first, out, sizeof(out)), 0);
+	assert_string_equal(out, "2 2 2 2\n");
+	/* Another writer starts run 2: run 1's reader is told, not misled. */
+	assert_int_equal(commit(r, "INPUT0.txt", "5 5 5 5", &err), 0);
+	assert_int_equal(read_run(r, first, out, sizeof(out)), -ESTALE);
+	/* A reader opening now reads run 2: missing inputs are ENODATA. */
+	assert_int_equal(mfs_request_run_id(r), 2);
+	assert_int_equal(read_run(r, 2, out, sizeof(out)), -ENODATA);
+	assert_int_equal(commit(r, "INPUT1.txt", "5 5 5 5", &err), 0);
+	wait_done(r);
+	assert_int_equal(read_run(r, first, out, sizeof(out)), -ESTALE);
+	uint64_t second = mfs_request_run_id(r);
+	assert_int_equal(second, 2);
+	assert_int_equal(read_run(r, second, out, sizeof(out)), 0);
+	assert_string_equal(out, "10 10 10 10\n");
+	assert_int_equal(read_run(r, 0, out, sizeof(out)), 0);   /* 0: the current run */
 	mfs_request_put(r);
 }
 
@@ -339,6 +387,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_inputs_keep_the_rest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_find_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reads_bound_to_a_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_failure_is_eio, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_busy_and_cancelled_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tensors_and_outputs, setup, teardown),
