@@ -30,6 +30,8 @@ void fs_op_open(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (fs_is_dir(t.kind)) {
 		rc = -EISDIR;
+	} else if ((rc = fs_may_use(freq, &t)) < 0) {
+		/* another user's request file */
 	} else if (t.kind == N_MFILE && t.sub == MF_INFER) {
 		h = fs_handle_new(fs, H_INFER, &t);
 		rc = h ? 0 : -ENOMEM;
@@ -88,8 +90,10 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		fuse_reply_err(freq, ENOENT);
 		return;
 	}
-	if (p.kind != N_REQ) {
-		fuse_reply_err(freq, EROFS);   /* requests/ holds directories only */
+	if (p.kind != N_REQ || fs_may_use(freq, &p) < 0) {
+		/* requests/ holds directories only; another user's request
+		 * takes no files */
+		fuse_reply_err(freq, p.kind != N_REQ ? EROFS : EACCES);
 		fs_target_release(&p);
 		return;
 	}

@@ -47,6 +47,8 @@ typedef struct node {
 	struct node *nnext;           /* fs->names chain */
 	struct node *rnext, **rpp;    /* fs->reqs (N_REQ only) */
 	int live_reqs;                /* N_MODEL: live request directories below */
+	uid_t uid;                    /* owner: who made the request (N_REQ and below), else the daemon's */
+	gid_t gid;
 	char *name;
 	nkind kind;
 	int sub;                      /* mfile or rfile */
@@ -69,6 +71,8 @@ typedef struct target {
 	mfs_request *req;             /* a reference, or NULL */
 	int idx;
 	mfs_format fmt;
+	uid_t uid;
+	gid_t gid;
 	char name[256];
 } target;
 
@@ -166,6 +170,9 @@ int fs_model_alive(mfs_fs *fs, const char *model, int64_t version);
 /* A live target for ino (no lock held); -ENOENT when its object is gone. */
 int fs_resolve(mfs_fs *fs, fuse_ino_t ino, target *t);
 bool fs_is_dir(nkind k);
+/* May the caller of freq use t (a request directory or a file in one)?
+ * Its owner and root may; 0 or -EACCES.  Other nodes: 0. */
+int fs_may_use(fuse_req_t freq, const target *t);
 void fs_fill_attr(mfs_fs *fs, const target *t, struct stat *st);
 /* Find or make parent's child and answer a lookup-like request with it. */
 void fs_reply_child(mfs_fs *fs, fuse_req_t freq, fuse_ino_t parent, nkind pkind,

@@ -154,6 +154,11 @@ node *fs_node_add(mfs_fs *fs, node *parent, const char *name, nkind kind,
 	}
 	n->idx = idx;
 	n->fmt = fmt;
+	/* A request's files belong to whoever made the request (mkdir sets
+	 * the request directory's owner); the rest to the daemon. */
+	bool in_req = parent && parent->kind == N_REQ;
+	n->uid = in_req ? parent->uid : fs->uid;
+	n->gid = in_req ? parent->gid : fs->gid;
 	n->parent = parent;
 	if (parent) {
 		n->sibling = parent->children;
@@ -226,6 +231,8 @@ void fs_fill_target(const node *n, target *t)
 		mfs_request_get(t->req);
 	t->idx = n->idx;
 	t->fmt = n->fmt;
+	t->uid = n->uid;
+	t->gid = n->gid;
 	snprintf(t->name, sizeof(t->name), "%s", n->name);
 }
 
@@ -284,27 +291,39 @@ bool fs_is_dir(nkind k)
 	return k == N_ROOT || k == N_MODEL || k == N_VERSION || k == N_REQS || k == N_REQ;
 }
 
+int fs_may_use(fuse_req_t freq, const target *t)
+{
+	if (t->kind != N_REQ && t->kind != N_RFILE)
+		return 0;
+	const struct fuse_ctx *ctx = fuse_req_ctx(freq);
+	return ctx->uid == 0 || ctx->uid == t->uid ? 0 : -EACCES;
+}
+
+/* Modes (docs/SECURITY.md): requests/ is like /tmp (anyone makes a
+ * request, only its owner removes it), a request and its files are its
+ * owner's alone; the rest is read-only to all, infer read-write to all
+ * (each open is its own session). */
 void fs_fill_attr(mfs_fs *fs, const target *t, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = t->ino;
-	st->st_uid = fs->uid;
-	st->st_gid = fs->gid;
+	st->st_uid = t->uid;
+	st->st_gid = t->gid;
 	st->st_blksize = BLKSIZE;
 	st->st_atim = st->st_mtim = st->st_ctim = fs->start;
 	if (fs_is_dir(t->kind)) {
-		st->st_mode = S_IFDIR | (t->kind == N_REQS || t->kind == N_REQ ? 0755 : 0555);
+		st->st_mode = S_IFDIR | (t->kind == N_REQS ? 01777 : t->kind == N_REQ ? 0700 : 0555);
 		st->st_nlink = 2;
 		return;
 	}
 	st->st_nlink = 1;
 	int64_t size = 0;
-	mode_t mode = 0444;
+	mode_t mode = t->kind == N_RFILE ? 0400 : 0444;
 	if (t->kind == N_MFILE && t->sub == MF_INFER) {
 		mode = 0666;
 	} else if (t->kind == N_RFILE && t->sub == RF_INPUT) {
 		mfs_file_info fi;
-		mode = 0644;
+		mode = 0600;
 		mfs_request_find_file(t->req, t->name, &fi);
 		size = fi.size;
 	} else if (t->kind == N_RFILE && t->sub == RF_OUTPUT) {

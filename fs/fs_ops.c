@@ -40,6 +40,12 @@ static void op_lookup(fuse_req_t freq, fuse_ino_t parent, const char *name)
 		fuse_reply_err(freq, ENOENT);
 		return;
 	}
+	int rc = fs_may_use(freq, &p);   /* another user's request: no lookup inside */
+	if (rc < 0) {
+		fuse_reply_err(freq, -rc);
+		fs_target_release(&p);
+		return;
+	}
 	switch (p.kind) {
 	case N_ROOT:
 		if (strcmp(name, ".index.json") == 0)
@@ -307,6 +313,10 @@ static void op_mkdir(fuse_req_t freq, fuse_ino_t parent, const char *name, mode_
 	c = pn && !pn->dead ? fs_node_add(fs, pn, name, N_REQ, 0, p.model, p.version, r, 0, 0) : NULL;
 	target t;
 	if (c) {
+		/* The request and its files are its maker's (docs/SECURITY.md). */
+		const struct fuse_ctx *ctx = fuse_req_ctx(freq);
+		c->uid = ctx->uid;
+		c->gid = ctx->gid;
 		c->nlookup++;
 		fs_fill_target(c, &t);
 	}
@@ -345,10 +355,13 @@ static void op_rmdir(fuse_req_t freq, fuse_ino_t parent, const char *name)
 		return;
 	}
 	int rc = -ENOENT;
+	const struct fuse_ctx *ctx = fuse_req_ctx(freq);
 	pthread_mutex_lock(&fs->lock);
 	node *pn = fs_node_find(fs, parent);
 	node *c = pn ? fs_node_child(fs, pn, name) : NULL;
-	if (c) {
+	if (c && ctx->uid != 0 && ctx->uid != c->uid) {
+		rc = -EPERM;   /* requests/ is sticky: only the owner removes */
+	} else if (c) {
 		mfs_request_mark_removed(c->req);
 		fs_node_kill(fs, c);
 		rc = 0;
@@ -366,13 +379,13 @@ static void op_unlink(fuse_req_t freq, fuse_ino_t parent, const char *name)
 		fuse_reply_err(freq, ENOENT);
 		return;
 	}
-	if (p.kind != N_REQ) {
-		fuse_reply_err(freq, p.kind == N_REQS ? EISDIR : EROFS);
+	int rc = p.kind != N_REQ ? (p.kind == N_REQS ? -EISDIR : -EROFS) : fs_may_use(freq, &p);
+	if (rc < 0) {
+		fuse_reply_err(freq, -rc);
 		fs_target_release(&p);
 		return;
 	}
 	mfs_file_info fi;
-	int rc = 0;
 	if (mfs_request_remove_input(p.req, name) == 0) {
 		pthread_mutex_lock(&fs->lock);
 		node *pn = fs_node_find(fs, parent);
@@ -488,13 +501,14 @@ static void op_opendir(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *f
 		fuse_reply_err(freq, ENOENT);
 		return;
 	}
-	if (!fs_is_dir(t.kind)) {
+	int rc = fs_is_dir(t.kind) ? fs_may_use(freq, &t) : -ENOTDIR;
+	if (rc < 0) {
 		fs_target_release(&t);
-		fuse_reply_err(freq, ENOTDIR);
+		fuse_reply_err(freq, -rc);
 		return;
 	}
 	handle *h = fs_handle_new(fs, H_DIR, &t);
-	int rc = h ? list_dir(fs, &t, h) : -ENOMEM;
+	rc = h ? list_dir(fs, &t, h) : -ENOMEM;
 	fs_target_release(&t);
 	if (rc < 0) {
 		if (h)
@@ -554,6 +568,11 @@ static void op_rename(fuse_req_t freq, fuse_ino_t parent, const char *name,
 	}
 	if (p.kind != N_REQ || newparent != parent) {
 		fuse_reply_err(freq, p.kind == N_REQ || p.kind == N_REQS ? EXDEV : EROFS);
+		fs_target_release(&p);
+		return;
+	}
+	if (fs_may_use(freq, &p) < 0) {
+		fuse_reply_err(freq, EACCES);
 		fs_target_release(&p);
 		return;
 	}

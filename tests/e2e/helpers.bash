@@ -18,7 +18,9 @@ PY=/usr/bin/python3
 mount_repo() {
 	local repo=$1
 	shift
-	MNT=$(mktemp -d "${BATS_RUN_TMPDIR:-/tmp}/mnt.XXXXXX")
+	# MOUNT_PARENT: where the mountpoint is made (a test acting as another
+	# user needs a parent that user can search).
+	MNT=$(mktemp -d "${MOUNT_PARENT:-${BATS_RUN_TMPDIR:-/tmp}}/mnt.XXXXXX")
 	DAEMON_LOG="$MNT.log"
 	# fd 3 is bats' own output: a daemon holding it would hang bats.
 	"$MODELFS" -f "$@" "$repo" "$MNT" 2>"$DAEMON_LOG" 3>&- &

@@ -374,7 +374,7 @@ finally:
 		[ "$output" = EPERM ]
 	done
 	# The modes did not change.
-	[ "$(stat -c %a "$req/INPUT0.txt")" = 644 ]
+	[ "$(stat -c %a "$req/INPUT0.txt")" = 600 ]
 	# touch of an existing input sets its times to now: what stat shows.
 	touch "$req/INPUT0.txt"
 	[ "$(cat "$req/INPUT0.txt" | wc -l)" = 16 ]
