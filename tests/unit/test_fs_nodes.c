@@ -167,8 +167,17 @@ static void test_request_files(void **state)
 	assert_int_equal(fs_resolve(fs, req->ino, &t), 0);
 	fs_fill_attr(fs, &t, &st);
 	assert_true(S_ISDIR(st.st_mode));
-	assert_int_equal(st.st_mode & 0777, 0755);
+	assert_int_equal(st.st_mode & 0777, 0700);   /* its maker's alone */
 	fs_target_release(&t);
+	/* requests/ is like /tmp (filled directly: resolving it would ask
+	 * the registry, which this test has none of) */
+	fs_fill_target(reqs, &t);
+	fs_fill_attr(fs, &t, &st);
+	assert_int_equal(st.st_mode & 07777, 01777);
+	fs_target_release(&t);
+	/* mkdir records its caller; the request's files inherit the owner */
+	req->uid = 65534;
+	req->gid = 65533;
 
 	/* status is generated from the request; an input's size is what
 	 * was written. */
@@ -185,12 +194,15 @@ static void test_request_files(void **state)
 	free(buf);
 	fs_fill_attr(fs, &t, &st);
 	assert_int_equal(st.st_size, strlen("WAITING INPUT1\n"));
-	assert_int_equal(st.st_mode & 0777, 0444);
+	assert_int_equal(st.st_mode & 0777, 0400);
+	assert_int_equal(st.st_uid, 65534);
+	assert_int_equal(st.st_gid, 65533);
 	fs_target_release(&t);
 	assert_int_equal(fs_resolve(fs, input->ino, &t), 0);
 	fs_fill_attr(fs, &t, &st);
 	assert_int_equal(st.st_size, 7);
-	assert_int_equal(st.st_mode & 0777, 0644);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(st.st_uid, 65534);
 	fs_target_release(&t);
 
 	/* rmdir: the request is marked removed and its nodes die with it;
