@@ -556,7 +556,8 @@ void mfs_fs_stop_accepting(mfs_fs *fs)
  * never for long: (1) under fs->lock, copy the live request directories
  * (ino and a reference); (2) without it, ask each request whether it is
  * idle past the TTL; (3) under fs->lock again, in batches, remove those
- * that are still the same node, and tell the kernel without the lock. */
+ * that are still the same node and still idle (asked again: cheap, and
+ * only for those about to go), and tell the kernel without the lock. */
 typedef struct candidate {
 	fuse_ino_t ino, parent;
 	mfs_request *req;             /* a reference */
@@ -591,8 +592,11 @@ static void expire_requests(mfs_fs *fs, uint64_t now)
 		pthread_mutex_lock(&fs->lock);
 		for (size_t i = at; i < end; i++) {
 			node *r = fs_node_find(fs, c[i].ino);
-			if (!r || r->dead || r->req != c[i].req) {
-				c[i].parent = 0;   /* gone meanwhile: nothing to tell */
+			/* Gone, or used since step 2: nothing to do or tell.
+			 * (fs->lock, then a request's lock: the allowed order.) */
+			if (!r || r->dead || r->req != c[i].req || mfs_request_busy(r->req) ||
+			    mfs_request_last_use(r->req) + fs->conf.request_ttl_ns >= now) {
+				c[i].parent = 0;
 				continue;
 			}
 			mfs_request_mark_removed(r->req);
