@@ -26,14 +26,12 @@
  */
 #include "onnx.h"
 
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "file_util.h"
 #include "onnx_internal.h"
 #include "pb_wire.h"
 
@@ -958,57 +956,15 @@ int onnx_model_load_buffer(const void *buf, size_t len, const char *base_dir,
 	return 0;
 }
 
-/* Read a whole regular file (read(), not mmap: a file truncated while we
- * read it must give an error, not SIGBUS). */
+/* A model file, whole (file_util.h).  Over protobuf's limit the reason
+ * says where large weights belong. */
 static int read_file(const char *path, uint8_t **data, size_t *len,
 		     mfs_error *err)
 {
-	struct stat st;
-	uint8_t *buf = NULL;
-	size_t size, done = 0;
-	int fd;
-
-	*data = NULL;
-	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return mfs_fail(err, errno == ENOENT ? ENOENT :
-				errno == EACCES ? EACCES : EIO,
-				"%s", strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return mfs_fail(err, EINVAL, "not a regular file");
-	}
-	if ((uint64_t)st.st_size > MAX_MODEL_BYTES) {
-		close(fd);
-		return mfs_fail(err, EINVAL,
-				"file is %lld bytes, over protobuf's 2 GiB limit (large weights belong in external data files)",
-				(long long)st.st_size);
-	}
-	size = (size_t)st.st_size;
-	buf = malloc(size ? size : 1);
-	if (!buf) {
-		close(fd);
-		return mfs_fail(err, ENOMEM, "out of memory reading %zu bytes",
-				size);
-	}
-	while (done < size) {
-		ssize_t n = read(fd, buf + done, size - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int e = errno;
-			close(fd);
-			free(buf);
-			return mfs_fail(err, EIO, "read failed: %s",
-					n < 0 ? strerror(e) : "file shrank");
-		}
-		done += (size_t)n;
-	}
-	close(fd);
-	*data = buf;
-	*len = size;
-	return 0;
+	int rc = mfs_read_file(path, MAX_MODEL_BYTES, (char **)data, len, err);
+	if (rc == -EFBIG)
+		mfs_error_prefix(err, "protobuf's 2 GiB limit (large weights belong in external data files): ");
+	return rc;
 }
 
 int onnx_model_load_file(const char *path, onnx_model **out, mfs_error *err)

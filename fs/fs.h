@@ -23,6 +23,7 @@ typedef struct mfs_fs_conf {
 	mfs_registry *registry;
 	uint64_t max_request_bytes;
 	uint64_t request_ttl_ns;       /* idle request directories expire */
+	int max_requests;              /* live request directories per model (mkdir: ENOSPC beyond) */
 	uint64_t read_deadline_ns;     /* a stored read is answered ETIMEDOUT after this */
 } mfs_fs_conf;
 
@@ -37,7 +38,7 @@ void mfs_fs_set_session(mfs_fs *fs, struct fuse_session *se);
 /* The repository changed under model (loaded, unloaded, a version added
  * or removed): drop the kernel's cached entries for the model directory
  * and its version directories so the next access asks again.  Call from
- * a non-FUSE thread holding no lock (hot reload, issue #4); a no-op
+ * a non-FUSE thread holding no lock (hot reload: reload/reloader.c); a no-op
  * before the session exists. */
 void mfs_fs_model_changed(mfs_fs *fs, const char *model);
 

@@ -30,6 +30,8 @@ void fs_op_open(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (fs_is_dir(t.kind)) {
 		rc = -EISDIR;
+	} else if ((rc = fs_may_use(freq, &t)) < 0) {
+		/* another user's request file */
 	} else if (t.kind == N_MFILE && t.sub == MF_INFER) {
 		h = fs_handle_new(fs, H_INFER, &t);
 		rc = h ? 0 : -ENOMEM;
@@ -38,6 +40,8 @@ void fs_op_open(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 			rc = -EACCES;
 		else if (!(h = fs_handle_new(fs, H_OUTPUT, &t)))
 			rc = -ENOMEM;
+		else
+			h->run = mfs_request_run_id(t.req);
 	} else if (t.kind == N_RFILE && t.sub == RF_INPUT) {
 		if (!(h = fs_handle_new(fs, writing ? H_INPUT : H_STATIC, &t))) {
 			rc = -ENOMEM;
@@ -80,26 +84,41 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 {
 	mfs_fs *fs = fuse_req_userdata(freq);
 	target p;
-	mfs_format fmt;
+	mfs_file_info info;
 	(void)mode;
 	if (fs_resolve(fs, parent, &p) < 0) {
 		fuse_reply_err(freq, ENOENT);
 		return;
 	}
-	if (p.kind != N_REQ) {
-		fuse_reply_err(freq, p.kind == N_REQS ? EPERM : EROFS);
+	if (p.kind != N_REQ || fs_may_use(freq, &p) < 0) {
+		/* requests/ holds directories only; another user's request
+		 * takes no files */
+		fuse_reply_err(freq, p.kind != N_REQ ? EROFS : EACCES);
 		fs_target_release(&p);
 		return;
 	}
-	if (fs_rfile_index(name) >= 0 || fs_output_file(p.req, name, &fmt) >= 0) {
-		fuse_reply_err(freq, fs_rfile_index(name) >= 0 ? EROFS : EACCES);
+	if (fs_rfile_index(name) >= 0) {
+		fuse_reply_err(freq, EROFS);
 		fs_target_release(&p);
 		return;
 	}
-	bool existed = mfs_request_input_file_size(p.req, name) >= 0;
+	if (mfs_request_find_file(p.req, name, &info) == MFS_FILE_OUTPUT) {
+		fuse_reply_err(freq, EACCES);
+		fs_target_release(&p);
+		return;
+	}
+	/* An unknown name fails here, where every writer (bash's builtin
+	 * echo too) sees it, not only at close. */
+	mfs_error err;
+	if (info.kind == MFS_FILE_NONE && mfs_request_check_file_name(p.req, name, &err) < 0) {
+		fuse_reply_err(freq, ENOENT);
+		fs_target_release(&p);
+		return;
+	}
+	bool existed = info.kind == MFS_FILE_INPUT;
 	pthread_mutex_lock(&fs->lock);
 	node *pn = fs_node_find(fs, parent);
-	node *c = pn && !pn->dead ? fs_node_child(pn, name) : NULL;
+	node *c = pn && !pn->dead ? fs_node_child(fs, pn, name) : NULL;
 	if (c && (c->kind != N_RFILE || c->sub != RF_INPUT)) {
 		fs_node_kill(fs, c);
 		c = NULL;
@@ -137,6 +156,24 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		fs_handle_free(fs, h);
 }
 
+/* Does what was written so far already show the file cannot be of its
+ * format (SPEC section 4)?  Then the file is refused now (h->lock held):
+ * this write fails EINVAL, so does every later one, nothing is committed
+ * at close, and the reason is in $req/error.  Only the beginning is
+ * judged (MFS_PREFIX_CHECK_BYTES); the close-time decode checks the rest. */
+static bool refuse_prefix(handle *h, size_t at)
+{
+	mfs_error err;
+	if (h->fmt_in < 0 || at >= MFS_PREFIX_CHECK_BYTES ||
+	    mfs_tensor_prefix_check((mfs_format)h->fmt_in, h->wbuf, h->wlen, &err) == 0)
+		return false;
+	h->refused = EINVAL;
+	h->dirty = h->written = false;
+	mfs_error_prefix(&err, "'%s': ", h->name);
+	mfs_request_note_error(h->req, &err);
+	return true;
+}
+
 void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
@@ -149,7 +186,7 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		return;
 	}
 	pthread_mutex_lock(&h->lock);
-	size_t at = (size_t)off;
+	size_t at = (size_t)off, before = h->wlen;
 	if (h->kind == H_INFER) {
 		if (h->inflight) {
 			pthread_mutex_unlock(&h->lock);
@@ -167,9 +204,12 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		}
 		at = h->wlen;   /* a stream: offsets do not matter */
 	} else {
-		int64_t mine = mfs_request_input_file_size(h->req, h->name);
-		uint64_t others = mfs_request_input_bytes(h->req) - (mine > 0 ? (uint64_t)mine : 0);
-		max = others < max ? max - others : 0;
+		if (h->refused) {
+			pthread_mutex_unlock(&h->lock);
+			fuse_reply_err(freq, h->refused);
+			return;
+		}
+		max = mfs_request_room(h->req, h->name);
 	}
 	if ((uint64_t)at + size > max) {
 		/* The file is refused: nothing of it is committed at close. */
@@ -208,8 +248,27 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		h->wlen = at + size;
 	h->dirty = true;
 	h->written = true;
+	if (h->kind == H_INPUT && at <= before && refuse_prefix(h, at)) {
+		pthread_mutex_unlock(&h->lock);
+		fuse_reply_err(freq, EINVAL);
+		return;
+	}
 	pthread_mutex_unlock(&h->lock);
 	fuse_reply_write(freq, size);
+}
+
+/* A new file that was refused (at a write or at its commit) leaves no
+ * entry behind. */
+static void forget_refused(mfs_fs *fs, handle *h)
+{
+	mfs_file_info fi;
+	if (mfs_request_find_file(h->req, h->name, &fi) == MFS_FILE_INPUT)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	node *n = fs_node_find(fs, h->ino);
+	if (n)
+		fs_node_kill(fs, n);
+	pthread_mutex_unlock(&fs->lock);
 }
 
 /* Commit an input file written on h; 0 or a negative errno.  At flush
@@ -233,14 +292,8 @@ static int commit_input(mfs_fs *fs, handle *h, bool final)
 	if (rc == 0)
 		h->created = false;
 	pthread_mutex_unlock(&h->lock);
-	if (rc < 0 && created && mfs_request_input_file_size(h->req, h->name) < 0) {
-		/* A new file that was refused leaves no entry behind. */
-		pthread_mutex_lock(&fs->lock);
-		node *n = fs_node_find(fs, h->ino);
-		if (n)
-			fs_node_kill(fs, n);
-		pthread_mutex_unlock(&fs->lock);
-	}
+	if (rc < 0 && created)
+		forget_refused(fs, h);
 	return rc;
 }
 
@@ -250,6 +303,8 @@ void fs_op_flush(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 	handle *h = (handle *)(uintptr_t)fi->fh;
 	(void)ino;
 	int rc = h->kind == H_INPUT ? commit_input(fs, h, false) : 0;
+	if (h->kind == H_INPUT && h->refused)
+		rc = -h->refused;
 	fuse_reply_err(freq, -rc);
 }
 
@@ -260,16 +315,23 @@ void fs_op_release(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)ino;
 	if (h->kind == H_INPUT)
 		commit_input(fs, h, true);
+	if (h->kind == H_INPUT && h->refused && h->created)
+		forget_refused(fs, h);
 	fs_handle_free(fs, h);
 	fuse_reply_err(freq, 0);
 }
 
+/* fsync on an input commits what was written so far, as close() would,
+ * and returns the same error; the file stays open and later writes are
+ * committed again.  Nothing else has anything to make durable. */
 void fs_op_fsync(fuse_req_t freq, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
+	mfs_fs *fs = fuse_req_userdata(freq);
+	handle *h = (handle *)(uintptr_t)fi->fh;
 	(void)ino;
 	(void)datasync;
-	(void)fi;
-	fuse_reply_err(freq, 0);
+	int rc = h->kind == H_INPUT ? commit_input(fs, h, false) : 0;
+	fuse_reply_err(freq, -rc);
 }
 
 void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off)
@@ -280,10 +342,10 @@ void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off)
 		char *buf;
 		size_t len;
 		mfs_error_clear(&err);
-		int rc = mfs_request_read_output(h->req, h->idx, h->fmt, &buf, &len, &err);
+		int rc = mfs_request_read_output(h->req, h->run, h->idx, h->fmt, &buf, &len, &err);
 		if (rc < 0) {
 			pthread_mutex_unlock(&h->lock);
-			if (rc == -ENODATA || rc == -EIO)
+			if (rc == -ENODATA || rc == -EIO || rc == -ESTALE)
 				mfs_log_warn("model '%s' request '%s': reading '%s': %s", h->model,
 					     mfs_request_name(h->req), h->name, err.msg);
 			fuse_reply_err(freq, rc == -EINPROGRESS ? EAGAIN : -rc);
@@ -438,12 +500,13 @@ void fs_op_read(fuse_req_t freq, fuse_ino_t ino, size_t size, off_t off,
 		pthread_mutex_lock(&h->lock);
 		bool have = h->have_content;
 		pthread_mutex_unlock(&h->lock);
-		if (!have && mfs_request_state(h->req) != MFS_REQ_DONE &&
-		    mfs_request_state(h->req) != MFS_REQ_FAILED &&
-		    mfs_request_state(h->req) != MFS_REQ_WAITING) {
-			if (fs_wait_read(fs, freq, h, h->req, size, off) == 1)
-				return;
-		}
+		mfs_req_state st = have ? MFS_REQ_DONE : mfs_request_state(h->req);
+		/* A newer run than the one this file reads: ESTALE now, not
+		 * after waiting for it. */
+		if ((st == MFS_REQ_QUEUED || st == MFS_REQ_RUNNING) &&
+		    mfs_request_run_id(h->req) == h->run &&
+		    fs_wait_read(fs, freq, h, h->req, size, off) == 1)
+			return;
 		fs_answer_output(freq, h, size, off);
 		return;
 	}

@@ -1,6 +1,13 @@
-/* fs_internal.h - shared between the FUSE layer's files (fs_ops.c: the
- * operations and the inode table; fs_content.c: synthetic file contents;
- * fs_wait.c: reads that wait for a run). */
+/* fs_internal.h - shared between the FUSE layer's files:
+ *   fs_ops.c      the operations table and the name operations (lookup,
+ *                 attributes, mkdir/rmdir/unlink/rename, listings)
+ *   fs_files.c    the file operations (open, create, read, write, flush,
+ *                 release, fsync) and infer sessions
+ *   fs_nodes.c    the inode table, targets, attributes, open-file handles,
+ *                 and the layer's life (new, expiry, free)
+ *   fs_content.c  the text of synthetic files
+ *   fs_wait.c     reads that wait for a run
+ */
 #ifndef MFS_FS_INTERNAL_H
 #define MFS_FS_INTERNAL_H
 
@@ -24,17 +31,24 @@ typedef enum rfile { RF_STATUS, RF_ERROR, RF_TRACE, RF_INPUT, RF_OUTPUT } rfile;
 
 extern const char *const mfile_names[MF_COUNT];
 
-/* An inode.  Nodes live in fs->nodes (by ino) and in their parent's
- * child list while alive; a dead node (its object is gone) leaves the
- * child list and is freed when the kernel forgets it.  fs->lock protects
- * every field but the immutable ones (ino, kind, sub, model, version, req,
- * idx, fmt, name). */
+/* An inode.  Every node is in fs->inos (by ino) until freed; a live
+ * node is also in fs->names (by parent and name) and its parent's child
+ * list, and a live request directory in fs->reqs.  A dead node (its
+ * object is gone) leaves all but fs->inos at once, in O(1), and is freed
+ * when the kernel forgets it.  fs->lock protects every field but the
+ * immutable ones (ino, kind, sub, model, version, req, idx, fmt, name). */
 typedef struct node {
 	fuse_ino_t ino;
 	uint64_t nlookup;
 	struct node *parent;          /* NULL once dead or for the root */
-	struct node *children, *sibling;
-	struct node *hnext;           /* hash chain */
+	struct node *children;
+	struct node *sibling, **sibling_pp;   /* the parent's list: doubly linked */
+	struct node *hnext;           /* fs->inos chain */
+	struct node *nnext;           /* fs->names chain */
+	struct node *rnext, **rpp;    /* fs->reqs (N_REQ only) */
+	int live_reqs;                /* N_MODEL: live request directories below */
+	uid_t uid;                    /* owner: who made the request (N_REQ and below), else the daemon's */
+	gid_t gid;
 	char *name;
 	nkind kind;
 	int sub;                      /* mfile or rfile */
@@ -57,6 +71,8 @@ typedef struct target {
 	mfs_request *req;             /* a reference, or NULL */
 	int idx;
 	mfs_format fmt;
+	uid_t uid;
+	gid_t gid;
 	char name[256];
 } target;
 
@@ -81,12 +97,15 @@ typedef struct handle {
 	bool have_content;
 	int idx;
 	mfs_format fmt;
+	uint64_t run;                 /* H_OUTPUT: the run it reads (mfs_request_run_id at open) */
 	/* H_INPUT: the bytes written so far; H_INFER: the request body */
 	char *wbuf;
 	size_t wlen, wcap;
 	bool dirty;                   /* changed since the last commit */
 	bool written;                 /* a write() came since the last commit */
 	bool created;                 /* H_INPUT made by create(): its node dies if the commit fails */
+	int refused;                  /* H_INPUT: errno that refused the file at a write (0: none) */
+	int fmt_in;                   /* H_INPUT: the format its name gives, -1 for a temporary */
 	/* H_INFER */
 	char model[128];
 	int64_t version;
@@ -101,11 +120,20 @@ typedef struct handle {
 	struct handle *hnext, *hprev;
 } handle;
 
+/* A hash table of nodes, grown as it fills (chains stay short with
+ * 100,000 request directories). */
+typedef struct node_table {
+	node **b;
+	size_t n_buckets, count;
+} node_table;
+
 struct mfs_fs {
 	mfs_fs_conf conf;
-	pthread_mutex_t lock;         /* the inode table and child lists */
-	node **buckets;
-	size_t n_buckets;
+	pthread_mutex_t lock;         /* the node tables, child lists, fs->reqs */
+	node_table inos;              /* every node, by ino */
+	node_table names;             /* live nodes, by (parent ino, name) */
+	node *reqs;                   /* live request directories */
+	size_t n_reqs;
 	fuse_ino_t next_ino;
 	node *root;
 	uid_t uid;
@@ -121,12 +149,14 @@ struct mfs_fs {
 	struct fuse_session *se;      /* for cache invalidation; NULL until set */
 };
 
-#define STABLE_TIMEOUT 1.0   /* names only a reload changes (issue #4 invalidates them) */
+#define STABLE_TIMEOUT 1.0   /* names only a reload changes (mfs_fs_model_changed invalidates them) */
 
 /* fs_nodes.c: the inode table (fs->lock held for the node_* functions). */
 extern const char *const fs_rfile_names[3];
 node *fs_node_find(mfs_fs *fs, fuse_ino_t ino);
-node *fs_node_child(node *parent, const char *name);      /* live children only */
+node *fs_node_child(mfs_fs *fs, node *parent, const char *name);   /* live children only */
+/* The model directory node above n (n itself for N_MODEL), or NULL. */
+node *fs_node_model(node *n);
 node *fs_node_add(mfs_fs *fs, node *parent, const char *name, nkind kind,
 		  int sub, const char *model, int64_t version,
 		  mfs_request *req, int idx, mfs_format fmt);
@@ -140,6 +170,9 @@ int fs_model_alive(mfs_fs *fs, const char *model, int64_t version);
 /* A live target for ino (no lock held); -ENOENT when its object is gone. */
 int fs_resolve(mfs_fs *fs, fuse_ino_t ino, target *t);
 bool fs_is_dir(nkind k);
+/* May the caller of freq use t (a request directory or a file in one)?
+ * Its owner and root may; 0 or -EACCES.  Other nodes: 0. */
+int fs_may_use(fuse_req_t freq, const target *t);
 void fs_fill_attr(mfs_fs *fs, const target *t, struct stat *st);
 /* Find or make parent's child and answer a lookup-like request with it. */
 void fs_reply_child(mfs_fs *fs, fuse_req_t freq, fuse_ino_t parent, nkind pkind,
@@ -147,8 +180,6 @@ void fs_reply_child(mfs_fs *fs, fuse_req_t freq, fuse_ino_t parent, nkind pkind,
 		    int64_t version, mfs_request *req, int idx, mfs_format fmt);
 int fs_mfile_index(const char *name);
 int fs_rfile_index(const char *name);
-/* "OUTPUT0.EXT": the config output's index and the format, or -1. */
-int fs_output_file(mfs_request *r, const char *name, mfs_format *fmt);
 handle *fs_handle_new(mfs_fs *fs, hkind kind, const target *t);
 void fs_handle_free(mfs_fs *fs, handle *h);
 void fs_set_handle(struct fuse_file_info *fi, handle *h);

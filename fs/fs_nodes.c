@@ -24,36 +24,104 @@
 
 const char *const fs_rfile_names[] = { "status", "error", "trace.json" };
 
-/* ---- the inode table (fs->lock held) ---- */
+/* ---- the node tables (fs->lock held) ---- */
 
-static size_t bucket(const mfs_fs *fs, fuse_ino_t ino)
+#define FIRST_BUCKETS 4096
+
+static size_t ino_hash(fuse_ino_t ino)
 {
-	return (size_t)(ino * 0x9E3779B97F4A7C15ull >> 20) % fs->n_buckets;
+	return (size_t)(ino * 0x9E3779B97F4A7C15ull >> 17);
+}
+
+/* FNV-1a over the name, seeded with the parent's ino. */
+static size_t name_hash(fuse_ino_t parent, const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ (parent * 0x9E3779B97F4A7C15ull);
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return (size_t)(h ^ h >> 29);
+}
+
+static node **ino_link(node *n) { return &n->hnext; }
+static node **name_link(node *n) { return &n->nnext; }
+
+static size_t node_hash(const node_table *t, const node *n, bool by_name)
+{
+	(void)t;
+	return by_name ? name_hash(n->parent ? n->parent->ino : 0, n->name) : ino_hash(n->ino);
+}
+
+/* Double the buckets once the table holds twice as many nodes as it has
+ * buckets; a failed allocation keeps the old table (longer chains, still
+ * correct). */
+static void table_grow(node_table *t, bool by_name)
+{
+	if (t->count < 2 * t->n_buckets)
+		return;
+	size_t nb = t->n_buckets * 2;
+	node **b = calloc(nb, sizeof(*b));
+	if (!b)
+		return;
+	for (size_t i = 0; i < t->n_buckets; i++)
+		for (node *n = t->b[i], *next; n; n = next) {
+			node **link = by_name ? name_link(n) : ino_link(n);
+			next = *link;
+			size_t k = node_hash(t, n, by_name) % nb;
+			*link = b[k];
+			b[k] = n;
+		}
+	free(t->b);
+	t->b = b;
+	t->n_buckets = nb;
+}
+
+static void table_insert(node_table *t, node *n, bool by_name)
+{
+	table_grow(t, by_name);
+	size_t k = node_hash(t, n, by_name) % t->n_buckets;
+	node **link = by_name ? name_link(n) : ino_link(n);
+	*link = t->b[k];
+	t->b[k] = n;
+	t->count++;
+}
+
+static void table_remove(node_table *t, node *n, bool by_name)
+{
+	node **p = &t->b[node_hash(t, n, by_name) % t->n_buckets];
+	while (*p && *p != n)
+		p = by_name ? name_link(*p) : ino_link(*p);
+	if (*p) {
+		*p = by_name ? n->nnext : n->hnext;
+		t->count--;
+	}
 }
 
 node *fs_node_find(mfs_fs *fs, fuse_ino_t ino)
 {
-	for (node *n = fs->buckets[bucket(fs, ino)]; n; n = n->hnext)
+	for (node *n = fs->inos.b[ino_hash(ino) % fs->inos.n_buckets]; n; n = n->hnext)
 		if (n->ino == ino)
 			return n;
 	return NULL;
 }
 
-node *fs_node_child(node *parent, const char *name)
+node *fs_node_child(mfs_fs *fs, node *parent, const char *name)
 {
-	for (node *c = parent->children; c; c = c->sibling)
-		if (strcmp(c->name, name) == 0)
+	for (node *c = fs->names.b[name_hash(parent->ino, name) % fs->names.n_buckets]; c; c = c->nnext)
+		if (c->parent == parent && strcmp(c->name, name) == 0)
 			return c;
 	return NULL;
 }
 
+node *fs_node_model(node *n)
+{
+	while (n && n->kind != N_MODEL)
+		n = n->parent;
+	return n;
+}
+
 void fs_node_free(mfs_fs *fs, node *n)
 {
-	node **p = &fs->buckets[bucket(fs, n->ino)];
-	while (*p && *p != n)
-		p = &(*p)->hnext;
-	if (*p)
-		*p = n->hnext;
+	table_remove(&fs->inos, n, false);
 	if (n->req)
 		mfs_request_put(n->req);
 	free(n->name);
@@ -86,19 +154,37 @@ node *fs_node_add(mfs_fs *fs, node *parent, const char *name, nkind kind,
 	}
 	n->idx = idx;
 	n->fmt = fmt;
+	/* A request's files belong to whoever made the request (mkdir sets
+	 * the request directory's owner); the rest to the daemon. */
+	bool in_req = parent && parent->kind == N_REQ;
+	n->uid = in_req ? parent->uid : fs->uid;
+	n->gid = in_req ? parent->gid : fs->gid;
 	n->parent = parent;
 	if (parent) {
 		n->sibling = parent->children;
+		if (n->sibling)
+			n->sibling->sibling_pp = &n->sibling;
 		parent->children = n;
+		n->sibling_pp = &parent->children;
+		table_insert(&fs->names, n, true);
 	}
-	size_t b = bucket(fs, n->ino);
-	n->hnext = fs->buckets[b];
-	fs->buckets[b] = n;
+	if (kind == N_REQ) {
+		node *m = fs_node_model(parent);
+		n->rnext = fs->reqs;
+		if (n->rnext)
+			n->rnext->rpp = &n->rnext;
+		fs->reqs = n;
+		n->rpp = &fs->reqs;
+		fs->n_reqs++;
+		if (m)
+			m->live_reqs++;
+	}
+	table_insert(&fs->inos, n, false);
 	return n;
 }
 
-/* The object behind n is gone: it leaves the tree now and memory when the
- * kernel forgets it. */
+/* The object behind n is gone: it leaves the tree now (every list but
+ * fs->inos, each in O(1)) and memory when the kernel forgets it. */
 void fs_node_kill(mfs_fs *fs, node *n)
 {
 	if (n->dead)
@@ -106,14 +192,25 @@ void fs_node_kill(mfs_fs *fs, node *n)
 	n->dead = true;
 	while (n->children)
 		fs_node_kill(fs, n->children);
+	if (n->kind == N_REQ && n->rpp) {
+		node *m = fs_node_model(n->parent);
+		if (m)
+			m->live_reqs--;
+		*n->rpp = n->rnext;
+		if (n->rnext)
+			n->rnext->rpp = n->rpp;
+		n->rnext = NULL;
+		n->rpp = NULL;
+		fs->n_reqs--;
+	}
 	if (n->parent) {
-		node **p = &n->parent->children;
-		while (*p && *p != n)
-			p = &(*p)->sibling;
-		if (*p)
-			*p = n->sibling;
+		table_remove(&fs->names, n, true);
+		*n->sibling_pp = n->sibling;
+		if (n->sibling)
+			n->sibling->sibling_pp = n->sibling_pp;
 		n->parent = NULL;
 		n->sibling = NULL;
+		n->sibling_pp = NULL;
 	}
 	if (n->nlookup == 0)
 		fs_node_free(fs, n);
@@ -134,6 +231,8 @@ void fs_fill_target(const node *n, target *t)
 		mfs_request_get(t->req);
 	t->idx = n->idx;
 	t->fmt = n->fmt;
+	t->uid = n->uid;
+	t->gid = n->gid;
 	snprintf(t->name, sizeof(t->name), "%s", n->name);
 }
 
@@ -173,11 +272,10 @@ int fs_resolve(mfs_fs *fs, fuse_ino_t ino, target *t)
 	fs_fill_target(n, t);
 	pthread_mutex_unlock(&fs->lock);
 	if (t->req) {
-		if (mfs_request_removed(t->req)) {
+		if (!mfs_request_use(t->req)) {
 			fs_target_release(t);
 			return -ENOENT;
 		}
-		mfs_request_touch(t->req);
 		return 0;
 	}
 	if (t->kind != N_ROOT && t->kind != N_INDEX && t->kind != N_METRICS &&
@@ -193,27 +291,41 @@ bool fs_is_dir(nkind k)
 	return k == N_ROOT || k == N_MODEL || k == N_VERSION || k == N_REQS || k == N_REQ;
 }
 
+int fs_may_use(fuse_req_t freq, const target *t)
+{
+	if (t->kind != N_REQ && t->kind != N_RFILE)
+		return 0;
+	const struct fuse_ctx *ctx = fuse_req_ctx(freq);
+	return ctx->uid == 0 || ctx->uid == t->uid ? 0 : -EACCES;
+}
+
+/* Modes (docs/SECURITY.md): requests/ is like /tmp (anyone makes a
+ * request, only its owner removes it), a request and its files are its
+ * owner's alone; the rest is read-only to all, infer read-write to all
+ * (each open is its own session). */
 void fs_fill_attr(mfs_fs *fs, const target *t, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = t->ino;
-	st->st_uid = fs->uid;
-	st->st_gid = fs->gid;
+	st->st_uid = t->uid;
+	st->st_gid = t->gid;
 	st->st_blksize = BLKSIZE;
 	st->st_atim = st->st_mtim = st->st_ctim = fs->start;
 	if (fs_is_dir(t->kind)) {
-		st->st_mode = S_IFDIR | (t->kind == N_REQS || t->kind == N_REQ ? 0755 : 0555);
+		st->st_mode = S_IFDIR | (t->kind == N_REQS ? 01777 : t->kind == N_REQ ? 0700 : 0555);
 		st->st_nlink = 2;
 		return;
 	}
 	st->st_nlink = 1;
 	int64_t size = 0;
-	mode_t mode = 0444;
+	mode_t mode = t->kind == N_RFILE ? 0400 : 0444;
 	if (t->kind == N_MFILE && t->sub == MF_INFER) {
 		mode = 0666;
 	} else if (t->kind == N_RFILE && t->sub == RF_INPUT) {
-		mode = 0644;
-		size = mfs_request_input_file_size(t->req, t->name);
+		mfs_file_info fi;
+		mode = 0600;
+		mfs_request_find_file(t->req, t->name, &fi);
+		size = fi.size;
 	} else if (t->kind == N_RFILE && t->sub == RF_OUTPUT) {
 		size = mfs_request_output_size(t->req, t->idx, t->fmt);
 	} else {
@@ -257,7 +369,7 @@ void fs_reply_child(mfs_fs *fs, fuse_req_t freq, fuse_ino_t parent, nkind pkind,
 		fuse_reply_err(freq, ENOENT);
 		return;
 	}
-	node *c = fs_node_child(p, name);
+	node *c = fs_node_child(fs, p, name);
 	if (c && (c->kind != kind || c->sub != sub || c->idx != idx || c->fmt != fmt)) {
 		fs_node_kill(fs, c);
 		c = NULL;
@@ -298,20 +410,6 @@ int fs_rfile_index(const char *name)
 	return -1;
 }
 
-/* An output file name "OUTPUT0.EXT": its index and format, or -1. */
-int fs_output_file(mfs_request *r, const char *name, mfs_format *fmt)
-{
-	size_t nl;
-	char base[256];
-	int f = mfs_format_split_filename(name, &nl);
-	if (f < 0 || nl >= sizeof(base))
-		return -1;
-	memcpy(base, name, nl);
-	base[nl] = '\0';
-	*fmt = (mfs_format)f;
-	return mfs_request_output_index(r, base);
-}
-
 /* ---- open files ---- */
 
 handle *fs_handle_new(mfs_fs *fs, hkind kind, const target *t)
@@ -335,6 +433,7 @@ handle *fs_handle_new(mfs_fs *fs, hkind kind, const target *t)
 	}
 	h->idx = t->idx;
 	h->fmt = t->fmt;
+	h->fmt_in = kind == H_INPUT && t->name[0] != '.' ? mfs_format_split_filename(t->name, &(size_t){ 0 }) : -1;
 	snprintf(h->model, sizeof(h->model), "%s", t->model);
 	h->version = t->version;
 	return h;
@@ -384,8 +483,9 @@ int mfs_fs_new(const mfs_fs_conf *conf, mfs_fs **out, mfs_error *err)
 	if (!fs)
 		return mfs_fail(err, ENOMEM, "out of memory");
 	fs->conf = *conf;
-	fs->n_buckets = 4096;
-	fs->buckets = calloc(fs->n_buckets, sizeof(node *));
+	fs->inos.n_buckets = fs->names.n_buckets = FIRST_BUCKETS;
+	fs->inos.b = calloc(FIRST_BUCKETS, sizeof(node *));
+	fs->names.b = calloc(FIRST_BUCKETS, sizeof(node *));
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->wlock, NULL);
 	pthread_mutex_init(&fs->hlock, NULL);
@@ -394,7 +494,7 @@ int mfs_fs_new(const mfs_fs_conf *conf, mfs_fs **out, mfs_error *err)
 	fs->gid = getgid();
 	fs->accepting = true;
 	clock_gettime(CLOCK_REALTIME, &fs->start);
-	if (!fs->buckets || !(fs->root = fs_node_add(fs, NULL, "", N_ROOT, 0, NULL, 0, NULL, 0, 0))) {
+	if (!fs->inos.b || !fs->names.b || !(fs->root = fs_node_add(fs, NULL, "", N_ROOT, 0, NULL, 0, NULL, 0, 0))) {
 		mfs_fs_free(fs);
 		return mfs_fail(err, ENOMEM, "out of memory");
 	}
@@ -418,7 +518,7 @@ void mfs_fs_model_changed(mfs_fs *fs, const char *model)
 	if (!fs->se)
 		return;
 	pthread_mutex_lock(&fs->lock);
-	node *m = fs_node_child(fs->root, model);
+	node *m = fs_node_child(fs, fs->root, model);
 	if (m) {
 		model_ino = m->ino;
 		for (node *c = m->children; c && nv < 64; c = c->sibling)
@@ -451,48 +551,77 @@ void mfs_fs_stop_accepting(mfs_fs *fs)
 	__atomic_store_n(&fs->accepting, false, __ATOMIC_RELEASE);
 }
 
-typedef struct gone {
-	fuse_ino_t parent;
-	char name[72];
-} gone;
+/* Expiry, in three steps so that fs->lock is never held while requests
+ * are asked anything (a request's lock can be held by a run ending) and
+ * never for long: (1) under fs->lock, copy the live request directories
+ * (ino and a reference); (2) without it, ask each request whether it is
+ * idle past the TTL; (3) under fs->lock again, in batches, remove those
+ * that are still the same node and still idle (asked again: cheap, and
+ * only for those about to go), and tell the kernel without the lock. */
+typedef struct candidate {
+	fuse_ino_t ino, parent;
+	mfs_request *req;             /* a reference */
+} candidate;
 
-/* Remove idle request directories below n (fs->lock held); remember up
- * to max of them in out for the kernel. */
-static void expire_below(mfs_fs *fs, node *n, uint64_t now, gone *out, int *n_out, int max)
+#define EXPIRE_BATCH 1024
+
+static void expire_requests(mfs_fs *fs, uint64_t now)
 {
-	for (node *c = n->children, *next; c; c = next) {
-		next = c->sibling;
-		if (c->kind == N_REQ) {
-			/* last_use may be later than now (touched meanwhile):
-			 * no unsigned subtraction here. */
-			if (!mfs_request_busy(c->req) &&
-			    mfs_request_last_use(c->req) + fs->conf.request_ttl_ns < now) {
-				mfs_log_info("model '%s' request '%s': removed after %" PRIu64 " s unused",
-					     c->model, c->name, fs->conf.request_ttl_ns / 1000000000u);
-				if (*n_out < max) {
-					out[*n_out].parent = n->ino;
-					snprintf(out[*n_out].name, sizeof(out[*n_out].name), "%s", c->name);
-					(*n_out)++;
-				}
-				mfs_request_mark_removed(c->req);
-				fs_node_kill(fs, c);
+	pthread_mutex_lock(&fs->lock);
+	size_t n = 0, cap = fs->n_reqs;
+	candidate *c = cap ? malloc(cap * sizeof(*c)) : NULL;
+	for (node *r = fs->reqs; c && r && n < cap; r = r->rnext) {
+		mfs_request_get(r->req);
+		c[n++] = (candidate){ r->ino, r->parent ? r->parent->ino : 0, r->req };
+	}
+	pthread_mutex_unlock(&fs->lock);
+
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		/* last_use may be later than now (touched meanwhile): no
+		 * unsigned subtraction here. */
+		if (!mfs_request_busy(c[i].req) &&
+		    mfs_request_last_use(c[i].req) + fs->conf.request_ttl_ns < now)
+			c[k++] = c[i];
+		else
+			mfs_request_put(c[i].req);
+	}
+
+	for (size_t at = 0; at < k; at += EXPIRE_BATCH) {
+		size_t end = at + EXPIRE_BATCH < k ? at + EXPIRE_BATCH : k;
+		pthread_mutex_lock(&fs->lock);
+		for (size_t i = at; i < end; i++) {
+			node *r = fs_node_find(fs, c[i].ino);
+			/* Gone, or used since step 2: nothing to do or tell.
+			 * (fs->lock, then a request's lock: the allowed order.) */
+			if (!r || r->dead || r->req != c[i].req || mfs_request_busy(r->req) ||
+			    mfs_request_last_use(r->req) + fs->conf.request_ttl_ns >= now) {
+				c[i].parent = 0;
+				continue;
 			}
-		} else if (c->kind == N_MODEL || c->kind == N_VERSION || c->kind == N_REQS) {
-			expire_below(fs, c, now, out, n_out, max);
+			mfs_request_mark_removed(r->req);
+			fs_node_kill(fs, r);
+		}
+		pthread_mutex_unlock(&fs->lock);
+		/* Not a FUSE thread, no lock held: the kernel may call back. */
+		for (size_t i = at; i < end; i++) {
+			const char *name = mfs_request_name(c[i].req);
+			if (c[i].parent) {
+				const mfs_version *v = mfs_request_version(c[i].req);
+				mfs_log_info("model '%s' request '%s': removed after %" PRIu64 " s unused",
+					     v->model_name, name, fs->conf.request_ttl_ns / 1000000000u);
+				if (fs->se)
+					fuse_lowlevel_notify_inval_entry(fs->se, c[i].parent, name, strlen(name));
+			}
+			mfs_request_put(c[i].req);
 		}
 	}
+	free(c);
 }
 
 void mfs_fs_expire(mfs_fs *fs)
 {
-	gone g[256];
-	int n = 0;
-	pthread_mutex_lock(&fs->lock);
-	expire_below(fs, fs->root, mfs_now_ns(), g, &n, 256);
-	pthread_mutex_unlock(&fs->lock);
-	/* Not a FUSE thread, no lock held: the kernel may call back. */
-	for (int i = 0; fs->se && i < n; i++)
-		fuse_lowlevel_notify_inval_entry(fs->se, g[i].parent, g[i].name, strlen(g[i].name));
+	expire_requests(fs, mfs_now_ns());
 	fs_expire_reads(fs);
 }
 
@@ -503,10 +632,11 @@ void mfs_fs_free(mfs_fs *fs)
 	mfs_fs_cancel_reads(fs, EINTR);
 	while (fs->handles)
 		fs_handle_free(fs, fs->handles);
-	for (size_t b = 0; fs->buckets && b < fs->n_buckets; b++)
-		while (fs->buckets[b])
-			fs_node_free(fs, fs->buckets[b]);
-	free(fs->buckets);
+	for (size_t b = 0; fs->inos.b && b < fs->inos.n_buckets; b++)
+		while (fs->inos.b[b])
+			fs_node_free(fs, fs->inos.b[b]);
+	free(fs->inos.b);
+	free(fs->names.b);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->wlock);
 	pthread_mutex_destroy(&fs->hlock);

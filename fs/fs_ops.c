@@ -40,6 +40,12 @@ static void op_lookup(fuse_req_t freq, fuse_ino_t parent, const char *name)
 		fuse_reply_err(freq, ENOENT);
 		return;
 	}
+	int rc = fs_may_use(freq, &p);   /* another user's request: no lookup inside */
+	if (rc < 0) {
+		fuse_reply_err(freq, -rc);
+		fs_target_release(&p);
+		return;
+	}
 	switch (p.kind) {
 	case N_ROOT:
 		if (strcmp(name, ".index.json") == 0)
@@ -68,7 +74,7 @@ static void op_lookup(fuse_req_t freq, fuse_ino_t parent, const char *name)
 		target t;
 		pthread_mutex_lock(&fs->lock);
 		node *pn = fs_node_find(fs, parent);
-		node *c = pn ? fs_node_child(pn, name) : NULL;
+		node *c = pn ? fs_node_child(fs, pn, name) : NULL;
 		if (c && !mfs_request_removed(c->req)) {
 			c->nlookup++;
 			fs_fill_target(c, &t);
@@ -91,13 +97,12 @@ static void op_lookup(fuse_req_t freq, fuse_ino_t parent, const char *name)
 		break;
 	}
 	case N_REQ: {
-		mfs_format fmt;
-		int idx;
+		mfs_file_info fi;
 		if ((m = fs_rfile_index(name)) >= 0)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_RFILE, m, p.model, p.version, p.req, 0, 0);
-		else if ((idx = fs_output_file(p.req, name, &fmt)) >= 0)
-			fs_reply_child(fs, freq, parent, p.kind, name, N_RFILE, RF_OUTPUT, p.model, p.version, p.req, idx, fmt);
-		else if (mfs_request_input_file_size(p.req, name) >= 0)
+		else if (mfs_request_find_file(p.req, name, &fi) == MFS_FILE_OUTPUT)
+			fs_reply_child(fs, freq, parent, p.kind, name, N_RFILE, RF_OUTPUT, p.model, p.version, p.req, fi.idx, fi.fmt);
+		else if (fi.kind == MFS_FILE_INPUT)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_RFILE, RF_INPUT, p.model, p.version, p.req, 0, 0);
 		else
 			fuse_reply_err(freq, ENOENT);
@@ -160,33 +165,81 @@ static void op_getattr(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *f
 	fs_target_release(&t);
 }
 
+/* A size change of an input file open for writing (ftruncate, or the
+ * truncate(2) of a file someone has open for writing): shrinking drops
+ * bytes, growing adds zero bytes as a write past the end would, up to
+ * what --max-request-bytes leaves (EFBIG beyond, the file unchanged).
+ * The change is committed at close like a write.  0 or a negative errno. */
+static int set_input_size(handle *h, off_t size)
+{
+	if (size < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&h->lock);
+	int rc = 0;
+	if ((uint64_t)size > h->wlen && (uint64_t)size > mfs_request_room(h->req, h->name)) {
+		rc = -EFBIG;
+	} else if ((size_t)size > h->wcap) {
+		char *nb = realloc(h->wbuf, (size_t)size);
+		if (!nb)
+			rc = -ENOMEM;
+		else {
+			h->wbuf = nb;
+			h->wcap = (size_t)size;
+		}
+	}
+	if (rc == 0) {
+		if (size == 0)
+			h->refused = 0;   /* emptied: what is written next is judged afresh */
+		if ((size_t)size > h->wlen)
+			memset(h->wbuf + h->wlen, 0, (size_t)size - h->wlen);
+		h->wlen = (size_t)size;
+		h->dirty = true;
+		h->written = true;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return rc;
+}
+
+/* Attributes that can change (docs/FILESYSTEM.md, "Attributes"): the
+ * size of an input being written, and times set to now (what stat of a
+ * request file shows anyway).  Modes, owners and explicit times are
+ * fixed by the filesystem: EPERM. */
 static void op_setattr(fuse_req_t freq, fuse_ino_t ino, struct stat *attr,
 		       int to_set, struct fuse_file_info *fi)
 {
 	mfs_fs *fs = fuse_req_userdata(freq);
 	target t;
 	struct stat st;
+	int rc = 0;
 	if (fs_resolve(fs, ino, &t) < 0) {
 		fuse_reply_err(freq, ENOENT);
 		return;
 	}
-	if (to_set & FUSE_SET_ATTR_SIZE) {
+	bool input = t.kind == N_RFILE && t.sub == RF_INPUT;
+	/* "Now" arrives as ATIME|ATIME_NOW (MTIME likewise); a given time
+	 * without _NOW is explicit. */
+	bool explicit_time = ((to_set & FUSE_SET_ATTR_ATIME) && !(to_set & FUSE_SET_ATTR_ATIME_NOW)) ||
+			     ((to_set & FUSE_SET_ATTR_MTIME) && !(to_set & FUSE_SET_ATTR_MTIME_NOW)) ||
+			     (to_set & FUSE_SET_ATTR_CTIME);
+	if ((to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) || explicit_time) {
+		rc = -EPERM;
+	} else if (to_set & FUSE_SET_ATTR_SIZE) {
 		handle *h = fi ? (handle *)(uintptr_t)fi->fh : NULL;
-		if (t.kind != N_RFILE || t.sub != RF_INPUT || !h || h->kind != H_INPUT) {
-			/* Only an input file open for writing can change size. */
-			fuse_reply_err(freq, t.kind == N_RFILE && t.sub == RF_INPUT ? EINVAL : EROFS);
-			fs_target_release(&t);
-			return;
-		}
-		pthread_mutex_lock(&h->lock);
-		if ((size_t)attr->st_size <= h->wlen) {
-			h->wlen = (size_t)attr->st_size;
-			h->dirty = true;
-			h->written = true;
-		}
-		pthread_mutex_unlock(&h->lock);
+		if (!input)
+			rc = fs_is_dir(t.kind) ? -EISDIR : -EROFS;
+		else if (!h || h->kind != H_INPUT)
+			rc = -EINVAL;   /* no open writer whose bytes could change */
+		else
+			rc = set_input_size(h, attr->st_size);
+	}
+	if (rc < 0) {
+		fuse_reply_err(freq, -rc);
+		fs_target_release(&t);
+		return;
 	}
 	fs_fill_attr(fs, &t, &st);
+	if (fi && fi->fh && input && ((handle *)(uintptr_t)fi->fh)->kind == H_INPUT)
+		st.st_size = (off_t)((handle *)(uintptr_t)fi->fh)->wlen;
 	fuse_reply_attr(freq, &st, 0.0);
 	fs_target_release(&t);
 }
@@ -204,7 +257,7 @@ static void op_mkdir(fuse_req_t freq, fuse_ino_t parent, const char *name, mode_
 		return;
 	}
 	if (p.kind != N_REQS) {
-		fuse_reply_err(freq, p.kind == N_REQ ? EPERM : EROFS);
+		fuse_reply_err(freq, EROFS);   /* a request holds files only */
 		goto out;
 	}
 	if (!mfs_request_name_ok(name)) {
@@ -236,7 +289,7 @@ static void op_mkdir(fuse_req_t freq, fuse_ino_t parent, const char *name, mode_
 	}
 	pthread_mutex_lock(&fs->lock);
 	node *pn = fs_node_find(fs, parent);
-	node *c = pn && !pn->dead ? fs_node_child(pn, name) : NULL;
+	node *c = pn && !pn->dead ? fs_node_child(fs, pn, name) : NULL;
 	if (c && !mfs_request_removed(c->req)) {
 		pthread_mutex_unlock(&fs->lock);
 		mfs_request_put(r);
@@ -245,9 +298,25 @@ static void op_mkdir(fuse_req_t freq, fuse_ino_t parent, const char *name, mode_
 	}
 	if (c)
 		fs_node_kill(fs, c);
+	/* The cap bounds what one model's clients can make the daemon hold
+	 * (each request directory keeps its inputs and outputs). */
+	node *m = pn && !pn->dead ? fs_node_model(pn) : NULL;
+	if (m && fs->conf.max_requests > 0 && m->live_reqs >= fs->conf.max_requests) {
+		pthread_mutex_unlock(&fs->lock);
+		mfs_request_put(r);
+		mfs_log_warn("model '%s' request '%s': refused, the model has %d request directories "
+			     "(--max-requests); remove some or let them expire", p.model, name,
+			     fs->conf.max_requests);
+		fuse_reply_err(freq, ENOSPC);
+		goto out;
+	}
 	c = pn && !pn->dead ? fs_node_add(fs, pn, name, N_REQ, 0, p.model, p.version, r, 0, 0) : NULL;
 	target t;
 	if (c) {
+		/* The request and its files are its maker's (docs/SECURITY.md). */
+		const struct fuse_ctx *ctx = fuse_req_ctx(freq);
+		c->uid = ctx->uid;
+		c->gid = ctx->gid;
 		c->nlookup++;
 		fs_fill_target(c, &t);
 	}
@@ -286,10 +355,13 @@ static void op_rmdir(fuse_req_t freq, fuse_ino_t parent, const char *name)
 		return;
 	}
 	int rc = -ENOENT;
+	const struct fuse_ctx *ctx = fuse_req_ctx(freq);
 	pthread_mutex_lock(&fs->lock);
 	node *pn = fs_node_find(fs, parent);
-	node *c = pn ? fs_node_child(pn, name) : NULL;
-	if (c) {
+	node *c = pn ? fs_node_child(fs, pn, name) : NULL;
+	if (c && ctx->uid != 0 && ctx->uid != c->uid) {
+		rc = -EPERM;   /* requests/ is sticky: only the owner removes */
+	} else if (c) {
 		mfs_request_mark_removed(c->req);
 		fs_node_kill(fs, c);
 		rc = 0;
@@ -307,21 +379,21 @@ static void op_unlink(fuse_req_t freq, fuse_ino_t parent, const char *name)
 		fuse_reply_err(freq, ENOENT);
 		return;
 	}
-	if (p.kind != N_REQ) {
-		fuse_reply_err(freq, p.kind == N_REQS ? EISDIR : EROFS);
+	int rc = p.kind != N_REQ ? (p.kind == N_REQS ? -EISDIR : -EROFS) : fs_may_use(freq, &p);
+	if (rc < 0) {
+		fuse_reply_err(freq, -rc);
 		fs_target_release(&p);
 		return;
 	}
-	mfs_format fmt;
-	int rc = 0;
+	mfs_file_info fi;
 	if (mfs_request_remove_input(p.req, name) == 0) {
 		pthread_mutex_lock(&fs->lock);
 		node *pn = fs_node_find(fs, parent);
-		node *c = pn ? fs_node_child(pn, name) : NULL;
+		node *c = pn ? fs_node_child(fs, pn, name) : NULL;
 		if (c)
 			fs_node_kill(fs, c);
 		pthread_mutex_unlock(&fs->lock);
-	} else if (fs_rfile_index(name) < 0 && fs_output_file(p.req, name, &fmt) < 0) {
+	} else if (fs_rfile_index(name) < 0 && mfs_request_find_file(p.req, name, &fi) != MFS_FILE_OUTPUT) {
 		rc = -ENOENT;
 	}
 	/* Control and output files are not removable, but `rm -r` must be
@@ -429,13 +501,14 @@ static void op_opendir(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *f
 		fuse_reply_err(freq, ENOENT);
 		return;
 	}
-	if (!fs_is_dir(t.kind)) {
+	int rc = fs_is_dir(t.kind) ? fs_may_use(freq, &t) : -ENOTDIR;
+	if (rc < 0) {
 		fs_target_release(&t);
-		fuse_reply_err(freq, ENOTDIR);
+		fuse_reply_err(freq, -rc);
 		return;
 	}
 	handle *h = fs_handle_new(fs, H_DIR, &t);
-	int rc = h ? list_dir(fs, &t, h) : -ENOMEM;
+	rc = h ? list_dir(fs, &t, h) : -ENOMEM;
 	fs_target_release(&t);
 	if (rc < 0) {
 		if (h)
@@ -498,13 +571,18 @@ static void op_rename(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		fs_target_release(&p);
 		return;
 	}
+	if (fs_may_use(freq, &p) < 0) {
+		fuse_reply_err(freq, EACCES);
+		fs_target_release(&p);
+		return;
+	}
 	if (flags) {
 		fuse_reply_err(freq, EINVAL);
 		fs_target_release(&p);
 		return;
 	}
-	mfs_format fmt;
-	if (fs_rfile_index(newname) >= 0 || fs_output_file(p.req, newname, &fmt) >= 0) {
+	mfs_file_info fi;
+	if (fs_rfile_index(newname) >= 0 || mfs_request_find_file(p.req, newname, &fi) == MFS_FILE_OUTPUT) {
 		fuse_reply_err(freq, EACCES);
 		fs_target_release(&p);
 		return;
@@ -515,9 +593,9 @@ static void op_rename(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		pthread_mutex_lock(&fs->lock);
 		node *pn = fs_node_find(fs, parent);
 		node *c;
-		if (pn && (c = fs_node_child(pn, name)))
+		if (pn && (c = fs_node_child(fs, pn, name)))
 			fs_node_kill(fs, c);
-		if (pn && (c = fs_node_child(pn, newname)))
+		if (pn && (c = fs_node_child(fs, pn, newname)))
 			fs_node_kill(fs, c);
 		pthread_mutex_unlock(&fs->lock);
 	}

@@ -362,6 +362,7 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 		.registry = d->reg,
 		.max_request_bytes = d->opts.max_request_bytes,
 		.request_ttl_ns = (uint64_t)d->opts.request_ttl_secs * 1000000000ull,
+		.max_requests = d->opts.max_requests,
 		.read_deadline_ns = (uint64_t)(d->opts.request_ttl_secs > 60 ? d->opts.request_ttl_secs : 60) * 1000000000ull,
 	};
 	if (mfs_fs_new(&fc, &d->fs, &err) < 0) {

@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "config.h"
 #include "engine.h"
+#include "file_util.h"
 #include "device_router.h"
 #include "log.h"
 #include "model_load.h"
@@ -190,39 +191,10 @@ static int split_target(run_args *a)
 
 static int read_file(const char *path, char **buf, size_t *len, mfs_error *err)
 {
-	FILE *f = fopen(path, "rb");
-	struct stat st;
-	size_t got;
-
-	*buf = NULL;
-	if (!f)
-		return mfs_fail(err, errno, "%s: %s", path, strerror(errno));
-	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-		fclose(f);
-		return mfs_fail(err, EINVAL, "%s: not a regular file", path);
-	}
-	if ((unsigned long long)st.st_size > RUN_MAX_INPUT_BYTES) {
-		fclose(f);
-		return mfs_fail(err, EFBIG, "%s: %lld bytes is more than the 1 GiB limit",
-				path, (long long)st.st_size);
-	}
-	/* +1: never malloc(0), and room for a terminator text codecs may like. */
-	*buf = malloc((size_t)st.st_size + 1);
-	if (!*buf) {
-		fclose(f);
-		return mfs_fail(err, ENOMEM, "%s: out of memory", path);
-	}
-	got = fread(*buf, 1, (size_t)st.st_size, f);
-	if (ferror(f) || got != (size_t)st.st_size) {
-		fclose(f);
-		free(*buf);
-		*buf = NULL;
-		return mfs_fail(err, EIO, "%s: read error", path);
-	}
-	fclose(f);
-	(*buf)[got] = '\0';
-	*len = got;
-	return 0;
+	int rc = mfs_read_file(path, RUN_MAX_INPUT_BYTES, buf, len, err);
+	if (rc < 0)
+		mfs_error_prefix(err, "%s: ", path);
+	return rc;
 }
 
 /* Write through a temporary name and rename, so a reader never sees half a

@@ -16,6 +16,7 @@ void mfs_options_init(mfs_options *o)
 	o->reload_quiet_ms = 250;
 	o->max_request_bytes = (uint64_t)1 << 30;
 	o->request_ttl_secs = 300;
+	o->max_requests = 10000;
 	o->log_level = MFS_LOG_INFO;
 }
 
@@ -46,6 +47,7 @@ const char *mfs_options_usage(void)
 	       "  --threads=N               compute threads (number of cores)\n"
 	       "  --max-request-bytes=N     largest request accepted, K/M/G suffixes (1G)\n"
 	       "  --request-ttl-secs=N      abandoned request directories expire (300)\n"
+	       "  --max-requests=N          live request directories per model; mkdir beyond: ENOSPC (10000)\n"
 	       "  --log-level=LEVEL         error|warn|info|debug (info)\n"
 	       "  -o OPT[,OPT...]           FUSE mount options (allow_other, default_permissions, ...);\n"
 	       "                            every option above also as -o name=value (poll_secs=5)\n"
@@ -117,7 +119,7 @@ static int append_fuse_opt(mfs_options *o, const char *opt, mfs_error *err)
  * argument, or as `-o name=value` (see split_mount_opts). */
 static const char *const valued[] = {
 	"device", "opencl-device", "poll-secs", "reload-quiet-ms", "threads",
-	"max-request-bytes", "request-ttl-secs", "log-level", NULL
+	"max-request-bytes", "request-ttl-secs", "max-requests", "log-level", NULL
 };
 
 /* The entry of valued[] named by the first len bytes of name, NULL if
@@ -176,6 +178,10 @@ static int set_valued(mfs_options *o, const char *name, const char *val,
 		if (!parse_int(val, INT_MAX, &n) || n == 0)
 			return mfs_fail(err, EINVAL, "--request-ttl-secs: expected a positive number of seconds, got '%s'", val);
 		o->request_ttl_secs = (int)n;
+	} else if (strcmp(name, "max-requests") == 0) {
+		if (!parse_int(val, 10000000, &n) || n == 0)
+			return mfs_fail(err, EINVAL, "--max-requests: expected 1-10000000, got '%s'", val);
+		o->max_requests = (int)n;
 	} else if (strcmp(name, "log-level") == 0) {
 		int l = mfs_log_level_parse(val);
 		if (l < 0)

@@ -23,6 +23,7 @@ typedef struct mfs_options {
 	int threads;                  /* --threads (0 = number of cores) */
 	uint64_t max_request_bytes;   /* --max-request-bytes */
 	int request_ttl_secs;         /* --request-ttl-secs */
+	int max_requests;             /* --max-requests: live request directories per model */
 	int log_level;                /* mfs_log_level */
 	char *fuse_opts;              /* -o items that are not ours, comma-joined; NULL if none */
 	char *repository;             /* as given */

@@ -12,7 +12,7 @@
  * Unloading a version takes it out of service at once (new requests
  * cannot find it, queued ones fail with a clear error, running ones
  * finish), so load, unload and swap are cheap and safe while serving; hot
- * reload (issue #4) calls these.
+ * reload (reload/reloader.c, docs/RELOAD.md) calls these.
  *
  * Every function is thread-safe.  Nothing here is FUSE-specific.
  */

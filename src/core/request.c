@@ -26,6 +26,7 @@ typedef struct input_slot {
 	char *blob;                /* the file's bytes, to read back */
 	size_t blob_len;
 	int graph_idx;
+	mfs_shape model_shape;     /* t's shape as the graph sees it (config reshape) */
 } input_slot;
 
 /* A file whose name starts with '.': a temporary a tool writes before
@@ -70,6 +71,7 @@ struct mfs_request {
 	mfs_format list_fmt;
 	uint64_t decode_ns;        /* decoding the current run's inputs */
 	uint64_t runs;
+	uint64_t gen;              /* the run inputs go to now: +1 when a finished run's result is dropped */
 	trace tr;
 	mfs_job job;
 	mfs_waiter *waiters;       /* doubly linked, NULL-terminated */
@@ -156,6 +158,7 @@ int mfs_request_new(mfs_version *v, const char *name, uint64_t max_bytes,
 	r->run_out = calloc((size_t)r->n_gout + 1, sizeof(mfs_tensor));
 	r->enc = calloc((size_t)r->n_out * MFS_FMT_COUNT + 1, sizeof(enc_cache));
 	r->last_use = mfs_now_ns();
+	r->gen = 1;
 	if (!r->name || !r->in || !r->out_graph_idx || !r->run_in || !r->run_out || !r->enc) {
 		free_request(r);
 		return mfs_fail(err, ENOMEM, "out of memory");
@@ -198,7 +201,6 @@ void mfs_request_put(mfs_request *r)
 
 const char *mfs_request_name(const mfs_request *r) { return r->name; }
 mfs_version *mfs_request_version(const mfs_request *r) { return r->v; }
-uint64_t mfs_request_max_bytes(const mfs_request *r) { return r->max_bytes; }
 
 mfs_req_state mfs_request_state(mfs_request *r)
 {
@@ -208,7 +210,7 @@ mfs_req_state mfs_request_state(mfs_request *r)
 	return s;
 }
 
-int mfs_request_input_index(const mfs_request *r, const char *name)
+static int input_index(const mfs_request *r, const char *name)
 {
 	for (int i = 0; i < r->n_in; i++)
 		if (strcmp(r->cfg->inputs[i].name, name) == 0)
@@ -216,7 +218,7 @@ int mfs_request_input_index(const mfs_request *r, const char *name)
 	return -1;
 }
 
-int mfs_request_output_index(const mfs_request *r, const char *name)
+static int output_index(const mfs_request *r, const char *name)
 {
 	for (int i = 0; i < r->n_out; i++)
 		if (strcmp(r->cfg->outputs[i].name, name) == 0)
@@ -235,13 +237,6 @@ static uint64_t input_bytes_locked(const mfs_request *r)
 	return n;
 }
 
-uint64_t mfs_request_input_bytes(mfs_request *r)
-{
-	pthread_mutex_lock(&r->lock);
-	uint64_t n = input_bytes_locked(r);
-	pthread_mutex_unlock(&r->lock);
-	return n;
-}
 
 /* Record an error for $req/error and the log (lock held). */
 static int record(mfs_request *r, int rc, const mfs_error *err)
@@ -277,6 +272,7 @@ static void clear_outputs(mfs_request *r)
 static void begin_new_run(mfs_request *r)
 {
 	if (r->state == MFS_REQ_DONE || r->state == MFS_REQ_FAILED) {
+		r->gen++;
 		clear_outputs(r);
 		r->state = MFS_REQ_WAITING;
 		r->decode_ns = 0;
@@ -300,11 +296,10 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 	for (int i = 0; i < r->n_in; i++) {
 		input_slot *s = &r->in[i];
 		if (s->present) {
-			/* The model may see another shape (config reshape); the
-			 * data is the same row-major bytes. */
-			mfs_shape model_shape;
-			if (mfs_config_input_to_model(r->cfg, i, &s->t.shape, &model_shape, err) == 0)
-				s->t.shape = model_shape;
+			/* The model may see another shape (config reshape),
+			 * found when the input was set; the data is the same
+			 * row-major bytes. */
+			s->t.shape = s->model_shape;
 			r->run_in[s->graph_idx] = s->t;
 			s->t = (mfs_tensor){ 0 };
 		}
@@ -426,27 +421,45 @@ int mfs_request_rename_file(mfs_request *r, const char *from, const char *to,
 	return rc;
 }
 
+/* The input a file name "NAME.EXT" is for: its index, format and name;
+ * -ENOENT (recorded) when there is none. */
+static int input_of_file(mfs_request *r, const char *filename, int *idx, int *fmt,
+			 char name[256], mfs_error *err)
+{
+	size_t name_len;
+	*fmt = mfs_format_split_filename(filename, &name_len);
+	if (*fmt < 0 || name_len >= 256)
+		return record(r, mfs_fail(err, ENOENT, "'%s': not NAME.EXT with EXT one of npy, json, txt, raw, pb",
+					  filename), err);
+	memcpy(name, filename, name_len);
+	name[name_len] = '\0';
+	*idx = input_index(r, name);
+	if (*idx < 0)
+		return record(r, mfs_fail(err, ENOENT, "'%s': model '%s' has no input named '%s'",
+					  filename, r->v->model_name, name), err);
+	return 0;
+}
+
+int mfs_request_check_file_name(mfs_request *r, const char *filename, mfs_error *err)
+{
+	int idx, fmt, rc = 0;
+	char name[256];
+	if (filename[0] == '.')
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	rc = input_of_file(r, filename, &idx, &fmt, name, err);
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
 static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 			 size_t len, mfs_error *err)
 {
-	size_t name_len;
-	int fmt = mfs_format_split_filename(filename, &name_len);
+	int fmt, idx;
 	char name[256];
-	int rc = 0;
-
-	if (fmt < 0 || name_len >= sizeof(name)) {
-		rc = record(r, mfs_fail(err, ENOENT, "'%s': not NAME.EXT with EXT one of npy, json, txt, raw, pb",
-					filename), err);
+	int rc = input_of_file(r, filename, &idx, &fmt, name, err);
+	if (rc < 0)
 		goto out;
-	}
-	memcpy(name, filename, name_len);
-	name[name_len] = '\0';
-	int idx = mfs_request_input_index(r, name);
-	if (idx < 0) {
-		rc = record(r, mfs_fail(err, ENOENT, "'%s': model '%s' has no input named '%s'",
-					filename, r->v->model_name, name), err);
-		goto out;
-	}
 	if (r->state == MFS_REQ_QUEUED || r->state == MFS_REQ_RUNNING) {
 		rc = record(r, mfs_fail(err, EBUSY, "'%s': the request is %s; write inputs after it ends",
 					filename, r->state == MFS_REQ_QUEUED ? "queued" : "running"), err);
@@ -471,8 +484,8 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 			      name, t.shape.dims[0], r->cfg->max_batch_size);
 		mfs_tensor_release(&t);
 	}
+	mfs_shape model_shape;
 	if (rc == 0) {
-		mfs_shape model_shape;
 		rc = mfs_config_input_to_model(r->cfg, idx, &t.shape, &model_shape, err);
 		if (rc < 0)
 			mfs_tensor_release(&t);
@@ -503,6 +516,7 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 	s->filename = fname;
 	s->blob = blob;
 	s->blob_len = len;
+	s->model_shape = model_shape;
 	r->decode_ns += mfs_now_ns() - t0;
 	if (!r->have_fmt) {
 		r->have_fmt = true;
@@ -534,8 +548,14 @@ int mfs_request_submit_tensors(mfs_request *r, mfs_tensor *tensors,
 	for (int i = 0; i < r->n_in; i++) {
 		clear_slot(&r->in[i]);
 		if (tensors[i].dtype != MFS_DT_UNDEFINED) {
+			mfs_error ignored;
 			r->in[i].t = tensors[i];
 			r->in[i].present = true;
+			/* The infer file's parser checked the shape; a shape
+			 * that does not map goes to the engine as given. */
+			if (mfs_config_input_to_model(r->cfg, i, &tensors[i].shape,
+						      &r->in[i].model_shape, &ignored) < 0)
+				r->in[i].model_shape = tensors[i].shape;
 		}
 		tensors[i] = (mfs_tensor){ 0 };
 	}
@@ -594,14 +614,49 @@ int mfs_request_remove_input(mfs_request *r, const char *filename)
 	return s || i >= 0 ? 0 : -ENOENT;
 }
 
-int64_t mfs_request_input_file_size(mfs_request *r, const char *filename)
+/* Bytes held by the committed input or temporary named filename, or -1
+ * (lock held). */
+static int64_t file_size_locked(mfs_request *r, const char *filename)
+{
+	input_slot *s = slot_by_file(r, filename);
+	int i = s ? -1 : find_staged(r, filename);
+	return s ? (int64_t)s->blob_len : i >= 0 ? (int64_t)r->staged[i].len : -1;
+}
+
+mfs_file_kind mfs_request_find_file(mfs_request *r, const char *filename,
+				    mfs_file_info *info)
+{
+	size_t nl;
+	char base[256];
+	int f = mfs_format_split_filename(filename, &nl);
+	memset(info, 0, sizeof(*info));
+	if (f >= 0 && nl < sizeof(base)) {
+		memcpy(base, filename, nl);
+		base[nl] = '\0';
+		/* Config names are fixed for the request's life: no lock. */
+		if ((info->idx = output_index(r, base)) >= 0) {
+			info->fmt = (mfs_format)f;
+			return info->kind = MFS_FILE_OUTPUT;
+		}
+	}
+	pthread_mutex_lock(&r->lock);
+	info->size = file_size_locked(r, filename);
+	pthread_mutex_unlock(&r->lock);
+	if (info->size >= 0)
+		info->kind = MFS_FILE_INPUT;
+	else if (filename[0] == '.' || (f >= 0 && nl < sizeof(base) && input_index(r, base) >= 0))
+		info->kind = MFS_FILE_INPUT_NAME;
+	return info->kind;
+}
+
+uint64_t mfs_request_room(mfs_request *r, const char *filename)
 {
 	pthread_mutex_lock(&r->lock);
-	input_slot *s = slot_by_file(r, filename);
-	int i = find_staged(r, filename);
-	int64_t n = s ? (int64_t)s->blob_len : i >= 0 ? (int64_t)r->staged[i].len : -1;
+	int64_t mine = file_size_locked(r, filename);
+	uint64_t others = input_bytes_locked(r) - (mine > 0 ? (uint64_t)mine : 0);
+	uint64_t room = others < r->max_bytes ? r->max_bytes - others : 0;
 	pthread_mutex_unlock(&r->lock);
-	return n;
+	return room;
 }
 
 int mfs_request_input_file(mfs_request *r, const char *filename,
@@ -650,12 +705,30 @@ static int encode_locked(mfs_request *r, int idx, mfs_format fmt, mfs_error *err
 	return rc;
 }
 
-int mfs_request_read_output(mfs_request *r, int idx, mfs_format fmt,
+uint64_t mfs_request_run_id(mfs_request *r)
+{
+	pthread_mutex_lock(&r->lock);
+	uint64_t run = r->gen;
+	pthread_mutex_unlock(&r->lock);
+	return run;
+}
+
+int mfs_request_read_output(mfs_request *r, uint64_t run, int idx, mfs_format fmt,
 			    char **buf, size_t *len, mfs_error *err)
 {
 	int rc = 0;
 	pthread_mutex_lock(&r->lock);
 	r->last_use = mfs_now_ns();
+	/* Replaced: the run ended and a new input (of a next run) cleared
+	 * its outputs. */
+	if (run && run != r->gen) {
+		rc = mfs_fail(err, ESTALE, "model '%s' request '%s': run %" PRIu64 " was replaced by "
+			      "newer inputs before its result was read (one writer per request "
+			      "directory; open the output again to read the newest run)",
+			      r->v->model_name, r->name, run);
+		pthread_mutex_unlock(&r->lock);
+		return rc;
+	}
 	switch (r->state) {
 	case MFS_REQ_QUEUED:
 	case MFS_REQ_RUNNING:
@@ -666,6 +739,8 @@ int mfs_request_read_output(mfs_request *r, int idx, mfs_format fmt,
 		missing_inputs(r, miss, sizeof(miss));
 		rc = mfs_fail(err, ENODATA, "model '%s' request '%s': no result yet, inputs missing: %s",
 			      r->v->model_name, r->name, miss);
+		/* For $req/error (SPEC section 4); the caller logs it. */
+		r->error = *err;
 		break;
 	}
 	case MFS_REQ_FAILED:
@@ -875,14 +950,6 @@ char *mfs_request_trace_json(mfs_request *r)
 	return strdup(buf);
 }
 
-mfs_format mfs_request_list_format(mfs_request *r)
-{
-	pthread_mutex_lock(&r->lock);
-	mfs_format f = r->have_fmt ? r->list_fmt : MFS_FMT_NPY;
-	pthread_mutex_unlock(&r->lock);
-	return f;
-}
-
 int mfs_request_list(mfs_request *r, char ***names, int *n)
 {
 	pthread_mutex_lock(&r->lock);
@@ -916,11 +983,14 @@ int mfs_request_list(mfs_request *r, char ***names, int *n)
 	return 0;
 }
 
-void mfs_request_touch(mfs_request *r)
+bool mfs_request_use(mfs_request *r)
 {
+	if (mfs_request_removed(r))
+		return false;
 	pthread_mutex_lock(&r->lock);
 	r->last_use = mfs_now_ns();
 	pthread_mutex_unlock(&r->lock);
+	return true;
 }
 
 uint64_t mfs_request_last_use(mfs_request *r)

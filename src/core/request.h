@@ -60,13 +60,28 @@ const char *mfs_request_name(const mfs_request *r);
 mfs_version *mfs_request_version(const mfs_request *r);   /* borrowed */
 mfs_req_state mfs_request_state(mfs_request *r);
 
-/* Index of the input/output named name (no extension); -1 if none. */
-int mfs_request_input_index(const mfs_request *r, const char *name);
-int mfs_request_output_index(const mfs_request *r, const char *name);
+/* What a file name in the request directory is, found under one lock
+ * (the filesystem asks this at lookup, create, stat, unlink, rename). */
+typedef enum mfs_file_kind {
+	MFS_FILE_NONE = 0,      /* nothing the request knows */
+	MFS_FILE_INPUT_NAME,    /* "INPUT.EXT" of a config input, or a dot file: may be created */
+	MFS_FILE_INPUT,         /* a committed input or a kept temporary: size is set */
+	MFS_FILE_OUTPUT,        /* "OUTPUT.EXT" of a config output: idx and fmt are set */
+} mfs_file_kind;
 
-/* Bytes of inputs now held (for the EFBIG check while a file is written). */
-uint64_t mfs_request_input_bytes(mfs_request *r);
-uint64_t mfs_request_max_bytes(const mfs_request *r);
+typedef struct mfs_file_info {
+	mfs_file_kind kind;
+	int idx;                /* MFS_FILE_OUTPUT: config output index */
+	mfs_format fmt;         /* MFS_FILE_OUTPUT */
+	int64_t size;           /* MFS_FILE_INPUT: bytes as written */
+} mfs_file_info;
+
+mfs_file_kind mfs_request_find_file(mfs_request *r, const char *filename,
+				    mfs_file_info *info);
+
+/* Bytes that filename may still hold: max_bytes less what every other
+ * file of the request holds (the EFBIG check while it is written). */
+uint64_t mfs_request_room(mfs_request *r, const char *filename);
 
 /* Commit one tensor file "NAME.EXT": decode and check it; when it was
  * the last missing input, submit the request.  Errors (also kept for
@@ -79,6 +94,11 @@ uint64_t mfs_request_max_bytes(const mfs_request *r);
  * Committing to a DONE or FAILED request starts a new run. */
 int mfs_request_commit_file(mfs_request *r, const char *filename,
 			    const void *buf, size_t len, mfs_error *err);
+
+/* May filename be created in the request?  0 for an input's "NAME.EXT"
+ * and for a temporary (a dot file); -ENOENT (kept for $req/error and
+ * logged) for an unknown name or extension, as commit_file would say. */
+int mfs_request_check_file_name(mfs_request *r, const char *filename, mfs_error *err);
 
 /* A file whose name starts with '.' is a temporary: commit_file keeps its
  * bytes as written (listed, readable, removable, counted in max_bytes)
@@ -101,18 +121,25 @@ void mfs_request_note_error(mfs_request *r, const mfs_error *err);
 /* Forget an input file ("NAME.EXT") that was committed; -ENOENT if none. */
 int mfs_request_remove_input(mfs_request *r, const char *filename);
 
-/* Size of a committed input file, or -1. */
-int64_t mfs_request_input_file_size(mfs_request *r, const char *filename);
 /* A copy of a committed input file's bytes; -ENOENT if none. */
 int mfs_request_input_file(mfs_request *r, const char *filename,
 			   char **buf, size_t *len);
 
-/* The encoded bytes of output idx in fmt (a malloc'd copy).
+/* The run a reader that opens an output now is bound to (a request
+ * directory reused by several writers must not hand one writer's result
+ * to another's reader silently): the run the inputs present now belong
+ * to, waiting, queued, running or finished.  It changes when an input
+ * is committed to a finished request (reuse).  Counts from 1. */
+uint64_t mfs_request_run_id(mfs_request *r);
+
+/* The encoded bytes of output idx in fmt of run (mfs_request_run_id at
+ * open; 0: whatever run is current), a malloc'd copy.
  *   0            done; *buf owned by the caller
  *   -EINPROGRESS queued or running: wait (mfs_request_wait) and retry
- *   -ENODATA     inputs are missing (err names them)
- *   -EIO         the run failed (err says why) */
-int mfs_request_read_output(mfs_request *r, int idx, mfs_format fmt,
+ *   -ENODATA     inputs are missing (err names them; kept for $req/error)
+ *   -EIO         the run failed (err says why)
+ *   -ESTALE      run was replaced: new inputs were committed after it */
+int mfs_request_read_output(mfs_request *r, uint64_t run, int idx, mfs_format fmt,
 			    char **buf, size_t *len, mfs_error *err);
 
 /* Size of output idx in fmt once the run is DONE (encodes and caches);
@@ -146,17 +173,16 @@ char *mfs_request_trace_json(mfs_request *r);
  * outputs in the format of the first input); free each and the array. */
 int mfs_request_list(mfs_request *r, char ***names, int *n);
 
-/* Format of the first input committed (listing default); MFS_FMT_NPY if none. */
-mfs_format mfs_request_list_format(mfs_request *r);
-
 /* Directory bookkeeping (the filesystem's): a removed request keeps
  * serving what is in flight but is no longer listed or found. */
 void mfs_request_mark_removed(mfs_request *r);
 bool mfs_request_removed(mfs_request *r);
 
-/* For expiry: mfs_now_ns() of the last use, and whether anything is
- * pending (queued, running or waited on). */
-void mfs_request_touch(mfs_request *r);
+/* A request directory is used (looked at, opened, written): false when
+ * it was removed, else its idle time restarts.  For expiry:
+ * mfs_now_ns() of the last use, and whether anything is pending (queued,
+ * running or waited on). */
+bool mfs_request_use(mfs_request *r);
 uint64_t mfs_request_last_use(mfs_request *r);
 bool mfs_request_busy(mfs_request *r);
 

@@ -4,20 +4,7 @@
 
 load helpers
 
-setup_file() {
-	REPO=$(make_test_repo)
-	mount_repo "$REPO"
-	export MNT DAEMON_PID DAEMON_LOG REPO
-}
-
-teardown_file() {
-	unmount_repo
-	rm -rf "$REPO"
-}
-
-setup() {
-	T="$BATS_TEST_TMPDIR"
-}
+use_shared_mount test-repo
 
 @test "ENOENT: unknown model, version, input or output name" {
 	run py_errno "os.listdir('$MNT/nomodel')"
@@ -55,10 +42,12 @@ np.save('$T/shape.npy', np.zeros((4, 4), np.float32))"
 	rm -r "$req"
 }
 
-@test "ENODATA: reading an output while inputs are missing" {
+@test "ENODATA: reading an output while inputs are missing; error names them" {
 	req=$(new_request add_sub enodata)
+	seq 16 > "$req/INPUT1.txt"
 	run py_errno "open('$req/OUTPUT1.npy').read()"
 	[ "$output" = ENODATA ]
+	grep -q "inputs missing: INPUT0" "$req/error"
 	rm -r "$req"
 }
 
@@ -113,6 +102,11 @@ print(' ' + ' '.join(out))")
 	done
 	req=$(new_request add_sub erofs)
 	run py_errno "open('$req/trace.json', 'w')"
+	[ "$output" = EROFS ]
+	# a request holds files only, requests/ directories only
+	run py_errno "os.mkdir('$req/sub')"
+	[ "$output" = EROFS ]
+	run py_errno "open('$MNT/add_sub/requests/file', 'w')"
 	[ "$output" = EROFS ]
 	rm -r "$req"
 }

@@ -3,14 +3,7 @@
 
 load helpers
 
-setup_file() {
-	mount_repo "$EXAMPLES"
-	export MNT DAEMON_PID DAEMON_LOG
-}
-
-teardown_file() {
-	unmount_repo
-}
+use_shared_mount examples
 
 @test "examples/add_sub.sh" {
 	run sh "$EXAMPLES/add_sub.sh" "$MNT"

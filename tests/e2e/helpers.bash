@@ -18,7 +18,9 @@ PY=/usr/bin/python3
 mount_repo() {
 	local repo=$1
 	shift
-	MNT=$(mktemp -d "${BATS_RUN_TMPDIR:-/tmp}/mnt.XXXXXX")
+	# MOUNT_PARENT: where the mountpoint is made (a test acting as another
+	# user needs a parent that user can search).
+	MNT=$(mktemp -d "${MOUNT_PARENT:-${BATS_RUN_TMPDIR:-/tmp}}/mnt.XXXXXX")
 	DAEMON_LOG="$MNT.log"
 	# fd 3 is bats' own output: a daemon holding it would hang bats.
 	"$MODELFS" -f "$@" "$repo" "$MNT" 2>"$DAEMON_LOG" 3>&- &
@@ -88,17 +90,18 @@ new_request() {
 	mkdir "$MNT/$model/requests/$name" && echo "$MNT/$model/requests/$name"
 }
 
-# errno_of CMD...: run a Python one-liner that performs an operation and
-# prints the errno name it failed with ("OK" when it worked).
+# py_errno CODE: run Python statements (one line or several) that
+# perform an operation and print the errno name it failed with ("OK" when
+# it worked); an AssertionError in CODE prints a traceback instead.
 py_errno() {
-	"$PY" -c "
+	"$PY" - "$1" <<'PYEOF'
 import errno, os, sys
 try:
-    $1
+    exec(sys.argv[1])
     print('OK')
 except OSError as e:
     print(errno.errorcode[e.errno])
-"
+PYEOF
 }
 
 # A repository with examples/add_sub, examples/mlp and the fixtures of
@@ -135,4 +138,32 @@ add_sub_repo() {
 	mkdir -p "$1"
 	cp -r "$EXAMPLES/add_sub" "$1/"
 	rm -rf "$1/add_sub/samples"
+}
+
+# use_shared_mount examples|test-repo: every test of the bats file uses
+# one mount, made once (setup_file) of examples/ or of a fresh
+# make_test_repo (exported as REPO), unmounted and checked at the end
+# (teardown_file); each test gets T, its own temporary directory.  Call
+# it after `load helpers`, instead of writing those three functions.
+use_shared_mount() {
+	SHARED_MOUNT_OF=$1
+	setup_file() {
+		if [ "$SHARED_MOUNT_OF" = test-repo ]; then
+			REPO=$(make_test_repo) || return 1
+			export REPO
+			mount_repo "$REPO" || return 1
+		else
+			mount_repo "$EXAMPLES" || return 1
+		fi
+		export MNT DAEMON_PID DAEMON_LOG
+	}
+	teardown_file() {
+		local rc=0
+		unmount_repo || rc=$?
+		[ -z "${REPO:-}" ] || rm -rf "$REPO"
+		return $rc
+	}
+	setup() {
+		T="$BATS_TEST_TMPDIR"
+	}
 }

@@ -3,14 +3,7 @@
 
 load helpers
 
-setup_file() {
-	mount_repo "$EXAMPLES"
-	export MNT DAEMON_PID DAEMON_LOG
-}
-
-teardown_file() {
-	unmount_repo
-}
+use_shared_mount examples
 
 REQ='{"inputs":[{"name":"INPUT0","shape":[16],"datatype":"FP32","data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]},{"name":"INPUT1","shape":[16],"datatype":"FP32","data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]}'
 

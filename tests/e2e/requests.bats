@@ -4,18 +4,7 @@
 
 load helpers
 
-setup_file() {
-	mount_repo "$EXAMPLES"
-	export MNT DAEMON_PID DAEMON_LOG
-}
-
-teardown_file() {
-	unmount_repo
-}
-
-setup() {
-	T="$BATS_TEST_TMPDIR"
-}
+use_shared_mount examples
 
 @test "add_sub from the shell: mkdir, echo inputs, cat outputs, rm -r" {
 	req=$(new_request add_sub job42)
@@ -209,13 +198,50 @@ print('ok')"
 	rm -r "$req"
 }
 
-@test "an unknown input name fails close() with ENOENT; cp reports it" {
+@test "an unknown input name fails at create with ENOENT; cp and bash's echo report it" {
 	req=$(new_request add_sub)
 	run cp "$EXAMPLES/add_sub/samples/INPUT0.npy" "$req/NOPE.npy"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"No such file or directory"* ]]
 	grep -q "NOPE" "$req/error"
 	[ ! -e "$req/NOPE.npy" ]
+	# bash's builtin echo ignores close(), but not a failed open
+	run bash -c "echo 1 2 3 > '$req/a.npy'"
+	[ "$status" -ne 0 ]
+	grep -q "model 'add_sub' has no input named 'a'" "$req/error"
+	run py_errno "open('$req/INPUT0.bin', 'w')"
+	[ "$output" = ENOENT ]
+	grep -q "not NAME.EXT" "$req/error"
+	[ "$(ls "$req")" = "$(printf 'error\nstatus\ntrace.json')" ]
+	rm -r "$req"
+}
+
+@test "a file that cannot be of its format fails at the first write (bash's echo sees it)" {
+	req=$(new_request add_sub)
+	for f in INPUT0.npy INPUT0.txt INPUT0.json; do
+		run bash -c "echo 'not a tensor' > '$req/$f'"
+		[ "$status" -ne 0 ]
+		[[ "$output" == *"Invalid argument"* ]]
+		grep -q "'$f'" "$req/error"
+		[ ! -e "$req/$f" ]
+	done
+	grep -q "is not a number" "$DAEMON_LOG"
+	grep -q "NUMPY magic" "$DAEMON_LOG"
+	# every later write fails too, and close() says it again
+	run py_errno "
+f = open('$req/INPUT1.txt', 'w', buffering=1)
+try:
+    f.write('1 2 x\\n')
+except OSError as e:
+    assert e.errno == errno.EINVAL, e
+    os.write(f.fileno(), b'3 4\\n')"
+	[ "$output" = EINVAL ]
+	# a good file written in pieces passes, the rest is checked at close
+	run py_errno "
+fd = os.open('$req/INPUT0.txt', os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+os.write(fd, b'1 2 3'); os.write(fd, b'.5 4\\n'); os.write(fd, b' '.join([b'1'] * 12)); os.close(fd)"
+	[ "$output" = OK ]
+	[ "$(cat "$req/status")" = "WAITING INPUT1" ]
 	rm -r "$req"
 }
 
@@ -284,5 +310,103 @@ print('ok')"
 	[ "$output" = OK ]
 	[ "$(cat "$req/OUTPUT1.txt")" = "$("$PY" -c "import numpy as np; print(' '.join('%.9g' % (v - 1) for v in np.load('$EXAMPLES/add_sub/samples/INPUT0.npy')))")" ]
 	[ "$(cat "$req/status")" = DONE ]
+	rm -r "$req"
+}
+
+@test "fsync commits an input as close does, and returns its error" {
+	req=$(new_request add_sub fsynced)
+	# A good file: committed at fsync, before close.
+	run py_errno "
+f = open('$req/INPUT0.txt', 'w'); f.write(' '.join(['1'] * 16)); f.flush(); os.fsync(f.fileno())
+assert open('$req/status').read() == 'WAITING INPUT1\n', open('$req/status').read()
+f.close()"
+	[ "$output" = OK ]
+	# A bad one: fsync fails with close()'s error, and error says why.
+	run py_errno "f = open('$req/INPUT1.txt', 'w'); f.write('1 2'); f.flush(); os.fsync(f.fileno())"
+	[ "$output" = EINVAL ]
+	grep -q "INPUT1" "$req/error"
+	rm -r "$req"
+}
+
+@test "ftruncate: shrink and grow (zero bytes) an input being written; past the limit EFBIG" {
+	req=$(new_request add_sub truncated)
+	# 18 values; truncating the last two away leaves a valid file.
+	run py_errno "
+f = open('$req/INPUT0.txt', 'w'); f.write(' '.join(['2'] * 16) + ' 9 9'); f.flush()
+os.ftruncate(f.fileno(), len(' '.join(['2'] * 16)))
+f.close()"
+	[ "$output" = OK ]
+	[ "$(cat "$req/INPUT0.txt")" = "$(printf '2 %.0s' $(seq 15))2" ]
+	# Growing adds zero bytes, as a write past the end would: a .raw of
+	# 16 FP32 zeros is 64 bytes.
+	run py_errno "f = open('$req/INPUT1.raw', 'wb'); os.ftruncate(f.fileno(), 64); f.close()"
+	[ "$output" = OK ]
+	[ "$(cat "$req/OUTPUT0.txt")" = "2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2" ]
+	# 2^40 bytes is past --max-request-bytes: EFBIG, the file unchanged
+	# (its 64 bytes commit at close).
+	run py_errno "
+f = open('$req/INPUT1.raw', 'wb'); f.write(bytes(64)); f.flush()
+try:
+    os.ftruncate(f.fileno(), 1 << 40)
+finally:
+    f.close()"
+	[ "$output" = EFBIG ]
+	[ "$(stat -c %s "$req/INPUT1.raw")" = 64 ]
+	# truncate to 0 empties it: an empty tensor file fails at close.
+	seq 16 > "$req/INPUT1.txt"
+	run py_errno "f = open('$req/INPUT1.txt', 'r+'); os.ftruncate(f.fileno(), 0); f.close()"
+	[ "$output" = EINVAL ]
+	# Truncating a control file or an output: EROFS / EACCES at open.
+	run py_errno "os.truncate('$req/status', 0)"
+	[ "$output" = EROFS ]
+	rm -r "$req"
+}
+
+@test "chmod, chown and explicit times are EPERM; touch (times = now) works" {
+	req=$(new_request add_sub attrs)
+	seq 16 > "$req/INPUT0.txt"
+	for f in "$req" "$req/INPUT0.txt" "$req/status" "$MNT/add_sub/config.json"; do
+		run py_errno "os.chmod('$f', 0o777)"
+		[ "$output" = EPERM ]
+		run py_errno "os.chown('$f', 1, 1)"
+		[ "$output" = EPERM ]
+		run py_errno "os.utime('$f', (1, 1))"
+		[ "$output" = EPERM ]
+	done
+	# The modes did not change.
+	[ "$(stat -c %a "$req/INPUT0.txt")" = 600 ]
+	# touch of an existing input sets its times to now: what stat shows.
+	touch "$req/INPUT0.txt"
+	[ "$(cat "$req/INPUT0.txt" | wc -l)" = 16 ]
+	rm -r "$req"
+}
+
+@test "a reader is bound to the run current at open: a replaced run is ESTALE" {
+	req=$(new_request add_sub shared)
+	run "$PY" - "$req" <<'PYEOF'
+import errno, os, sys
+req = sys.argv[1]
+def put(name, v):
+    with open(f"{req}/{name}", "w") as f:
+        f.write(" ".join([str(v)] * 16) + "\n")
+put("INPUT0.txt", 1); put("INPUT1.txt", 1)
+mine = open(f"{req}/OUTPUT0.txt")            # client A: its run is run 1
+assert open(f"{req}/OUTPUT0.txt").read().split() == ["2"] * 16
+put("INPUT0.txt", 5); put("INPUT1.txt", 5)   # client B reuses the directory
+assert open(f"{req}/OUTPUT0.txt").read().split() == ["10"] * 16
+try:
+    print("A read:", mine.read().split()[:1])
+except OSError as e:
+    print(errno.errorcode[e.errno])
+# a reader that opened while B's inputs were still missing reads B's run
+put("INPUT0.txt", 3)
+theirs = open(f"{req}/OUTPUT0.txt")
+put("INPUT1.txt", 3)
+print(theirs.read().split()[:1])
+PYEOF
+	echo "$output"
+	[ "${lines[0]}" = ESTALE ]
+	[ "${lines[1]}" = "['6']" ]
+	grep -q "request 'shared'.*run 1 was replaced" "$DAEMON_LOG"
 	rm -r "$req"
 }

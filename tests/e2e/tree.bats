@@ -4,14 +4,7 @@
 
 load helpers
 
-setup_file() {
-	mount_repo "$EXAMPLES"
-	export MNT DAEMON_PID DAEMON_LOG
-}
-
-teardown_file() {
-	unmount_repo
-}
+use_shared_mount examples
 
 @test "the root lists .index.json, .metrics and every model" {
 	run ls -A "$MNT"
@@ -110,10 +103,10 @@ print('ok')"
 	cmp "$BATS_TEST_TMPDIR/c.json" "$MNT/add_sub/config.json"
 }
 
-@test "modes: control files read-only, infer read-write, requests/ writable" {
+@test "modes: control files read-only, infer read-write, requests/ writable by all (sticky)" {
 	[ "$(stat -c %A "$MNT/add_sub/config.json")" = "-r--r--r--" ]
 	[ "$(stat -c %A "$MNT/add_sub/infer")" = "-rw-rw-rw-" ]
-	[ "$(stat -c %A "$MNT/add_sub/requests")" = "drwxr-xr-x" ]
+	[ "$(stat -c %A "$MNT/add_sub/requests")" = "drwxrwxrwt" ]
 	[ "$(stat -c %A "$MNT/add_sub")" = "dr-xr-xr-x" ]
 }
 

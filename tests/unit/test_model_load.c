@@ -14,51 +14,24 @@
 
 #include <cmocka.h>
 
+#include "tmp_tree.h"
+
 #include "model_load.h"
 
 #define TEST_ADD "/usr/share/libonnx-testdata/data/node/test_add/model.onnx"
 
-static char root[64];
+static tmp_tree tree;
+static const char *const root = tree.root;
 
-static void put(const char *rel, const char *text)
-{
-	char path[256];
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	FILE *f = fopen(path, "w");
-	if (!f)
-		fail_msg("create %s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
-static void mk(const char *rel)
-{
-	char path[256];
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	if (mkdir(path, 0755) != 0)
-		fail_msg("mkdir %s", path);
-}
-
-static void copy_model(const char *rel)
-{
-	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "cp %s '%s/%s'", TEST_ADD, root, rel);
-	if (system(cmd) != 0)
-		fail_msg("%s", cmd);
-}
-
-static void rm(const char *rel)
-{
-	char path[256];
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	unlink(path);
-}
+static void put(const char *rel, const char *text) { tmp_put(&tree, rel, text); }
+static void mk(const char *rel) { tmp_mkdir(&tree, rel); }
+static void rm(const char *rel) { tmp_unlink(&tree, rel); }
+static void copy_model(const char *rel) { tmp_sh("cp %s '%s/%s'", TEST_ADD, root, rel); }
 
 static int setup(void **state)
 {
 	(void)state;
-	strcpy(root, "/tmp/mfs-test-load-XXXXXX");
-	if (!mkdtemp(root))
+	if (tmp_tree_make(&tree, "mfs-test-load") < 0)
 		return -1;
 	mk("add");
 	mk("add/1");
@@ -72,9 +45,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmp_tree_remove(&tree);
 }
 
 static void test_no_config(void **state)

@@ -12,17 +12,19 @@
 #include <cmocka.h>
 
 #include "ocl_device.h"
+#include "tmp_tree.h"
 
 static const char *src_add =
 	"__kernel void add(__global const float *a, __global const float *b,"
 	" __global float *c) { size_t i = get_global_id(0); c[i] = a[i] + b[i]; }\n";
 
-static char cache_dir[] = "/tmp/mfs-ocl-cache-XXXXXX";
+static tmp_tree cache;
+static const char *const cache_dir = cache.root;
 
 static int setup(void **state)
 {
 	(void)state;
-	if (!mkdtemp(cache_dir))
+	if (tmp_tree_make(&cache, "mfs-ocl-cache") < 0)
 		return -1;
 	setenv("MODELFS_CACHE_DIR", cache_dir, 1);
 	return 0;
@@ -30,10 +32,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[256];
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cache_dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmp_tree_remove(&cache);
 }
 
 static void test_lists_and_opens_default(void **state)

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "codec_impl.h"
+#include "file_util.h"
 #include "onnx.h"
 
 #define DATA "/usr/share/libonnx-testdata/data"
@@ -89,20 +90,10 @@ static void w_fixed32(pbw *w, uint32_t field, uint32_t v)
 
 static void *read_all(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	long n;
-	void *buf;
-
-	assert_non_null(f);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n >= 0);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
+	char *buf;
+	mfs_error err;
+	if (mfs_read_file(path, (size_t)1 << 30, &buf, len, &err) < 0)
+		fail_msg("%s: %s", path, err.msg);
 	return buf;
 }
 

@@ -33,6 +33,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o.threads, 0);
 	assert_true(o.max_request_bytes == (uint64_t)1 << 30);
 	assert_int_equal(o.request_ttl_secs, 300);
+	assert_int_equal(o.max_requests, 10000);
 	assert_int_equal(o.log_level, MFS_LOG_INFO);
 	assert_null(o.fuse_opts);
 	mfs_options_release(&o);
@@ -45,10 +46,10 @@ static void test_every_option(void **state)
 	mfs_error err;
 	char *argv[] = { "modelfs", "-f", "--device=cpu", "--opencl-device", "NVIDIA",
 			 "--poll-secs=2", "--reload-quiet-ms=100", "--threads=3",
-			 "--max-request-bytes=64M", "--request-ttl-secs=9",
+			 "--max-request-bytes=64M", "--request-ttl-secs=9", "--max-requests=7",
 			 "--log-level=debug", "-o", "allow_other", "-odefault_permissions",
 			 "repo", "mnt" };
-	assert_int_equal(parse(&o, &err, 16, argv), 0);
+	assert_int_equal(parse(&o, &err, 17, argv), 0);
 	assert_true(o.foreground);
 	assert_int_equal(o.device, MFS_DEVICE_CPU);
 	assert_string_equal(o.opencl_device, "NVIDIA");
@@ -57,6 +58,7 @@ static void test_every_option(void **state)
 	assert_int_equal(o.threads, 3);
 	assert_true(o.max_request_bytes == 64ull << 20);
 	assert_int_equal(o.request_ttl_secs, 9);
+	assert_int_equal(o.max_requests, 7);
 	assert_int_equal(o.log_level, MFS_LOG_DEBUG);
 	assert_string_equal(o.fuse_opts, "allow_other,default_permissions");
 	mfs_options_release(&o);
@@ -125,6 +127,7 @@ static void test_errors_name_the_option(void **state)
 		{ 4, { "modelfs", "--threads=x", "r", "m" }, "--threads" },
 		{ 4, { "modelfs", "--max-request-bytes=12Q", "r", "m" }, "--max-request-bytes" },
 		{ 4, { "modelfs", "--log-level=loud", "r", "m" }, "--log-level" },
+		{ 4, { "modelfs", "--max-requests=0", "r", "m" }, "--max-requests" },
 		{ 4, { "modelfs", "--poll-secs=-1", "r", "m" }, "--poll-secs" },
 		{ 4, { "modelfs", "r", "m", "extra" }, "extra" },
 		{ 3, { "modelfs", "r", "--threads" }, "--threads" },

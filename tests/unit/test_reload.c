@@ -21,9 +21,10 @@
 #include "reloader.h"
 #include "request.h"
 #include "watcher.h"
+#include "tmp_tree.h"
 
 typedef struct fixture {
-	char tmp[256];
+	tmp_tree tmp;
 	char repo[512];
 	char examples[4096];
 	mfs_sched *sched;
@@ -31,16 +32,6 @@ typedef struct fixture {
 	int calls;                 /* atomic */
 	char last[256];
 } fixture;
-
-static void sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(system(cmd), 0);
-}
 
 static void sleep_ms(int ms)
 {
@@ -54,11 +45,10 @@ static int setup(void **state)
 	const char *ex = getenv("MODELFS_EXAMPLES");
 	if (!realpath(ex ? ex : "examples", f->examples))
 		fail_msg("examples/ not found: run from the top of the tree");
-	snprintf(f->tmp, sizeof(f->tmp), "/tmp/mfs-reload-XXXXXX");
-	assert_non_null(mkdtemp(f->tmp));
-	snprintf(f->repo, sizeof(f->repo), "%s/repo", f->tmp);
-	sh("mkdir -p %s && cp -r %s/add_sub %s/ && rm -rf %s/add_sub/samples", f->repo, f->examples,
-	   f->repo, f->repo);
+	assert_int_equal(tmp_tree_make(&f->tmp, "mfs-reload"), 0);
+	snprintf(f->repo, sizeof(f->repo), "%s/repo", f->tmp.root);
+	tmp_sh("mkdir -p %s && cp -r %s/add_sub %s/ && rm -rf %s/add_sub/samples", f->repo, f->examples,
+	       f->repo, f->repo);
 	mfs_error err;
 	assert_int_equal(mfs_sched_new(1, &f->sched, &err), 0);
 	mfs_registry_conf rc = { .repository = f->repo, .sched = f->sched };
@@ -73,7 +63,7 @@ static int teardown(void **state)
 	mfs_registry_free(f->reg);
 	mfs_sched_stop(f->sched, 0);
 	mfs_sched_free(f->sched);
-	sh("rm -rf %s", f->tmp);
+	assert_int_equal(tmp_tree_remove(&f->tmp), 0);
 	free(f);
 	return 0;
 }
@@ -125,10 +115,10 @@ static void test_tree_signature(void **state)
 	unsigned long long a = mfs_tree_signature(p);
 	assert_true(a != 0);
 	assert_true(mfs_tree_signature(p) == a);
-	sh("echo x > %s/1/extra", p);
+	tmp_sh("echo x > %s/1/extra", p);
 	unsigned long long b = mfs_tree_signature(p);
 	assert_true(b != a);
-	sh("rm %s/1/extra", p);
+	tmp_sh("rm %s/1/extra", p);
 	assert_true(mfs_tree_signature(p) != b);
 	snprintf(p, sizeof(p), "%s/nosuch", f->repo);
 	assert_true(mfs_tree_signature(p) == 0);
@@ -143,18 +133,18 @@ static void test_watcher_inotify(void **state)
 	assert_int_equal(mfs_watcher_start(&wc, &w, &err), 0);
 	/* libinotifytools is process-global: one inotify watcher at a time */
 	assert_int_equal(mfs_watcher_start(&wc, &w2, &err), -EBUSY);
-	sh("echo x > %s/add_sub/1/extra", f->repo);
+	tmp_sh("echo x > %s/add_sub/1/extra", f->repo);
 	assert_true(wait_calls(f, 1, 3000));
 	assert_string_equal(f->last, "add_sub");
 	/* a new directory is watched at once: a file in it is seen */
-	sh("mkdir %s/add_sub/2", f->repo);
+	tmp_sh("mkdir %s/add_sub/2", f->repo);
 	assert_true(wait_calls(f, 2, 3000));
 	sleep_ms(100);
 	int n = __atomic_load_n(&f->calls, __ATOMIC_ACQUIRE);
-	sh("echo y > %s/add_sub/2/model.onnx", f->repo);
+	tmp_sh("echo y > %s/add_sub/2/model.onnx", f->repo);
 	assert_true(wait_calls(f, n + 1, 3000));
 	/* a new model directory */
-	sh("mkdir %s/other", f->repo);
+	tmp_sh("mkdir %s/other", f->repo);
 	assert_true(wait_calls(f, n + 2, 3000));
 	sleep_ms(100);
 	assert_string_equal(f->last, "other");
@@ -173,10 +163,10 @@ static void test_watcher_poll(void **state)
 	assert_int_equal(mfs_watcher_start(&wc, &w, &err), 0);
 	sleep_ms(1200);
 	assert_int_equal(__atomic_load_n(&f->calls, __ATOMIC_ACQUIRE), 0);   /* nothing changed */
-	sh("echo x > %s/add_sub/1/extra", f->repo);
+	tmp_sh("echo x > %s/add_sub/1/extra", f->repo);
 	assert_true(wait_calls(f, 1, 2500));
 	assert_string_equal(f->last, "add_sub");
-	sh("rm -rf %s/add_sub", f->repo);     /* removal is a change too */
+	tmp_sh("rm -rf %s/add_sub", f->repo);     /* removal is a change too */
 	assert_true(wait_calls(f, 2, 2500));
 	mfs_watcher_stop(w);
 }
@@ -199,7 +189,7 @@ static void test_reconcile(void **state)
 	assert_int_equal(mfs_request_new(v1, "held", 1 << 20, &r, &err), 0);
 	mfs_version_put(v1);
 
-	sh("cp -r %s/add_sub/1 %s/add_sub/2", f->repo, f->repo);
+	tmp_sh("cp -r %s/add_sub/1 %s/add_sub/2", f->repo, f->repo);
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
 	assert_int_equal(current(f), 2);
 	assert_int_equal(n_served(f), 1);          /* latest{1}: v1 left */
@@ -215,7 +205,7 @@ static void test_reconcile(void **state)
 	mfs_request_put(r);
 
 	/* a corrupt v3: v2 keeps serving, v3 shows the reason */
-	sh("mkdir %s/add_sub/3 && echo garbage > %s/add_sub/3/model.onnx", f->repo, f->repo);
+	tmp_sh("mkdir %s/add_sub/3 && echo garbage > %s/add_sub/3/model.onnx", f->repo, f->repo);
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 1);
 	assert_int_equal(current(f), 2);
 	mfs_model_info mi;
@@ -227,53 +217,53 @@ static void test_reconcile(void **state)
 	/* no change: no retry */
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
 	/* fixed: v3 serves, v2 leaves */
-	sh("cp %s/add_sub/1/model.onnx %s/add_sub/3/model.onnx", f->repo, f->repo);
+	tmp_sh("cp %s/add_sub/1/model.onnx %s/add_sub/3/model.onnx", f->repo, f->repo);
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
 	assert_int_equal(current(f), 3);
 	assert_int_equal(n_served(f), 1);
 	/* the serving version's file broken: its earlier load keeps serving,
 	 * READY with the reason */
-	sh("echo garbage > %s/add_sub/3/model.onnx", f->repo);
+	tmp_sh("echo garbage > %s/add_sub/3/model.onnx", f->repo);
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 1);
 	assert_int_equal(current(f), 3);
 	assert_int_equal(mfs_registry_model_snapshot(f->reg, "add_sub", &mi), 0);
 	assert_int_equal(mi.versions[mi.n_versions - 1].state, MFS_VS_READY);
 	assert_non_null(strstr(mi.versions[mi.n_versions - 1].reason, "still serving"));
 	mfs_model_info_release(&mi);
-	sh("cp %s/add_sub/1/model.onnx %s/add_sub/3/model.onnx", f->repo, f->repo);
+	tmp_sh("cp %s/add_sub/1/model.onnx %s/add_sub/3/model.onnx", f->repo, f->repo);
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
 
 	/* a bad config keeps what serves; fixing it reloads */
-	sh("cp %s/add_sub/config.pbtxt %s/good && echo 'bogus_field: 1' >> %s/add_sub/config.pbtxt",
-	   f->repo, f->tmp, f->repo);
+	tmp_sh("cp %s/add_sub/config.pbtxt %s/good && echo 'bogus_field: 1' >> %s/add_sub/config.pbtxt",
+	       f->repo, f->tmp.root, f->repo);
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 1);
 	assert_int_equal(current(f), 3);
 	assert_int_equal(mfs_registry_model_snapshot(f->reg, "add_sub", &mi), 0);
 	assert_non_null(strstr(mi.versions[mi.n_versions - 1].reason, "bogus_field"));
 	mfs_model_info_release(&mi);
 	/* the fix: version_policy all serves every version */
-	sh("cp %s/good %s/add_sub/config.pbtxt && echo 'version_policy { all { } }' >> %s/add_sub/config.pbtxt",
-	   f->tmp, f->repo, f->repo);
+	tmp_sh("cp %s/good %s/add_sub/config.pbtxt && echo 'version_policy { all { } }' >> %s/add_sub/config.pbtxt",
+	       f->tmp.root, f->repo, f->repo);
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
 	assert_int_equal(n_served(f), 3);
 	assert_int_equal(current(f), 3);
 	/* specific: only version 1 */
-	sh("cp %s/good %s/add_sub/config.pbtxt && echo 'version_policy { specific { versions: [1] } }' >> %s/add_sub/config.pbtxt",
-	   f->tmp, f->repo, f->repo);
+	tmp_sh("cp %s/good %s/add_sub/config.pbtxt && echo 'version_policy { specific { versions: [1] } }' >> %s/add_sub/config.pbtxt",
+	       f->tmp.root, f->repo, f->repo);
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
 	assert_int_equal(n_served(f), 1);
 	assert_int_equal(current(f), 1);
 	/* a removed version directory leaves */
-	sh("cp %s/good %s/add_sub/config.pbtxt && echo 'version_policy { latest { num_versions: 2 } }' >> %s/add_sub/config.pbtxt",
-	   f->tmp, f->repo, f->repo);
+	tmp_sh("cp %s/good %s/add_sub/config.pbtxt && echo 'version_policy { latest { num_versions: 2 } }' >> %s/add_sub/config.pbtxt",
+	       f->tmp.root, f->repo, f->repo);
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
 	assert_int_equal(n_served(f), 2);
-	sh("rm -rf %s/add_sub/3", f->repo);
+	tmp_sh("rm -rf %s/add_sub/3", f->repo);
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
 	assert_int_equal(n_served(f), 2);          /* 1 and 2 */
 	assert_int_equal(current(f), 2);
 	/* the model removed */
-	sh("rm -rf %s/add_sub", f->repo);
+	tmp_sh("rm -rf %s/add_sub", f->repo);
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
 	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 0, &v1, &err), -ENOENT);
 	mfs_reloader_free(rl);
@@ -288,7 +278,7 @@ static void test_loader_thread(void **state)
 				.changed = on_change, .ctx = f };
 	assert_int_equal(mfs_reloader_new(&c, &rl, &err), 0);
 	assert_int_equal(mfs_reloader_run(rl, &err), 0);
-	sh("cp -r %s/add_sub/1 %s/add_sub/2", f->repo, f->repo);
+	tmp_sh("cp -r %s/add_sub/1 %s/add_sub/2", f->repo, f->repo);
 	assert_true(wait_calls(f, 1, 5000));
 	assert_string_equal(f->last, "add_sub");
 	assert_int_equal(current(f), 2);

@@ -11,33 +11,20 @@
 
 #include <cmocka.h>
 
+#include "tmp_tree.h"
+
 #include "repo.h"
 
-static char root[64];
+static tmp_tree tree;
+static const char *const root = tree.root;
 
-static void mk(const char *rel)
-{
-	char path[256];
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	if (mkdir(path, 0755) != 0)
-		fail_msg("mkdir %s", path);
-}
-
-static void touch(const char *rel)
-{
-	char path[256];
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	FILE *f = fopen(path, "w");
-	if (!f)
-		fail_msg("create %s", path);
-	fclose(f);
-}
+static void mk(const char *rel) { tmp_mkdir(&tree, rel); }
+static void touch(const char *rel) { tmp_put(&tree, rel, ""); }
 
 static int setup(void **state)
 {
 	(void)state;
-	strcpy(root, "/tmp/mfs-test-repo-XXXXXX");
-	if (!mkdtemp(root))
+	if (tmp_tree_make(&tree, "mfs-test-repo") < 0)
 		return -1;
 	mk("add_sub");
 	mk("add_sub/1");
@@ -63,9 +50,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmp_tree_remove(&tree);
 }
 
 static void test_version_names(void **state)

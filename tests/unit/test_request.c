@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,83 +16,7 @@
 #include "config.h"
 #include "request.h"
 
-static const char *ADD_SUB =
-	"name: \"add_sub\"\n"
-	"input [ { name: \"INPUT0\" data_type: TYPE_FP32 dims: [ 4 ] },\n"
-	"        { name: \"INPUT1\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n"
-	"output [ { name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [ 4 ] },\n"
-	"         { name: \"OUTPUT1\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n";
-
-typedef struct fixture {
-	mfs_sched *sched;
-	mfs_model_config cfg;
-	mfs_version *v;
-	int runs;
-	int fail_next;
-	int delay_ms;
-} fixture;
-
-/* The graph's order is reversed from the config's, to prove the mapping. */
-static int add_sub_run(void *ctx, int instance, const mfs_tensor *in, mfs_tensor *out, mfs_error *err)
-{
-	fixture *f = ctx;
-	(void)instance;
-	__atomic_add_fetch(&f->runs, 1, __ATOMIC_RELAXED);
-	if (f->delay_ms)
-		usleep((useconds_t)f->delay_ms * 1000);
-	if (f->fail_next)
-		return mfs_fail(err, EIO, "node 'Add': injected failure");
-	const mfs_tensor *a = &in[1], *b = &in[0];   /* graph inputs: INPUT1, INPUT0 */
-	for (int o = 0; o < 2; o++) {
-		int rc = mfs_tensor_alloc(&out[o], MFS_DT_FLOAT, &a->shape, err);
-		if (rc < 0)
-			return rc;
-	}
-	for (int64_t i = 0; i < mfs_shape_numel(&a->shape); i++) {
-		float x = ((const float *)a->data)[i], y = ((const float *)b->data)[i];
-		((float *)out[1].data)[i] = x + y;   /* graph output 1: OUTPUT0 */
-		((float *)out[0].data)[i] = x - y;   /* graph output 0: OUTPUT1 */
-	}
-	return 0;
-}
-
-static int setup(void **state)
-{
-	fixture *f = calloc(1, sizeof(*f));
-	mfs_error err;
-	assert_int_equal(mfs_sched_new(2, &f->sched, &err), 0);
-	assert_int_equal(mfs_config_parse_pbtxt(ADD_SUB, strlen(ADD_SUB), "config.pbtxt", &f->cfg, &err), 0);
-	f->cfg.inputs[0].graph_index = 1;
-	f->cfg.inputs[1].graph_index = 0;
-	f->cfg.outputs[0].graph_index = 1;
-	f->cfg.outputs[1].graph_index = 0;
-	mfs_version *v = calloc(1, sizeof(*v));
-	v->model_name = strdup("add_sub");
-	v->version = 1;
-	v->config = &f->cfg;
-	v->n_graph_inputs = 2;
-	v->n_graph_outputs = 2;
-	snprintf(v->device, sizeof(v->device), "cpu");
-	mfs_stats_init(&v->stats);
-	v->refs = 1;
-	mfs_runner r = { .run = add_sub_run, .ctx = f, .n_inputs = 2, .n_outputs = 2 };
-	mfs_queue_conf qc = { .label = "add_sub v1", .instances = 1, .stats = &v->stats };
-	assert_int_equal(mfs_sched_queue_new(f->sched, &qc, &r, &v->queue, &err), 0);
-	f->v = v;
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	fixture *f = *state;
-	mfs_version_put(f->v);   /* the last reference: frees queue and version */
-	mfs_sched_stop(f->sched, 0);
-	mfs_sched_free(f->sched);
-	mfs_config_release(&f->cfg);
-	free(f);
-	return 0;
-}
+#include "fake_version.h"
 
 typedef struct tw {
 	mfs_waiter w;
@@ -132,12 +57,23 @@ static void wait_done(mfs_request *r)
 	pthread_cond_destroy(&t.cond);
 }
 
+/* Bytes held by a committed input file, -1 when there is none. */
+static int64_t file_size(mfs_request *r, const char *filename)
+{
+	mfs_file_info fi;
+	return mfs_request_find_file(r, filename, &fi) == MFS_FILE_INPUT ? fi.size : -1;
+}
+
 static char *read_out(mfs_request *r, const char *name, mfs_format fmt, int *rc)
 {
-	char *buf = NULL;
+	char *buf = NULL, file[64];
 	size_t len = 0;
 	mfs_error err;
-	*rc = mfs_request_read_output(r, mfs_request_output_index(r, name), fmt, &buf, &len, &err);
+	mfs_file_info fi;
+	snprintf(file, sizeof(file), "%s.%s", name, mfs_format_ext(fmt));
+	assert_int_equal(mfs_request_find_file(r, file, &fi), MFS_FILE_OUTPUT);
+	assert_int_equal(fi.fmt, fmt);
+	*rc = mfs_request_read_output(r, 0, fi.idx, fmt, &buf, &len, &err);
 	if (*rc < 0)
 		return NULL;
 	char *s = malloc(len + 1);
@@ -171,7 +107,7 @@ static void test_life_of_a_request(void **state)
 	s = mfs_request_status_text(r);
 	assert_string_equal(s, "WAITING INPUT1\n");
 	free(s);
-	assert_int_equal(mfs_request_input_file_size(r, "INPUT0.txt"), 7);
+	assert_int_equal(file_size(r, "INPUT0.txt"), 7);
 	assert_int_equal(commit(r, "INPUT1.json", "[10, 20, 30, 40]", &err), 0);
 	wait_done(r);
 	assert_int_equal(mfs_request_state(r), MFS_REQ_DONE);
@@ -184,7 +120,7 @@ static void test_life_of_a_request(void **state)
 	free(s);
 	assert_int_equal(mfs_request_output_size(r, 0, MFS_FMT_RAW), 16);
 	/* The run consumed the inputs; ls shows outputs as .txt (first input). */
-	assert_int_equal(mfs_request_input_file_size(r, "INPUT0.txt"), -1);
+	assert_int_equal(file_size(r, "INPUT0.txt"), -1);
 	char **names;
 	int n;
 	assert_int_equal(mfs_request_list(r, &names, &n), 0);
@@ -231,7 +167,7 @@ static void test_bad_inputs_keep_the_rest(void **state)
 	assert_int_equal(commit(r, "INPUT1.npy", "garbage", &err), -EINVAL);
 	assert_int_equal(commit(r, "INPUT1.txt", "1 2 3 4.5e40", &err), -EINVAL);
 	/* INPUT0 survived all of that. */
-	assert_int_equal(mfs_request_input_file_size(r, "INPUT0.txt"), 7);
+	assert_int_equal(file_size(r, "INPUT0.txt"), 7);
 	assert_int_equal(mfs_request_state(r), MFS_REQ_WAITING);
 	assert_int_equal(commit(r, "INPUT1.txt", "1 1 1 1", &err), 0);
 	wait_done(r);
@@ -252,6 +188,89 @@ static void test_size_limit(void **state)
 	assert_non_null(strstr(err.msg, "max-request-bytes"));
 	/* Replacing a file counts its new size, not both. */
 	assert_int_equal(commit(r, "INPUT0.txt", "4 3 2 1", &err), 0);
+	/* Room while a file is written: the limit less the other files. */
+	assert_int_equal(mfs_request_room(r, "INPUT0.txt"), 12);
+	assert_int_equal(mfs_request_room(r, "INPUT1.txt"), 5);
+	assert_int_equal(mfs_request_room(r, ".tmp"), 5);
+	mfs_request_put(r);
+}
+
+static int read_run(mfs_request *r, uint64_t run, char *out, size_t size)
+{
+	char *buf;
+	size_t len;
+	mfs_error err;
+	int rc = mfs_request_read_output(r, run, 0, MFS_FMT_TXT, &buf, &len, &err);
+	if (rc == 0) {
+		snprintf(out, size, "%.*s", (int)len, buf);
+		free(buf);
+	}
+	return rc;
+}
+
+/* A reader is bound to the run current when it opened: a later run's
+ * result is never handed to it (ESTALE instead). */
+static void test_reads_bound_to_a_run(void **state)
+{
+	fixture *f = *state;
+	mfs_request *r;
+	mfs_error err;
+	char out[64];
+	assert_int_equal(mfs_request_new(f->v, "shared", 1 << 20, &r, &err), 0);
+	uint64_t first = mfs_request_run_id(r);   /* opened before any input */
+	assert_int_equal(first, 1);
+	assert_int_equal(read_run(r, first, out, sizeof(out)), -ENODATA);
+	assert_int_equal(commit(r, "INPUT0.txt", "1 1 1 1", &err), 0);
+	assert_int_equal(commit(r, "INPUT1.txt", "1 1 1 1", &err), 0);
+	wait_done(r);
+	assert_int_equal(mfs_request_run_id(r), 1);
+	assert_int_equal(read_run(r, first, out, sizeof(out)), 0);
+	assert_string_equal(out, "2 2 2 2\n");
+	/* Another writer starts run 2: run 1's reader is told, not misled. */
+	assert_int_equal(commit(r, "INPUT0.txt", "5 5 5 5", &err), 0);
+	assert_int_equal(read_run(r, first, out, sizeof(out)), -ESTALE);
+	/* A reader opening now reads run 2: missing inputs are ENODATA. */
+	assert_int_equal(mfs_request_run_id(r), 2);
+	assert_int_equal(read_run(r, 2, out, sizeof(out)), -ENODATA);
+	assert_int_equal(commit(r, "INPUT1.txt", "5 5 5 5", &err), 0);
+	wait_done(r);
+	assert_int_equal(read_run(r, first, out, sizeof(out)), -ESTALE);
+	uint64_t second = mfs_request_run_id(r);
+	assert_int_equal(second, 2);
+	assert_int_equal(read_run(r, second, out, sizeof(out)), 0);
+	assert_string_equal(out, "10 10 10 10\n");
+	assert_int_equal(read_run(r, 0, out, sizeof(out)), 0);   /* 0: the current run */
+	mfs_request_put(r);
+}
+
+/* What the filesystem learns of a name in one call. */
+static void test_find_file(void **state)
+{
+	fixture *f = *state;
+	mfs_request *r;
+	mfs_error err;
+	mfs_file_info fi;
+	assert_int_equal(mfs_request_new(f->v, "names", 1 << 20, &r, &err), 0);
+	assert_int_equal(mfs_request_find_file(r, "OUTPUT1.json", &fi), MFS_FILE_OUTPUT);
+	assert_int_equal(fi.idx, 1);
+	assert_int_equal(fi.fmt, MFS_FMT_JSON);
+	assert_int_equal(mfs_request_find_file(r, "OUTPUT1", &fi), MFS_FILE_NONE);
+	assert_int_equal(mfs_request_find_file(r, "OUTPUT1.bin", &fi), MFS_FILE_NONE);
+	assert_int_equal(mfs_request_find_file(r, "INPUT0.npy", &fi), MFS_FILE_INPUT_NAME);
+	assert_int_equal(mfs_request_find_file(r, "NOPE.npy", &fi), MFS_FILE_NONE);
+	assert_int_equal(mfs_request_find_file(r, ".partial", &fi), MFS_FILE_INPUT_NAME);
+	assert_int_equal(commit(r, "INPUT0.txt", "1 2 3 4", &err), 0);
+	assert_int_equal(commit(r, ".partial", "xyz", &err), 0);
+	assert_int_equal(mfs_request_find_file(r, "INPUT0.txt", &fi), MFS_FILE_INPUT);
+	assert_int_equal(fi.size, 7);
+	assert_int_equal(mfs_request_find_file(r, ".partial", &fi), MFS_FILE_INPUT);
+	assert_int_equal(fi.size, 3);
+	/* Another format of a committed input is a name, not the file. */
+	assert_int_equal(mfs_request_find_file(r, "INPUT0.npy", &fi), MFS_FILE_INPUT_NAME);
+	/* A removed request is not used any more; a live one is. */
+	assert_true(mfs_request_use(r));
+	mfs_request_mark_removed(r);
+	assert_false(mfs_request_use(r));
 	mfs_request_put(r);
 }
 
@@ -367,6 +386,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_life_of_a_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_inputs_keep_the_rest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_find_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reads_bound_to_a_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_failure_is_eio, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_busy_and_cancelled_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tensors_and_outputs, setup, teardown),

@@ -50,6 +50,16 @@ int mfs_tensor_decode(mfs_format fmt, const void *buf, size_t len,
 int mfs_tensor_check(const mfs_tensor *t, const mfs_tensor_spec *spec,
 		     mfs_error *err);
 
+/* Can buf (the first len bytes of a file being written, which may go on)
+ * start a valid file of fmt?  0, or -EINVAL saying why not: no .npy magic,
+ * a .txt token that is not a number, a .json that does not start with '{'
+ * or '['.  Only what the beginning shows: decoding the whole file at its
+ * close checks the rest.  .raw and .pb have no prefix to judge.  Looks
+ * at most at MFS_PREFIX_CHECK_BYTES bytes. */
+#define MFS_PREFIX_CHECK_BYTES 4096
+int mfs_tensor_prefix_check(mfs_format fmt, const void *buf, size_t len,
+			    mfs_error *err);
+
 /* Encode t; *buf is malloc'd and owned by the caller. */
 int mfs_tensor_encode(mfs_format fmt, const mfs_tensor *t, const char *name,
 		      char **buf, size_t *len, mfs_error *err);

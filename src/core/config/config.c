@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "codec.h"
+#include "file_util.h"
 #include "config_tree.h"
 
 /* A config larger than this is not a config (Triton's are a few KiB). */
@@ -108,39 +108,16 @@ int mfs_config_load_file(const char *path, mfs_model_config *out,
 			 mfs_error *err)
 {
 	const char *base = strrchr(path, '/');
-	FILE *f;
-	struct stat st;
 	char *text;
 	size_t got;
 	int rc;
 
 	base = base ? base + 1 : path;
-	f = fopen(path, "rb");
-	if (!f)
-		return mfs_fail(err, errno, "%s: %s", path, strerror(errno));
-	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-		fclose(f);
-		return mfs_fail(err, EINVAL, "%s: not a regular file", path);
-	}
-	if ((unsigned long long)st.st_size > CONFIG_MAX_FILE_BYTES) {
-		fclose(f);
-		return mfs_fail(err, EFBIG, "%s: %lld bytes is too large for a config",
-				path, (long long)st.st_size);
-	}
-	text = malloc((size_t)st.st_size + 1);
-	if (!text) {
-		fclose(f);
-		return mfs_fail(err, ENOMEM, "%s: out of memory", path);
-	}
-	got = fread(text, 1, (size_t)st.st_size, f);
-	if (ferror(f)) {
-		rc = mfs_fail(err, EIO, "%s: read error", path);
-		fclose(f);
-		free(text);
+	rc = mfs_read_file(path, CONFIG_MAX_FILE_BYTES, &text, &got, err);
+	if (rc < 0) {
+		mfs_error_prefix(err, "%s: ", path);
 		return rc;
 	}
-	fclose(f);
-	text[got] = '\0';
 	if (ends_with(base, ".json"))
 		rc = mfs_config_parse_json(text, got, base, out, err);
 	else
