@@ -13,6 +13,7 @@
 
 #include "fs_internal.h"
 #include "log.h"
+#include "membudget.h"
 #include "metrics.h"
 #include "repo.h"
 
@@ -48,6 +49,7 @@ void fs_op_open(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 				if (writing) {
 					h->wbuf = buf;
 					h->wlen = h->wcap = len;
+					mfs_membudget_force(len);
 				} else {
 					h->content = buf;
 					h->len = len;
@@ -137,6 +139,14 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		fs_handle_free(fs, h);
 }
 
+/* JSON has its own, lower limit (--max-json-bytes): its text is held
+ * beside the tensor it decodes to. */
+static bool fs_limits_is_json(const handle *h)
+{
+	return h->kind == H_INFER ||
+	       mfs_format_split_filename(h->name, NULL) == MFS_FMT_JSON;
+}
+
 void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
@@ -171,35 +181,40 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		uint64_t others = mfs_request_input_bytes(h->req) - (mine > 0 ? (uint64_t)mine : 0);
 		max = others < max ? max - others : 0;
 	}
+	mfs_error err;
+	int refused = 0;
 	if ((uint64_t)at + size > max) {
+		refused = mfs_fail(&err, EFBIG, "'%s' refused: the request would pass --max-request-bytes=%" PRIu64,
+				   h->name, fs->conf.max_request_bytes);
+	} else if ((uint64_t)at + size > fs->conf.max_json_bytes && fs_limits_is_json(h)) {
+		refused = mfs_fail(&err, EFBIG, "'%s' refused: JSON text past --max-json-bytes=%" PRIu64,
+				   h->name, fs->conf.max_json_bytes);
+	} else if (at + size > h->wcap) {
+		size_t cap = h->wcap ? h->wcap : 4096;
+		while (cap < at + size)
+			cap *= 2;
+		char *nb = NULL;
+		if ((refused = mfs_membudget_take(cap - h->wcap, &err)) == 0 &&
+		    !(nb = realloc(h->wbuf, cap))) {
+			mfs_membudget_give(cap - h->wcap);
+			refused = mfs_fail(&err, ENOMEM, "'%s': out of memory", h->name);
+		}
+		if (nb) {
+			h->wbuf = nb;
+			h->wcap = cap;
+		}
+	}
+	if (refused) {
 		/* The file is refused: nothing of it is committed at close. */
 		if (h->kind == H_INPUT)
 			h->dirty = h->written = false;
 		pthread_mutex_unlock(&h->lock);
-		if (h->kind == H_INPUT) {
-			mfs_error err;
-			mfs_fail(&err, EFBIG, "'%s' refused: the request would pass --max-request-bytes=%" PRIu64,
-				 h->name, fs->conf.max_request_bytes);
+		if (h->kind == H_INPUT)
 			mfs_request_note_error(h->req, &err);
-		} else {
-			mfs_log_warn("model '%s' infer: request refused: more than --max-request-bytes=%" PRIu64,
-				     h->model, fs->conf.max_request_bytes);
-		}
-		fuse_reply_err(freq, EFBIG);
+		else
+			mfs_log_warn("model '%s' infer: request refused: %s", h->model, err.msg);
+		fuse_reply_err(freq, -refused);
 		return;
-	}
-	if (at + size > h->wcap) {
-		size_t cap = h->wcap ? h->wcap : 4096;
-		while (cap < at + size)
-			cap *= 2;
-		char *nb = realloc(h->wbuf, cap);
-		if (!nb) {
-			pthread_mutex_unlock(&h->lock);
-			fuse_reply_err(freq, ENOMEM);
-			return;
-		}
-		h->wbuf = nb;
-		h->wcap = cap;
 	}
 	if (at > h->wlen)
 		memset(h->wbuf + h->wlen, 0, at - h->wlen);
