@@ -190,6 +190,12 @@ fuzz: fuzz-bins
 fuzz-smoke: fuzz-bins
 	sh tests/fuzz/run-fuzz.sh smoke $(FUZZ_SMOKE_RUNS) $(FUZZ_TARGETS)
 
+# A fresh Debian 12 root (mmdebstrap), the README's commands inside it
+# (scripts/fresh-check.sh; FRESH_FULL=1 adds make test).  Not in make test.
+.PHONY: fresh-check
+fresh-check:
+	sh scripts/fresh-check.sh
+
 # Soak (tests/soak/soak.py): 16 clients x 10000 requests through request
 # directories and infer, 100 reloads of add_sub, clients killed; every
 # result checked, the daemon's RSS and fds flat.  Not in `make test`
