@@ -218,7 +218,8 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 	}
 	if (at > h->wlen)
 		memset(h->wbuf + h->wlen, 0, at - h->wlen);
-	memcpy(h->wbuf + at, buf, size);
+	if (size)   /* a 0-byte write on a new file: wbuf is still NULL */
+		memcpy(h->wbuf + at, buf, size);
 	if (at + size > h->wlen)
 		h->wlen = at + size;
 	h->dirty = true;
@@ -343,8 +344,9 @@ void fs_answer_infer(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 {
 	(void)fs;
 	pthread_mutex_lock(&h->lock);
-	if (!h->have_content && !h->req) {
-		/* Nothing was ever asked on this file. */
+	if (!h->have_content && !h->inflight) {
+		/* Nothing was asked since the last response (or ever): a
+		 * response needs the request it answers (h->ireq). */
 		pthread_mutex_unlock(&h->lock);
 		fuse_reply_buf(freq, NULL, 0);
 		return;
