@@ -414,6 +414,12 @@ static void infer_read(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 	}
 	mfs_version_put(v);
 	h->inflight = true;
+	/* The text is parsed: its buffer goes now, not at close, so a
+	 * large request's text is not held beside its run. */
+	free(h->wbuf);
+	mfs_membudget_give(h->wcap);
+	h->wbuf = NULL;
+	h->wcap = 0;
 	h->wlen = 0;
 	mfs_request *r = h->req;
 	mfs_request_get(r);
