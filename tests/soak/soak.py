@@ -23,6 +23,7 @@ import time
 
 modelfs, examples, n_clients, n_req, n_reloads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 n_kills = int(sys.argv[6]) if len(sys.argv) > 6 else max(1, n_clients // 4)
+# Kills happen every 5 s while clients run: a short run gets fewer.
 CLIENT = r'''
 import json, os, shutil, sys
 mnt, cid, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -91,6 +92,10 @@ def status(pid):
     return int(vals["VmRSS"][0]), len(os.listdir("/proc/%d/fd" % pid))
 
 
+# SIGTERM (make interrupted, a CI timeout): run the finally below, which
+# stops the clients and unmounts.
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
+clients = {}
 tmp = tempfile.mkdtemp(prefix="soak.")
 repo, mnt = os.path.join(tmp, "repo"), os.path.join(tmp, "mnt")
 os.mkdir(repo)
@@ -117,22 +122,30 @@ try:
     clients = {c: spawn(c) for c in range(n_clients)}
     cfg = os.path.join(repo, "add_sub", "config.pbtxt")
     original = open(cfg).read()
-    kills = random.Random(17).sample(range(n_clients), min(n_kills, n_clients))
+    rng = random.Random(17)
+    # Spread over the run: a reload every ~REQUESTS/20/RELOADS s (a
+    # client does about 20 requests a second here, 16 at once), a kill
+    # every 5 s while clients run.
+    reload_every = max(0.3, n_req / 20.0 / max(n_reloads, 1))
     t0 = time.time()
-    reloads = 0
-    step = 0
+    reloads = kills = 0
+    next_reload, next_kill = t0 + reload_every, t0 + 2.0
     while any(p.poll() is None for p in clients.values()) or reloads < n_reloads:
-        time.sleep(0.3)
-        step += 1
-        if reloads < n_reloads:
+        time.sleep(0.1)
+        now = time.time()
+        if reloads < n_reloads and now >= next_reload:
             reloads += 1
+            next_reload = now + reload_every
             with open(cfg, "w") as f:   # same model, new config bytes: a reload
                 f.write(original + "\n# reload %d\n" % reloads)
-        if kills and step % 2 == 0:
-            c = kills.pop()
+        running = [c for c, p in clients.items() if p.poll() is None]
+        if kills < n_kills and running and now >= next_kill:
+            kills += 1
+            next_kill = now + 5.0
+            c = rng.choice(running)
             clients[c].send_signal(signal.SIGKILL)
             clients[c].wait()
-            clients[c] = spawn(c + 1000)   # a fresh client, full count
+            clients[c] = spawn(c + 1000 * kills)   # a fresh client, full count
     checked = bad = 0
     for c, p in clients.items():
         out, err = p.communicate()
@@ -146,7 +159,7 @@ try:
     secs = time.time() - t0
     result(checked >= n_clients * n_req and bad == 0,
            "%d results checked, %d wrong (%d clients x %d, %d killed and replaced), %.1f s"
-           % (checked, bad, n_clients, n_req, min(n_kills, n_clients), secs))
+           % (checked, bad, n_clients, n_req, kills, secs))
     metrics = open(os.path.join(mnt, ".metrics")).read()
     loads = sum(float(l.split()[-1]) for l in metrics.splitlines()
                 if l.startswith("nv_model_load_total "))
@@ -156,6 +169,10 @@ try:
     result(rss1 - rss0 < 64 * 1024, "RSS %d KiB after warm-up, %d KiB at the end" % (rss0, rss1))
     result(fds1 - fds0 <= 16, "open fds %d after warm-up, %d at the end" % (fds0, fds1))
 finally:
+    for p in clients.values():
+        if p.poll() is None:
+            p.kill()
+            p.wait()
     subprocess.run(["fusermount3", "-u", mnt])
     try:
         rc = daemon.wait(timeout=30)
