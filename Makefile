@@ -201,6 +201,23 @@ fuzz: fuzz-bins
 fuzz-smoke: fuzz-bins
 	sh tests/fuzz/run-fuzz.sh smoke $(FUZZ_SMOKE_RUNS) $(FUZZ_TARGETS)
 
+# A fresh Debian 12 root (mmdebstrap), the README's commands inside it
+# (scripts/fresh-check.sh; FRESH_FULL=1 adds make test).  Not in make test.
+.PHONY: fresh-check
+fresh-check:
+	sh scripts/fresh-check.sh
+
+# Soak (tests/soak/soak.py): 16 clients x 10000 requests through request
+# directories and infer, 100 reloads of add_sub, clients killed; every
+# result checked, the daemon's RSS and fds flat.  Not in `make test`
+# (tests/run-all.sh runs 16 x 200 with 5 reloads).
+SOAK_CLIENTS ?= 16
+SOAK_REQUESTS ?= 10000
+SOAK_RELOADS ?= 100
+.PHONY: soak
+soak: modelfs
+	/usr/bin/python3 tests/soak/soak.py $(PWD)/modelfs examples $(SOAK_CLIENTS) $(SOAK_REQUESTS) $(SOAK_RELOADS)
+
 # Real models against PyTorch (tests/models/), exported into build/models/
 # (needs Debian's python3-torch) and run by `modelfs run`, each within
 # max|diff| <= 1e-3 * max|ref|.  check-models: the quick set (ResNet-18,

@@ -78,6 +78,7 @@ struct tp_info {
 	long long count[TP_UINT64_DATA + 1];   /* elements per typed field */
 	int64_t data_location;
 	bool has_external;
+	bool has_string;         /* string_data seen: refused once the dtype is known */
 	char *ext_location;
 	uint64_t ext_offset;
 	uint64_t ext_length;
@@ -208,8 +209,13 @@ static int scan_tensor(const uint8_t *buf, size_t len, struct tp_info *ti,
 			return mfs_fail(err, ENOTSUP,
 					"segmented TensorProto is not supported");
 		case TP_STRING_DATA:
-			return mfs_fail(err, ENOTSUP,
-					"string tensors are not supported");
+			/* Decided after the scan: random bytes often hold a
+			 * field 6, and "string tensors are not supported" would
+			 * then send the user looking for strings. */
+			if (f.wt != PB_WT_LEN)
+				return bad_wire(err, &f, "length-delimited");
+			ti->has_string = true;
+			break;
 		case TP_NAME:
 			if (f.wt != PB_WT_LEN)
 				return bad_wire(err, &f, "length-delimited");
@@ -615,11 +621,16 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 		return rc;
 
 	if (ti->data_type <= 0 || ti->data_type > 64)
-		return mfs_fail(err, EINVAL, "tensor has no valid data_type (%lld)",
+		return mfs_fail(err, EINVAL,
+				"not an ONNX TensorProto: it has no valid data_type (%lld)",
 				(long long)ti->data_type);
 	dt = (mfs_dtype)ti->data_type;
 	if (dt == MFS_DT_STRING)
 		return mfs_fail(err, ENOTSUP, "string tensors are not supported");
+	if (ti->has_string)
+		return mfs_fail(err, EINVAL,
+				"not an ONNX TensorProto of %s: it carries string_data",
+				mfs_dtype_onnx_name(dt));
 	esize = mfs_dtype_size(dt);
 	if (esize == 0)
 		return mfs_fail(err, ENOTSUP,

@@ -22,6 +22,7 @@ typedef struct mfs_fs mfs_fs;
 typedef struct mfs_fs_conf {
 	mfs_registry *registry;
 	uint64_t max_request_bytes;
+	uint64_t max_json_bytes;      /* a .json input or an infer request */
 	uint64_t request_ttl_ns;       /* idle request directories expire */
 	int max_requests;              /* live request directories per model (mkdir: ENOSPC beyond) */
 	uint64_t read_deadline_ns;     /* a stored read is answered ETIMEDOUT after this */

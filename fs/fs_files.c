@@ -13,6 +13,7 @@
 
 #include "fs_internal.h"
 #include "log.h"
+#include "membudget.h"
 #include "metrics.h"
 #include "repo.h"
 
@@ -52,6 +53,7 @@ void fs_op_open(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 				if (writing) {
 					h->wbuf = buf;
 					h->wlen = h->wcap = len;
+					mfs_membudget_force(len);
 				} else {
 					h->content = buf;
 					h->len = len;
@@ -174,6 +176,14 @@ static bool refuse_prefix(handle *h, size_t at)
 	return true;
 }
 
+/* JSON has its own, lower limit (--max-json-bytes): its text is held
+ * beside the tensor it decodes to. */
+static bool fs_limits_is_json(const handle *h)
+{
+	return h->kind == H_INFER ||
+	       mfs_format_split_filename(h->name, NULL) == MFS_FMT_JSON;
+}
+
 void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
@@ -211,39 +221,45 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		}
 		max = mfs_request_room(h->req, h->name);
 	}
+	mfs_error err;
+	int refused = 0;
 	if ((uint64_t)at + size > max) {
+		refused = mfs_fail(&err, EFBIG, "'%s' refused: the request would pass --max-request-bytes=%" PRIu64,
+				   h->name, fs->conf.max_request_bytes);
+	} else if ((uint64_t)at + size > fs->conf.max_json_bytes && fs_limits_is_json(h)) {
+		refused = mfs_fail(&err, EFBIG, "'%s' refused: JSON text past --max-json-bytes=%" PRIu64,
+				   h->name, fs->conf.max_json_bytes);
+	} else if (at + size > h->wcap) {
+		size_t cap = h->wcap ? h->wcap : 4096;
+		while (cap < at + size)
+			cap *= 2;
+		char *nb = NULL;
+		if ((refused = mfs_membudget_take(cap - h->wcap, &err)) == 0 &&
+		    !(nb = realloc(h->wbuf, cap))) {
+			mfs_membudget_give(cap - h->wcap);
+			refused = mfs_fail(&err, ENOMEM, "'%s': out of memory", h->name);
+		}
+		if (nb) {
+			h->wbuf = nb;
+			h->wcap = cap;
+		}
+	}
+	if (refused) {
 		/* The file is refused: nothing of it is committed at close. */
 		if (h->kind == H_INPUT)
 			h->dirty = h->written = false;
 		pthread_mutex_unlock(&h->lock);
-		if (h->kind == H_INPUT) {
-			mfs_error err;
-			mfs_fail(&err, EFBIG, "'%s' refused: the request would pass --max-request-bytes=%" PRIu64,
-				 h->name, fs->conf.max_request_bytes);
+		if (h->kind == H_INPUT)
 			mfs_request_note_error(h->req, &err);
-		} else {
-			mfs_log_warn("model '%s' infer: request refused: more than --max-request-bytes=%" PRIu64,
-				     h->model, fs->conf.max_request_bytes);
-		}
-		fuse_reply_err(freq, EFBIG);
+		else
+			mfs_log_warn("model '%s' infer: request refused: %s", h->model, err.msg);
+		fuse_reply_err(freq, -refused);
 		return;
-	}
-	if (at + size > h->wcap) {
-		size_t cap = h->wcap ? h->wcap : 4096;
-		while (cap < at + size)
-			cap *= 2;
-		char *nb = realloc(h->wbuf, cap);
-		if (!nb) {
-			pthread_mutex_unlock(&h->lock);
-			fuse_reply_err(freq, ENOMEM);
-			return;
-		}
-		h->wbuf = nb;
-		h->wcap = cap;
 	}
 	if (at > h->wlen)
 		memset(h->wbuf + h->wlen, 0, at - h->wlen);
-	memcpy(h->wbuf + at, buf, size);
+	if (size)   /* a 0-byte write on a new file: wbuf is still NULL */
+		memcpy(h->wbuf + at, buf, size);
 	if (at + size > h->wlen)
 		h->wlen = at + size;
 	h->dirty = true;
@@ -390,8 +406,9 @@ void fs_answer_infer(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 {
 	(void)fs;
 	pthread_mutex_lock(&h->lock);
-	if (!h->have_content && !h->req) {
-		/* Nothing was ever asked on this file. */
+	if (!h->have_content && !h->inflight) {
+		/* Nothing was asked since the last response (or ever): a
+		 * response needs the request it answers (h->ireq). */
 		pthread_mutex_unlock(&h->lock);
 		fuse_reply_buf(freq, NULL, 0);
 		return;
@@ -459,6 +476,12 @@ static void infer_read(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 	}
 	mfs_version_put(v);
 	h->inflight = true;
+	/* The text is parsed: its buffer goes now, not at close, so a
+	 * large request's text is not held beside its run. */
+	free(h->wbuf);
+	mfs_membudget_give(h->wcap);
+	h->wbuf = NULL;
+	h->wcap = 0;
 	h->wlen = 0;
 	mfs_request *r = h->req;
 	mfs_request_get(r);

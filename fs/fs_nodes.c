@@ -17,6 +17,7 @@
 
 #include "fs_internal.h"
 #include "log.h"
+#include "membudget.h"
 #include "metrics.h"
 #include "repo.h"
 
@@ -458,6 +459,7 @@ void fs_handle_free(mfs_fs *fs, handle *h)
 		mfs_request_put(h->req);
 	free(h->content);
 	free(h->wbuf);
+	mfs_membudget_give(h->wcap);
 	for (size_t i = 0; i < h->n_ents; i++)
 		free(h->ents[i].name);
 	free(h->ents);

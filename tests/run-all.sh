@@ -135,9 +135,11 @@ run_conformance conformance-opencl build/tools/conformance \
 run_bats e2e "$PWD/modelfs" tests/e2e/*.bats
 run_bats install "$PWD/modelfs" tests/install/*.bats
 run_counted deploy /usr/bin/python3 tests/install/check_deploy.py "$PWD/modelfs"
+run_counted soak /usr/bin/python3 tests/soak/soak.py "$PWD/modelfs" examples 16 200 5
 run_unit unit-asan build/asan
 run_conformance conformance-asan build/asan/tools/conformance
 run_bats e2e-asan "$PWD/build/asan/modelfs" tests/e2e/*.bats
+run_counted soak-asan /usr/bin/python3 tests/soak/soak.py "$PWD/build/asan/modelfs" examples 16 200 5
 run_target fuzz-regressions fuzz-smoke
 run_target real-models check-models
 run_docs docs

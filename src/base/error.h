@@ -24,7 +24,8 @@ typedef struct mfs_error {
 /* Reset to "no error". */
 void mfs_error_clear(mfs_error *err);
 
-/* Record an error (printf-style message) and return -code.  err may be NULL
+/* Record an error (printf-style message, escaped by mfs_escape) and
+ * return -code.  err may be NULL
  * (the message is dropped).  Typical use: return mfs_fail(err, EINVAL, "...");
  * An existing message is overwritten. */
 int mfs_fail(mfs_error *err, int code, const char *fmt, ...)
@@ -33,5 +34,17 @@ int mfs_fail(mfs_error *err, int code, const char *fmt, ...)
 /* Prepend context to an existing message ("model 'm': " + msg). */
 void mfs_error_prefix(mfs_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Copy the NUL-terminated src into dst (cap > 0 bytes; always terminated,
+ * cut at a character boundary when it does not fit) so that it stays one
+ * printable line: control characters (below 0x20 and 0x7f) become \n, \r,
+ * \t or \xHH; bytes that are not valid UTF-8, the C1 controls
+ * (U+0080..U+009F) and the line/paragraph separators U+2028/U+2029 become
+ * \xHH per byte.  Backslashes are kept as they are, so escaping an escaped
+ * string changes nothing (mfs_fail escapes, and mfs_error_prefix and the
+ * logger escape again).  A name a client or a model file chose can then
+ * never start a forged log line or a second line in $req/error.
+ * Returns the length written. */
+size_t mfs_escape(char *dst, size_t cap, const char *src);
 
 #endif

@@ -1,5 +1,7 @@
 #include "log.h"
 
+#include "error.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,14 +34,17 @@ void mfs_log_use_syslog(int on)
 void mfs_log(mfs_log_level level, const char *fmt, ...)
 {
 	static const int syslog_prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
-	char line[2048];
+	char raw[2048], line[2048];
 	va_list ap;
 
 	if (level > current_level)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/* Names in the line may come from clients and model files: one call,
+	 * one line, whatever they hold. */
+	mfs_escape(line, sizeof(line), raw);
 	if (use_syslog) {
 		syslog(syslog_prio[level], "%s", line);
 		return;

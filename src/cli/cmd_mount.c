@@ -39,6 +39,7 @@
 #include "commands.h"
 #include "fs.h"
 #include "log.h"
+#include "membudget.h"
 #include "metrics.h"
 #include "options.h"
 #include "registry.h"
@@ -358,9 +359,11 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 	}
 	if (failed > 0)
 		mfs_log_warn("%d model version(s) failed to load; see .index.json", failed);
+	mfs_membudget_init(d->opts.max_memory);
 	mfs_fs_conf fc = {
 		.registry = d->reg,
 		.max_request_bytes = d->opts.max_request_bytes,
+		.max_json_bytes = d->opts.max_json_bytes,
 		.request_ttl_ns = (uint64_t)d->opts.request_ttl_secs * 1000000000ull,
 		.max_requests = d->opts.max_requests,
 		.read_deadline_ns = (uint64_t)(d->opts.request_ttl_secs > 60 ? d->opts.request_ttl_secs : 60) * 1000000000ull,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "membudget.h"
 
 void mfs_options_init(mfs_options *o)
 {
@@ -15,6 +16,8 @@ void mfs_options_init(mfs_options *o)
 	o->device = MFS_DEVICE_AUTO;
 	o->reload_quiet_ms = 250;
 	o->max_request_bytes = (uint64_t)1 << 30;
+	o->max_json_bytes = (uint64_t)256 << 20;
+	o->max_memory = mfs_membudget_default();
 	o->request_ttl_secs = 300;
 	o->max_requests = 10000;
 	o->log_level = MFS_LOG_INFO;
@@ -46,6 +49,9 @@ const char *mfs_options_usage(void)
 	       "  --reload-quiet-ms=N       act on a repository change after N ms of quiet (250)\n"
 	       "  --threads=N               compute threads (number of cores)\n"
 	       "  --max-request-bytes=N     largest request accepted, K/M/G suffixes (1G)\n"
+	       "  --max-json-bytes=N        largest .json input or infer request (256M)\n"
+	       "  --max-memory=N            bytes all requests may hold together; a write past\n"
+	       "                            it fails with ENOSPC; 0: no limit (half of RAM)\n"
 	       "  --request-ttl-secs=N      abandoned request directories expire (300)\n"
 	       "  --max-requests=N          live request directories per model; mkdir beyond: ENOSPC (10000)\n"
 	       "  --log-level=LEVEL         error|warn|info|debug (info)\n"
@@ -119,7 +125,8 @@ static int append_fuse_opt(mfs_options *o, const char *opt, mfs_error *err)
  * argument, or as `-o name=value` (see split_mount_opts). */
 static const char *const valued[] = {
 	"device", "opencl-device", "poll-secs", "reload-quiet-ms", "threads",
-	"max-request-bytes", "request-ttl-secs", "max-requests", "log-level", NULL
+	"max-request-bytes", "max-json-bytes", "max-memory", "request-ttl-secs",
+	"max-requests", "log-level", NULL
 };
 
 /* The entry of valued[] named by the first len bytes of name, NULL if
@@ -174,6 +181,14 @@ static int set_valued(mfs_options *o, const char *name, const char *val,
 	} else if (strcmp(name, "max-request-bytes") == 0) {
 		if (!parse_bytes(val, &o->max_request_bytes))
 			return mfs_fail(err, EINVAL, "--max-request-bytes: expected a positive size like 1048576 or 64M, got '%s'", val);
+	} else if (strcmp(name, "max-json-bytes") == 0) {
+		if (!parse_bytes(val, &o->max_json_bytes))
+			return mfs_fail(err, EINVAL, "--max-json-bytes: expected a positive size like 1048576 or 64M, got '%s'", val);
+	} else if (strcmp(name, "max-memory") == 0) {
+		if (strcmp(val, "0") == 0)
+			o->max_memory = 0;
+		else if (!parse_bytes(val, &o->max_memory))
+			return mfs_fail(err, EINVAL, "--max-memory: expected a size like 4G, or 0 for no limit, got '%s'", val);
 	} else if (strcmp(name, "request-ttl-secs") == 0) {
 		if (!parse_int(val, INT_MAX, &n) || n == 0)
 			return mfs_fail(err, EINVAL, "--request-ttl-secs: expected a positive number of seconds, got '%s'", val);

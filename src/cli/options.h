@@ -22,6 +22,8 @@ typedef struct mfs_options {
 	int reload_quiet_ms;          /* --reload-quiet-ms */
 	int threads;                  /* --threads (0 = number of cores) */
 	uint64_t max_request_bytes;   /* --max-request-bytes */
+	uint64_t max_json_bytes;      /* --max-json-bytes */
+	uint64_t max_memory;          /* --max-memory (0 = no limit) */
 	int request_ttl_secs;         /* --request-ttl-secs */
 	int max_requests;             /* --max-requests: live request directories per model */
 	int log_level;                /* mfs_log_level */

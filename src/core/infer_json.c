@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "json_stream.h"
 
 void mfs_infer_req_release(mfs_infer_req *req)
 {
@@ -34,23 +35,143 @@ static int config_output(const mfs_model_config *c, const char *name)
 	return -1;
 }
 
-static bool binary_requested(json_t *obj)
+/* "parameters": {"binary_data": true} or a "binary_data_size" asks for
+ * the binary extension, which is not served. */
+static int binary_requested(mfs_jspan params, bool *yes, mfs_error *err)
 {
-	json_t *p = json_object_get(obj, "parameters");
-	return json_is_true(json_object_get(p, "binary_data")) ||
+	*yes = false;
+	if (!params.p)
+		return 0;
+	json_t *p = mfs_json_load(params, "\"parameters\"", err);
+	if (!p)
+		return err->code == ENOMEM ? -ENOMEM : -EINVAL;
+	*yes = json_is_true(json_object_get(p, "binary_data")) ||
 	       json_object_get(p, "binary_data_size") != NULL;
+	json_decref(p);
+	return 0;
+}
+
+struct parse_ctx {
+	const mfs_model_config *cfg;
+	mfs_infer_req *out;
+	mfs_jspan id, inputs, outputs;
+	bool seen_params;
+};
+
+/* One of "inputs": a tensor object whose "data" is streamed into the
+ * typed buffer by the .json codec's reader (json_stream.c): one set of
+ * rules for files and for this file, and no document tree. */
+static int parse_input(void *vctx, size_t i, mfs_jspan val, mfs_error *err)
+{
+	struct parse_ctx *ctx = vctx;
+	const mfs_model_config *cfg = ctx->cfg;
+	mfs_json_tensor parts;
+	int rc;
+
+	if (*val.p != '{')
+		return mfs_fail(err, EINVAL, "inputs[%zu] is not an object", i);
+	if ((rc = mfs_json_tensor_split(val, &parts, err)) < 0)
+		return rc;
+	if (!parts.name.p)
+		return mfs_fail(err, EINVAL, "inputs[%zu] has no \"name\"", i);
+	json_t *jname = mfs_json_load(parts.name, "an input's \"name\"", err);
+	if (!jname)
+		return err->code == ENOMEM ? -ENOMEM : -EINVAL;
+	if (!json_is_string(jname)) {
+		json_decref(jname);
+		return mfs_fail(err, EINVAL, "inputs[%zu] has no \"name\"", i);
+	}
+	char name[256];
+	snprintf(name, sizeof(name), "%s", json_string_value(jname));
+	json_decref(jname);
+	int idx = config_input(cfg, name);
+	if (idx < 0)
+		return mfs_fail(err, ENOENT, "model '%s' has no input named '%s'", cfg->name, name);
+	if (ctx->out->inputs[idx].dtype != MFS_DT_UNDEFINED)
+		return mfs_fail(err, EINVAL, "input '%s' is given twice", name);
+	bool binary;
+	if ((rc = binary_requested(parts.parameters, &binary, err)))
+		return rc;
+	if (binary || !parts.data.p)
+		return mfs_fail(err, EINVAL, "input '%s': only JSON \"data\" is supported (no binary extension)", name);
+	mfs_tensor_spec spec;
+	mfs_tensor *t = &ctx->out->inputs[idx];
+	mfs_config_input_spec(cfg, idx, &spec);
+	if ((rc = mfs_json_tensor_decode(&parts, &spec, t, err)) < 0) {
+		mfs_error_prefix(err, "input '%s': ", name);
+		return rc;
+	}
+	/* The check's message names the input itself. */
+	if ((rc = mfs_tensor_check(t, &spec, err)) < 0) {
+		mfs_tensor_release(t);
+		memset(t, 0, sizeof(*t));
+	}
+	return rc;
+}
+
+static int request_member(void *vctx, const char *key, mfs_jspan val, mfs_error *err)
+{
+	struct parse_ctx *ctx = vctx;
+	mfs_jspan *slot = strcmp(key, "id") == 0 ? &ctx->id :
+			  strcmp(key, "inputs") == 0 ? &ctx->inputs :
+			  strcmp(key, "outputs") == 0 ? &ctx->outputs : NULL;
+	if (!slot)
+		return 0;   /* "parameters" and what KServe may add */
+	if (slot->p)
+		return mfs_fail(err, EINVAL, "request is not JSON: duplicate key \"%s\"", key);
+	*slot = val;
+	return 0;
+}
+
+static int parse_outputs(struct parse_ctx *ctx, mfs_error *err)
+{
+	const mfs_model_config *cfg = ctx->cfg;
+	json_t *outputs = NULL;
+	int rc = 0;
+
+	if (ctx->outputs.p && !(outputs = mfs_json_load(ctx->outputs, "\"outputs\"", err)))
+		return err->code == ENOMEM ? -ENOMEM : -EINVAL;
+	if (outputs && !json_is_array(outputs)) {
+		rc = mfs_fail(err, EINVAL, "\"outputs\" must be an array");
+	} else if (!outputs || json_array_size(outputs) == 0) {
+		for (int k = 0; k < cfg->n_outputs; k++)
+			ctx->out->want[k] = true;
+	} else {
+		size_t i;
+		json_t *o;
+		json_array_foreach(outputs, i, o) {
+			const char *name = json_string_value(json_object_get(o, "name"));
+			int idx = name ? config_output(cfg, name) : -1;
+			if (idx < 0) {
+				rc = mfs_fail(err, ENOENT, "model '%s' has no output named '%s'", cfg->name,
+					      name ? name : "(none)");
+				break;
+			}
+			json_t *p = json_object_get(o, "parameters");
+			if (json_is_true(json_object_get(p, "binary_data")) ||
+			    json_object_get(p, "binary_data_size")) {
+				rc = mfs_fail(err, EINVAL, "output '%s': binary data is not supported", name);
+				break;
+			}
+			ctx->out->want[idx] = true;
+		}
+	}
+	json_decref(outputs);
+	return rc;
 }
 
 int mfs_infer_parse(const mfs_model_config *cfg, const char *text,
 		    size_t len, mfs_infer_req *out, mfs_error *err)
 {
-	json_error_t jerr;
-	int rc = 0;
+	struct parse_ctx ctx = { .cfg = cfg, .out = out };
+	mfs_jspan doc = mfs_jspan_doc(text, len);
+	int rc;
+
 	memset(out, 0, sizeof(*out));
-	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root)
-		return mfs_fail(err, EINVAL, "request is not JSON: %s (line %d, column %d)",
-				jerr.text, jerr.line, jerr.column);
+	if ((rc = mfs_json_value(&doc, err)) < 0) {
+		mfs_error_prefix(err, "request is not JSON: ");
+		return rc;
+	}
 	out->n_inputs = cfg->n_inputs;
 	out->n_outputs = cfg->n_outputs;
 	out->inputs = calloc((size_t)cfg->n_inputs + 1, sizeof(mfs_tensor));
@@ -59,85 +180,45 @@ int mfs_infer_parse(const mfs_model_config *cfg, const char *text,
 		rc = mfs_fail(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	if (!json_is_object(root)) {
+	if (*doc.p != '{') {
 		rc = mfs_fail(err, EINVAL, "request must be a JSON object with \"inputs\"");
 		goto out;
 	}
-	json_t *id = json_object_get(root, "id");
-	if (json_is_string(id) && !(out->id = strdup(json_string_value(id)))) {
-		rc = mfs_fail(err, ENOMEM, "out of memory");
+	if ((rc = mfs_json_members(doc, request_member, &ctx, err)) < 0)
 		goto out;
-	}
-	json_t *inputs = json_object_get(root, "inputs");
-	if (!json_is_array(inputs)) {
-		rc = mfs_fail(err, EINVAL, "request has no \"inputs\" array");
-		goto out;
-	}
-	size_t i;
-	json_t *in;
-	json_array_foreach(inputs, i, in) {
-		const char *name = json_string_value(json_object_get(in, "name"));
-		if (!name) {
-			rc = mfs_fail(err, EINVAL, "inputs[%zu] has no \"name\"", i);
+	if (ctx.id.p) {
+		json_t *id = mfs_json_load(ctx.id, "\"id\"", err);
+		if (!id) {
+			rc = err->code == ENOMEM ? -ENOMEM : -EINVAL;
 			goto out;
 		}
-		int idx = config_input(cfg, name);
-		if (idx < 0) {
-			rc = mfs_fail(err, ENOENT, "model '%s' has no input named '%s'", cfg->name, name);
-			goto out;
-		}
-		if (out->inputs[idx].dtype != MFS_DT_UNDEFINED) {
-			rc = mfs_fail(err, EINVAL, "input '%s' is given twice", name);
-			goto out;
-		}
-		if (binary_requested(in) || !json_object_get(in, "data")) {
-			rc = mfs_fail(err, EINVAL, "input '%s': only JSON \"data\" is supported (no binary extension)", name);
-			goto out;
-		}
-		/* Hand the tensor object to the .json codec: one set of rules
-		 * for files and for this file. */
-		char *obj = json_dumps(in, JSON_COMPACT);
-		if (!obj) {
+		if (json_is_string(id) && !(out->id = strdup(json_string_value(id))))
 			rc = mfs_fail(err, ENOMEM, "out of memory");
-			goto out;
-		}
-		mfs_tensor_spec spec;
-		mfs_config_input_spec(cfg, idx, &spec);
-		rc = mfs_tensor_decode(MFS_FMT_JSON, obj, strlen(obj), &spec, &out->inputs[idx], err);
-		free(obj);
+		json_decref(id);
 		if (rc < 0)
 			goto out;
 	}
-	json_t *outputs = json_object_get(root, "outputs");
-	if (outputs && !json_is_array(outputs)) {
-		rc = mfs_fail(err, EINVAL, "\"outputs\" must be an array");
+	if (!ctx.inputs.p || *ctx.inputs.p != '[') {
+		rc = mfs_fail(err, EINVAL, "request has no \"inputs\" array");
 		goto out;
 	}
-	if (!outputs || json_array_size(outputs) == 0) {
-		for (int k = 0; k < cfg->n_outputs; k++)
-			out->want[k] = true;
-	} else {
-		json_t *o;
-		json_array_foreach(outputs, i, o) {
-			const char *name = json_string_value(json_object_get(o, "name"));
-			int idx = name ? config_output(cfg, name) : -1;
-			if (idx < 0) {
-				rc = mfs_fail(err, ENOENT, "model '%s' has no output named '%s'", cfg->name,
-					      name ? name : "(none)");
-				goto out;
-			}
-			if (binary_requested(o)) {
-				rc = mfs_fail(err, EINVAL, "output '%s': binary data is not supported", name);
-				goto out;
-			}
-			out->want[idx] = true;
-		}
-	}
+	if ((rc = mfs_json_elements(ctx.inputs, parse_input, &ctx, err)) < 0)
+		goto out;
+	rc = parse_outputs(&ctx, err);
 out:
-	json_decref(root);
 	if (rc < 0)
 		mfs_infer_req_release(out);
 	return rc;
+}
+
+/* s as a JSON string (quoted, escaped); malloc'd, NULL when out of
+ * memory or not UTF-8. */
+static char *quoted(const char *s)
+{
+	json_t *j = json_string(s);
+	char *q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+	json_decref(j);
+	return q;
 }
 
 char *mfs_infer_response(const mfs_model_config *cfg, const char *model,
@@ -145,57 +226,70 @@ char *mfs_infer_response(const mfs_model_config *cfg, const char *model,
 			 const mfs_tensor *const *outs, size_t *len,
 			 mfs_error *err)
 {
-	char vbuf[32];
-	snprintf(vbuf, sizeof(vbuf), "%" PRId64, version);
-	json_t *root = json_pack("{s:s,s:s}", "model_name", model, "model_version", vbuf);
-	json_t *arr = json_array();
-	if (!root || !arr)
-		goto oom;
-	if (req->id)
-		json_object_set_new(root, "id", json_string(req->id));
+	/* Spliced from the .json encoder's objects (each already starts with
+	 * its "name"): a document tree of a large output would cost 25-30x
+	 * its text (issue 17).  The first object's buffer grows to hold the
+	 * whole response, so the peak is about one copy of the text. */
+	char *head = NULL, *qm = quoted(model), *qid = req->id ? quoted(req->id) : NULL;
+	char **enc = calloc((size_t)cfg->n_outputs + 1, sizeof(char *));
+	size_t *elen = calloc((size_t)cfg->n_outputs + 1, sizeof(size_t));
+	char *text = NULL;
+	size_t total, hl;
+	int n = 0;
+
+	if (!qm || (req->id && !qid) || !enc || !elen) {
+		mfs_fail(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	if (asprintf(&head, "{\"model_name\":%s,\"model_version\":\"%" PRId64 "\",%s%s%s\"outputs\":[",
+		     qm, version, qid ? "\"id\":" : "", qid ? qid : "", qid ? "," : "") < 0) {
+		head = NULL;
+		mfs_fail(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	hl = strlen(head);
+	total = hl + 3;   /* "]}\n" */
 	for (int i = 0; i < cfg->n_outputs; i++) {
 		if (!req->want[i])
 			continue;
-		char *buf = NULL;
-		size_t n = 0;
-		if (mfs_tensor_encode(MFS_FMT_JSON, outs[i], cfg->outputs[i].name, &buf, &n, err) < 0)
-			goto fail;
-		json_error_t jerr;
-		json_t *t = json_loadb(buf, n, 0, &jerr);
-		free(buf);
-		if (!json_is_object(t)) {
-			json_decref(t);
-			mfs_fail(err, EIO, "output '%s': the JSON encoder gave no object", cfg->outputs[i].name);
-			goto fail;
-		}
-		json_object_set_new(t, "name", json_string(cfg->outputs[i].name));
-		json_array_append_new(arr, t);
+		if (mfs_tensor_encode(MFS_FMT_JSON, outs[i], cfg->outputs[i].name, &enc[n],
+				      &elen[n], err) < 0)
+			goto out;
+		while (elen[n] && enc[n][elen[n] - 1] == '\n')
+			elen[n]--;
+		total += elen[n] + (n ? 1 : 0);
+		n++;
 	}
-	json_object_set_new(root, "outputs", arr);
-	arr = NULL;
-	char *text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(root);
+	if (n == 0) {
+		text = malloc(total + 1);
+		if (text)
+			memcpy(text, head, hl);
+	} else if ((text = realloc(enc[0], total + 1))) {
+		enc[0] = NULL;
+		memmove(text + hl, text, elen[0]);
+		memcpy(text, head, hl);
+	}
 	if (!text) {
 		mfs_fail(err, ENOMEM, "out of memory");
-		return NULL;
+		goto out;
 	}
-	size_t tl = strlen(text);
-	char *t2 = realloc(text, tl + 2);
-	if (!t2) {
-		free(text);
-		mfs_fail(err, ENOMEM, "out of memory");
-		return NULL;
+	size_t at = hl + (n ? elen[0] : 0);
+	for (int k = 1; k < n; k++) {
+		text[at++] = ',';
+		memcpy(text + at, enc[k], elen[k]);
+		at += elen[k];
 	}
-	t2[tl] = '\n';
-	t2[tl + 1] = '\0';
-	*len = tl + 1;
-	return t2;
-oom:
-	mfs_fail(err, ENOMEM, "out of memory");
-fail:
-	json_decref(arr);
-	json_decref(root);
-	return NULL;
+	memcpy(text + at, "]}\n", 4);
+	*len = at + 3;
+out:
+	for (int k = 0; enc && k < n; k++)
+		free(enc[k]);
+	free(enc);
+	free(elen);
+	free(head);
+	free(qm);
+	free(qid);
+	return text;
 }
 
 char *mfs_infer_error_json(const char *msg, size_t *len)

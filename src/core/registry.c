@@ -130,6 +130,12 @@ static int instance_count(const mfs_model_config *c)
 }
 
 /* Build a served version from a loaded one (takes lv). */
+int64_t mfs_registry_queue_limit(const mfs_model_config *c)
+{
+	return c->dynamic_batching.max_queue_size > 0 ? c->dynamic_batching.max_queue_size
+						       : MFS_DEFAULT_MAX_QUEUE_SIZE;
+}
+
 static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 		       mfs_version **out, mfs_error *err)
 {
@@ -187,7 +193,7 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 		.max_queue_delay_ns = (uint64_t)(c->dynamic_batching.max_queue_delay_us > 0 ?
 						 c->dynamic_batching.max_queue_delay_us : 0) * 1000u,
 		.preferred_batch_size = preferred,
-		.max_queue_size = c->dynamic_batching.max_queue_size,
+		.max_queue_size = mfs_registry_queue_limit(c),
 		.stats = &v->stats,
 	};
 	mfs_runner runner = {

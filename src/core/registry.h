@@ -153,4 +153,10 @@ void mfs_registry_snapshot_free(mfs_model_info *m, int n);
  * free the array. */
 int mfs_registry_served(mfs_registry *r, mfs_version ***out, int *n);
 
+/* Requests a version's queue holds (SPEC.md section 10): the config's
+ * dynamic_batching max_queue_size, or MFS_DEFAULT_MAX_QUEUE_SIZE when it
+ * sets none, so that no queue grows without bound; beyond, EAGAIN. */
+#define MFS_DEFAULT_MAX_QUEUE_SIZE 1024
+int64_t mfs_registry_queue_limit(const mfs_model_config *c);
+
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "membudget.h"
 #include "metrics.h"
 
 enum { W_NEW = 0, W_QUEUED, W_CANCELLED, W_WOKEN };
@@ -79,6 +80,7 @@ struct mfs_request {
 	bool removed;              /* atomic */
 	staged_file *staged;       /* dot files: kept as written, never decoded */
 	int n_staged;
+	uint64_t charged;          /* bytes counted in the daemon's --max-memory budget */
 };
 
 bool mfs_request_name_ok(const char *name)
@@ -105,8 +107,32 @@ static void job_started(mfs_job *job)
 	pthread_mutex_unlock(&r->lock);
 }
 
+/* Bring the request's share of the daemon's memory budget
+ * (membudget.h) to what it holds now (lock held): file bytes, inputs
+ * decoded or in a run, outputs and their encodings. */
+static void recharge_locked(mfs_request *r)
+{
+	uint64_t held = 0;
+	for (int i = 0; i < r->n_in; i++)
+		held += r->in[i].blob_len + (r->in[i].present ? r->in[i].t.nbytes : 0);
+	for (int i = 0; i < r->n_staged; i++)
+		held += r->staged[i].len;
+	for (int i = 0; i < r->n_gin; i++)
+		held += r->run_in[i].nbytes;
+	for (int i = 0; i < r->n_gout; i++)
+		held += r->run_out[i].nbytes;
+	for (int i = 0; i < r->n_out * MFS_FMT_COUNT; i++)
+		held += r->enc[i].len;
+	if (held > r->charged)
+		mfs_membudget_force(held - r->charged);
+	else
+		mfs_membudget_give(r->charged - held);
+	r->charged = held;
+}
+
 static void free_request(mfs_request *r)
 {
+	mfs_membudget_give(r->charged);
 	for (int i = 0; r->in && i < r->n_in; i++) {
 		mfs_tensor_release(&r->in[i].t);
 		free(r->in[i].filename);
@@ -384,6 +410,7 @@ int mfs_request_commit_file(mfs_request *r, const char *filename,
 	r->last_use = mfs_now_ns();
 	int rc = filename[0] == '.' ? stage_locked(r, filename, buf, len, err)
 				    : commit_locked(r, filename, buf, len, err);
+	recharge_locked(r);
 	pthread_mutex_unlock(&r->lock);
 	return rc;
 }
@@ -417,6 +444,7 @@ int mfs_request_rename_file(mfs_request *r, const char *from, const char *to,
 			free(f.blob);
 		}
 	}
+	recharge_locked(r);
 	pthread_mutex_unlock(&r->lock);
 	return rc;
 }
@@ -582,6 +610,7 @@ int mfs_request_submit_tensors(mfs_request *r, mfs_tensor *tensors,
 	if (rc == 0 && r->state == MFS_REQ_FAILED)
 		rc = -EAGAIN;   /* the version went away between lookup and submit */
 out:
+	recharge_locked(r);
 	pthread_mutex_unlock(&r->lock);
 	return rc;
 }
@@ -590,6 +619,7 @@ void mfs_request_note_error(mfs_request *r, const mfs_error *err)
 {
 	pthread_mutex_lock(&r->lock);
 	record(r, -err->code, err);
+	recharge_locked(r);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -610,6 +640,7 @@ int mfs_request_remove_input(mfs_request *r, const char *filename)
 		clear_slot(s);
 	else if (i >= 0)
 		drop_staged(r, i);
+	recharge_locked(r);
 	pthread_mutex_unlock(&r->lock);
 	return s || i >= 0 ? 0 : -ENOENT;
 }
@@ -767,6 +798,7 @@ int mfs_request_read_output(mfs_request *r, uint64_t run, int idx, mfs_format fm
 		}
 		break;
 	}
+	recharge_locked(r);
 	pthread_mutex_unlock(&r->lock);
 	return rc;
 }
@@ -778,6 +810,7 @@ int64_t mfs_request_output_size(mfs_request *r, int idx, mfs_format fmt)
 	pthread_mutex_lock(&r->lock);
 	if (r->state == MFS_REQ_DONE && encode_locked(r, idx, fmt, &err) == 0)
 		n = (int64_t)r->enc[idx * MFS_FMT_COUNT + (int)fmt].len;
+	recharge_locked(r);
 	pthread_mutex_unlock(&r->lock);
 	return n;
 }
@@ -840,6 +873,7 @@ static void job_done(mfs_job *job)
 	r->waiters = NULL;
 	for (mfs_waiter *w = list; w; w = w->next)
 		w->wstate = W_WOKEN;
+	recharge_locked(r);
 	pthread_mutex_unlock(&r->lock);
 	/* wake() may free the waiter: read next first. */
 	while (list) {

@@ -7,6 +7,7 @@ into the directory given as argv[1], a repository):
   varlen     out = a + b with variable lengths: mismatched lengths make
              the run fail (EIO)
   broken     a model.onnx that is not ONNX (UNAVAILABLE, EAGAIN)
+  scale_shift y = x * 2 + shift, x [N,8], shift [8]
 """
 import os
 import shutil
@@ -67,3 +68,14 @@ save("varlen", helper.make_graph(
 os.makedirs(os.path.join(root, "broken", "1"), exist_ok=True)
 with open(os.path.join(root, "broken", "1", "model.onnx"), "wb") as f:
     f.write(b"this is not a model\n")
+
+# scale_shift: y = x * 2 + shift, x [N, 8]; two inputs, so a test can
+# write x alone and measure what decoding it costs (hardening.bats).
+two = nh.from_array(np.array(2.0, dtype=np.float32), "two")
+save("scale_shift", helper.make_graph(
+    [helper.make_node("Mul", ["x", "two"], ["x2"]),
+     helper.make_node("Add", ["x2", "shift"], ["y"])], "scale_shift",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8]),
+     helper.make_tensor_value_info("shift", TensorProto.FLOAT, [8])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])],
+    [two]))

@@ -17,7 +17,9 @@
 # is written to tests/fuzz/regressions/<t>/ (commit it after fixing), and
 # the script exits 1 after trying every target.  Optional per-target
 # files: tests/fuzz/<t>.dict (libFuzzer dictionary), tests/fuzz/<t>.options
-# (extra libFuzzer flags, one line).
+# (extra libFuzzer flags, one line), tests/fuzz/<t>.smoke-runs (the smoke's
+# number of inputs for a target whose inputs are slow, e.g. the FUSE
+# targets, which run models: keeps make test's time in bounds).
 MODE=$1; AMOUNT=$2; shift 2
 BIN=build/fuzz/fuzz
 FAILED=""
@@ -62,8 +64,10 @@ for t in "$@"; do
 		# only on the committed seeds and the fixed seed.
 		work=build/fuzz/smoke-corpus/$t
 		rm -rf "$work"; mkdir -p "$work"
-		budget="-seed=1 -runs=$AMOUNT"
-		echo "fuzz $t: $AMOUNT runs from seed 1, seeds $seeds, log $log"
+		runs=$AMOUNT
+		[ -f "tests/fuzz/$t.smoke-runs" ] && runs=$(cat "tests/fuzz/$t.smoke-runs")
+		budget="-seed=1 -runs=$runs"
+		echo "fuzz $t: $runs runs from seed 1, seeds $seeds, log $log"
 	else
 		budget="-max_total_time=$AMOUNT"
 		echo "fuzz $t: ${AMOUNT}s, corpus $work + $seeds, log $log"

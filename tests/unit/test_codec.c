@@ -140,6 +140,18 @@ static void test_pb_dispatch(void **state)
 	mfs_tensor_spec any = spec_of("INPUT0", MFS_DT_FLOAT, -1, NULL);
 	decode_fails(MFS_FMT_PB, buf, len - 1, &any, EINVAL, "input 'INPUT0': pb file: ");
 	free(buf);
+	/* Bytes that are no tensor but hold a field 6 (as '2' does in text)
+	 * must not send the user looking for strings (issue 17). */
+	decode_fails(MFS_FMT_PB, "2\003abc", 5, &any, EINVAL,
+		     "not an ONNX TensorProto: it has no valid data_type (0)");
+	decode_fails(MFS_FMT_PB, "\020\0012\003abc", 7, &any, EINVAL,
+		     "not an ONNX TensorProto of float: it carries string_data");
+	/* "random bytes" as a shell would write them: never "string". */
+	decode_fails(MFS_FMT_PB, "2 random bytes\n", 15, &any, EINVAL, "pb file: ");
+	mfs_error err2;
+	mfs_tensor t2;
+	assert_true(mfs_tensor_decode(MFS_FMT_PB, "2 random bytes\n", 15, &any, &t2, &err2) < 0);
+	assert_null(strstr(err2.msg, "string"));
 }
 
 static void test_put_values(void **state)

@@ -566,6 +566,9 @@ static void test_tensor_errors(void **state)
 	expect_tensor_error(&w, ENOTSUP, "data type 14");
 	w_int(&w, 1, 3);
 	expect_tensor_error(&w, EINVAL, "no valid data_type");
+	tensor_head(&w, MFS_DT_FLOAT, 1, d3, false);
+	w_len(&w, 6, "abc", 3);
+	expect_tensor_error(&w, EINVAL, "not an ONNX TensorProto of float: it carries string_data");
 	{
 		int64_t neg[1] = { -2 };
 		tensor_head(&w, MFS_DT_FLOAT, 1, neg, false);

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "log.h"
+#include "membudget.h"
 #include "options.h"
 
 static int parse(mfs_options *o, mfs_error *err, int argc, char **argv)
@@ -32,6 +33,10 @@ static void test_defaults(void **state)
 	assert_int_equal(o.reload_quiet_ms, 250);
 	assert_int_equal(o.threads, 0);
 	assert_true(o.max_request_bytes == (uint64_t)1 << 30);
+	assert_true(o.max_json_bytes == (uint64_t)256 << 20);
+	/* Half of the machine's memory. */
+	assert_true(o.max_memory == mfs_membudget_default());
+	assert_true(o.max_memory > 0);
 	assert_int_equal(o.request_ttl_secs, 300);
 	assert_int_equal(o.max_requests, 10000);
 	assert_int_equal(o.log_level, MFS_LOG_INFO);
@@ -48,8 +53,10 @@ static void test_every_option(void **state)
 			 "--poll-secs=2", "--reload-quiet-ms=100", "--threads=3",
 			 "--max-request-bytes=64M", "--request-ttl-secs=9", "--max-requests=7",
 			 "--log-level=debug", "-o", "allow_other", "-odefault_permissions",
-			 "repo", "mnt" };
-	assert_int_equal(parse(&o, &err, 17, argv), 0);
+			 "--max-json-bytes=8M", "--max-memory", "3G", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 20, argv), 0);
+	assert_true(o.max_json_bytes == 8ull << 20);
+	assert_true(o.max_memory == 3ull << 30);
 	assert_true(o.foreground);
 	assert_int_equal(o.device, MFS_DEVICE_CPU);
 	assert_string_equal(o.opencl_device, "NVIDIA");
@@ -61,6 +68,11 @@ static void test_every_option(void **state)
 	assert_int_equal(o.max_requests, 7);
 	assert_int_equal(o.log_level, MFS_LOG_DEBUG);
 	assert_string_equal(o.fuse_opts, "allow_other,default_permissions");
+	mfs_options_release(&o);
+
+	char *argv0[] = { "modelfs", "--max-memory=0", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 4, argv0), 0);
+	assert_true(o.max_memory == 0);   /* no limit */
 	mfs_options_release(&o);
 
 	/* Options after the operands, as fuse programs allow. */
@@ -128,6 +140,9 @@ static void test_errors_name_the_option(void **state)
 		{ 4, { "modelfs", "--max-request-bytes=12Q", "r", "m" }, "--max-request-bytes" },
 		{ 4, { "modelfs", "--log-level=loud", "r", "m" }, "--log-level" },
 		{ 4, { "modelfs", "--max-requests=0", "r", "m" }, "--max-requests" },
+		{ 4, { "modelfs", "--max-json-bytes=0", "r", "m" }, "--max-json-bytes" },
+		{ 4, { "modelfs", "--max-memory=-1", "r", "m" }, "--max-memory" },
+		{ 4, { "modelfs", "--max-memory=lots", "r", "m" }, "--max-memory" },
 		{ 4, { "modelfs", "--poll-secs=-1", "r", "m" }, "--poll-secs" },
 		{ 4, { "modelfs", "r", "m", "extra" }, "extra" },
 		{ 3, { "modelfs", "r", "--threads" }, "--threads" },
@@ -157,6 +172,8 @@ static void test_help_and_version_win(void **state)
 	assert_true(o.version);
 	mfs_options_release(&o);
 	assert_non_null(strstr(mfs_options_usage(), "--max-request-bytes"));
+	assert_non_null(strstr(mfs_options_usage(), "--max-json-bytes=N"));
+	assert_non_null(strstr(mfs_options_usage(), "--max-memory=N"));
 }
 
 int main(void)

@@ -152,9 +152,23 @@ static void test_reload_swaps_and_failure_keeps_serving(void **state)
 	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 9, &now, &err), -EAGAIN);
 }
 
+/* Every queue is bounded: a config that sets no max_queue_size gets the
+ * default (issue 17), one that sets it keeps it. */
+static void test_queue_limit_default(void **state)
+{
+	(void)state;
+	mfs_model_config c;
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(mfs_registry_queue_limit(&c), MFS_DEFAULT_MAX_QUEUE_SIZE);
+	assert_true(MFS_DEFAULT_MAX_QUEUE_SIZE > 0);
+	c.dynamic_batching.max_queue_size = 7;
+	assert_int_equal(mfs_registry_queue_limit(&c), 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_queue_limit_default),
 		cmocka_unit_test_setup_teardown(test_load_all_and_snapshot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unload_keeps_holders_alive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_swaps_and_failure_keeps_serving, setup, teardown),
