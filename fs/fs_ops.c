@@ -12,6 +12,7 @@
 
 #include "fs_internal.h"
 #include "log.h"
+#include "membudget.h"
 #include "metrics.h"
 #include "repo.h"
 
@@ -179,10 +180,15 @@ static int set_input_size(handle *h, off_t size)
 	if ((uint64_t)size > h->wlen && (uint64_t)size > mfs_request_room(h->req, h->name)) {
 		rc = -EFBIG;
 	} else if ((size_t)size > h->wcap) {
-		char *nb = realloc(h->wbuf, (size_t)size);
-		if (!nb)
+		/* The write buffer is charged to --max-memory like a write's. */
+		mfs_error err;
+		char *nb = NULL;
+		if ((rc = mfs_membudget_take((size_t)size - h->wcap, &err)) == 0 &&
+		    !(nb = realloc(h->wbuf, (size_t)size))) {
+			mfs_membudget_give((size_t)size - h->wcap);
 			rc = -ENOMEM;
-		else {
+		}
+		if (nb) {
 			h->wbuf = nb;
 			h->wcap = (size_t)size;
 		}

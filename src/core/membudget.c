@@ -61,9 +61,13 @@ void mfs_membudget_force(uint64_t n) { atomic_fetch_add(&used_bytes, n); }
 
 void mfs_membudget_give(uint64_t n)
 {
+	uint64_t cur = atomic_load(&used_bytes);
 	if (!n)
 		return;
-	atomic_fetch_sub(&used_bytes, n);
+	/* Never below zero: a give without its take would wrap the count
+	 * and refuse every write from then on. */
+	while (!atomic_compare_exchange_weak(&used_bytes, &cur, cur > n ? cur - n : 0))
+		;
 	/* Freed memory below the heap's top stays with the process until
 	 * trimmed; trimming walks the heap, so not on every free. */
 	if (atomic_fetch_add(&given_since_trim, n) + n >= TRIM_EVERY) {

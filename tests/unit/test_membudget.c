@@ -48,6 +48,20 @@ static void test_no_limit(void **state)
 	assert_int_equal(mfs_membudget_used(), 0);
 }
 
+/* A give without its take (a buffer grown behind the budget's back) must
+ * not wrap the count: that refused every later write with ENOSPC. */
+static void test_give_never_wraps(void **state)
+{
+	(void)state;
+	mfs_error err;
+	mfs_membudget_init(1000);
+	assert_int_equal(mfs_membudget_take(10, &err), 0);
+	mfs_membudget_give(4096);
+	assert_int_equal(mfs_membudget_used(), 0);
+	assert_int_equal(mfs_membudget_take(1000, &err), 0);
+	mfs_membudget_give(1000);
+}
+
 static void test_default_is_half_of_ram(void **state)
 {
 	(void)state;
@@ -62,6 +76,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_take_and_refuse),
 		cmocka_unit_test(test_no_limit),
+		cmocka_unit_test(test_give_never_wraps),
 		cmocka_unit_test(test_default_is_half_of_ram),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
