@@ -606,7 +606,7 @@ static int parse_node(rd *c, const uint8_t *buf, size_t len, onnx_node *n)
 	return 0;
 }
 
-static void node_release(onnx_node *n)
+void onnx_node_release(onnx_node *n)
 {
 	free(n->name);
 	free(n->op_type);
@@ -785,7 +785,7 @@ static void graph_release(onnx_graph *g)
 {
 	free(g->name);
 	for (int i = 0; i < g->n_nodes; i++)
-		node_release(&g->nodes[i]);
+		onnx_node_release(&g->nodes[i]);
 	free(g->nodes);
 	for (int i = 0; i < g->n_initializers; i++) {
 		free(g->initializers[i].name);

@@ -457,6 +457,59 @@ static bool gemm_openblas(void)
 	return e && strcmp(e, "openblas") == 0;
 }
 
+void mfs_dnnl_weights_free(mfs_dnnl_weights *w)
+{
+	bool c = w->is_const;
+	mfs_dnnl_prim_destroy(&w->reorder);
+	if (w->mem)
+		dnnl_memory_destroy(w->mem);
+	if (w->plain)
+		dnnl_memory_destroy(w->plain);
+	free(w->buf);
+	memset(w, 0, sizeof(*w));
+	w->is_const = c;
+}
+
+dnnl_status_t mfs_dnnl_weights_init(mfs_dnnl_weights *w, const dnnl_memory_desc_t *want,
+				    const dnnl_memory_desc_t *plain, dnnl_engine_t eng)
+{
+	dnnl_status_t st;
+
+	mfs_dnnl_weights_free(w);
+	if (dnnl_memory_desc_equal(want, plain))
+		return dnnl_memory_create(&w->mem, want, eng, DNNL_MEMORY_NONE);
+	size_t sz = dnnl_memory_desc_get_size(want);
+	if (posix_memalign(&w->buf, 64, sz ? sz : 64)) {
+		w->buf = NULL;
+		return dnnl_out_of_memory;
+	}
+	if ((st = dnnl_memory_create(&w->mem, want, eng, w->buf)) ||
+	    (st = dnnl_memory_create(&w->plain, plain, eng, DNNL_MEMORY_NONE)) ||
+	    (st = mfs_dnnl_reorder_create(&w->reorder, plain, want, eng)))
+		mfs_dnnl_weights_free(w);
+	return st;
+}
+
+int mfs_dnnl_weights_set(mfs_op_ctx *ctx, mfs_dnnl_weights *w, const void *data,
+			 dnnl_stream_t stream)
+{
+	dnnl_status_t st;
+
+	if (!w->reorder.prim) {
+		st = dnnl_memory_set_data_handle(w->mem, (void *)data);
+	} else if (w->is_const && w->src == data) {
+		return 0;
+	} else if ((st = dnnl_memory_set_data_handle(w->plain, (void *)data)) == dnnl_success) {
+		dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, w->plain }, { DNNL_ARG_TO, w->mem } };
+		if ((st = mfs_dnnl_prim_exec(&w->reorder, stream, 2, args)) == dnnl_success)
+			w->src = data;
+	}
+	if (st != dnnl_success)
+		return mfs_op_fail(ctx, EIO, "oneDNN weight reorder failed: %s",
+				   mfs_dnnl_status_str(st));
+	return 0;
+}
+
 const char *mfs_sgemm_library(void)
 {
 	return gemm_openblas() ? "openblas" : "onednn";

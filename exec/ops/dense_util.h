@@ -80,6 +80,29 @@ dnnl_status_t mfs_dnnl_prim_exec(mfs_dnnl_prim *p, dnnl_stream_t stream, int nar
 /* Frees what p holds and zeroes it; safe on a zeroed p. */
 void mfs_dnnl_prim_destroy(mfs_dnnl_prim *p);
 
+/* A primitive's weights: in the layout it chose, reordered from the
+ * model's plain layout at most once while they are a model constant
+ * (Conv, Dense). */
+typedef struct mfs_dnnl_weights {
+	dnnl_memory_t mem;           /* what the primitive reads */
+	dnnl_memory_t plain;         /* the model's layout; NULL when the same */
+	mfs_dnnl_prim reorder;       /* plain -> mem; none when the same */
+	void *buf;                   /* mem's storage when reordered */
+	const void *src;             /* the data buf holds a copy of */
+	bool is_const;               /* the data never changes (ctx->const_in) */
+} mfs_dnnl_weights;
+
+/* Set w up for a primitive wanting layout want of weights stored as plain
+ * (w zeroed first; is_const kept).  On failure w holds nothing. */
+dnnl_status_t mfs_dnnl_weights_init(mfs_dnnl_weights *w, const dnnl_memory_desc_t *want,
+				    const dnnl_memory_desc_t *plain, dnnl_engine_t eng);
+/* Point w at data, reordering it unless a constant already packed; 0 or
+ * -EIO naming the node. */
+int mfs_dnnl_weights_set(mfs_op_ctx *ctx, mfs_dnnl_weights *w, const void *data,
+			 dnnl_stream_t stream);
+/* Free what w holds (is_const kept). */
+void mfs_dnnl_weights_free(mfs_dnnl_weights *w);
+
 /* Human-readable oneDNN status for messages. */
 const char *mfs_dnnl_status_str(dnnl_status_t s);
 
