@@ -447,16 +447,6 @@ void mfs_qgemm(int64_t m, int64_t n, int64_t k, const void *a, bool a_signed, in
 	}
 }
 
-/* ---- FP32 GEMM ------------------------------------------------------------ */
-
-/* Read on every call (a getenv is nothing beside a product), so tests can
- * run both libraries in one process. */
-static bool gemm_openblas(void)
-{
-	const char *e = getenv("MFS_GEMM");
-	return e && strcmp(e, "openblas") == 0;
-}
-
 void mfs_dnnl_weights_free(mfs_dnnl_weights *w)
 {
 	bool c = w->is_const;
@@ -510,21 +500,3 @@ int mfs_dnnl_weights_set(mfs_op_ctx *ctx, mfs_dnnl_weights *w, const void *data,
 	return 0;
 }
 
-const char *mfs_sgemm_library(void)
-{
-	return gemm_openblas() ? "openblas" : "onednn";
-}
-
-void mfs_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-	       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-	       float *c, int64_t ldc)
-{
-	if (m <= 0 || n <= 0)
-		return;
-	if (!gemm_openblas() &&
-	    dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta,
-		       c, ldc) == dnnl_success)
-		return;
-	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-		    (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-}

@@ -116,18 +116,15 @@ void mfs_nhwc_to_nchw(const float *src, float *dst, int64_t n, int64_t c, int64_
 int mfs_check_layout(mfs_op_ctx *ctx, const mfs_tensor *t, const char *what);
 
 /* FP32 product C = alpha * op(A) * op(B) + beta * C, row-major, through
- * oneDNN's dnnl_sgemm by default, or OpenBLAS' cblas_sgemm when the
- * environment says MFS_GEMM=openblas (read at each call) or oneDNN reports an
- * error.  Why oneDNN: measured here on the transformer encoder's shapes
- * (M = 128, N and K 64 to 1024), dnnl_sgemm ran 1.1x OpenBLAS on one
- * thread and 1.5-2.3x on two (OpenBLAS hardly gained from the second
- * thread at M = 128), and it shares OpenMP threads with the oneDNN
- * convolutions instead of a second pool (docs/PERFORMANCE.md).  Extents
- * must be >= 0; lda/ldb/ldc >= 1. */
+ * oneDNN's dnnl_sgemm or OpenBLAS' cblas_sgemm: the one measured faster
+ * for this shape and thread count at its first product (sgemm.c says how
+ * and why), or the one MFS_GEMM=onednn|openblas names.  OpenBLAS when
+ * oneDNN reports an error.  Extents must be >= 0; lda/ldb/ldc >= 1. */
 void mfs_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
 	       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
 	       float *c, int64_t ldc);
-/* Which library mfs_sgemm uses: "onednn" or "openblas". */
+/* Which library mfs_sgemm uses: "onednn" or "openblas" when MFS_GEMM
+ * forces one, else "measured". */
 const char *mfs_sgemm_library(void);
 
 /* numpy matmul geometry (MatMul, MatMulInteger, QLinearMatMul): a 1-D
