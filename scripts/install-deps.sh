@@ -5,7 +5,7 @@ PACKAGES="build-essential pkg-config clang libclang-rt-14-dev \
 libfuse3-dev fuse3 libinotifytools0-dev libopenblas-dev libjansson-dev \
 libdnnl-dev ocl-icd-opencl-dev pocl-opencl-icd clinfo libclblast-dev \
 libcmocka-dev bats libomp-dev procps libonnx-testdata python3-onnx python3-numpy \
-python3-torch python3-torchvision"
+python3-torch python3-torchvision gnuplot-nox"
 
 missing=""
 for p in $PACKAGES; do
