@@ -1,5 +1,5 @@
 /* fusion.c - Conv + activation -> FusedConv (see fusion.h), then the
- * rewrites of rewrite.h (LayerNorm, GELU, Dense).
+ * rewrites of rewrite.h (LayerNorm, GELU, attention, Dense).
  *
  * The pattern: a default-domain Conv node with one output, read by exactly
  * one node (and not a graph output), that node being
@@ -158,7 +158,8 @@ int mfs_fuse_graph(onnx_model *m, mfs_error *err)
 	/* The transformer rewrites (rewrite.h); GELU before Dense, which
 	 * takes a Gelu node as its activation. */
 	int (*const passes[])(onnx_model *) = {
-		mfs_rewrite_layernorm, mfs_rewrite_gelu, mfs_rewrite_dense,
+		mfs_rewrite_layernorm, mfs_rewrite_gelu, mfs_rewrite_attention,
+		mfs_rewrite_dense,
 	};
 	for (size_t p = 0; p < sizeof(passes) / sizeof(passes[0]); p++) {
 		int rc = passes[p](m);

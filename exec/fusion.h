@@ -7,7 +7,8 @@
  * still in cache, instead of a second pass over memory.  The pattern and
  * its limits are in fusion.c.  Then the transformer rewrites (rewrite.h,
  * one exec/rewrite_*.c each): decomposed LayerNorm -> LayerNormalization,
- * GELU -> Gelu, MatMul + bias (+ activation) -> Dense.  MFS_FUSE=0 in the environment turns the pass
+ * GELU -> Gelu, MatMul / scale / mask / Softmax / MatMul -> Attention,
+ * MatMul + bias (+ activation) -> Dense.  MFS_FUSE=0 in the environment turns the pass
  * off (to compare, or to rule it out).
  */
 #ifndef MFS_FUSION_H

@@ -79,6 +79,7 @@ int rw_ensure_opset(onnx_model *m);
  * patterns it replaced (>= 0) or -ENOMEM. */
 int mfs_rewrite_layernorm(onnx_model *m);   /* rewrite_layernorm.c */
 int mfs_rewrite_gelu(onnx_model *m);        /* rewrite_gelu.c */
+int mfs_rewrite_attention(onnx_model *m);   /* rewrite_attention.c */
 int mfs_rewrite_dense(onnx_model *m);       /* rewrite_dense.c */
 
 #endif

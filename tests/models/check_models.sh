@@ -16,9 +16,10 @@
 # (1e-2 for <model>_fp16: weights, input and every intermediate value are
 # rounded to FP16 by modelfs, ~5e-4 relative each, while the reference
 # keeps FP32 activations; see export_models.py).
-# The transformers must also run with their LayerNorm, GELU and linear
-# layers rewritten (LayerNormalization and Dense nodes, no ReduceMean,
-# Sqrt, Pow, Erf or Tanh left): MFS_PROFILE's per-operator lines say.
+# The transformers must also run with their LayerNorm, GELU, attention
+# and linear layers rewritten (LayerNormalization, Attention and Dense
+# nodes; no ReduceMean, Sqrt, Pow, Erf, Tanh or Softmax left):
+# MFS_PROFILE's per-operator lines say.
 # Prints one line per model and exits non-zero if any model fails.  A model
 # is exported first when it is missing or older than the export script
 # (each has its own stamp, so the quick set never waits for the large ones).
@@ -78,8 +79,8 @@ for m in $MODELS; do
 	# exports at every opset: the profile lists the operators that ran.
 	case ${MFS_FUSE:-1}:$m in 0:*) ;; *:encoder*|*:bert*|*:gpt2*)
 		ops=$(printf '%s\n' "$msg" | sed -n "s/.*profile '[^']*': \([A-Za-z]*\) .* nodes .*/\1/p")
-		left=$(printf '%s\n' "$ops" | grep -xE 'ReduceMean|Sqrt|Pow|Erf|Tanh' | tr '\n' ' ')
-		for want in Dense LayerNormalization; do
+		left=$(printf '%s\n' "$ops" | grep -xE 'ReduceMean|Sqrt|Pow|Erf|Tanh|Softmax' | tr '\n' ' ')
+		for want in Dense LayerNormalization Attention; do
 			printf '%s\n' "$ops" | grep -qx "$want" || left="$left(no $want) "
 		done
 		if [ -n "$left" ]; then

@@ -137,6 +137,37 @@ static onnx_model *dense_model(const char *act)
 	return m;
 }
 
+/* Attention over x [2, 3, D] as Q and V, Transpose(x) as Kt: MatMul,
+ * Div by sqrt(D), optionally Where with a causal bool mask [3, 3] (in
+ * either operand order), Softmax, MatMul. */
+static onnx_model *attention_model(int where)
+{
+	onnx_model *m = gb_new(13);
+	const int64_t perm[3] = { 0, 2, 1 };
+	io(m, "y");
+	scalar(m, "c", 2.828427f);
+	scalar(m, "neg", -1e4f);
+	attr_ints(gb_node(m, "", "Transpose", "kt", "x", "kt"), "perm", 3, perm);
+	gb_node(m, "", "MatMul", "s", "x,kt", "s");
+	gb_node(m, "", "Div", "sd", "s,c", "sd");
+	if (where) {
+		onnx_graph *g = m->graph;
+		mfs_shape cs = { 2, { 3, 3 } };
+		g->initializers = realloc(g->initializers, (size_t)(g->n_initializers + 1) *
+					  sizeof(*g->initializers));
+		onnx_initializer *in = &g->initializers[g->n_initializers++];
+		in->name = strdup("causal");
+		assert_int_equal(mfs_tensor_alloc(&in->tensor, MFS_DT_BOOL, &cs, NULL), 0);
+		for (int i = 0; i < 9; i++)   /* keep j <= i (where 1) or mask it (2) */
+			((uint8_t *)in->tensor.data)[i] = (i % 3 <= i / 3) == (where == 1);
+		gb_node(m, "", "Where", "sw", where == 1 ? "causal,sd,neg" : "causal,neg,sd", "sw");
+	}
+	onnx_node *sm = gb_node(m, "", "Softmax", "p", where ? "sw" : "sd", "p");
+	attr_int(sm, "axis", -1);
+	gb_node(m, "", "MatMul", "y", "p,x", "y");
+	return m;
+}
+
 /* Compile (with or without the rewrites) and run on a fixed x; returns
  * the number of nodes left to run and fills out (n values). */
 static int run(onnx_model *m, bool fuse, float *out, int64_t n, const char **first_op)
@@ -175,9 +206,9 @@ static int run(onnx_model *m, bool fuse, float *out, int64_t n, const char **fir
 	return nodes;
 }
 
-/* Fused and unfused agree within tol; the fused graph is one node of
- * type op. */
-static void check(onnx_model *(*make)(void), const char *op, int64_t n, float tol)
+/* Fused and unfused agree within tol; the fused graph is `nodes` nodes,
+ * the last of type op. */
+static void check_n(onnx_model *(*make)(void), const char *op, int64_t n, float tol, int nodes)
 {
 	float a[ROWS * D], b[ROWS * D];
 	const char *first = NULL;
@@ -186,16 +217,21 @@ static void check(onnx_model *(*make)(void), const char *op, int64_t n, float to
 	mfs_error err;
 	mfs_graph *g;
 	assert_int_equal(mfs_graph_compile(m, "rewrite", &g, &err), 0);
-	assert_int_equal(g->n_nodes, 1);
-	assert_string_equal(g->nodes[0].onnx->op_type, op);
-	assert_string_equal(g->nodes[0].onnx->domain, "com.modelfs");
+	assert_int_equal(g->n_nodes, nodes);
+	assert_string_equal(g->nodes[nodes - 1].onnx->op_type, op);
+	assert_string_equal(g->nodes[nodes - 1].onnx->domain, "com.modelfs");
 	mfs_graph_free(g);
-	assert_int_equal(run(make(), true, b, n, &first), 1);
-	assert_true(unfused > 1);
+	assert_int_equal(run(make(), true, b, n, &first), nodes);
+	assert_true(unfused > nodes);
 	for (int64_t i = 0; i < n; i++)
 		if (fabsf(a[i] - b[i]) > tol)
 			fail_msg("%s: element %lld: unfused %g, fused %g", op, (long long)i,
 				 (double)a[i], (double)b[i]);
+}
+
+static void check(onnx_model *(*make)(void), const char *op, int64_t n, float tol)
+{
+	check_n(make, op, n, tol, 1);
 }
 
 static onnx_model *ln_mul(void) { return layernorm_model(false, NULL); }
@@ -203,6 +239,19 @@ static onnx_model *ln_pow(void) { return layernorm_model(true, NULL); }
 static onnx_model *dense_plain(void) { return dense_model(""); }
 static onnx_model *dense_relu(void) { return dense_model("Relu"); }
 static onnx_model *dense_gelu(void) { return dense_model("Gelu"); }
+
+static onnx_model *attn_plain(void) { return attention_model(0); }
+static onnx_model *attn_keep(void) { return attention_model(1); }
+static onnx_model *attn_fill(void) { return attention_model(2); }
+
+static void test_attention(void **st)
+{
+	(void)st;
+	/* Transpose (Kt) + Attention */
+	check_n(attn_plain, "Attention", ROWS * D, 1e-5f, 2);
+	check_n(attn_keep, "Attention", ROWS * D, 1e-5f, 2);
+	check_n(attn_fill, "Attention", ROWS * D, 1e-5f, 2);
+}
 
 static void test_layernorm(void **st)
 {
@@ -268,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_layernorm),
 		cmocka_unit_test(test_gelu),
 		cmocka_unit_test(test_dense),
+		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_not_rewritten),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
