@@ -77,8 +77,10 @@ if [ -n "$CHART" ] && command -v gnuplot >/dev/null 2>&1; then
 		plot="'$DATA' using 2:xtic(1) title 'modelfs'"
 	fi
 	gnuplot <<EOF
-set terminal png size 1000,480
+set terminal png size 1000,500 noenhanced
 set output '$CHART'
+set bmargin 7
+set rmargin 6
 set title "ONNX Runtime time / modelfs time ($THREADS threads, median of $ITERS; above 1: modelfs faster)"
 set style data histograms
 set style fill solid 0.8

@@ -2,9 +2,9 @@
  * rewrite (exec/rewrite_dense.c) makes of MatMul + bias Add (+ Relu or
  * GELU).
  *
- * Inputs: A [..., K] float, W [K, N] float, optional bias [N].  Output
- * [..., N].  Attribute activation: "" (none), "Relu", "Gelu" (erf) or
- * "GeluTanh".
+ * Inputs: A [..., K] float, W [K, N] float ([N, K] with transB = 1, as
+ * Gemm stores it), optional bias [N].  Output [..., N].  Attributes:
+ * activation "" (none), "Relu", "Gelu" (erf) or "GeluTanh"; transB.
  *
  * How: a oneDNN matmul primitive built at prepare for the rows of A
  * ([rows, K] x [K, N]), weights reordered once into the layout the
@@ -25,7 +25,7 @@ enum { ACT_NONE, ACT_RELU, ACT_GELU, ACT_GELU_TANH };
 typedef struct dense_state {
 	int64_t rows, k, n;
 	int act;
-	bool has_bias, dnnl_ok;
+	bool has_bias, dnnl_ok, tb;
 	mfs_dnnl_prim prim;
 	dnnl_stream_t stream;
 	dnnl_memory_t src_m, bias_m, dst_m;
@@ -56,17 +56,19 @@ static int dense_infer(mfs_op_ctx *ctx)
 		return mfs_op_fail(ctx, ENOTSUP, "only float inputs are supported");
 	if (a->layout != MFS_LAYOUT_PLAIN || w->layout != MFS_LAYOUT_PLAIN)
 		return mfs_op_fail(ctx, EINVAL, "inputs must be in plain layout");
-	if (a->shape.rank < 1 || w->shape.rank != 2 || a->shape.dims[a->shape.rank - 1] != w->shape.dims[0])
-		return mfs_op_fail(ctx, EINVAL, "A's last dim must equal W's first (W of rank 2)");
-	if (b && (b->shape.rank != 1 || b->shape.dims[0] != w->shape.dims[1]))
-		return mfs_op_fail(ctx, EINVAL, "bias must have W's %lld columns",
-				   (long long)w->shape.dims[1]);
+	int tb = onnx_attr_int(ctx->node, "transB", 0) != 0;
+	if (a->shape.rank < 1 || w->shape.rank != 2 ||
+	    a->shape.dims[a->shape.rank - 1] != w->shape.dims[tb])
+		return mfs_op_fail(ctx, EINVAL, "A's last dim must equal W's K (W of rank 2)");
+	if (b && (b->shape.rank != 1 || b->shape.dims[0] != w->shape.dims[!tb]))
+		return mfs_op_fail(ctx, EINVAL, "bias must have W's %lld outputs",
+				   (long long)w->shape.dims[!tb]);
 	int rc = dense_act(ctx, &act);
 	if (rc < 0)
 		return rc;
 	ctx->out[0]->dtype = MFS_DT_FLOAT;
 	ctx->out[0]->shape = a->shape;
-	ctx->out[0]->shape.dims[a->shape.rank - 1] = w->shape.dims[1];
+	ctx->out[0]->shape.dims[a->shape.rank - 1] = w->shape.dims[!tb];
 	return 0;
 }
 
@@ -105,7 +107,7 @@ static dnnl_status_t dense_dnnl_build(dense_state *s, mfs_error *err)
 #define CK(call) do { if ((st = (call)) != dnnl_success) goto out; } while (0)
 	CK(dnnl_memory_desc_init_by_tag(&smd, 2, sd, dnnl_f32, dnnl_ab));
 	CK(dnnl_memory_desc_init_by_tag(&wany, 2, wd, dnnl_f32, dnnl_format_tag_any));
-	CK(dnnl_memory_desc_init_by_tag(&wplain, 2, wd, dnnl_f32, dnnl_ab));
+	CK(dnnl_memory_desc_init_by_tag(&wplain, 2, wd, dnnl_f32, s->tb ? dnnl_ba : dnnl_ab));
 	CK(dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_f32, dnnl_ab));
 	CK(dnnl_memory_desc_init_by_tag(&dmd, 2, dd, dnnl_f32, dnnl_ab));
 	CK(dnnl_matmul_desc_init(&md, &smd, s->wei.is_const ? &wany : &wplain,
@@ -149,20 +151,21 @@ static int dense_prepare(mfs_op_ctx *ctx)
 {
 	const mfs_tensor *a = ctx->in[0], *w = ctx->in[1];
 	dense_state *s = *ctx->state;
-	int64_t k = w->shape.dims[0], n = w->shape.dims[1];
+	bool tb = onnx_attr_int(ctx->node, "transB", 0) != 0;
+	int64_t k = w->shape.dims[tb], n = w->shape.dims[!tb];
 	int64_t rows = k ? mfs_shape_numel(&a->shape) / k : 0;
 	bool has_bias = ctx->n_in > 2 && ctx->in[2], wconst = (ctx->const_in >> 1) & 1;
 	int act, rc = dense_act(ctx, &act);
 
 	if (rc < 0)
 		return rc;
-	if (s && s->rows == rows && s->k == k && s->n == n && s->act == act &&
+	if (s && s->rows == rows && s->k == k && s->n == n && s->act == act && s->tb == tb &&
 	    s->has_bias == has_bias && s->wei.is_const == wconst)
 		return 0;
 	if (!s && !(s = *ctx->state = calloc(1, sizeof(*s))))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
 	dense_dnnl_free(s);
-	*s = (dense_state){ .rows = rows, .k = k, .n = n, .act = act, .has_bias = has_bias,
+	*s = (dense_state){ .rows = rows, .k = k, .n = n, .act = act, .has_bias = has_bias, .tb = tb,
 			    .wei.is_const = wconst };
 	if (rows > 0 && k > 0 && n > 0 && !dense_force_sgemm())
 		dense_dnnl_build(s, ctx->err);   /* on failure: the sgemm path */
@@ -205,7 +208,8 @@ static void dense_sgemm(const dense_state *s, const float *a, const float *w,
 			memset(y + r * s->n, 0, sizeof(float) * (size_t)s->n);
 	}
 	if (s->k > 0)
-		mfs_sgemm(false, false, s->rows, s->n, s->k, 1.0f, a, s->k, w, s->n, 1.0f, y, s->n);
+		mfs_sgemm(false, s->tb, s->rows, s->n, s->k, 1.0f, a, s->k, w, s->tb ? s->k : s->n,
+			  1.0f, y, s->n);
 	if (s->act == ACT_NONE)
 		return;
 	#pragma omp parallel for if (s->rows * s->n > 32768) schedule(static)

@@ -137,6 +137,24 @@ static onnx_model *dense_model(const char *act)
 	return m;
 }
 
+/* Gemm(Flatten(x), W [5, D], b, transB) + Relu, as a PyTorch Linear at
+ * the MLP's opset exports it. */
+static onnx_model *gemm_relu_model(void)
+{
+	onnx_model *m = gb_new(13);
+	float w[D * 5];
+	const int64_t wd[2] = { 5, D };
+	for (int i = 0; i < D * 5; i++)
+		w[i] = (float)((i * 3) % 7) / 3.0f - 1.0f;
+	io(m, "y");
+	gb_init_f32(m, "w", 2, wd, w);
+	vec(m, "b", 5, -0.3f);
+	attr_int(gb_node(m, "", "Flatten", "f", "x", "f"), "axis", 2);
+	attr_int(gb_node(m, "", "Gemm", "gm", "f,w,b", "gm"), "transB", 1);
+	gb_node(m, "", "Relu", "y", "gm", "y");
+	return m;
+}
+
 /* Attention over x [2, 3, D] as Q and V, Transpose(x) as Kt: MatMul,
  * Div by sqrt(D), optionally Where with a causal bool mask [3, 3] (in
  * either operand order), Softmax, MatMul. */
@@ -273,9 +291,11 @@ static void test_dense(void **st)
 	check(dense_plain, "Dense", ROWS * 5, 1e-5f);
 	check(dense_relu, "Dense", ROWS * 5, 1e-5f);
 	check(dense_gelu, "Dense", ROWS * 5, 1e-5f);
+	check_n(gemm_relu_model, "Dense", ROWS * 5, 1e-5f, 2);   /* Flatten, Dense */
 	/* the sgemm path (no oneDNN primitive) gives the same */
 	setenv("MFS_DENSE", "sgemm", 1);
 	check(dense_gelu, "Dense", ROWS * 5, 1e-5f);
+	check_n(gemm_relu_model, "Dense", ROWS * 5, 1e-5f, 2);
 	unsetenv("MFS_DENSE");
 }
 
