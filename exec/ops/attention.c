@@ -197,7 +197,10 @@ static int attn_run(mfs_op_ctx *ctx)
 		attn_item(&g, 0, q, k, v, cd, scale, fill, keep, s->scratch, y);
 		return 0;
 	}
-	#pragma omp parallel for schedule(static) num_threads(s->threads)
+	/* the threads this run may use (overlapping runs share them), at
+	 * most those the scratch was sized for */
+	int nt = omp_get_max_threads() < s->threads ? omp_get_max_threads() : s->threads;
+	#pragma omp parallel for schedule(static) num_threads(nt)
 	for (int64_t bi = 0; bi < g.nb; bi++)
 		attn_item(&g, bi, q, k, v, cd, scale, fill, keep,
 			  s->scratch + (size_t)omp_get_thread_num() * s->per_thread, y);

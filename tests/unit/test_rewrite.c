@@ -25,7 +25,8 @@ static const int64_t xdims[3] = { 2, 3, D };
 
 static void scalar(onnx_model *m, const char *name, float v)
 {
-	gb_init_f32(m, name, 0, NULL, &v);
+	const int64_t none[1] = { 1 };   /* rank 0: no dims are read */
+	gb_init_f32(m, name, 0, none, &v);
 }
 
 static void vec(onnx_model *m, const char *name, int n, float base)
