@@ -141,11 +141,14 @@ out:
 	return st;
 }
 
-static bool dense_force_sgemm(void)
+/* MFS_DENSE=sgemm or =onednn forces one path (tests, comparisons). */
+static bool dense_force(const char *path)
 {
 	const char *e = getenv("MFS_DENSE");
-	return e && !strcmp(e, "sgemm");
+	return e && !strcmp(e, path);
 }
+
+static void dense_measure(mfs_op_ctx *ctx, dense_state *s);
 
 static int dense_prepare(mfs_op_ctx *ctx)
 {
@@ -167,8 +170,9 @@ static int dense_prepare(mfs_op_ctx *ctx)
 	dense_dnnl_free(s);
 	*s = (dense_state){ .rows = rows, .k = k, .n = n, .act = act, .has_bias = has_bias, .tb = tb,
 			    .wei.is_const = wconst };
-	if (rows > 0 && k > 0 && n > 0 && !dense_force_sgemm())
-		dense_dnnl_build(s, ctx->err);   /* on failure: the sgemm path */
+	if (rows > 0 && k > 0 && n > 0 && !dense_force("sgemm") &&
+	    dense_dnnl_build(s, ctx->err) == dnnl_success && !dense_force("onednn"))
+		dense_measure(ctx, s);   /* on failure: the sgemm path */
 	return 0;
 }
 
@@ -217,20 +221,11 @@ static void dense_sgemm(const dense_state *s, const float *a, const float *w,
 		epilogue(y + r * s->n, s->n, s->act);
 }
 
-static int dense_run(mfs_op_ctx *ctx)
+/* The oneDNN primitive on a, w, b into y. */
+static int dense_prim(mfs_op_ctx *ctx, dense_state *s, const float *a, const float *w,
+		      const float *b, float *y)
 {
-	dense_state *s = *ctx->state;
-	const float *a = ctx->in[0]->data, *w = ctx->in[1]->data;
-	const float *b = ctx->n_in > 2 && ctx->in[2] ? ctx->in[2]->data : NULL;
-	float *y = ctx->out[0]->data;
 	dnnl_status_t st;
-
-	if (!s || s->rows == 0 || s->n == 0)
-		return 0;
-	if (!s->dnnl_ok || s->k == 0) {
-		dense_sgemm(s, a, w, b, y);
-		return 0;
-	}
 	int rc = mfs_dnnl_weights_set(ctx, &s->wei, w, s->stream);
 	if (rc < 0)
 		return rc;
@@ -247,6 +242,22 @@ static int dense_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
+static int dense_run(mfs_op_ctx *ctx)
+{
+	dense_state *s = *ctx->state;
+	const float *a = ctx->in[0]->data, *w = ctx->in[1]->data;
+	const float *b = ctx->n_in > 2 && ctx->in[2] ? ctx->in[2]->data : NULL;
+	float *y = ctx->out[0]->data;
+
+	if (!s || s->rows == 0 || s->n == 0)
+		return 0;
+	if (!s->dnnl_ok || s->k == 0) {
+		dense_sgemm(s, a, w, b, y);
+		return 0;
+	}
+	return dense_prim(ctx, s, a, w, b, y);
+}
+
 static void dense_release(void *state)
 {
 	dense_state *s = state;
@@ -258,3 +269,38 @@ static void dense_release(void *state)
 
 MFS_OP_DOMAIN("com.modelfs", Dense, 1, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = dense_infer,
 	      .prepare = dense_prepare, .run = dense_run, .release = dense_release);
+
+/* The primitive against mfs_sgemm plus the epilogue pass, on this node's
+ * inputs into a scratch output: three timed rounds each after a warm-up,
+ * alternately; the primitive goes when it lost.  Why: at one or a few
+ * rows (the MLP at batch 1) the primitive's fixed cost outweighs packed
+ * weights; at the encoder's 128 rows it wins (docs/PERFORMANCE.md). */
+static void dense_measure(mfs_op_ctx *ctx, dense_state *s)
+{
+	const float *a = ctx->in[0]->data, *w = ctx->in[1]->data;
+	const float *b = s->has_bias ? ctx->in[2]->data : NULL;
+	double best[2] = { 1e30, 1e30 };
+	float *tmp;
+
+	if (!a || !w || (s->has_bias && !b) ||
+	    !(tmp = malloc(sizeof(float) * (size_t)(s->rows * s->n))))
+		return;   /* nothing to time with: keep the primitive */
+	for (int round = 0; round < 4; round++)
+		for (int path = 0; path < 2; path++) {
+			double t0 = mfs_seconds();
+			if (path == 0 && dense_prim(ctx, s, a, w, b, tmp) < 0) {
+				mfs_error_clear(ctx->err);
+				best[0] = 1e30;
+				round = 4;
+				break;
+			}
+			if (path == 1)
+				dense_sgemm(s, a, w, b, tmp);
+			double t = mfs_seconds() - t0;
+			if (round > 0 && t < best[path])
+				best[path] = t;
+		}
+	free(tmp);
+	if (best[1] < best[0])
+		dense_dnnl_free(s);
+}

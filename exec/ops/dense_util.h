@@ -123,6 +123,10 @@ int mfs_check_layout(mfs_op_ctx *ctx, const mfs_tensor *t, const char *what);
 void mfs_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
 	       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
 	       float *c, int64_t ldc);
+/* A monotonic clock in seconds, for choosing between kernels by timing
+ * them (sgemm.c, dense.c). */
+double mfs_seconds(void);
+
 /* Which library mfs_sgemm uses: "onednn" or "openblas" when MFS_GEMM
  * forces one, else "measured". */
 const char *mfs_sgemm_library(void);

@@ -293,10 +293,13 @@ static void test_dense(void **st)
 	check(dense_relu, "Dense", ROWS * 5, 1e-5f);
 	check(dense_gelu, "Dense", ROWS * 5, 1e-5f);
 	check_n(gemm_relu_model, "Dense", ROWS * 5, 1e-5f, 2);   /* Flatten, Dense */
-	/* the sgemm path (no oneDNN primitive) gives the same */
-	setenv("MFS_DENSE", "sgemm", 1);
-	check(dense_gelu, "Dense", ROWS * 5, 1e-5f);
-	check_n(gemm_relu_model, "Dense", ROWS * 5, 1e-5f, 2);
+	/* each path alone (by default prepare times both and keeps one) */
+	static const char *const paths[] = { "sgemm", "onednn" };
+	for (int p = 0; p < 2; p++) {
+		setenv("MFS_DENSE", paths[p], 1);
+		check(dense_gelu, "Dense", ROWS * 5, 1e-5f);
+		check_n(gemm_relu_model, "Dense", ROWS * 5, 1e-5f, 2);
+	}
 	unsetenv("MFS_DENSE");
 }
 
