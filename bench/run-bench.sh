@@ -81,6 +81,7 @@ set terminal png size 1000,500 noenhanced
 set output '$CHART'
 set bmargin 7
 set rmargin 6
+set key inside top left
 set title "ONNX Runtime time / modelfs time ($THREADS threads, median of $ITERS; above 1: modelfs faster)"
 set style data histograms
 set style fill solid 0.8

@@ -39,7 +39,7 @@ bool rw_scalar_near(const onnx_graph *g, const char *name, float want, float tol
 /* Of a two-input node, the input that is not name (NULL when neither or
  * both are). */
 const char *rw_other(const onnx_node *n, const char *name);
-/* Does any node of the graph carry a subgraph attribute? */
+/* Does n carry a subgraph attribute (If, Loop, Scan)? */
 bool rw_has_graph_attr(const onnx_node *n);
 /* True when every output of the nodes idx[0..n) other than the one of
  * idx[last] is read only by nodes in idx and is not a graph output, and
