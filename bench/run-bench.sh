@@ -11,34 +11,86 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 THREADS=${BENCH_THREADS:-2}
 ITERS=${BENCH_ITERS:-20}
 ENGINE=build/bench/bench_engine
+# BENCH_BASELINE=path/to/another/bench_engine adds its time and ratio in
+# the same run (each model: baseline, modelfs, ONNX Runtime in turn), for
+# a before/after that the machine's drift cannot skew.
+BASE=${BENCH_BASELINE:-}
+# The ratios as a chart beside the table (gnuplot; skipped without it).
+CHART=${BENCH_CHART:-docs/bench-ratios.png}
+DATA=$(mktemp)
+trap 'rm -f "$DATA"' EXIT
 [ -d bench/node_modules/onnxruntime-node ] || (cd bench && npm install --ignore-scripts --no-audit --no-fund >/dev/null)
 /usr/bin/python3 bench/make_bench_models.py build/bench-models >/dev/null
-/usr/bin/python3 tests/models/export_models.py build/models >/dev/null
+missing=
+for m in resnet18 mobilenet_v2 encoder bert_op17 gpt2_op17; do
+	[ -f build/models/$m/1/model.onnx ] || missing="$missing $m"
+done
+# shellcheck disable=SC2086
+[ -z "$missing" ] || /usr/bin/python3 tests/models/export_models.py build/models $missing >/dev/null
 
 field() { sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"; }
 
 echo "modelfs engine vs ONNX Runtime 1.30 CPU and raw OpenBLAS; $THREADS threads, median of $ITERS runs"
 echo "$(uname -m), $(nproc) cores, $(date -u +%Y-%m-%d)"
-printf '%-24s %6s %12s %12s %10s\n' model batch modelfs_ms ort_ms ort/modelfs
+ratio() { echo "$1 $2" | awk '{printf "%.2f", $1/$2}'; }
+if [ -n "$BASE" ]; then
+	printf '%-24s %6s %12s %12s %10s %12s %10s\n' model batch modelfs_ms ort_ms ort/modelfs base_ms ort/base
+else
+	printf '%-24s %6s %12s %12s %10s\n' model batch modelfs_ms ort_ms ort/modelfs
+fi
 
 bench_model() { # label path batch
 	desc=$($ENGINE --describe "$2" --batch "$3")
+	[ -n "$BASE" ] && b=$($BASE "$2" --batch "$3" --iters "$ITERS" --threads "$THREADS" | field median_ms)
 	m=$($ENGINE "$2" --batch "$3" --iters "$ITERS" --threads "$THREADS" | field median_ms)
 	o=$(node bench/ort_bench.js "$2" "$desc" "$ITERS" "$THREADS" | field median_ms)
-	printf '%-24s %6s %12s %12s %10s\n' "$1" "$3" "$m" "$o" "$(echo "$o $m" | awk '{printf "%.2f", $1/$2}')"
+	r=$(ratio "$o" "$m")
+	if [ -n "$BASE" ]; then
+		printf '%-24s %6s %12s %12s %10s %12s %10s\n' "$1" "$3" "$m" "$o" "$r" "$b" "$(ratio "$o" "$b")"
+		echo "$1/b$3 $r $(ratio "$o" "$b")" >> "$DATA"
+	else
+		printf '%-24s %6s %12s %12s %10s\n' "$1" "$3" "$m" "$o" "$r"
+		echo "$1/b$3 $r" >> "$DATA"
+	fi
 }
 
-bench_model mlp examples/mlp/1/model.onnx 1
-bench_model mlp examples/mlp/1/model.onnx 64
-bench_model resnet18 build/models/resnet18/1/model.onnx 1
+# Batch 1 for latency; 8 and 32 where serving batches requests (every
+# export has a dynamic batch dim).
+for b in 1 8 32 64; do bench_model mlp examples/mlp/1/model.onnx $b; done
+for b in 1 8; do bench_model resnet18 build/models/resnet18/1/model.onnx $b; done
 bench_model resnet50 build/bench-models/resnet50.onnx 1
-bench_model mobilenetv2 build/models/mobilenet_v2/1/model.onnx 1
-bench_model encoder build/models/encoder/1/model.onnx 1
-bench_model bert_op17 build/models/bert_op17/1/model.onnx 1
-bench_model gpt2_op17 build/models/gpt2_op17/1/model.onnx 1
+for b in 1 8; do bench_model mobilenetv2 build/models/mobilenet_v2/1/model.onnx $b; done
+for b in 1 8 32; do bench_model encoder build/models/encoder/1/model.onnx $b; done
+for b in 1 8; do bench_model bert_op17 build/models/bert_op17/1/model.onnx $b; done
+for b in 1 8 32; do bench_model gpt2_op17 build/models/gpt2_op17/1/model.onnx $b; done
 bench_model matmul1024 build/bench-models/matmul1024.onnx 1
 
 raw=$($ENGINE --sgemm 1024 --iters "$ITERS" --threads "$THREADS")
 mm=$($ENGINE build/bench-models/matmul1024.onnx --iters "$ITERS" --threads "$THREADS" | field median_ms)
 rawms=$(echo "$raw" | field median_ms)
 echo "raw OpenBLAS sgemm 1024^3: $rawms ms ($(echo "$raw" | field gflops) GFLOP/s); modelfs MatMul 1024^3: $mm ms; openblas/modelfs $(echo "$rawms $mm" | awk '{printf "%.2f", $1/$2}')"
+
+if [ -n "$CHART" ] && command -v gnuplot >/dev/null 2>&1; then
+	if [ -n "$BASE" ]; then
+		plot="'$DATA' using 3:xtic(1) title 'baseline', '' using 2 title 'modelfs'"
+	else
+		plot="'$DATA' using 2:xtic(1) title 'modelfs'"
+	fi
+	gnuplot <<EOF
+set terminal png size 1000,500 noenhanced
+set output '$CHART'
+set bmargin 7
+set rmargin 6
+set key inside top left
+set title "ONNX Runtime time / modelfs time ($THREADS threads, median of $ITERS; above 1: modelfs faster)"
+set style data histograms
+set style fill solid 0.8
+set boxwidth 0.8
+set yrange [0:*]
+set grid ytics
+set xtics rotate by -40
+set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb 'red'
+plot $plot
+EOF
+	echo "chart: $CHART"
+fi

@@ -1,4 +1,5 @@
-/* fusion.c - Conv + activation -> FusedConv (see fusion.h).
+/* fusion.c - Conv + activation -> FusedConv (see fusion.h), then the
+ * rewrites of rewrite.h (LayerNorm, GELU, attention, Dense).
  *
  * The pattern: a default-domain Conv node with one output, read by exactly
  * one node (and not a graph output), that node being
@@ -23,39 +24,7 @@
 #include <string.h>
 
 #include "fusion.h"
-
-#define FUSE_DOMAIN "com.modelfs"
-
-static bool default_domain(const char *d)
-{
-	return !d || !*d || !strcmp(d, "ai.onnx");
-}
-
-/* Readers of name (a graph output counts as one), and the last reading
- * node (-1 if none). */
-static int readers(const onnx_graph *g, const char *name, int *reader)
-{
-	int n = 0;
-	*reader = -1;
-	for (int i = 0; i < g->n_nodes; i++)
-		for (int k = 0; k < g->nodes[i].n_inputs; k++)
-			if (!strcmp(g->nodes[i].inputs[k], name)) {
-				n++;
-				*reader = i;
-			}
-	for (int i = 0; i < g->n_outputs; i++)
-		if (!strcmp(g->outputs[i].name, name))
-			n++;
-	return n;
-}
-
-static const onnx_initializer *find_init(const onnx_graph *g, const char *name)
-{
-	for (int i = 0; i < g->n_initializers; i++)
-		if (!strcmp(g->initializers[i].name, name))
-			return &g->initializers[i];
-	return NULL;
-}
+#include "rewrite.h"
 
 /* Clip's bound from input k: absent (keep def), or a one-element float
  * initializer.  False when it is something else (no fusion then). */
@@ -63,20 +32,9 @@ static bool clip_bound(const onnx_graph *g, const onnx_node *n, int k, float *v)
 {
 	if (n->n_inputs <= k || !*n->inputs[k])
 		return true;
-	const onnx_initializer *in = find_init(g, n->inputs[k]);
-	const mfs_tensor *t = in ? &in->tensor : NULL;
-	/* or the output of a Constant node (PyTorch exports write Relu6's
-	 * bounds that way) */
-	for (int i = 0; !t && i < g->n_nodes; i++) {
-		const onnx_node *c = &g->nodes[i];
-		if (c->n_outputs == 1 && !strcmp(c->outputs[0], n->inputs[k]) &&
-		    !strcmp(c->op_type, "Constant") && default_domain(c->domain)) {
-			const onnx_attr *a = onnx_node_attr(c, "value");
-			if (!a || a->type != ONNX_ATTR_TENSOR)
-				return false;
-			t = &a->t;
-		}
-	}
+	/* an initializer, or the output of a Constant node (PyTorch exports
+	 * write Relu6's bounds that way) */
+	const mfs_tensor *t = rw_const(g, n->inputs[k]);
 	if (!t || t->dtype != MFS_DT_FLOAT || mfs_shape_numel(&t->shape) != 1 || !t->data)
 		return false;
 	*v = ((const float *)t->data)[0];
@@ -87,7 +45,7 @@ static bool clip_bound(const onnx_graph *g, const onnx_node *n, int k, float *v)
 static bool activation_of(const onnx_model *m, const onnx_node *n, const char **act,
 			  float params[2], int *n_params)
 {
-	if (!default_domain(n->domain) || n->n_outputs < 1 || !*n->outputs[0])
+	if (!rw_default_domain(n->domain) || n->n_outputs < 1 || !*n->outputs[0])
 		return false;
 	*n_params = 0;
 	if (!strcmp(n->op_type, "Relu")) {
@@ -116,36 +74,12 @@ static bool activation_of(const onnx_model *m, const onnx_node *n, const char **
 	return false;
 }
 
-static bool has_graph_attr(const onnx_node *n)
-{
-	for (int i = 0; i < n->n_attrs; i++)
-		if (n->attrs[i].g)
-			return true;
-	return false;
-}
-
-static int ensure_opset(onnx_model *m)
-{
-	for (int i = 0; i < m->n_opsets; i++)
-		if (m->opsets[i].domain && !strcmp(m->opsets[i].domain, FUSE_DOMAIN))
-			return m->opsets[i].version >= 1 ? 0 : -EINVAL;
-	onnx_opset *o = realloc(m->opsets, sizeof(*o) * (size_t)(m->n_opsets + 1));
-	if (!o)
-		return -ENOMEM;
-	m->opsets = o;
-	if (!(o[m->n_opsets].domain = strdup(FUSE_DOMAIN)))
-		return -ENOMEM;
-	o[m->n_opsets].version = 1;
-	m->n_opsets++;
-	return 0;
-}
-
 /* Turn conv into FusedConv with the activation, writing act_node's output.
  * All allocations first, so a failure leaves both nodes as they were. */
 static int fuse_pair(onnx_node *conv, onnx_node *act_node, const char *act,
 		     const float *params, int n_params)
 {
-	char *op = strdup("FusedConv"), *dom = strdup(FUSE_DOMAIN);
+	char *op = strdup("FusedConv"), *dom = strdup(RW_DOMAIN);
 	char *an = strdup("activation"), *av = strdup(act);
 	char *pn = n_params ? strdup("activation_params") : NULL;
 	float *pv = n_params ? malloc(sizeof(float) * (size_t)n_params) : NULL;
@@ -197,19 +131,19 @@ int mfs_fuse_graph(onnx_model *m, mfs_error *err)
 		float params[2];
 		int n_params, r;
 
-		if (strcmp(conv->op_type, "Conv") || !default_domain(conv->domain) ||
-		    conv->n_outputs != 1 || !*conv->outputs[0] || has_graph_attr(conv))
+		if (strcmp(conv->op_type, "Conv") || !rw_default_domain(conv->domain) ||
+		    conv->n_outputs != 1 || !*conv->outputs[0] || rw_has_graph_attr(conv))
 			continue;
-		if (readers(g, conv->outputs[0], &r) != 1 || r < 0 || r == i)
+		if (rw_readers(g, conv->outputs[0], &r) != 1 || r < 0 || r == i)
 			continue;
 		onnx_node *an = &g->nodes[r];
 		if (strcmp(an->inputs[0], conv->outputs[0]) ||
-		    !activation_of(m, an, &act, params, &n_params) || has_graph_attr(an))
+		    !activation_of(m, an, &act, params, &n_params) || rw_has_graph_attr(an))
 			continue;
 		/* Extra outputs of the activation (none in the spec) would be lost. */
 		if (an->n_outputs != 1)
 			continue;
-		int rc = ensure_opset(m);
+		int rc = rw_ensure_opset(m);
 		if (rc == -EINVAL)
 			return 0;   /* the model imports com.modelfs at version 0: leave it */
 		if (rc < 0 || fuse_pair(conv, an, act, params, n_params) < 0)
@@ -220,6 +154,18 @@ int mfs_fuse_graph(onnx_model *m, mfs_error *err)
 		if (r < i)
 			i--;
 		fused++;
+	}
+	/* The transformer rewrites (rewrite.h); GELU before Dense, which
+	 * takes a Gelu node as its activation. */
+	int (*const passes[])(onnx_model *) = {
+		mfs_rewrite_layernorm, mfs_rewrite_gelu, mfs_rewrite_attention,
+		mfs_rewrite_dense,
+	};
+	for (size_t p = 0; p < sizeof(passes) / sizeof(passes[0]); p++) {
+		int rc = passes[p](m);
+		if (rc < 0)
+			return mfs_fail(err, ENOMEM, "out of memory while rewriting the graph");
+		fused += rc;
 	}
 	return fused;
 }

@@ -5,7 +5,10 @@
  * constant bounds) becomes one com.modelfs FusedConv node (exec/ops/conv.c)
  * that applies the activation as a oneDNN post-op while the output is
  * still in cache, instead of a second pass over memory.  The pattern and
- * its limits are in fusion.c.  MFS_FUSE=0 in the environment turns the pass
+ * its limits are in fusion.c.  Then the transformer rewrites (rewrite.h,
+ * one exec/rewrite_*.c each): decomposed LayerNorm -> LayerNormalization,
+ * GELU -> Gelu, MatMul / scale / mask / Softmax / MatMul -> Attention,
+ * MatMul + bias (+ activation) -> Dense.  MFS_FUSE=0 in the environment turns the pass
  * off (to compare, or to rule it out).
  */
 #ifndef MFS_FUSION_H

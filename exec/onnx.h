@@ -105,6 +105,9 @@ int onnx_model_load_buffer(const void *buf, size_t len, const char *base_dir,
 			   onnx_model **out, mfs_error *err);
 
 void onnx_model_free(onnx_model *m);
+/* Free everything a node holds (strings, attributes, subgraphs) and zero
+ * it; the node itself is not freed (graph rewrites drop nodes with it). */
+void onnx_node_release(onnx_node *n);
 
 /* Opset version the model imports for a domain ("" = ai.onnx); 0 if none. */
 int64_t onnx_model_opset(const onnx_model *m, const char *domain);

@@ -89,7 +89,8 @@ typedef struct conv_state {
 	/* oneDNN */
 	dnnl_stream_t stream;
 	mfs_dnnl_prim prim;
-	dnnl_memory_t src_m, wei_m, bias_m, dst_m;   /* what the primitive reads/writes */
+	dnnl_memory_t src_m, bias_m, dst_m;   /* what the primitive reads/writes */
+	mfs_dnnl_weights wei;                 /* W, packed once when constant */
 	/* Plain (NCHW) activations: the primitive still runs channels-last
 	 * (its fastest kernels; in plain layout oneDNN falls back to its
 	 * gemm or reference kernels, about 1.6x slower), with a oneDNN
@@ -97,11 +98,6 @@ typedef struct conv_state {
 	mfs_dnnl_prim xreorder, yreorder;
 	dnnl_memory_t xplain_m, yplain_m;
 	void *xcl_buf, *ycl_buf;
-	mfs_dnnl_prim wreorder;          /* plain weights -> wei_m; none if same format */
-	dnnl_memory_t wplain_m;
-	void *wei_buf;                   /* wei_m's storage when reordered */
-	bool wei_const;                  /* W is a model constant (ctx->const_in) */
-	const void *wei_src;             /* the data wei_buf holds a copy of */
 	/* FusedConv's Z: a binary-add post-op reading channels-last memory
 	 * (plain Z goes through zreorder into zcl_buf first). */
 	dnnl_memory_t z_m, zplain_m;
@@ -349,7 +345,7 @@ static void conv_im2col_plain(const conv_params *p, const float *x, const float 
 static void conv_dnnl_free(conv_state *s)
 {
 	mfs_dnnl_prim_destroy(&s->prim);
-	mfs_dnnl_prim_destroy(&s->wreorder);
+	mfs_dnnl_weights_free(&s->wei);
 	mfs_dnnl_prim_destroy(&s->zreorder);
 	if (s->z_m) dnnl_memory_destroy(s->z_m);
 	if (s->zplain_m) dnnl_memory_destroy(s->zplain_m);
@@ -365,16 +361,11 @@ static void conv_dnnl_free(conv_state *s)
 	s->xplain_m = s->yplain_m = NULL;
 	s->xcl_buf = s->ycl_buf = NULL;
 	if (s->src_m) dnnl_memory_destroy(s->src_m);
-	if (s->wei_m) dnnl_memory_destroy(s->wei_m);
-	if (s->wplain_m) dnnl_memory_destroy(s->wplain_m);
 	if (s->bias_m) dnnl_memory_destroy(s->bias_m);
 	if (s->dst_m) dnnl_memory_destroy(s->dst_m);
 	if (s->stream) dnnl_stream_destroy(s->stream);
-	free(s->wei_buf);
-	s->src_m = s->wei_m = s->wplain_m = s->bias_m = s->dst_m = NULL;
+	s->src_m = s->bias_m = s->dst_m = NULL;
 	s->stream = NULL;
-	s->wei_buf = NULL;
-	s->wei_src = NULL;
 }
 
 static dnnl_format_tag_t plain_tag(int ndims)
@@ -499,19 +490,7 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 				&s->z_m, &s->zcl_buf));
 	if (has_bias)
 		CK(dnnl_memory_create(&s->bias_m, &bmd, eng, DNNL_MEMORY_NONE));
-	if (dnnl_memory_desc_equal(wmd, &wmd_plain)) {
-		CK(dnnl_memory_create(&s->wei_m, wmd, eng, DNNL_MEMORY_NONE));
-	} else {
-		size_t sz = dnnl_memory_desc_get_size(wmd);
-		if (posix_memalign(&s->wei_buf, 64, sz ? sz : 64)) {
-			s->wei_buf = NULL;
-			st = dnnl_out_of_memory;
-			goto fail;
-		}
-		CK(dnnl_memory_create(&s->wei_m, wmd, eng, s->wei_buf));
-		CK(dnnl_memory_create(&s->wplain_m, &wmd_plain, eng, DNNL_MEMORY_NONE));
-		CK(mfs_dnnl_reorder_create(&s->wreorder, &wmd_plain, wmd, eng));
-	}
+	CK(mfs_dnnl_weights_init(&s->wei, wmd, &wmd_plain, eng));
 	{
 		const char *impl = NULL;
 		dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
@@ -533,32 +512,6 @@ fail:
 		dnnl_primitive_desc_destroy(pd);
 	conv_dnnl_free(s);
 	return st;
-}
-
-/* Bring the weights into oneDNN's format if they are not there yet. */
-static int conv_dnnl_weights(mfs_op_ctx *ctx, conv_state *s, const void *w)
-{
-	dnnl_status_t st;
-
-	if (!s->wreorder.prim) {
-		st = dnnl_memory_set_data_handle(s->wei_m, (void *)w);
-		goto out;
-	}
-	if (s->wei_const && s->wei_src == w)
-		return 0;
-	if ((st = dnnl_memory_set_data_handle(s->wplain_m, (void *)w)) != dnnl_success)
-		goto out;
-	dnnl_exec_arg_t args[2] = {
-		{ DNNL_ARG_FROM, s->wplain_m }, { DNNL_ARG_TO, s->wei_m },
-	};
-	st = mfs_dnnl_prim_exec(&s->wreorder, s->stream, 2, args);
-	if (st == dnnl_success)
-		s->wei_src = w;
-out:
-	if (st != dnnl_success)
-		return mfs_op_fail(ctx, EIO, "oneDNN weight reorder failed: %s",
-				   mfs_dnnl_status_str(st));
-	return 0;
 }
 
 /* ---- prepare / run / release ------------------------------------------ */
@@ -599,9 +552,9 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	bool has_z = p.z != NULL;
 	mfs_layout zl = has_z ? p.z->layout : MFS_LAYOUT_PLAIN;
 	bool wconst = (ctx->const_in >> 1) & 1;
-	if (s && s->wei_const != wconst) {
-		s->wei_const = wconst;
-		s->wei_src = NULL;
+	if (s && s->wei.is_const != wconst) {
+		s->wei.is_const = wconst;
+		s->wei.src = NULL;
 	}
 	if (s && mfs_shape_equal(&s->xs, &x->shape) && mfs_shape_equal(&s->ws, &wt->shape) &&
 	    s->xl == x->layout && s->yl == yl && s->has_bias == has_bias &&
@@ -622,7 +575,7 @@ static int conv_prepare(mfs_op_ctx *ctx)
 			return mfs_op_fail(ctx, ENOMEM, "out of memory");
 		*ctx->state = s;
 	}
-	s->wei_const = wconst;
+	s->wei.is_const = wconst;
 	s->xs = x->shape;
 	s->ws = wt->shape;
 	s->xl = x->layout;
@@ -642,8 +595,8 @@ static int conv_prepare(mfs_op_ctx *ctx)
 		if (st == dnnl_success) {
 			s->use_dnnl = true;
 			/* Constant weights: reorder them now, once. */
-			if (wt->data && s->wei_const &&
-			    (rc = conv_dnnl_weights(ctx, s, wt->data)) < 0)
+			if (wt->data && s->wei.is_const &&
+			    (rc = mfs_dnnl_weights_set(ctx, &s->wei, wt->data, s->stream)) < 0)
 				return rc;
 			return 0;
 		}
@@ -690,10 +643,10 @@ static int conv_run(mfs_op_ctx *ctx)
 
 	if (s->use_dnnl) {
 		dnnl_status_t st;
-		if ((rc = conv_dnnl_weights(ctx, s, wt->data)) < 0)
+		if ((rc = mfs_dnnl_weights_set(ctx, &s->wei, wt->data, s->stream)) < 0)
 			return rc;
 		dnnl_exec_arg_t args[5] = {
-			{ DNNL_ARG_SRC, s->src_m }, { DNNL_ARG_WEIGHTS, s->wei_m },
+			{ DNNL_ARG_SRC, s->src_m }, { DNNL_ARG_WEIGHTS, s->wei.mem },
 			{ DNNL_ARG_DST, s->dst_m },
 		};
 		int nargs = 3;

@@ -447,31 +447,56 @@ void mfs_qgemm(int64_t m, int64_t n, int64_t k, const void *a, bool a_signed, in
 	}
 }
 
-/* ---- FP32 GEMM ------------------------------------------------------------ */
-
-/* Read on every call (a getenv is nothing beside a product), so tests can
- * run both libraries in one process. */
-static bool gemm_openblas(void)
+void mfs_dnnl_weights_free(mfs_dnnl_weights *w)
 {
-	const char *e = getenv("MFS_GEMM");
-	return e && strcmp(e, "openblas") == 0;
+	bool c = w->is_const;
+	mfs_dnnl_prim_destroy(&w->reorder);
+	if (w->mem)
+		dnnl_memory_destroy(w->mem);
+	if (w->plain)
+		dnnl_memory_destroy(w->plain);
+	free(w->buf);
+	memset(w, 0, sizeof(*w));
+	w->is_const = c;
 }
 
-const char *mfs_sgemm_library(void)
+dnnl_status_t mfs_dnnl_weights_init(mfs_dnnl_weights *w, const dnnl_memory_desc_t *want,
+				    const dnnl_memory_desc_t *plain, dnnl_engine_t eng)
 {
-	return gemm_openblas() ? "openblas" : "onednn";
+	dnnl_status_t st;
+
+	mfs_dnnl_weights_free(w);
+	if (dnnl_memory_desc_equal(want, plain))
+		return dnnl_memory_create(&w->mem, want, eng, DNNL_MEMORY_NONE);
+	size_t sz = dnnl_memory_desc_get_size(want);
+	if (posix_memalign(&w->buf, 64, sz ? sz : 64)) {
+		w->buf = NULL;
+		return dnnl_out_of_memory;
+	}
+	if ((st = dnnl_memory_create(&w->mem, want, eng, w->buf)) ||
+	    (st = dnnl_memory_create(&w->plain, plain, eng, DNNL_MEMORY_NONE)) ||
+	    (st = mfs_dnnl_reorder_create(&w->reorder, plain, want, eng)))
+		mfs_dnnl_weights_free(w);
+	return st;
 }
 
-void mfs_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-	       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-	       float *c, int64_t ldc)
+int mfs_dnnl_weights_set(mfs_op_ctx *ctx, mfs_dnnl_weights *w, const void *data,
+			 dnnl_stream_t stream)
 {
-	if (m <= 0 || n <= 0)
-		return;
-	if (!gemm_openblas() &&
-	    dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta,
-		       c, ldc) == dnnl_success)
-		return;
-	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-		    (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+	dnnl_status_t st;
+
+	if (!w->reorder.prim) {
+		st = dnnl_memory_set_data_handle(w->mem, (void *)data);
+	} else if (w->is_const && w->src == data) {
+		return 0;
+	} else if ((st = dnnl_memory_set_data_handle(w->plain, (void *)data)) == dnnl_success) {
+		dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, w->plain }, { DNNL_ARG_TO, w->mem } };
+		if ((st = mfs_dnnl_prim_exec(&w->reorder, stream, 2, args)) == dnnl_success)
+			w->src = data;
+	}
+	if (st != dnnl_success)
+		return mfs_op_fail(ctx, EIO, "oneDNN weight reorder failed: %s",
+				   mfs_dnnl_status_str(st));
+	return 0;
 }
+

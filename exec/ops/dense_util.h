@@ -80,6 +80,29 @@ dnnl_status_t mfs_dnnl_prim_exec(mfs_dnnl_prim *p, dnnl_stream_t stream, int nar
 /* Frees what p holds and zeroes it; safe on a zeroed p. */
 void mfs_dnnl_prim_destroy(mfs_dnnl_prim *p);
 
+/* A primitive's weights: in the layout it chose, reordered from the
+ * model's plain layout at most once while they are a model constant
+ * (Conv, Dense). */
+typedef struct mfs_dnnl_weights {
+	dnnl_memory_t mem;           /* what the primitive reads */
+	dnnl_memory_t plain;         /* the model's layout; NULL when the same */
+	mfs_dnnl_prim reorder;       /* plain -> mem; none when the same */
+	void *buf;                   /* mem's storage when reordered */
+	const void *src;             /* the data buf holds a copy of */
+	bool is_const;               /* the data never changes (ctx->const_in) */
+} mfs_dnnl_weights;
+
+/* Set w up for a primitive wanting layout want of weights stored as plain
+ * (w zeroed first; is_const kept).  On failure w holds nothing. */
+dnnl_status_t mfs_dnnl_weights_init(mfs_dnnl_weights *w, const dnnl_memory_desc_t *want,
+				    const dnnl_memory_desc_t *plain, dnnl_engine_t eng);
+/* Point w at data, reordering it unless a constant already packed; 0 or
+ * -EIO naming the node. */
+int mfs_dnnl_weights_set(mfs_op_ctx *ctx, mfs_dnnl_weights *w, const void *data,
+			 dnnl_stream_t stream);
+/* Free what w holds (is_const kept). */
+void mfs_dnnl_weights_free(mfs_dnnl_weights *w);
+
 /* Human-readable oneDNN status for messages. */
 const char *mfs_dnnl_status_str(dnnl_status_t s);
 
@@ -93,18 +116,19 @@ void mfs_nhwc_to_nchw(const float *src, float *dst, int64_t n, int64_t c, int64_
 int mfs_check_layout(mfs_op_ctx *ctx, const mfs_tensor *t, const char *what);
 
 /* FP32 product C = alpha * op(A) * op(B) + beta * C, row-major, through
- * oneDNN's dnnl_sgemm by default, or OpenBLAS' cblas_sgemm when the
- * environment says MFS_GEMM=openblas (read at each call) or oneDNN reports an
- * error.  Why oneDNN: measured here on the transformer encoder's shapes
- * (M = 128, N and K 64 to 1024), dnnl_sgemm ran 1.1x OpenBLAS on one
- * thread and 1.5-2.3x on two (OpenBLAS hardly gained from the second
- * thread at M = 128), and it shares OpenMP threads with the oneDNN
- * convolutions instead of a second pool (docs/PERFORMANCE.md).  Extents
- * must be >= 0; lda/ldb/ldc >= 1. */
+ * oneDNN's dnnl_sgemm or OpenBLAS' cblas_sgemm: the one measured faster
+ * for this shape and thread count at its first product (sgemm.c says how
+ * and why), or the one MFS_GEMM=onednn|openblas names.  OpenBLAS when
+ * oneDNN reports an error.  Extents must be >= 0; lda/ldb/ldc >= 1. */
 void mfs_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
 	       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
 	       float *c, int64_t ldc);
-/* Which library mfs_sgemm uses: "onednn" or "openblas". */
+/* A monotonic clock in seconds, for choosing between kernels by timing
+ * them (sgemm.c, dense.c). */
+double mfs_seconds(void);
+
+/* Which library mfs_sgemm uses: "onednn" or "openblas" when MFS_GEMM
+ * forces one, else "measured". */
 const char *mfs_sgemm_library(void);
 
 /* numpy matmul geometry (MatMul, MatMulInteger, QLinearMatMul): a 1-D

@@ -307,5 +307,8 @@ static int gn_run(mfs_op_ctx *ctx)
 }
 
 MFS_OP(LayerNormalization, 17, .infer = ln_infer, .run = ln_run);
+/* What the LayerNorm rewrite (exec/rewrite_layernorm.c) emits for models
+ * below opset 17, which spell it as ReduceMean, Sub, Pow, Sqrt, Div ... */
+MFS_OP_DOMAIN("com.modelfs", LayerNormalization, 1, .infer = ln_infer, .run = ln_run);
 MFS_OP(MeanVarianceNormalization, 9, .infer = mvn_infer, .run = mvn_run);
 MFS_OP(GroupNormalization, 18, .infer = gn_infer, .run = gn_run);

@@ -51,3 +51,5 @@ MFS_OP(Softplus, 1, .flags = MFS_OP_NHWC_OK, .infer = softplus_infer, .run = sof
 MFS_OP(Softsign, 1, .flags = MFS_OP_NHWC_OK, .infer = softsign_infer, .run = softsign_run);
 MFS_OP(Mish, 18, .flags = MFS_OP_NHWC_OK, .infer = mish_infer, .run = mish_run);
 MFS_OP(Gelu, 20, .flags = MFS_OP_NHWC_OK, .infer = gelu_infer, .run = gelu_run);
+/* What the GELU rewrite (exec/rewrite_gelu.c) emits below opset 20. */
+MFS_OP_DOMAIN("com.modelfs", Gelu, 1, .flags = MFS_OP_NHWC_OK, .infer = gelu_infer, .run = gelu_run);

@@ -144,6 +144,17 @@ EW_VINLINE float ew_sigmoidf(float x)
 	return 1 / (1 + ew_expf(-x));
 }
 
+/* GELU, exact (erf) and tanh-approximated forms (Gelu, Dense). */
+EW_VINLINE float ew_geluf(float x)
+{
+	return 0.5f * x * (1 + ew_erff(x * 0.70710678118654752f));
+}
+
+EW_VINLINE float ew_gelu_tanhf(float x)
+{
+	return 0.5f * x * (1 + ew_tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+}
+
 #define EW_EXP(x) _Generic((x), float: ew_expf, default: exp)(x)
 #define EW_TANH(x) _Generic((x), float: ew_tanhf, default: tanh)(x)
 #define EW_ERF(x) _Generic((x), float: ew_erff, default: erf)(x)

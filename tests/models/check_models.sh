@@ -16,6 +16,10 @@
 # (1e-2 for <model>_fp16: weights, input and every intermediate value are
 # rounded to FP16 by modelfs, ~5e-4 relative each, while the reference
 # keeps FP32 activations; see export_models.py).
+# The transformers must also run with their LayerNorm, GELU, attention
+# and linear layers rewritten (LayerNormalization, Attention and Dense
+# nodes; no ReduceMean, Sqrt, Pow, Erf, Tanh or Softmax left):
+# MFS_PROFILE's per-operator lines say.
 # Prints one line per model and exits non-zero if any model fails.  A model
 # is exported first when it is missing or older than the export script
 # (each has its own stamp, so the quick set never waits for the large ones).
@@ -64,13 +68,26 @@ for m in $MODELS; do
 		set -- "$@" "$(basename "$f" .npy)=$f"
 	done
 	t0=$(date +%s.%N)
-	if ! msg=$("$MODELFS" run "$DIR/$m" "$@" --out "$out" 2>&1); then
+	if ! msg=$(MFS_PROFILE=1 "$MODELFS" run "$DIR/$m" "$@" --out "$out" 2>&1); then
 		printf '%-17s FAIL: modelfs run: %s\n' "$m" "$(printf '%s' "$msg" | tail -1)"
 		failed=$((failed + 1))
 		rm -rf "$out"
 		continue
 	fi
 	t1=$(date +%s.%N)
+	# The transformer rewrites (exec/rewrite_*.c) must fire on the real
+	# exports at every opset: the profile lists the operators that ran.
+	case ${MFS_FUSE:-1}:$m in 0:*) ;; *:encoder*|*:bert*|*:gpt2*)
+		ops=$(printf '%s\n' "$msg" | sed -n "s/.*profile '[^']*': \([A-Za-z]*\) .* nodes .*/\1/p")
+		left=$(printf '%s\n' "$ops" | grep -xE 'ReduceMean|Sqrt|Pow|Erf|Tanh|Softmax' | tr '\n' ' ')
+		for want in Dense LayerNormalization Attention; do
+			printf '%s\n' "$ops" | grep -qx "$want" || left="$left(no $want) "
+		done
+		if [ -n "$left" ]; then
+			printf '%-17s FAIL: not rewritten: %s\n' "$m" "$left"
+			failed=$((failed + 1))
+		fi
+	esac
 	"$PY" - "$m" "$DIR/$m/ref/expected" "$out" "$t0" "$t1" <<'PYEOF' || failed=$((failed + 1))
 import os, sys
 import numpy as np

@@ -376,19 +376,52 @@ static void test_gemm(void **st)
 {
 	(void)st;
 	mfs_shape none = { .rank = -1 };
-	/* both FP32 libraries behind mfs_sgemm */
-	for (int lib = 0; lib < 2; lib++) {
-		if (lib)
-			setenv("MFS_GEMM", "openblas", 1);
+	/* both FP32 libraries behind mfs_sgemm, and the per-shape choice */
+	static const char *const libs[] = { "onednn", "openblas", "measured" };
+	for (int lib = 0; lib < 3; lib++) {
+		if (lib < 2)
+			setenv("MFS_GEMM", libs[lib], 1);
+		else
+			unsetenv("MFS_GEMM");
 		gemm_case(0, 0, 1.0f, 1.0f, none);
 		gemm_case(1, 0, 0.5f, 2.0f, shp(2, 5L, 3L));
 		gemm_case(0, 1, 1.0f, 1.0f, shp(1, 3L));
 		gemm_case(1, 1, 2.0f, -1.0f, shp(2, 5L, 1L));
 		gemm_case(0, 0, 1.0f, 0.5f, shp(0));
 		gemm_case(1, 1, 1.0f, 1.0f, shp(2, 1L, 3L));
-		assert_string_equal(mfs_sgemm_library(), lib ? "openblas" : "onednn");
+		assert_string_equal(mfs_sgemm_library(), libs[lib]);
 	}
 	unsetenv("MFS_GEMM");
+}
+
+/* A product large enough to be measured (both libraries run on a scratch
+ * C): the result, with beta != 0, is right the first time (measured) and
+ * the second (remembered). */
+static void test_sgemm_measured(void **st)
+{
+	(void)st;
+	enum { M = 40, N = 56, K = 48 };
+	static float a[K * M], b[N * K], c[M * N], want[M * N];
+	unsetenv("MFS_GEMM");
+	for (int i = 0; i < K * M; i++)
+		a[i] = (float)((i * 7) % 13) / 6.0f - 1.0f;
+	for (int i = 0; i < N * K; i++)
+		b[i] = (float)((i * 5) % 11) / 5.0f - 1.0f;
+	for (int i = 0; i < M; i++)   /* A given as [K, M] (ta), B as [N, K] (tb) */
+		for (int j = 0; j < N; j++) {
+			double acc = 0;
+			for (int p = 0; p < K; p++)
+				acc += (double)a[p * M + i] * b[j * K + p];
+			want[i * N + j] = (float)(2.0 * acc + 0.5 * (double)(i - j));
+		}
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < M; i++)
+			for (int j = 0; j < N; j++)
+				c[i * N + j] = (float)(i - j);
+		mfs_sgemm(true, true, M, N, K, 2.0f, a, M, b, K, 0.5f, c, N);
+		for (int i = 0; i < M * N; i++)
+			assert_true(fabsf(c[i] - want[i]) <= 1e-4f * (1 + fabsf(want[i])));
+	}
 }
 
 static void test_matmul_openblas(void **st)
@@ -1977,6 +2010,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_int64),
 		cmocka_unit_test(test_matmul_openblas),
 		cmocka_unit_test(test_gemm),
+		cmocka_unit_test(test_sgemm_measured),
 		cmocka_unit_test(test_gemm_bad),
 		cmocka_unit_test(test_gemm_int_matmul_double),
 		cmocka_unit_test(test_conv_onednn),

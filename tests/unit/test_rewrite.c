@@ -1,0 +1,348 @@
+/* Unit tests for the graph rewrites of exec/rewrite_*.c: each pattern,
+ * built by hand the way exporters write it, compiles to the one fused
+ * node and computes what the unfused graph computes (MFS_FUSE=0); near
+ * misses are left alone. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+
+#include "engine.h"
+#include "fusion.h"
+#include "graph.h"
+#include "graph_builder.h"
+
+#define D 8           /* feature width */
+#define ROWS 6        /* x is [2, 3, D] */
+
+static const int64_t xdims[3] = { 2, 3, D };
+
+static void scalar(onnx_model *m, const char *name, float v)
+{
+	const int64_t none[1] = { 1 };   /* rank 0: no dims are read */
+	gb_init_f32(m, name, 0, none, &v);
+}
+
+static void vec(onnx_model *m, const char *name, int n, float base)
+{
+	float v[64];
+	int64_t d = n;
+	for (int i = 0; i < n; i++)
+		v[i] = base + 0.1f * (float)((i * 5) % 7);
+	gb_init_f32(m, name, 1, &d, v);
+}
+
+static void io(onnx_model *m, const char *out)
+{
+	gb_input(m, "x", MFS_DT_FLOAT, 3, xdims);
+	gb_output(m, out);
+}
+
+/* nn.LayerNorm at opset 13: mean, Sub, Pow (or Mul d,d), mean, +eps, Sqrt,
+ * Div, *g, +b. */
+static onnx_model *layernorm_model(bool pow_form, const char *extra_output)
+{
+	onnx_model *m = gb_new(13);
+	const int64_t last[1] = { -1 };
+	io(m, "y");
+	if (extra_output)
+		gb_output(m, extra_output);
+	scalar(m, "two", 2.0f);
+	scalar(m, "eps", 1e-5f);
+	vec(m, "g", D, 0.8f);
+	vec(m, "b", D, -0.2f);
+	attr_ints(gb_node(m, "", "ReduceMean", "mu", "x", "mu"), "axes", 1, last);
+	gb_node(m, "", "Sub", "d", "x,mu", "d");
+	if (pow_form)
+		gb_node(m, "", "Pow", "sq", "d,two", "sq");
+	else
+		gb_node(m, "", "Mul", "sq", "d,d", "sq");
+	attr_ints(gb_node(m, "", "ReduceMean", "var", "sq", "var"), "axes", 1, last);
+	gb_node(m, "", "Add", "ve", "var,eps", "ve");
+	gb_node(m, "", "Sqrt", "s", "ve", "s");
+	gb_node(m, "", "Div", "n", "d,s", "n");
+	gb_node(m, "", "Mul", "ng", "g,n", "ng");
+	gb_node(m, "", "Add", "y", "ng,b", "y");
+	return m;
+}
+
+/* 0.5 x (1 + erf(x / sqrt 2)), as the encoder export writes it. */
+static onnx_model *gelu_erf_model(void)
+{
+	onnx_model *m = gb_new(13);
+	io(m, "y");
+	scalar(m, "half", 0.5f);
+	scalar(m, "sqrt2", 1.4142135f);
+	scalar(m, "one", 1.0f);
+	gb_node(m, "", "Mul", "h", "x,half", "h");
+	gb_node(m, "", "Div", "t", "x,sqrt2", "t");
+	gb_node(m, "", "Erf", "e", "t", "e");
+	gb_node(m, "", "Add", "a", "e,one", "a");
+	gb_node(m, "", "Mul", "y", "h,a", "y");
+	return m;
+}
+
+/* The tanh form as GPT-2 exports it: x*x*x, *0.044715, +x, *sqrt(2/pi),
+ * Tanh, 1+, *x, 0.5*. */
+static onnx_model *gelu_tanh_model(void)
+{
+	onnx_model *m = gb_new(17);
+	io(m, "y");
+	scalar(m, "c3", 0.044715f);
+	scalar(m, "k", 0.7978846f);
+	scalar(m, "one", 1.0f);
+	scalar(m, "half", 0.5f);
+	gb_node(m, "", "Mul", "x2", "x,x", "x2");
+	gb_node(m, "", "Mul", "x3", "x,x2", "x3");
+	gb_node(m, "", "Mul", "c", "c3,x3", "c");
+	gb_node(m, "", "Add", "u", "x,c", "u");
+	gb_node(m, "", "Mul", "v", "k,u", "v");
+	gb_node(m, "", "Tanh", "t", "v", "t");
+	gb_node(m, "", "Add", "a", "one,t", "a");
+	gb_node(m, "", "Mul", "p", "x,a", "p");
+	gb_node(m, "", "Mul", "y", "half,p", "y");
+	return m;
+}
+
+/* A linear layer: MatMul(x, W [D, 5]) + b, then Relu or GELU (erf). */
+static onnx_model *dense_model(const char *act)
+{
+	onnx_model *m = gb_new(13);
+	float w[D * 5];
+	const int64_t wd[2] = { D, 5 };
+	for (int i = 0; i < D * 5; i++)
+		w[i] = (float)((i * 7) % 11) / 5.0f - 1.0f;
+	io(m, "y");
+	gb_init_f32(m, "w", 2, wd, w);
+	vec(m, "b", 5, -0.3f);
+	gb_node(m, "", "MatMul", "mm", "x,w", "mm");
+	gb_node(m, "", "Add", "z", "b,mm", *act ? "z" : "y");
+	if (!strcmp(act, "Relu")) {
+		gb_node(m, "", "Relu", "r", "z", "y");
+	} else if (!strcmp(act, "Gelu")) {
+		scalar(m, "half", 0.5f);
+		scalar(m, "r2", 0.70710678f);
+		scalar(m, "one", 1.0f);
+		gb_node(m, "", "Mul", "t", "z,r2", "t");
+		gb_node(m, "", "Erf", "e", "t", "e");
+		gb_node(m, "", "Add", "a", "e,one", "a");
+		gb_node(m, "", "Mul", "p", "a,z", "p");
+		gb_node(m, "", "Mul", "y", "p,half", "y");
+	}
+	return m;
+}
+
+/* Gemm(Flatten(x), W [5, D], b, transB) + Relu, as a PyTorch Linear at
+ * the MLP's opset exports it. */
+static onnx_model *gemm_relu_model(void)
+{
+	onnx_model *m = gb_new(13);
+	float w[D * 5];
+	const int64_t wd[2] = { 5, D };
+	for (int i = 0; i < D * 5; i++)
+		w[i] = (float)((i * 3) % 7) / 3.0f - 1.0f;
+	io(m, "y");
+	gb_init_f32(m, "w", 2, wd, w);
+	vec(m, "b", 5, -0.3f);
+	attr_int(gb_node(m, "", "Flatten", "f", "x", "f"), "axis", 2);
+	attr_int(gb_node(m, "", "Gemm", "gm", "f,w,b", "gm"), "transB", 1);
+	gb_node(m, "", "Relu", "y", "gm", "y");
+	return m;
+}
+
+/* Attention over x [2, 3, D] as Q and V, Transpose(x) as Kt: MatMul,
+ * Div by sqrt(D), optionally Where with a causal bool mask [3, 3] (in
+ * either operand order), Softmax, MatMul. */
+static onnx_model *attention_model(int where)
+{
+	onnx_model *m = gb_new(13);
+	const int64_t perm[3] = { 0, 2, 1 };
+	io(m, "y");
+	scalar(m, "c", 2.828427f);
+	scalar(m, "neg", -1e4f);
+	attr_ints(gb_node(m, "", "Transpose", "kt", "x", "kt"), "perm", 3, perm);
+	gb_node(m, "", "MatMul", "s", "x,kt", "s");
+	gb_node(m, "", "Div", "sd", "s,c", "sd");
+	if (where) {
+		onnx_graph *g = m->graph;
+		mfs_shape cs = { 2, { 3, 3 } };
+		g->initializers = realloc(g->initializers, (size_t)(g->n_initializers + 1) *
+					  sizeof(*g->initializers));
+		onnx_initializer *in = &g->initializers[g->n_initializers++];
+		in->name = strdup("causal");
+		assert_int_equal(mfs_tensor_alloc(&in->tensor, MFS_DT_BOOL, &cs, NULL), 0);
+		for (int i = 0; i < 9; i++)   /* keep j <= i (where 1) or mask it (2) */
+			((uint8_t *)in->tensor.data)[i] = (i % 3 <= i / 3) == (where == 1);
+		gb_node(m, "", "Where", "sw", where == 1 ? "causal,sd,neg" : "causal,neg,sd", "sw");
+	}
+	onnx_node *sm = gb_node(m, "", "Softmax", "p", where ? "sw" : "sd", "p");
+	attr_int(sm, "axis", -1);
+	gb_node(m, "", "MatMul", "y", "p,x", "y");
+	return m;
+}
+
+/* Compile (with or without the rewrites) and run on a fixed x; returns
+ * the number of nodes left to run and fills out (n values). */
+static int run(onnx_model *m, bool fuse, float *out, int64_t n, const char **first_op)
+{
+	mfs_error err;
+	mfs_graph *g;
+	mfs_exec *e;
+	mfs_tensor in = { 0 }, y[2] = { { 0 } };
+	mfs_shape xs = { 3, { 2, 3, D } };
+
+	if (!fuse)
+		setenv("MFS_FUSE", "0", 1);
+	int rc = mfs_graph_compile(m, "rewrite", &g, &err);
+	unsetenv("MFS_FUSE");
+	if (rc)
+		print_error("%s\n", err.msg);
+	assert_int_equal(rc, 0);
+	int nodes = g->n_nodes;
+	if (first_op)
+		*first_op = g->nodes[0].onnx->op_type;   /* valid until the free */
+	assert_int_equal(mfs_exec_new(g, NULL, &e, &err), 0);
+	assert_int_equal(mfs_tensor_alloc(&in, MFS_DT_FLOAT, &xs, &err), 0);
+	for (int i = 0; i < ROWS * D; i++)
+		((float *)in.data)[i] = (float)((i * 13) % 17) / 4.0f - 2.0f;
+	rc = mfs_exec_run(e, &in, y, &err);
+	if (rc)
+		print_error("%s\n", err.msg);
+	assert_int_equal(rc, 0);
+	assert_int_equal(mfs_shape_numel(&y[0].shape), n);
+	memcpy(out, y[0].data, (size_t)n * sizeof(float));
+	mfs_tensor_release(&in);
+	mfs_tensor_release(&y[0]);
+	mfs_tensor_release(&y[1]);
+	mfs_exec_free(e);
+	mfs_graph_free(g);
+	return nodes;
+}
+
+/* Fused and unfused agree within tol; the fused graph is `nodes` nodes,
+ * the last of type op. */
+static void check_n(onnx_model *(*make)(void), const char *op, int64_t n, float tol, int nodes)
+{
+	float a[ROWS * D], b[ROWS * D];
+	const char *first = NULL;
+	int unfused = run(make(), false, a, n, NULL);
+	onnx_model *m = make();
+	mfs_error err;
+	mfs_graph *g;
+	assert_int_equal(mfs_graph_compile(m, "rewrite", &g, &err), 0);
+	assert_int_equal(g->n_nodes, nodes);
+	assert_string_equal(g->nodes[nodes - 1].onnx->op_type, op);
+	assert_string_equal(g->nodes[nodes - 1].onnx->domain, "com.modelfs");
+	mfs_graph_free(g);
+	assert_int_equal(run(make(), true, b, n, &first), nodes);
+	assert_true(unfused > nodes);
+	for (int64_t i = 0; i < n; i++)
+		if (fabsf(a[i] - b[i]) > tol)
+			fail_msg("%s: element %lld: unfused %g, fused %g", op, (long long)i,
+				 (double)a[i], (double)b[i]);
+}
+
+static void check(onnx_model *(*make)(void), const char *op, int64_t n, float tol)
+{
+	check_n(make, op, n, tol, 1);
+}
+
+static onnx_model *ln_mul(void) { return layernorm_model(false, NULL); }
+static onnx_model *ln_pow(void) { return layernorm_model(true, NULL); }
+static onnx_model *dense_plain(void) { return dense_model(""); }
+static onnx_model *dense_relu(void) { return dense_model("Relu"); }
+static onnx_model *dense_gelu(void) { return dense_model("Gelu"); }
+
+static onnx_model *attn_plain(void) { return attention_model(0); }
+static onnx_model *attn_keep(void) { return attention_model(1); }
+static onnx_model *attn_fill(void) { return attention_model(2); }
+
+static void test_attention(void **st)
+{
+	(void)st;
+	/* Transpose (Kt) + Attention */
+	check_n(attn_plain, "Attention", ROWS * D, 1e-5f, 2);
+	check_n(attn_keep, "Attention", ROWS * D, 1e-5f, 2);
+	check_n(attn_fill, "Attention", ROWS * D, 1e-5f, 2);
+}
+
+static void test_layernorm(void **st)
+{
+	(void)st;
+	check(ln_mul, "LayerNormalization", ROWS * D, 1e-5f);
+	check(ln_pow, "LayerNormalization", ROWS * D, 1e-5f);
+}
+
+static void test_gelu(void **st)
+{
+	(void)st;
+	check(gelu_erf_model, "Gelu", ROWS * D, 1e-5f);
+	check(gelu_tanh_model, "Gelu", ROWS * D, 1e-5f);
+}
+
+static void test_dense(void **st)
+{
+	(void)st;
+	check(dense_plain, "Dense", ROWS * 5, 1e-5f);
+	check(dense_relu, "Dense", ROWS * 5, 1e-5f);
+	check(dense_gelu, "Dense", ROWS * 5, 1e-5f);
+	check_n(gemm_relu_model, "Dense", ROWS * 5, 1e-5f, 2);   /* Flatten, Dense */
+	/* each path alone (by default prepare times both and keeps one) */
+	static const char *const paths[] = { "sgemm", "onednn" };
+	for (int p = 0; p < 2; p++) {
+		setenv("MFS_DENSE", paths[p], 1);
+		check(dense_gelu, "Dense", ROWS * 5, 1e-5f);
+		check_n(gemm_relu_model, "Dense", ROWS * 5, 1e-5f, 2);
+	}
+	unsetenv("MFS_DENSE");
+}
+
+/* Near misses: an intermediate that is also a graph output, a bias that
+ * is not a constant vector, the wrong GELU constant, MFS_FUSE=0. */
+static void test_not_rewritten(void **st)
+{
+	(void)st;
+	mfs_error err = { 0 };
+	onnx_model *m = layernorm_model(false, "var");
+	int n0 = m->graph->n_nodes;
+	assert_int_equal(mfs_fuse_graph(m, &err), 0);
+	assert_int_equal(m->graph->n_nodes, n0);
+	onnx_model_free(m);
+
+	m = dense_model("");
+	free(m->graph->nodes[1].inputs[0]);
+	m->graph->nodes[1].inputs[0] = strdup("x");   /* Add(x, mm): no constant */
+	assert_int_equal(mfs_fuse_graph(m, &err), 0);
+	onnx_model_free(m);
+
+	m = gelu_erf_model();
+	for (int i = 0; i < m->graph->n_initializers; i++)
+		if (!strcmp(m->graph->initializers[i].name, "sqrt2"))
+			((float *)m->graph->initializers[i].tensor.data)[0] = 1.5f;
+	assert_int_equal(mfs_fuse_graph(m, &err), 0);
+	onnx_model_free(m);
+
+	m = ln_pow();
+	setenv("MFS_FUSE", "0", 1);
+	assert_int_equal(mfs_fuse_graph(m, &err), 0);
+	unsetenv("MFS_FUSE");
+	onnx_model_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_layernorm),
+		cmocka_unit_test(test_gelu),
+		cmocka_unit_test(test_dense),
+		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_not_rewritten),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
