@@ -76,7 +76,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all deps run test unit conformance e2e asan clean bench fuzz models check-models check-models-all docs check-layers print-layer-flags bench-fs
+.PHONY: all deps run test unit conformance e2e asan clean bench fuzz models check-models check-models-all docs check-layers print-layer-flags bench-fs bench-bins
 all: modelfs
 
 # The binary lives at the top for `make run`; sanitizer builds stay in
@@ -127,6 +127,9 @@ $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libmodelfs.a
 
 unit-bins: $(UNIT_BIN) $(TOOL_BIN)
 
+# The benchmark programs, built by make test too so that they cannot rot.
+bench-bins: $(BUILD)/bench/bench_engine $(BUILD)/bench/bare_fs
+
 # The layering rule, tried (tests/layers/check-layers.sh, run by make test).
 check-layers: | $(BUILD)/gen/op_table.inc
 	sh tests/layers/check-layers.sh
@@ -165,7 +168,7 @@ run: deps
 # `make test`: set up, build (plain and ASan+UBSan), run every suite and
 # print one summary line.
 test: deps
-	$(MAKE) -j$(shell nproc) all unit-bins
+	$(MAKE) -j$(shell nproc) all unit-bins bench-bins
 	$(MAKE) -j$(shell nproc) BUILD=build/asan SAN=1 OPT=-O1 unit-bins build/asan/modelfs
 	sh tests/run-all.sh
 

@@ -188,7 +188,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bench_engine: %s\n", err.msg);
 			return 1;
 		}
-		fprintf(stderr, "bench_engine: %s\n", backend->iface->name(backend));
+		fprintf(stderr, "bench_engine: %s\n", mfs_backend_name(backend));
 	} else if (strcmp(device, "cpu") != 0) {
 		fprintf(stderr, "bench_engine: --device: cpu or opencl[:SELECTOR]\n");
 		return 2;
