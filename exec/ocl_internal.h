@@ -82,6 +82,7 @@ typedef struct ocl_conv {
 	X(K_GATHER_4_I32, "gather_4_i32") \
 	X(K_GATHER_8_I32, "gather_8_i32") \
 	X(K_REDUCE_F32, "reduce_f32") \
+	X(K_REDUCE_ROWS_F32, "reduce_rows_f32") \
 	X(K_SOFTMAX_F32, "softmax_f32") \
 	X(K_SOFTMAX_ROWS_F32, "softmax_rows_f32") \
 	X(K_LAYERNORM_F32, "layernorm_f32") \

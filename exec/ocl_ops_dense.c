@@ -849,6 +849,18 @@ int ocl_op_reduce(ocl_run *r)
 	p.count = (cl_int)count;
 	if (!(mx = ocl_in(r, 0, &rc)) || !(my = ocl_out(r, 0, &rc)))
 		return rc;
+	/* the trailing dims (LayerNorm's mean at opset < 17): rows */
+	if (count >= 32 && mask == ((1u << p.rr) - 1) << (rank - p.rr)) {
+		size_t local = row_group(r, count);
+		cl_int len = p.count;
+		if ((rc = OCL_ARG(r, K_REDUCE_ROWS_F32, 0, mx)) ||
+		    (rc = OCL_ARG(r, K_REDUCE_ROWS_F32, 1, my)) ||
+		    (rc = OCL_ARG(r, K_REDUCE_ROWS_F32, 2, len)) ||
+		    (rc = OCL_ARG(r, K_REDUCE_ROWS_F32, 3, op)) ||
+		    (rc = ocl_arg(r, K_REDUCE_ROWS_F32, 4, local * sizeof(float), NULL)))
+			return rc;
+		return ocl_launch_groups(r, K_REDUCE_ROWS_F32, (size_t)nout, local);
+	}
 	if ((rc = OCL_ARG(r, K_REDUCE_F32, 0, mx)) || (rc = OCL_ARG(r, K_REDUCE_F32, 1, my)) ||
 	    (rc = OCL_ARG(r, K_REDUCE_F32, 2, p)) || (rc = OCL_ARG(r, K_REDUCE_F32, 3, op)))
 		return rc;

@@ -405,6 +405,21 @@ __kernel void softmax_rows_f32(__global const float *x, __global float *y,
 	}
 }
 
+/* ReduceSum / ReduceMean over the trailing dims (rows of len): one work
+ * group per row, as softmax_rows_f32. */
+__kernel void reduce_rows_f32(__global const float *x, __global float *y,
+			      int len, int mean, __local float *red)
+{
+	int l = get_local_id(0), ls = get_local_size(0);
+	__global const float *xr = x + (long)get_group_id(0) * len;
+	float s = 0.0f;
+	for (int j = l; j < len; j += ls)
+		s += xr[j];
+	s = group_reduce(red, s, l, ls, 0);
+	if (l == 0)
+		y[get_group_id(0)] = mean ? s / (float)len : s;
+}
+
 __kernel void layernorm_f32(__global const float *x, __global const float *sc,
 			    __global const float *bi, __global float *y,
 			    int rows, int len, int sn, int bn, int hasb,

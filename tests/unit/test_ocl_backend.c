@@ -204,11 +204,16 @@ static void test_data_movement(void **state)
 	attr_int(n, "axis", 2);
 	n = node(m, "Cast", "g", "gi");
 	attr_int(n, "to", MFS_DT_INT64);
+	gb_init_i64(m, "parts", 2, (int64_t[]){ 2, 3 });
+	n = node(m, "Split", "x,parts", "p0,p1");
+	attr_int(n, "axis", -1);
 	gb_output(m, "t");
 	gb_output(m, "s");
 	gb_output(m, "c");
 	gb_output(m, "e");
 	gb_output(m, "gi");
+	gb_output(m, "p0");
+	gb_output(m, "p1");
 	mfs_tensor in[] = { rand_f32(3, d) };
 	check(m, 1, in, 0, true);
 }
@@ -274,10 +279,15 @@ static void test_rows(void **state)
 	node(m, "Softmax", "x", "s2");
 	node(m, "LayerNormalization", "x,sc,bi", "l");
 	node(m, "ReduceMean", "x,axes", "r");
+	gb_init_i64(m, "last", 1, (int64_t[]){ -1 });
+	node(m, "ReduceSum", "x,last", "r2");
+	n = node(m, "LogSoftmax", "x", "s3");
 	gb_output(m, "s");
 	gb_output(m, "s2");
 	gb_output(m, "l");
 	gb_output(m, "r");
+	gb_output(m, "r2");
+	gb_output(m, "s3");
 	mfs_tensor in[] = { rand_f32(3, d) };
 	check(m, 1, in, 1e-5, true);
 }
