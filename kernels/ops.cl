@@ -39,6 +39,12 @@ typedef struct {
 static inline void bc_off(const bc_t *p, int i, int *o0, int *o1, int *o2)
 {
 	int a = 0, b = 0, c = 0;
+	if (p->rank == 1) {   /* same shapes or a scalar, once coalesced */
+		*o0 = i * p->s0[0];
+		*o1 = i * p->s1[0];
+		*o2 = i * p->s2[0];
+		return;
+	}
 	for (int k = p->rank - 1; k >= 0; k--) {
 		int d = p->dims[k], x = i % d;
 		i /= d;
