@@ -22,6 +22,7 @@
 
 #include <cblas.h>
 
+#include "backend.h"
 #include "engine.h"
 #include "ocl_backend.h"
 #include "ocl_device.h"

@@ -1,18 +1,22 @@
 #!/usr/bin/python3
-"""PyTorch's side of scripts/gpu-bench.sh: the same two models as the
-engines run (ResNet-50 and the 4-layer d=256 encoder of
-tests/models/export_models.py), seeded random weights, eval mode, FP32.
+"""PyTorch's side of scripts/gpu-bench.sh: the same models as the
+engines run, seeded random weights, eval mode, FP32: ResNet-50,
+MobileNetV2 (torchvision's; skipped without torchvision), the 4-layer
+d=256 encoder, the BERT-like encoder with an attention mask and the
+GPT-2-like decoder of tests/models/export_models.py (sequence 128).
 
-  torch_bench.py export DIR     write DIR/resnet50/1/model.onnx and
-                                DIR/encoder/1/model.onnx (dynamic batch,
-                                opset 13) for the modelfs engines
+  torch_bench.py export DIR     write DIR/<model>/1/model.onnx (dynamic
+                                batch, opset 13) for the modelfs engines
+  torch_bench.py inputs DIR     write DIR/<model>/<input>.npy (batch 1)
+                                and DIR/<model>/output (the output's name)
+                                for the request through the mount
   torch_bench.py bench [--device cuda|cpu] [--iters N]
                                 time eager PyTorch at batch 1 and 32; one
                                 JSON line per (model, batch): median ms
 
 TF32 is off (cuBLAS and cuDNN): every engine compared computes in FP32.
 torchvision and onnx are optional: without torchvision, ResNet-50 is the
-definition below (same architecture); the encoder comes from
+definition below (same architecture); the transformers come from
 tests/models/export_models.py with its optional imports stubbed."""
 import json
 import os
@@ -25,7 +29,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def encoder_cls():
+def export_models():
     sys.path.insert(0, os.path.join(HERE, "..", "tests", "models"))
     for name in ("onnx", "torchvision"):   # imported there, not needed here
         try:
@@ -33,7 +37,7 @@ def encoder_cls():
         except ImportError:
             sys.modules[name] = types.ModuleType(name)
     import export_models
-    return export_models.Encoder
+    return export_models
 
 
 class Bottleneck(torch.nn.Module):
@@ -89,33 +93,61 @@ def resnet50():
         return ResNet50()
 
 
+def mobilenetv2():
+    try:
+        import torchvision
+        return torchvision.models.mobilenet_v2(weights=None)
+    except ImportError:
+        return None
+
+
 def models():
-    """name -> (module, input name, input maker(batch), output name)"""
+    """name -> (module, {input name: maker(batch)}, output name)"""
+    em = export_models()
     torch.manual_seed(0)
-    r = resnet50().eval()
-    e = encoder_cls()().eval()
-    return {
-        "resnet50": (r, "input", lambda b: torch.randn(b, 3, 224, 224), "logits"),
-        "encoder": (e, "input_ids", lambda b: torch.randint(0, 1000, (b, 128)), "hidden"),
-    }
+    image = {"input": lambda b: torch.randn(b, 3, 224, 224)}
+    ids = lambda b: torch.randint(0, 1000, (b, 128))
+    mask = lambda b: (torch.arange(128) < 100).long().expand(b, 128).contiguous()
+    out = {"resnet50": (resnet50().eval(), image, "logits")}
+    mn = mobilenetv2()
+    if mn is not None:
+        out["mobilenetv2"] = (mn.eval(), image, "logits")
+    out["encoder"] = (em.Encoder().eval(), {"input_ids": ids}, "hidden")
+    out["bert"] = (em.Bert().eval(), {"input_ids": ids, "attention_mask": mask}, "hidden")
+    out["gpt2"] = (em.Gpt2().eval(), {"input_ids": ids}, "logits")
+    return out
 
 
 def export(outdir):
-    for name, (m, iname, make, oname) in models().items():
+    for name, (m, ins, oname) in models().items():
         d = os.path.join(outdir, name, "1")
         os.makedirs(d, exist_ok=True)
         path = os.path.join(d, "model.onnx")
         if os.path.exists(path):
             continue
-        args = dict(opset_version=13, input_names=[iname], output_names=[oname],
-                    do_constant_folding=True,
-                    dynamic_axes={iname: {0: "batch"}, oname: {0: "batch"}})
+        dyn = {n: {0: "batch"} for n in ins}
+        dyn[oname] = {0: "batch"}
+        args = dict(opset_version=13, input_names=list(ins), output_names=[oname],
+                    do_constant_folding=True, dynamic_axes=dyn)
+        xs = tuple(make(1) for make in ins.values())
         with torch.no_grad():
             try:   # the TorchScript exporter, as tests/models/export_models.py
-                torch.onnx.export(m, (make(1),), path, dynamo=False, **args)
+                torch.onnx.export(m, xs, path, dynamo=False, **args)
             except TypeError:   # a torch without the dynamo argument
-                torch.onnx.export(m, (make(1),), path, **args)
+                torch.onnx.export(m, xs, path, **args)
         print("exported %s (%.1f MB)" % (path, os.path.getsize(path) / 1e6), flush=True)
+
+
+def inputs(outdir):
+    import numpy as np
+    for name, (_, ins, oname) in models().items():
+        d = os.path.join(outdir, name)
+        os.makedirs(d, exist_ok=True)
+        torch.manual_seed(1)
+        for iname, make in ins.items():
+            np.save(os.path.join(d, iname + ".npy"), make(1).numpy())
+        with open(os.path.join(d, "output"), "w") as f:
+            f.write(oname + "\n")
 
 
 def bench(device, iters):
@@ -123,17 +155,17 @@ def bench(device, iters):
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
     cuda = device == "cuda"
-    for name, (m, _, make, _) in models().items():
+    for name, (m, ins, _) in models().items():
         m = m.to(device)
         for b in (1, 32):
-            x = make(b).to(device)
+            xs = [make(b).to(device) for make in ins.values()]
             times = []
             with torch.no_grad():
                 for i in range(iters + 5):
                     if cuda:
                         torch.cuda.synchronize()
                     t0 = time.perf_counter()
-                    m(x)
+                    m(*xs)
                     if cuda:
                         torch.cuda.synchronize()
                     if i >= 5:
@@ -148,6 +180,9 @@ def bench(device, iters):
 def main(argv):
     if len(argv) >= 3 and argv[1] == "export":
         export(argv[2])
+        return 0
+    if len(argv) >= 3 and argv[1] == "inputs":
+        inputs(argv[2])
         return 0
     if len(argv) >= 2 and argv[1] == "bench":
         device = "cuda" if torch.cuda.is_available() else "cpu"

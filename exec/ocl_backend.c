@@ -88,6 +88,11 @@ struct ocl_exec {
 	mfs_pool pool;
 	mfs_block *scratch;    /* not in the pool: one per context, only grows */
 	mfs_exec_stats stats;
+	/* MODELFS_OCL_PROFILE set: each launch waits for its event and adds
+	 * its device time here (slot K_COUNT: CLBlast); printed at free */
+	bool profile;
+	double prof_ms[K_COUNT + 1];
+	long prof_calls[K_COUNT + 1];
 };
 
 /* ---- errors ---- */
@@ -294,6 +299,11 @@ size_t ocl_max_group(ocl_run *r)
 	return r->e->b->dev->max_work_group;
 }
 
+size_t ocl_compute_units(ocl_run *r)
+{
+	return r->e->b->dev->compute_units ? r->e->b->dev->compute_units : 1;
+}
+
 int ocl_arg(ocl_run *r, ocl_kid k, int i, size_t size, const void *p)
 {
 	cl_int st = clSetKernelArg(r->e->kernels[k], (cl_uint)i, size, p);
@@ -305,16 +315,56 @@ int ocl_arg(ocl_run *r, ocl_kid k, int i, size_t size, const void *p)
 	return 0;
 }
 
+cl_event *ocl_prof_event(ocl_run *r, cl_event *ev)
+{
+	*ev = NULL;
+	return r->e->profile ? ev : NULL;
+}
+
+void ocl_prof_add(ocl_run *r, cl_event ev, int slot)
+{
+	cl_ulong t0 = 0, t1 = 0;
+
+	if (!ev)
+		return;
+	clWaitForEvents(1, &ev);
+	clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(t0), &t0, NULL);
+	clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, NULL);
+	clReleaseEvent(ev);
+	r->e->prof_ms[slot] += (double)(t1 - t0) * 1e-6;
+	r->e->prof_calls[slot]++;
+}
+
+/* The profile of a context, one line per kernel, to stderr. */
+static void prof_print(const ocl_exec *e)
+{
+	double all = 0;
+
+	for (int k = 0; k <= K_COUNT; k++)
+		all += e->prof_ms[k];
+	fprintf(stderr, "opencl profile (%ld runs): %.3f ms in kernels\n",
+		(long)e->stats.runs, all);
+	for (int k = 0; k <= K_COUNT; k++)
+		if (e->prof_calls[k])
+			fprintf(stderr, "  %-18s %8ld calls %10.3f ms %5.1f%%\n",
+				k < K_COUNT ? kernel_names[k] : "clblast_sgemm",
+				e->prof_calls[k], e->prof_ms[k],
+				all > 0 ? 100.0 * e->prof_ms[k] / all : 0.0);
+}
+
 /* Enqueue kernel k over global work items in groups of local. */
 static int enqueue(ocl_run *r, ocl_kid k, size_t global, size_t local)
 {
+	cl_event ev;
 	cl_int st = clEnqueueNDRangeKernel(r->e->queue, r->e->kernels[k], 1, NULL,
-					   &global, &local, 0, NULL, NULL);
+					   &global, &local, 0, NULL,
+					   ocl_prof_event(r, &ev));
 	if (st != CL_SUCCESS) {
 		char what[96];
 		snprintf(what, sizeof(what), "kernel %s", kernel_names[k]);
 		return ocl_fail(r, st, what);
 	}
+	ocl_prof_add(r, ev, k);
 	r->e->stats.kernels++;
 	return 0;
 }
@@ -357,6 +407,8 @@ static void ocl_exec_free(void *ctx)
 		return;
 	if (e->queue)
 		clFinish(e->queue);
+	if (e->profile)
+		prof_print(e);
 	for (int i = 0; e->nodes && i < e->m->n_nodes; i++) {
 		mfs_node_rt_release(&e->nodes[i].rt, &e->m->nodes[i]);
 		free(e->nodes[i].hin);
@@ -393,7 +445,9 @@ static int ocl_exec_new(mfs_backend *be, const mfs_graph *m, void **out,
 	e->pool = (mfs_pool){ .alloc = dev_alloc, .release = dev_release,
 			      .arg = e, .oom_status = CL_OUT_OF_HOST_MEMORY,
 			      .n_allocs = &e->stats.buffer_allocs };
-	e->queue = clCreateCommandQueue(b->dev->context, b->dev->device, 0, &st);
+	e->profile = getenv("MODELFS_OCL_PROFILE") && *getenv("MODELFS_OCL_PROFILE");
+	e->queue = clCreateCommandQueue(b->dev->context, b->dev->device,
+					e->profile ? CL_QUEUE_PROFILING_ENABLE : 0, &st);
 	if (!e->queue) {
 		ocl_exec_free(e);
 		return mfs_fail(err, EIO, "OpenCL clCreateCommandQueue on %s: %s",

@@ -151,6 +151,8 @@ int mfs_ocl_open(const char *selector, mfs_ocl_device **out, mfs_error *err)
 			&d->global_mem, NULL);
 	clGetDeviceInfo(d->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof(d->max_work_group),
 			&d->max_work_group, NULL);
+	clGetDeviceInfo(d->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof(d->compute_units),
+			&d->compute_units, NULL);
 	d->context = clCreateContext(NULL, 1, &d->device, NULL, NULL, &status);
 	if (status != CL_SUCCESS) {
 		free(d);

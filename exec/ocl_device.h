@@ -32,6 +32,7 @@ typedef struct mfs_ocl_device {
 	char name[256];          /* "platform / device" */
 	cl_ulong global_mem;
 	size_t max_work_group;
+	cl_uint compute_units;
 } mfs_ocl_device;
 
 /* Print every OpenCL device as "N: platform / device (type)" to f.

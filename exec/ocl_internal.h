@@ -82,7 +82,9 @@ typedef struct ocl_conv {
 	X(K_GATHER_4_I32, "gather_4_i32") \
 	X(K_GATHER_8_I32, "gather_8_i32") \
 	X(K_REDUCE_F32, "reduce_f32") \
+	X(K_REDUCE_ROWS_F32, "reduce_rows_f32") \
 	X(K_SOFTMAX_F32, "softmax_f32") \
+	X(K_SOFTMAX_ROWS_F32, "softmax_rows_f32") \
 	X(K_LAYERNORM_F32, "layernorm_f32") \
 	X(K_BATCHNORM_F32, "batchnorm_f32") \
 	X(K_MAXPOOL2D_F32, "maxpool2d_f32") \
@@ -90,7 +92,9 @@ typedef struct ocl_conv {
 	X(K_GAVGPOOL_F32, "gavgpool_f32") \
 	X(K_IM2COL_F32, "im2col_f32") \
 	X(K_CONV_EPILOGUE, "conv_epilogue") \
-	X(K_CONV_DIRECT_F32, "conv_direct_f32")
+	X(K_CONV_DIRECT_F32, "conv_direct_f32") \
+	X(K_CONV_IGEMM_64, "conv_igemm_64") \
+	X(K_CONV_IGEMM_128, "conv_igemm_128")
 
 typedef enum ocl_kid {
 #define OCL_KERNEL_ID(id, name) id,
@@ -157,5 +161,12 @@ int ocl_arg(ocl_run *r, ocl_kid k, int i, size_t size, const void *p);
 /* Work-group launch (layernorm): groups of local items. */
 int ocl_launch_groups(ocl_run *r, ocl_kid k, size_t groups, size_t local);
 size_t ocl_max_group(ocl_run *r);
+/* Profiling (MODELFS_OCL_PROFILE): the event pointer to pass to an
+ * enqueue (NULL when off), then ocl_prof_add() with the event and a
+ * kernel id, or K_COUNT for CLBlast. */
+cl_event *ocl_prof_event(ocl_run *r, cl_event *ev);
+void ocl_prof_add(ocl_run *r, cl_event ev, int slot);
+/* The device's compute units (at least 1): sizes tiles to fill it. */
+size_t ocl_compute_units(ocl_run *r);
 
 #endif

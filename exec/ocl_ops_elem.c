@@ -5,7 +5,7 @@
  * Clip (float) through one unary kernel with an op code; Add, Sub, Mul,
  * Div (float, int64, int32), Pow (float) and Equal through broadcasting
  * kernels; Where, Sum, Cast/CastLike (float, int8, uint8, int32, int64,
- * bool).  Data movement: Transpose, Slice, Concat, Expand through one
+ * bool).  Data movement: Transpose, Slice, Concat, Split, Expand through one
  * strided-copy kernel; Gather; ConstantOfShape (fill).
  * Anything else (another dtype, a legacy broadcast attribute) returns
  * OCL_HOST before touching the device: the core runs the CPU operator.
@@ -40,6 +40,36 @@ static void bcast_strides(const mfs_shape *in, const mfs_shape *out, cl_int *st)
 	}
 }
 
+/* Drop dims of size 1 and merge each dim into the one before it where
+ * every operand's strides allow (s[prev] == s[k] * dims[k]): a same-shape
+ * operation becomes one dim, a bias over the last dim two, and the
+ * kernels' index arithmetic (a division per dim per element) shrinks
+ * with it. */
+static void bc_coalesce(ocl_bc *p)
+{
+	cl_int *s[3] = { p->s0, p->s1, p->s2 };
+	int r = 0;
+
+	for (int k = 0; k < p->rank; k++) {
+		bool merge = r > 0;
+		if (p->dims[k] == 1)
+			continue;
+		for (int j = 0; j < 3 && merge; j++)
+			merge = s[j][r - 1] == s[j][k] * p->dims[k];
+		if (merge) {
+			p->dims[r - 1] *= p->dims[k];
+			for (int j = 0; j < 3; j++)
+				s[j][r - 1] = s[j][k];
+			continue;
+		}
+		p->dims[r] = p->dims[k];
+		for (int j = 0; j < 3; j++)
+			s[j][r] = s[j][k];
+		r++;
+	}
+	p->rank = r;
+}
+
 /* Broadcast geometry of up to three operands against out; false when the
  * output is too large for int indexing. */
 static bool bc_make(ocl_bc *p, const mfs_shape *out, const mfs_shape *a,
@@ -59,6 +89,7 @@ static bool bc_make(ocl_bc *p, const mfs_shape *out, const mfs_shape *a,
 		bcast_strides(b, out, p->s1);
 	if (c)
 		bcast_strides(c, out, p->s2);
+	bc_coalesce(p);
 	return true;
 }
 
@@ -473,17 +504,25 @@ static int op_slice(ocl_run *r)
 			   ss, off, ds, 0);
 }
 
+/* Concat's and Split's axis attribute, made non-negative; false when it
+ * is out of range (the CPU operator then says so). */
+static bool axis_attr(const mfs_op_ctx *ctx, int rank, int64_t *ax)
+{
+	*ax = onnx_attr_int(ctx->node, "axis", 0);
+	if (*ax < 0)
+		*ax += rank;
+	return *ax >= 0 && *ax < rank;
+}
+
 static int op_concat(ocl_run *r)
 {
 	mfs_op_ctx *ctx = r->ctx;
 	mfs_tensor *y = ctx->out[0];
-	int64_t ax = onnx_attr_int(ctx->node, "axis", 0), ds[OCL_MAXR], at = 0;
+	int64_t ax, ds[OCL_MAXR], at = 0;
 	int rank = y->shape.rank, rc;
 	cl_mem my;
 
-	if (ax < 0)
-		ax += rank;
-	if (ax < 0 || ax >= rank)
+	if (!axis_attr(ctx, rank, &ax))
 		return OCL_HOST;
 	for (int i = 0; i < ctx->n_in; i++)
 		if (!ctx->in[i] || ctx->in[i]->dtype != y->dtype || !movable(ctx->in[i], y))
@@ -508,6 +547,43 @@ static int op_concat(ocl_run *r)
 				      x->shape.dims, ss, 0, ds, at * ds[ax])))
 			return rc;
 		at += x->shape.dims[ax];
+	}
+	return 0;
+}
+
+/* Split: each output is a slice of the input along the axis, at the sum
+ * of the earlier outputs' extents (the shapes infer already checked
+ * against the sizes), so the sizes themselves are not read here. */
+static int op_split(ocl_run *r)
+{
+	mfs_op_ctx *ctx = r->ctx;
+	mfs_tensor *x = ctx->in[0];
+	int64_t ax, ss[OCL_MAXR], at = 0;
+	int rank = x->shape.rank, rc;
+	cl_mem mx;
+
+	if (!axis_attr(ctx, rank, &ax))
+		return OCL_HOST;
+	for (int i = 0; i < ctx->n_out; i++)
+		if (ctx->out[i] && (ctx->out[i]->dtype != x->dtype || !movable(x, ctx->out[i])))
+			return OCL_HOST;
+	dense_strides(&x->shape, ss);
+	if (!(mx = ocl_in(r, 0, &rc)))
+		return rc;
+	for (int i = 0; i < ctx->n_out; i++) {
+		const mfs_tensor *y = ctx->out[i];
+		int64_t ds[OCL_MAXR];
+		cl_mem my;
+		if (!y)
+			continue;
+		dense_strides(&y->shape, ds);
+		if (!(my = ocl_out(r, i, &rc)))
+			return rc;
+		if (mfs_shape_numel(&y->shape) &&
+		    (rc = copy_launch(r, mfs_dtype_size(y->dtype), mx, my, rank,
+				      y->shape.dims, ss, at * ss[ax], ds, 0)))
+			return rc;
+		at += y->shape.dims[ax];
 	}
 	return 0;
 }
@@ -644,7 +720,8 @@ static const struct {
 	{ "Pow", op_pow }, { "Equal", op_equal }, { "Where", op_where },
 	{ "Sum", op_sum }, { "Cast", op_cast }, { "CastLike", op_cast },
 	{ "Transpose", op_transpose }, { "Slice", op_slice },
-	{ "Concat", op_concat }, { "Expand", op_expand }, { "Gather", op_gather },
+	{ "Concat", op_concat }, { "Split", op_split },
+	{ "Expand", op_expand }, { "Gather", op_gather },
 	{ "ConstantOfShape", op_constant_of_shape },
 	{ "Conv", ocl_op_conv }, { "FusedConv", ocl_op_conv },
 	{ "Gemm", ocl_op_gemm }, { "MatMul", ocl_op_matmul },

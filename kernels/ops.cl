@@ -39,6 +39,12 @@ typedef struct {
 static inline void bc_off(const bc_t *p, int i, int *o0, int *o1, int *o2)
 {
 	int a = 0, b = 0, c = 0;
+	if (p->rank == 1) {   /* same shapes or a scalar, once coalesced */
+		*o0 = i * p->s0[0];
+		*o1 = i * p->s1[0];
+		*o2 = i * p->s2[0];
+		return;
+	}
 	for (int k = p->rank - 1; k >= 0; k--) {
 		int d = p->dims[k], x = i % d;
 		i /= d;
@@ -364,6 +370,62 @@ __kernel void softmax_f32(__global const float *x, __global float *y,
  * (len, or 1 for a broadcast scalar); bias may be absent (hasb 0).  One
  * work group per row, a tree reduction in local memory (size a power of
  * two, <= 256). */
+/* Softmax / LogSoftmax over contiguous rows (inner 1): one work group
+ * per row, a power-of-two group no wider than the row; red holds one
+ * float per item. */
+static inline float group_reduce(__local float *red, float v, int l, int ls, int is_max)
+{
+	red[l] = v;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (int h = ls / 2; h > 0; h /= 2) {
+		if (l < h)
+			red[l] = is_max ? fmax(red[l], red[l + h]) : red[l] + red[l + h];
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	v = red[0];
+	barrier(CLK_LOCAL_MEM_FENCE);
+	return v;
+}
+
+__kernel void softmax_rows_f32(__global const float *x, __global float *y,
+			       int len, int logsm, __local float *red)
+{
+	int l = get_local_id(0), ls = get_local_size(0);
+	__global const float *xr = x + (long)get_group_id(0) * len;
+	__global float *yr = y + (long)get_group_id(0) * len;
+	float m = -INFINITY, s = 0.0f;
+	for (int j = l; j < len; j += ls)
+		m = fmax(m, xr[j]);
+	m = group_reduce(red, m, l, ls, 1);
+	for (int j = l; j < len; j += ls)
+		s += exp(xr[j] - m);
+	s = group_reduce(red, s, l, ls, 0);
+	if (logsm) {
+		float lg = log(s);
+		for (int j = l; j < len; j += ls)
+			yr[j] = xr[j] - m - lg;
+	} else {
+		float inv = 1.0f / s;
+		for (int j = l; j < len; j += ls)
+			yr[j] = exp(xr[j] - m) * inv;
+	}
+}
+
+/* ReduceSum / ReduceMean over the trailing dims (rows of len): one work
+ * group per row, as softmax_rows_f32. */
+__kernel void reduce_rows_f32(__global const float *x, __global float *y,
+			      int len, int mean, __local float *red)
+{
+	int l = get_local_id(0), ls = get_local_size(0);
+	__global const float *xr = x + (long)get_group_id(0) * len;
+	float s = 0.0f;
+	for (int j = l; j < len; j += ls)
+		s += xr[j];
+	s = group_reduce(red, s, l, ls, 0);
+	if (l == 0)
+		y[get_group_id(0)] = mean ? s / (float)len : s;
+}
+
 __kernel void layernorm_f32(__global const float *x, __global const float *sc,
 			    __global const float *bi, __global float *y,
 			    int rows, int len, int sn, int bn, int hasb,
@@ -589,3 +651,90 @@ __kernel void conv_direct_f32(__global const float *x, __global const float *wt,
 		s += z[i];
 	y[i] = act_apply(s, act, a, b);
 }
+
+/* Implicit-GEMM convolution (group 1): Y[mo, col] = W[mo, K] x X~[K, col]
+ * with col = (image, oy, ox) over the whole batch and K = (ci, ky, kx);
+ * X~ is gathered from X tile by tile into local memory, never written
+ * out.  A work group of 256 items computes a TM x TN tile of Y, each item
+ * WM x WN outputs in registers (rows ty + 16 i, columns tx + 16 j), and
+ * applies bias, FusedConv's Z and the activation before the one store in
+ * NCHW order.  Launched as 1-D groups: group g is tile (g % mtiles,
+ * g / mtiles). */
+#define CONV_IGEMM(NAME, TM, TN, TK)                                         \
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))                    \
+void NAME(__global const float *x, __global const float *wt,                  \
+	  __global const float *bias, __global const float *z,                \
+	  __global float *y, conv_t p, int hasb, int hasz,                    \
+	  int act, float a, float b)                                          \
+{                                                                             \
+	__local float as[TK][TM];                                             \
+	__local float bs[TK][TN];                                             \
+	const int WM = TM / 16, WN = TN / 16;                                 \
+	int khw = p.kh * p.kw, K = p.c * khw, ohw = p.oh * p.ow;              \
+	int cols = p.n * ohw, mtiles = (p.m + TM - 1) / TM;                   \
+	int g = get_group_id(0), l = get_local_id(0);                         \
+	int m0 = (g % mtiles) * TM, c0 = (g / mtiles) * TN;                   \
+	int tx = l % 16, ty = l / 16;                                         \
+	/* this item's B column is fixed: decode it once */                  \
+	int bn = l % TN, bc = c0 + bn;                                        \
+	int bimg = bc / ohw, bq = bc % ohw;                                   \
+	int biy = (bq / p.ow) * p.sh - p.ph, bix = (bq % p.ow) * p.sw - p.pw; \
+	__global const float *xb = x + (long)bimg * p.c * p.h * p.w;          \
+	float acc[TM / 16][TN / 16];                                          \
+	for (int i = 0; i < WM; i++)                                          \
+		for (int j = 0; j < WN; j++)                                  \
+			acc[i][j] = 0.0f;                                     \
+	for (int k0 = 0; k0 < K; k0 += TK) {                                  \
+		for (int i = 0; i < TK * TM / 256; i++) {                     \
+			int idx = l + i * 256, kk = idx % TK, mm = idx / TK;  \
+			int gm = m0 + mm, gk = k0 + kk;                       \
+			as[kk][mm] = gm < p.m && gk < K ?                     \
+				wt[(long)gm * K + gk] : 0.0f;                 \
+		}                                                             \
+		for (int i = 0; i < TK * TN / 256; i++) {                     \
+			int kk = l / TN + i * (256 / TN), gk = k0 + kk;       \
+			float v = 0.0f;                                       \
+			if (bc < cols && gk < K) {                            \
+				int ci = gk / khw, r = gk % khw;              \
+				int iy = biy + (r / p.kw) * p.dh;             \
+				int ix = bix + (r % p.kw) * p.dw;             \
+				if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) \
+					v = xb[((long)ci * p.h + iy) * p.w + ix]; \
+			}                                                     \
+			bs[kk][bn] = v;                                       \
+		}                                                             \
+		barrier(CLK_LOCAL_MEM_FENCE);                                 \
+		for (int kk = 0; kk < TK; kk++) {                             \
+			float ra[TM / 16], rb[TN / 16];                       \
+			for (int i = 0; i < WM; i++)                          \
+				ra[i] = as[kk][ty + 16 * i];                  \
+			for (int j = 0; j < WN; j++)                          \
+				rb[j] = bs[kk][tx + 16 * j];                  \
+			for (int i = 0; i < WM; i++)                          \
+				for (int j = 0; j < WN; j++)                  \
+					acc[i][j] = fma(ra[i], rb[j], acc[i][j]); \
+		}                                                             \
+		barrier(CLK_LOCAL_MEM_FENCE);                                 \
+	}                                                                     \
+	for (int j = 0; j < WN; j++) {                                        \
+		int c = c0 + tx + 16 * j;                                     \
+		if (c >= cols)                                                \
+			continue;                                             \
+		int img = c / ohw, q = c % ohw;                               \
+		for (int i = 0; i < WM; i++) {                                \
+			int mo = m0 + ty + 16 * i;                            \
+			if (mo >= p.m)                                        \
+				continue;                                     \
+			long o = ((long)img * p.m + mo) * ohw + q;            \
+			float v = acc[i][j];                                  \
+			if (hasb)                                             \
+				v += bias[mo];                                \
+			if (hasz)                                             \
+				v += z[o];                                    \
+			y[o] = act_apply(v, act, a, b);                       \
+		}                                                             \
+	}                                                                     \
+}
+
+CONV_IGEMM(conv_igemm_64, 64, 64, 16)
+CONV_IGEMM(conv_igemm_128, 128, 128, 8)

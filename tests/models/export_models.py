@@ -180,7 +180,7 @@ class Gpt2(torch.nn.Module):
     def forward(self, ids):
         b, s = ids.shape[0], ids.shape[1]
         dh = self.d // self.heads
-        pos = torch.arange(0, s, dtype=torch.long).unsqueeze(0)    # Range
+        pos = torch.arange(0, s, dtype=torch.long, device=ids.device).unsqueeze(0)  # Range
         x = self.wte(ids) + self.wpe(pos)
         causal = self.bias[:, :, :s, :s]                           # Slice
         neg = torch.tensor(-1e4, dtype=torch.float32)

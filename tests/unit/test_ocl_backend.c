@@ -204,11 +204,16 @@ static void test_data_movement(void **state)
 	attr_int(n, "axis", 2);
 	n = node(m, "Cast", "g", "gi");
 	attr_int(n, "to", MFS_DT_INT64);
+	gb_init_i64(m, "parts", 2, (int64_t[]){ 2, 3 });
+	n = node(m, "Split", "x,parts", "p0,p1");
+	attr_int(n, "axis", -1);
 	gb_output(m, "t");
 	gb_output(m, "s");
 	gb_output(m, "c");
 	gb_output(m, "e");
 	gb_output(m, "gi");
+	gb_output(m, "p0");
+	gb_output(m, "p1");
 	mfs_tensor in[] = { rand_f32(3, d) };
 	check(m, 1, in, 0, true);
 }
@@ -274,10 +279,15 @@ static void test_rows(void **state)
 	node(m, "Softmax", "x", "s2");
 	node(m, "LayerNormalization", "x,sc,bi", "l");
 	node(m, "ReduceMean", "x,axes", "r");
+	gb_init_i64(m, "last", 1, (int64_t[]){ -1 });
+	node(m, "ReduceSum", "x,last", "r2");
+	n = node(m, "LogSoftmax", "x", "s3");
 	gb_output(m, "s");
 	gb_output(m, "s2");
 	gb_output(m, "l");
 	gb_output(m, "r");
+	gb_output(m, "r2");
+	gb_output(m, "s3");
 	mfs_tensor in[] = { rand_f32(3, d) };
 	check(m, 1, in, 1e-5, true);
 }
@@ -324,6 +334,53 @@ static void test_dense(void **state)
 	gb_output(m, "mm");
 	mfs_tensor in[] = { rand_f32(4, dx) };
 	check(m, 1, in, 1e-4, true);
+}
+
+/* Group-1 convolutions on the implicit-GEMM kernels: both tile sizes
+ * (130 output channels over 800 columns take the 128 x 128 one on a
+ * device of few compute units), partial tiles, strided and dilated
+ * windows, a batch-2 pointwise one, and a residual Add + Relu after it
+ * (fused into FusedConv when the fusion pass takes it). */
+static onnx_model *conv_graph(void)
+{
+	int64_t dx[] = { 2, 5, 20, 20 }, dw[] = { 130, 5, 3, 3 }, db[] = { 130 };
+	onnx_model *m = gb_new(17);
+	onnx_node *n;
+	gb_input(m, "x", MFS_DT_FLOAT, 4, dx);
+	init_rand(m, "w", 4, dw);
+	init_rand(m, "b", 1, db);
+	init_rand(m, "w2", 4, (int64_t[]){ 7, 130, 1, 1 });
+	init_rand(m, "w3", 4, (int64_t[]){ 9, 130, 1, 1 });
+	init_rand(m, "b3", 1, (int64_t[]){ 9 });
+	init_rand(m, "w4", 4, (int64_t[]){ 9, 5, 3, 3 });
+	n = node(m, "Conv", "x,w,b", "c1");
+	attr_ints(n, "pads", 4, (int64_t[]){ 1, 1, 1, 1 });
+	n = node(m, "Conv", "c1,w2", "c2");
+	attr_ints(n, "strides", 2, (int64_t[]){ 2, 2 });
+	node(m, "Conv", "c1,w3,b3", "c3");
+	n = node(m, "Conv", "x,w4", "c4");
+	attr_ints(n, "pads", 4, (int64_t[]){ 2, 2, 2, 2 });
+	attr_ints(n, "dilations", 2, (int64_t[]){ 2, 2 });
+	node(m, "Add", "c3,c4", "s");
+	node(m, "Relu", "s", "r");
+	gb_output(m, "c2");
+	gb_output(m, "r");
+	return m;
+}
+
+static void test_conv_igemm(void **state)
+{
+	int64_t dx[] = { 2, 5, 20, 20 };
+	onnx_model *m = conv_graph();
+	(void)state;
+	mfs_tensor in[] = { rand_f32(4, dx) };
+	check(m, 1, in, 1e-4, true);
+	/* the same through im2col + CLBlast (MODELFS_OCL_CONV=gemm) */
+	setenv("MODELFS_OCL_CONV", "gemm", 1);
+	m = conv_graph();
+	in[0] = rand_f32(4, dx);
+	check(m, 1, in, 1e-4, true);
+	unsetenv("MODELFS_OCL_CONV");
 }
 
 /* A variable batch: shapes inferred at run, re-planned per shape. */
@@ -383,6 +440,7 @@ int main(void)
 		cmocka_unit_test(test_gather_out_of_range),
 		cmocka_unit_test(test_rows),
 		cmocka_unit_test(test_dense),
+		cmocka_unit_test(test_conv_igemm),
 		cmocka_unit_test(test_dynamic_batch),
 		cmocka_unit_test(test_no_device),
 	};
