@@ -5,21 +5,9 @@
 # gpu-carry.sh does for the GPU bench.  Run here after `make fuzz-bins`.
 #   sh scripts/fuzz-carry.sh [TARGET...]
 set -e
-OUT=.fuzz
 TARGETS=${*:-fuse_requests fuse_infer}
-rm -rf "$OUT"
-mkdir -p "$OUT/bin" "$OUT/lib"
+bins=""
 for t in $TARGETS; do
-	cp "build/fuzz/fuzz/fuzz_$t" "$OUT/bin/"
+	bins="$bins build/fuzz/fuzz/fuzz_$t"
 done
-for lib in $(ldd "$OUT"/bin/* | awk '/=>/ { print $3 }' | sort -u); do
-	case $(basename "$lib") in
-	libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libresolv.so*) continue ;;
-	esac
-	cp -L "$lib" "$OUT/lib/"
-done
-tar czf "$OUT/lib.tgz" -C "$OUT" lib
-rm -rf "$OUT/lib"
-exclude="$(git rev-parse --git-common-dir)/info/exclude"
-grep -qxF '.fuzz/' "$exclude" 2>/dev/null || echo '.fuzz/' >> "$exclude"
-echo "$OUT: $(du -sm "$OUT" | cut -f1) MB ($(ls "$OUT/bin" | tr '\n' ' '))"
+sh "$(dirname "$0")/carry-pack.sh" .fuzz $bins

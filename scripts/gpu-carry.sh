@@ -8,23 +8,8 @@
 #
 # Run here, in the repository root:  sh scripts/gpu-carry.sh
 set -e
-OUT=.gpu
-make -j2 --no-print-directory modelfs build/bench/bench_engine >/dev/null 2>&1
-rm -rf "$OUT"
-mkdir -p "$OUT/bin" "$OUT/lib"
-cp modelfs build/bench/bench_engine "$OUT/bin/"
-cp "$(command -v fusermount3)" "$OUT/bin/"
-for lib in $(ldd modelfs build/bench/bench_engine | awk '/=>/ { print $3 }' | sort -u); do
-	case $(basename "$lib") in
-	libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libresolv.so*) continue ;;
-	esac
-	cp -L "$lib" "$OUT/lib/"
-done
-tar czf "$OUT/lib.tgz" -C "$OUT" lib
-rm -rf "$OUT/lib"
-exclude="$(git rev-parse --git-common-dir)/info/exclude"
-mkdir -p "$(dirname "$exclude")"
-grep -qxF '.gpu/' "$exclude" 2>/dev/null || echo '.gpu/' >> "$exclude"
-size=$(du -sm "$OUT" | cut -f1)
-echo "$OUT: ${size} MB ($(ls "$OUT/bin" | tr '\n' ' '); lib.tgz)"
-[ "$size" -lt 60 ] || { echo "gpu-carry: $OUT is over 60 MB" >&2; exit 1; }
+log=$(mktemp)
+make -j2 --no-print-directory modelfs build/bench/bench_engine >"$log" 2>&1 ||
+	{ tail -20 "$log" >&2; rm -f "$log"; exit 1; }
+rm -f "$log"
+sh "$(dirname "$0")/carry-pack.sh" .gpu modelfs build/bench/bench_engine "$(command -v fusermount3)"
