@@ -141,3 +141,19 @@ comp() {
 	# the only complaints.
 	! echo "$output" | grep -v -E '^nv_[a-z_]+ (counter metrics should have "_total" suffix|metric names should not contain abbreviated units|non-histogram and non-summary metrics should not have "_count" suffix)$' | grep .
 }
+
+@test "a fresh machine: make asks pkg-config nothing before deps has installed the packages" {
+	# On a machine without libfuse3-dev, `make run` parses the Makefile
+	# before its deps step installs the package: flags computed at parse
+	# time are empty for the whole run.  A pkg-config that only records
+	# its calls must not be called by parsing or by `make -n deps`.
+	mkdir -p "$T/bin"
+	printf '#!/bin/sh\necho "$*" >> "%s/calls"\nexit 1\n' "$T" > "$T/bin/pkg-config"
+	chmod +x "$T/bin/pkg-config"
+	: > "$T/calls"
+	PATH="$T/bin:$PATH" make --no-print-directory -n -C "$TOP" deps > /dev/null
+	[ ! -s "$T/calls" ] || { echo "pkg-config called at parse time:"; cat "$T/calls"; return 1; }
+	# ...and the build itself does ask it (the check can see a call).
+	PATH="$T/bin:$PATH" make --no-print-directory -s -C "$TOP" print-layer-flags LAYER=base > /dev/null
+	[ -s "$T/calls" ]
+}
