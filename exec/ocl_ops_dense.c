@@ -1,10 +1,9 @@
 /* ocl_ops_dense.c - device implementations of the compute-heavy operators:
  * Conv / FusedConv (im2col + CLBlast SGEMM for group 1, a direct kernel
  * for grouped and depthwise ones), Gemm, MatMul and com.modelfs Dense
- * (CLBlast, Dense's bias and activation in one epilogue pass),
- * com.modelfs Attention (batched CLBlast products around a masked row
- * softmax), MaxPool,
- * AveragePool, GlobalAveragePool, BatchNormalization, Softmax /
+ * (CLBlast; Dense's bias and activation in one epilogue pass), com.modelfs
+ * Attention (batched CLBlast products around a masked row softmax),
+ * MaxPool, AveragePool, GlobalAveragePool, BatchNormalization, Softmax /
  * LogSoftmax, LayerNormalization, ReduceMean / ReduceSum.  Float only,
  * 2-D windows only; other cases return OCL_HOST (the CPU operator runs).
  * Geometry comes from the same helpers as the CPU operators
