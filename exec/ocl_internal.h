@@ -58,6 +58,7 @@ typedef struct ocl_conv {
  * out of step. */
 #define OCL_KERNELS(X) \
 	X(K_UNARY_F32, "unary_f32") \
+	X(K_DENSE_EPILOGUE, "dense_epilogue") \
 	X(K_BINARY_F32, "binary_f32") \
 	X(K_BINARY_I64, "binary_i64") \
 	X(K_BINARY_I32, "binary_i32") \
@@ -105,7 +106,8 @@ typedef enum ocl_kid {
 
 /* Unary and binary op codes of kernels/ops.cl. */
 enum { OCL_U_RELU, OCL_U_SIGMOID, OCL_U_TANH, OCL_U_ERF, OCL_U_SQRT,
-       OCL_U_CLIP, OCL_U_COPY, OCL_U_NEG, OCL_U_EXP, OCL_U_ABS, OCL_U_LEAKY };
+       OCL_U_CLIP, OCL_U_COPY, OCL_U_NEG, OCL_U_EXP, OCL_U_ABS, OCL_U_LEAKY,
+       OCL_U_GELU, OCL_U_GELU_TANH };
 enum { OCL_B_ADD, OCL_B_SUB, OCL_B_MUL, OCL_B_DIV, OCL_B_POW, OCL_B_EQ };
 
 typedef struct ocl_exec ocl_exec;
@@ -129,6 +131,8 @@ ocl_op_fn ocl_op_lookup(const char *domain, const char *op_type);
  * exec/ocl_ops_elem.c (its own elementwise ones are static there). */
 int ocl_op_conv(ocl_run *r);
 int ocl_op_gemm(ocl_run *r);
+int ocl_op_dense(ocl_run *r);
+int ocl_op_attention(ocl_run *r);
 int ocl_op_matmul(ocl_run *r);
 int ocl_op_maxpool(ocl_run *r);
 int ocl_op_avgpool(ocl_run *r);
@@ -137,6 +141,12 @@ int ocl_op_batchnorm(ocl_run *r);
 int ocl_op_softmax(ocl_run *r);
 int ocl_op_layernorm(ocl_run *r);
 int ocl_op_reduce(ocl_run *r);
+
+/* Broadcast geometry of up to three operands (NULL: none) against out,
+ * dims of size 1 dropped and mergeable dims merged; false when out is
+ * too large for the kernels' int indexing. */
+bool ocl_bc_make(ocl_bc *p, const mfs_shape *out, const mfs_shape *a,
+		 const mfs_shape *b, const mfs_shape *c);
 
 /* Device buffer of input k, uploading it if it lives only on the host;
  * NULL with *rc set (and r->err filled) on failure.  An input of no

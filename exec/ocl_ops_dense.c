@@ -1,7 +1,9 @@
 /* ocl_ops_dense.c - device implementations of the compute-heavy operators:
  * Conv / FusedConv (im2col + CLBlast SGEMM for group 1, a direct kernel
- * for grouped and depthwise ones), Gemm and MatMul (CLBlast), MaxPool,
- * AveragePool, GlobalAveragePool, BatchNormalization, Softmax /
+ * for grouped and depthwise ones), Gemm, MatMul and com.modelfs Dense
+ * (CLBlast; Dense's bias and activation in one epilogue pass), com.modelfs
+ * Attention (batched CLBlast products around a masked row softmax),
+ * MaxPool, AveragePool, GlobalAveragePool, BatchNormalization, Softmax /
  * LogSoftmax, LayerNormalization, ReduceMean / ReduceSum.  Float only,
  * 2-D windows only; other cases return OCL_HOST (the CPU operator runs).
  * Geometry comes from the same helpers as the CPU operators
@@ -100,6 +102,39 @@ static int sgemm(ocl_run *r, bool ta, bool tb, size_t m, size_t n, size_t k,
 static bool fits_int(int64_t v)
 {
 	return v >= 0 && v <= INT_MAX;
+}
+
+/* The same row-major product over batch items of regular strides (sa,
+ * sb, sc floats apart): one CLBlast call. */
+static int sgemm_batched(ocl_run *r, size_t m, size_t n, size_t k, float alpha,
+			 cl_mem a, size_t lda, size_t sa, cl_mem b, size_t ldb, size_t sb,
+			 cl_mem c, size_t ldc, size_t sc, size_t batch)
+{
+	CLBlastStatusCode s;
+	cl_event ev;
+	if (!m || !n || !batch)
+		return 0;
+	s = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+				       CLBlastTransposeNo, m, n, k, alpha, a, 0, lda, sa, b, 0,
+				       ldb, sb, 0.0f, c, 0, ldc, sc, batch, ocl_queue(r),
+				       ocl_prof_event(r, &ev));
+	if (s != CLBlastSuccess)
+		return blast_fail(r, s, "SgemmStridedBatched");
+	ocl_prof_add(r, ev, K_COUNT);
+	return 0;
+}
+
+/* n floats of zeros into m (an empty product). */
+static int fill_zero(ocl_run *r, cl_mem m, int64_t n)
+{
+	cl_int cn = (cl_int)n;
+	cl_uint zero = 0;
+	int rc;
+
+	if ((rc = OCL_ARG(r, K_FILL_4, 0, m)) || (rc = OCL_ARG(r, K_FILL_4, 1, cn)) ||
+	    (rc = OCL_ARG(r, K_FILL_4, 2, zero)))
+		return rc;
+	return ocl_launch(r, K_FILL_4, (size_t)n);
 }
 
 /* ---- Conv / FusedConv ---- */
@@ -435,15 +470,8 @@ int ocl_op_gemm(ocl_run *r)
 		beta = 0.0f;
 	}
 	if (!k) {
-		if (beta == 0.0f) {
-			/* empty product: zeros */
-			cl_int cn = (cl_int)(m * n);
-			cl_uint zero = 0;
-			if ((rc = OCL_ARG(r, K_FILL_4, 0, my)) || (rc = OCL_ARG(r, K_FILL_4, 1, cn)) ||
-			    (rc = OCL_ARG(r, K_FILL_4, 2, zero)))
-				return rc;
-			return ocl_launch(r, K_FILL_4, (size_t)cn);
-		}
+		if (beta == 0.0f)
+			return fill_zero(r, my, m * n);   /* empty product: zeros */
 		return 0;   /* Y = beta*C: CLBlast with k = 0 would be refused */
 	}
 	if (beta != 0.0f && beta != 1.0f) {
@@ -476,14 +504,8 @@ int ocl_op_matmul(ocl_run *r)
 		return rc;
 	if (!g.m || !g.n || !g.nbatch)
 		return 0;
-	if (!g.k) {
-		cl_int cn = (cl_int)mfs_shape_numel(&y->shape);
-		cl_uint zero = 0;
-		if ((rc = OCL_ARG(r, K_FILL_4, 0, my)) || (rc = OCL_ARG(r, K_FILL_4, 1, cn)) ||
-		    (rc = OCL_ARG(r, K_FILL_4, 2, zero)))
-			return rc;
-		return ocl_launch(r, K_FILL_4, (size_t)cn);
-	}
+	if (!g.k)
+		return fill_zero(r, my, mfs_shape_numel(&y->shape));
 	if (g.b_single) {
 		/* A's batch folds into its rows: one product */
 		int64_t offa, offb;
@@ -512,19 +534,11 @@ int ocl_op_matmul(ocl_run *r)
 			else
 				regular = offa == 0 && offb == 0;
 		}
-		if (regular && g.nbatch > 1 && sa > 0 && sb > 0) {
-			cl_event ev;
-			CLBlastStatusCode s = CLBlastSgemmStridedBatched(
-				CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
-				(size_t)g.m, (size_t)g.n, (size_t)g.k, 1.0f,
-				ma, 0, (size_t)g.k, (size_t)sa, mb, 0, (size_t)g.n, (size_t)sb, 0.0f,
-				my, 0, (size_t)g.n, (size_t)(g.m * g.n), (size_t)g.nbatch,
-				ocl_queue(r), ocl_prof_event(r, &ev));
-			if (s != CLBlastSuccess)
-				return blast_fail(r, s, "SgemmStridedBatched");
-			ocl_prof_add(r, ev, K_COUNT);
-			return 0;
-		}
+		if (regular && g.nbatch > 1 && sa > 0 && sb > 0)
+			return sgemm_batched(r, (size_t)g.m, (size_t)g.n, (size_t)g.k, 1.0f,
+					     ma, (size_t)g.k, (size_t)sa, mb, (size_t)g.n,
+					     (size_t)sb, my, (size_t)g.n, (size_t)(g.m * g.n),
+					     (size_t)g.nbatch);
 	}
 	for (int64_t bi = 0; bi < g.nbatch; bi++) {
 		int64_t offa, offb;
@@ -535,6 +549,58 @@ int ocl_op_matmul(ocl_run *r)
 			return rc;
 	}
 	return 0;
+}
+
+/* ---- Dense (com.modelfs): act(A W + bias) ---- */
+
+/* Y's rows as one GEMM of A's rows by W (CLBlast, as Gemm), then one
+ * in-place epilogue pass for the bias and the activation. */
+int ocl_op_dense(ocl_run *r)
+{
+	static const char *const names[] = { "", "Relu", "Gelu", "GeluTanh" };
+	static const cl_int ops[] = { OCL_U_COPY, OCL_U_RELU, OCL_U_GELU, OCL_U_GELU_TANH };
+	mfs_op_ctx *ctx = r->ctx;
+	const mfs_tensor *a = ctx->in[0], *w = ctx->in[1];
+	const mfs_tensor *b = ctx->n_in > 2 ? ctx->in[2] : NULL;
+	mfs_tensor *y = ctx->out[0];
+	const char *act = onnx_attr_string(ctx->node, "activation", "");
+	bool tb = onnx_attr_int(ctx->node, "transB", 0) != 0;
+	int64_t k, n, rows, ny = mfs_shape_numel(&y->shape);
+	cl_int op = -1, hasb = b != NULL, cn, cols;
+	cl_mem ma, mw, mb, my;
+	int rc;
+
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(act, names[i]))
+			op = ops[i];
+	if (op < 0 || a->dtype != MFS_DT_FLOAT || w->dtype != MFS_DT_FLOAT ||
+	    w->shape.rank != 2 || (b && b->dtype != MFS_DT_FLOAT) || !fits_int(ny) ||
+	    !fits_int(mfs_shape_numel(&a->shape)))
+		return OCL_HOST;   /* the CPU operator reports or computes it */
+	k = w->shape.dims[tb];
+	n = w->shape.dims[!tb];
+	rows = n ? ny / n : 0;
+	if (!(ma = ocl_in(r, 0, &rc)) || !(mw = ocl_in(r, 1, &rc)) ||
+	    !(my = ocl_out(r, 0, &rc)))
+		return rc;
+	mb = my;
+	if (b && !(mb = ocl_in(r, 2, &rc)))
+		return rc;
+	if (!ny)
+		return 0;
+	rc = k ? sgemm(r, false, tb, (size_t)rows, (size_t)n, (size_t)k, 1.0f, ma, 0,
+		       (size_t)k, mw, 0, (size_t)(tb ? k : n), 0.0f, my, 0, (size_t)n)
+	       : fill_zero(r, my, ny);
+	if (rc || (!hasb && op == OCL_U_COPY))
+		return rc;
+	cn = (cl_int)ny;
+	cols = (cl_int)n;
+	ocl_kid kk = K_DENSE_EPILOGUE;
+	if ((rc = OCL_ARG(r, kk, 0, my)) || (rc = OCL_ARG(r, kk, 1, mb)) ||
+	    (rc = OCL_ARG(r, kk, 2, cn)) || (rc = OCL_ARG(r, kk, 3, cols)) ||
+	    (rc = OCL_ARG(r, kk, 4, hasb)) || (rc = OCL_ARG(r, kk, 5, op)))
+		return rc;
+	return ocl_launch(r, kk, (size_t)ny);
 }
 
 /* ---- pools ---- */
@@ -672,6 +738,33 @@ static size_t row_group(ocl_run *r, int64_t len)
 	return local;
 }
 
+/* softmax_rows_f32 over rows of len from x into y (y may be x); with a
+ * mask c (Attention's Cond, broadcast to the rows by p), a score whose
+ * Cond differs from keep is fill first. */
+static int softmax_rows(ocl_run *r, cl_mem x, cl_mem y, int64_t rows, int64_t len,
+			cl_int logsm, cl_mem c, const ocl_bc *p, cl_int keep, float fill)
+{
+	size_t local = row_group(r, len);
+	ocl_kid k = K_SOFTMAX_ROWS_F32;
+	cl_int l = (cl_int)len, hasc = c != NULL;
+	ocl_bc none;
+	int rc;
+
+	if (!c) {
+		memset(&none, 0, sizeof(none));
+		p = &none;
+		c = x;   /* a valid dummy the kernel never reads */
+	}
+	if ((rc = OCL_ARG(r, k, 0, x)) || (rc = OCL_ARG(r, k, 1, y)) ||
+	    (rc = OCL_ARG(r, k, 2, l)) || (rc = OCL_ARG(r, k, 3, logsm)) ||
+	    (rc = ocl_arg(r, k, 4, local * sizeof(float), NULL)) ||
+	    (rc = OCL_ARG(r, k, 5, c)) || (rc = ocl_arg(r, k, 6, sizeof(*p), p)) ||
+	    (rc = OCL_ARG(r, k, 7, hasc)) || (rc = OCL_ARG(r, k, 8, keep)) ||
+	    (rc = OCL_ARG(r, k, 9, fill)))
+		return rc;
+	return ocl_launch_groups(r, k, (size_t)rows, local);
+}
+
 int ocl_op_softmax(ocl_run *r)
 {
 	mfs_op_ctx *ctx = r->ctx;
@@ -706,21 +799,68 @@ int ocl_op_softmax(ocl_run *r)
 	o = (cl_int)outer;
 	l = (cl_int)len;
 	in = (cl_int)inner;
-	if (inner == 1 && len >= 32) {
-		size_t local = row_group(r, len);
-		ocl_kid k = K_SOFTMAX_ROWS_F32;
-		if ((rc = OCL_ARG(r, k, 0, mx)) || (rc = OCL_ARG(r, k, 1, my)) ||
-		    (rc = OCL_ARG(r, k, 2, l)) || (rc = OCL_ARG(r, k, 3, lg)) ||
-		    (rc = ocl_arg(r, k, 4, local * sizeof(float), NULL)))
-			return rc;
-		return ocl_launch_groups(r, k, (size_t)outer, local);
-	}
+	if (inner == 1 && len >= 32)
+		return softmax_rows(r, mx, my, outer, len, lg, NULL, NULL, 0, 0.0f);
 	ocl_kid k = K_SOFTMAX_F32;
 	if ((rc = OCL_ARG(r, k, 0, mx)) || (rc = OCL_ARG(r, k, 1, my)) ||
 	    (rc = OCL_ARG(r, k, 2, o)) || (rc = OCL_ARG(r, k, 3, l)) ||
 	    (rc = OCL_ARG(r, k, 4, in)) || (rc = OCL_ARG(r, k, 5, lg)))
 		return rc;
 	return ocl_launch(r, k, (size_t)(outer * inner));
+}
+
+/* ---- Attention (com.modelfs): softmax(mask(scale Q Kt)) V ---- */
+
+/* Per batch item (Q's leading dims): the scores through one strided-
+ * batched GEMM with alpha = scale into scratch, the mask and the softmax
+ * in place by one work group per score row, then one more batched GEMM
+ * by V.  Shapes were checked by the CPU operator's infer. */
+int ocl_op_attention(ocl_run *r)
+{
+	mfs_op_ctx *ctx = r->ctx;
+	const mfs_tensor *q = ctx->in[0], *kt = ctx->in[1], *v = ctx->in[2];
+	const mfs_tensor *c = ctx->n_in > 3 ? ctx->in[3] : NULL;
+	float scale = onnx_attr_float(ctx->node, "scale", 1.0f);
+	float fill = onnx_attr_float(ctx->node, "fill", 0.0f);
+	cl_int keep = onnx_attr_int(ctx->node, "keep_if", 1) != 0;
+	int rank = q->shape.rank;
+	int64_t nb = 1, s, t, dk, dv;
+	mfs_shape ss;
+	ocl_bc p;
+	cl_mem mq, mk, mv, mc = NULL, my, sc;
+	int rc;
+
+	if (q->dtype != MFS_DT_FLOAT || kt->dtype != MFS_DT_FLOAT || v->dtype != MFS_DT_FLOAT ||
+	    (c && c->dtype != MFS_DT_BOOL) || rank < 2 || rank > OCL_MAXR)
+		return OCL_HOST;
+	for (int i = 0; i < rank - 2; i++)
+		nb *= q->shape.dims[i];
+	s = q->shape.dims[rank - 2];
+	dk = q->shape.dims[rank - 1];
+	t = kt->shape.dims[rank - 1];
+	dv = v->shape.dims[rank - 1];
+	ss = q->shape;
+	ss.dims[rank - 1] = t;   /* the scores' shape */
+	if (!t || !dk || !fits_int(nb * s * t) || !fits_int(mfs_shape_numel(&q->shape)) ||
+	    !fits_int(mfs_shape_numel(&ctx->out[0]->shape)) ||
+	    (c && !ocl_bc_make(&p, &ss, &c->shape, NULL, NULL)))
+		return OCL_HOST;   /* empty keys: the CPU operator's error */
+	if (!(my = ocl_out(r, 0, &rc)))
+		return rc;
+	if (!nb || !s || !dv)
+		return 0;
+	if (!(mq = ocl_in(r, 0, &rc)) || !(mk = ocl_in(r, 1, &rc)) ||
+	    !(mv = ocl_in(r, 2, &rc)) || (c && !(mc = ocl_in(r, 3, &rc))) ||
+	    !(sc = ocl_scratch(r, sizeof(float) * (size_t)(nb * s * t), &rc)))
+		return rc;
+	if ((rc = sgemm_batched(r, (size_t)s, (size_t)t, (size_t)dk, scale, mq, (size_t)dk,
+				(size_t)(s * dk), mk, (size_t)t, (size_t)(dk * t), sc, (size_t)t,
+				(size_t)(s * t), (size_t)nb)) ||
+	    (rc = softmax_rows(r, sc, sc, nb * s, t, 0, mc, &p, keep, fill)))
+		return rc;
+	return sgemm_batched(r, (size_t)s, (size_t)dv, (size_t)t, 1.0f, sc, (size_t)t,
+			     (size_t)(s * t), mv, (size_t)dv, (size_t)(t * dv), my, (size_t)dv,
+			     (size_t)(s * dv), (size_t)nb);
 }
 
 /* ---- LayerNormalization ---- */

@@ -2,7 +2,7 @@
  * data-movement operators, and the table ocl_op_lookup reads.
  *
  * Elementwise: Relu, LeakyRelu, Sigmoid, Tanh, Erf, Sqrt, Neg, Exp, Abs,
- * Clip (float) through one unary kernel with an op code; Add, Sub, Mul,
+ * Clip, Gelu (float) through one unary kernel with an op code; Add, Sub, Mul,
  * Div (float, int64, int32), Pow (float) and Equal through broadcasting
  * kernels; Where, Sum, Cast/CastLike (float, int8, uint8, int32, int64,
  * bool).  Data movement: Transpose, Slice, Concat, Split, Expand through one
@@ -70,10 +70,9 @@ static void bc_coalesce(ocl_bc *p)
 	p->rank = r;
 }
 
-/* Broadcast geometry of up to three operands against out; false when the
- * output is too large for int indexing. */
-static bool bc_make(ocl_bc *p, const mfs_shape *out, const mfs_shape *a,
-		    const mfs_shape *b, const mfs_shape *c)
+/* Declared in ocl_internal.h (Attention's mask uses it too). */
+bool ocl_bc_make(ocl_bc *p, const mfs_shape *out, const mfs_shape *a,
+		 const mfs_shape *b, const mfs_shape *c)
 {
 	int64_t n = numel_int(out);
 	memset(p, 0, sizeof(*p));
@@ -123,6 +122,20 @@ static int op_sqrt(ocl_run *r) { return unary_launch(r, OCL_U_SQRT, 0, 0); }
 static int op_neg(ocl_run *r) { return unary_launch(r, OCL_U_NEG, 0, 0); }
 static int op_exp(ocl_run *r) { return unary_launch(r, OCL_U_EXP, 0, 0); }
 static int op_abs(ocl_run *r) { return unary_launch(r, OCL_U_ABS, 0, 0); }
+
+/* Gelu (opset 20, and com.modelfs Gelu from the GELU rewrite): the erf
+ * form or, with approximate "tanh", the tanh one.  Another value: the
+ * CPU operator reports it. */
+static int op_gelu(ocl_run *r)
+{
+	const char *a = onnx_attr_string(r->ctx->node, "approximate", "none");
+
+	if (!strcmp(a, "none"))
+		return unary_launch(r, OCL_U_GELU, 0, 0);
+	if (!strcmp(a, "tanh"))
+		return unary_launch(r, OCL_U_GELU_TANH, 0, 0);
+	return OCL_HOST;
+}
 
 static int op_leaky(ocl_run *r)
 {
@@ -183,7 +196,7 @@ static int binary_launch(ocl_run *r, int op)
 		k = K_BINARY_I32;
 	else
 		return OCL_HOST;
-	if (!bc_make(&p, &y->shape, &a->shape, &b->shape, NULL))
+	if (!ocl_bc_make(&p, &y->shape, &a->shape, &b->shape, NULL))
 		return OCL_HOST;
 	if (!(ma = ocl_in(r, 0, &rc)) || !(mb = ocl_in(r, 1, &rc)) ||
 	    !(my = ocl_out(r, 0, &rc)))
@@ -219,7 +232,7 @@ static int op_equal(ocl_run *r)
 	case MFS_DT_BOOL: case MFS_DT_UINT8: case MFS_DT_INT8: k = K_EQUAL_U8; break;
 	default: return OCL_HOST;
 	}
-	if (!bc_make(&p, &y->shape, &a->shape, &b->shape, NULL))
+	if (!ocl_bc_make(&p, &y->shape, &a->shape, &b->shape, NULL))
 		return OCL_HOST;
 	if (!(ma = ocl_in(r, 0, &rc)) || !(mb = ocl_in(r, 1, &rc)) ||
 	    !(my = ocl_out(r, 0, &rc)))
@@ -243,7 +256,7 @@ static int op_where(ocl_run *r)
 	if (k == K_COUNT || c->dtype != MFS_DT_BOOL || x->dtype != y->dtype ||
 	    z->dtype != y->dtype)
 		return OCL_HOST;
-	if (!bc_make(&p, &y->shape, &c->shape, &x->shape, &z->shape))
+	if (!ocl_bc_make(&p, &y->shape, &c->shape, &x->shape, &z->shape))
 		return OCL_HOST;
 	if (!(mc = ocl_in(r, 0, &rc)) || !(mx = ocl_in(r, 1, &rc)) ||
 	    !(mz = ocl_in(r, 2, &rc)) || !(my = ocl_out(r, 0, &rc)))
@@ -293,7 +306,7 @@ static int op_sum(ocl_run *r)
 		return rc;
 	for (int i = 1; i < ctx->n_in; i++) {
 		ocl_bc p;
-		bc_make(&p, &y->shape, i == 1 ? &ctx->in[0]->shape : &y->shape,
+		ocl_bc_make(&p, &y->shape, i == 1 ? &ctx->in[0]->shape : &y->shape,
 			&ctx->in[i]->shape, NULL);
 		if (i == 1) {
 			if (!(ma = ocl_in(r, 0, &rc)))
@@ -709,40 +722,49 @@ static int op_constant_of_shape(ocl_run *r)
 
 /* ---- the table ---- */
 
+/* Which domains an entry answers for: ONNX's ("" or ai.onnx), ours
+ * (com.modelfs, the fusions and rewrites of exec/fusion.c), or both. */
+enum { D_ONNX = 1, D_OURS = 2, D_BOTH = 3 };
+
 static const struct {
 	const char *op;
 	ocl_op_fn fn;
+	int dom;
 } table[] = {
-	{ "Relu", op_relu }, { "LeakyRelu", op_leaky }, { "Sigmoid", op_sigmoid },
-	{ "Tanh", op_tanh }, { "Erf", op_erf }, { "Sqrt", op_sqrt },
-	{ "Neg", op_neg }, { "Exp", op_exp }, { "Abs", op_abs }, { "Clip", op_clip },
-	{ "Add", op_add }, { "Sub", op_sub }, { "Mul", op_mul }, { "Div", op_div },
-	{ "Pow", op_pow }, { "Equal", op_equal }, { "Where", op_where },
-	{ "Sum", op_sum }, { "Cast", op_cast }, { "CastLike", op_cast },
-	{ "Transpose", op_transpose }, { "Slice", op_slice },
-	{ "Concat", op_concat }, { "Split", op_split },
-	{ "Expand", op_expand }, { "Gather", op_gather },
-	{ "ConstantOfShape", op_constant_of_shape },
-	{ "Conv", ocl_op_conv }, { "FusedConv", ocl_op_conv },
-	{ "Gemm", ocl_op_gemm }, { "MatMul", ocl_op_matmul },
-	{ "MaxPool", ocl_op_maxpool }, { "AveragePool", ocl_op_avgpool },
-	{ "GlobalAveragePool", ocl_op_gavgpool },
-	{ "BatchNormalization", ocl_op_batchnorm },
-	{ "Softmax", ocl_op_softmax }, { "LogSoftmax", ocl_op_softmax },
-	{ "LayerNormalization", ocl_op_layernorm },
-	{ "ReduceMean", ocl_op_reduce }, { "ReduceSum", ocl_op_reduce },
+	{ "Relu", op_relu, D_ONNX }, { "LeakyRelu", op_leaky, D_ONNX },
+	{ "Sigmoid", op_sigmoid, D_ONNX }, { "Tanh", op_tanh, D_ONNX },
+	{ "Erf", op_erf, D_ONNX }, { "Sqrt", op_sqrt, D_ONNX }, { "Neg", op_neg, D_ONNX },
+	{ "Exp", op_exp, D_ONNX }, { "Abs", op_abs, D_ONNX }, { "Clip", op_clip, D_ONNX },
+	{ "Gelu", op_gelu, D_BOTH },
+	{ "Add", op_add, D_ONNX }, { "Sub", op_sub, D_ONNX }, { "Mul", op_mul, D_ONNX },
+	{ "Div", op_div, D_ONNX }, { "Pow", op_pow, D_ONNX }, { "Equal", op_equal, D_ONNX },
+	{ "Where", op_where, D_ONNX }, { "Sum", op_sum, D_ONNX }, { "Cast", op_cast, D_ONNX },
+	{ "CastLike", op_cast, D_ONNX },
+	{ "Transpose", op_transpose, D_ONNX }, { "Slice", op_slice, D_ONNX },
+	{ "Concat", op_concat, D_ONNX }, { "Split", op_split, D_ONNX },
+	{ "Expand", op_expand, D_ONNX }, { "Gather", op_gather, D_ONNX },
+	{ "ConstantOfShape", op_constant_of_shape, D_ONNX },
+	{ "Conv", ocl_op_conv, D_ONNX }, { "FusedConv", ocl_op_conv, D_OURS },
+	{ "Gemm", ocl_op_gemm, D_ONNX }, { "MatMul", ocl_op_matmul, D_ONNX },
+	{ "Dense", ocl_op_dense, D_OURS }, { "Attention", ocl_op_attention, D_OURS },
+	{ "MaxPool", ocl_op_maxpool, D_ONNX }, { "AveragePool", ocl_op_avgpool, D_ONNX },
+	{ "GlobalAveragePool", ocl_op_gavgpool, D_ONNX },
+	{ "BatchNormalization", ocl_op_batchnorm, D_ONNX },
+	{ "Softmax", ocl_op_softmax, D_ONNX }, { "LogSoftmax", ocl_op_softmax, D_ONNX },
+	{ "LayerNormalization", ocl_op_layernorm, D_BOTH },
+	{ "ReduceMean", ocl_op_reduce, D_ONNX }, { "ReduceSum", ocl_op_reduce, D_ONNX },
 };
 
 ocl_op_fn ocl_op_lookup(const char *domain, const char *op_type)
 {
-	bool ours = !strcmp(domain, "com.modelfs");
-	if (*domain && strcmp(domain, "ai.onnx") && !ours)
-		return NULL;
+	int dom = 0;
+
+	if (!strcmp(domain, "com.modelfs"))
+		dom = D_OURS;
+	else if (!*domain || !strcmp(domain, "ai.onnx"))
+		dom = D_ONNX;
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-		if (!strcmp(table[i].op, op_type)) {
-			if (ours != !strcmp(op_type, "FusedConv"))
-				return NULL;
+		if ((table[i].dom & dom) && !strcmp(table[i].op, op_type))
 			return table[i].fn;
-		}
 	return NULL;
 }

@@ -60,7 +60,7 @@ static inline void bc_off(const bc_t *p, int i, int *o0, int *o1, int *o2)
 /* ---- unary (float) ---- */
 
 enum { U_RELU, U_SIGMOID, U_TANH, U_ERF, U_SQRT, U_CLIP, U_COPY, U_NEG,
-       U_EXP, U_ABS, U_LEAKY };
+       U_EXP, U_ABS, U_LEAKY, U_GELU, U_GELU_TANH };
 
 static inline float unary_op(float x, int op, float a, float b)
 {
@@ -75,6 +75,9 @@ static inline float unary_op(float x, int op, float a, float b)
 	case U_EXP: return exp(x);
 	case U_ABS: return fabs(x);
 	case U_LEAKY: return x < 0.0f ? a * x : x;
+	case U_GELU: return 0.5f * x * (1.0f + erf(x * 0.70710678118654752f));
+	case U_GELU_TANH:
+		return 0.5f * x * (1.0f + tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 	default: return x;
 	}
 }
@@ -85,6 +88,20 @@ __kernel void unary_f32(__global const float *x, __global float *y, int n,
 	int i = get_global_id(0);
 	if (i < n)
 		y[i] = unary_op(x[i], op, a, b);
+}
+
+/* Dense's epilogue, in place on the GEMM's [rows, cols] output: the bias
+ * (hasb) over the last dim, then the unary op (U_COPY for none). */
+__kernel void dense_epilogue(__global float *y, __global const float *bias, int n,
+			     int cols, int hasb, int op)
+{
+	int i = get_global_id(0);
+	if (i >= n)
+		return;
+	float v = y[i];
+	if (hasb)
+		v += bias[i % cols];
+	y[i] = unary_op(v, op, 0.0f, 0.0f);
 }
 
 /* ---- binary, broadcasting ---- */
@@ -387,18 +404,36 @@ static inline float group_reduce(__local float *red, float v, int l, int ls, int
 	return v;
 }
 
-__kernel void softmax_rows_f32(__global const float *x, __global float *y,
-			       int len, int logsm, __local float *red)
+/* Element j of row r of softmax_rows_f32's input: x, or fill where the
+ * mask (Attention's Cond, broadcast to the rows by p's first strides)
+ * differs from keep. */
+static inline float masked(__global const float *xr, __global const uchar *c,
+			   const bc_t *p, int hasc, int keep, float fill, int r, int len,
+			   int j)
 {
-	int l = get_local_id(0), ls = get_local_size(0);
-	__global const float *xr = x + (long)get_group_id(0) * len;
-	__global float *yr = y + (long)get_group_id(0) * len;
+	int oc, o1, o2;
+	if (!hasc)
+		return xr[j];
+	bc_off(p, r * len + j, &oc, &o1, &o2);
+	return (c[oc] != 0) != keep ? fill : xr[j];
+}
+
+/* One work group per row; y may be x.  With hasc, the Attention mask
+ * first (see masked). */
+__kernel void softmax_rows_f32(__global const float *x, __global float *y,
+			       int len, int logsm, __local float *red,
+			       __global const uchar *c, bc_t p, int hasc, int keep,
+			       float fill)
+{
+	int l = get_local_id(0), ls = get_local_size(0), r = get_group_id(0);
+	__global const float *xr = x + (long)r * len;
+	__global float *yr = y + (long)r * len;
 	float m = -INFINITY, s = 0.0f;
 	for (int j = l; j < len; j += ls)
-		m = fmax(m, xr[j]);
+		m = fmax(m, masked(xr, c, &p, hasc, keep, fill, r, len, j));
 	m = group_reduce(red, m, l, ls, 1);
 	for (int j = l; j < len; j += ls)
-		s += exp(xr[j] - m);
+		s += exp(masked(xr, c, &p, hasc, keep, fill, r, len, j) - m);
 	s = group_reduce(red, s, l, ls, 0);
 	if (logsm) {
 		float lg = log(s);
@@ -407,7 +442,7 @@ __kernel void softmax_rows_f32(__global const float *x, __global float *y,
 	} else {
 		float inv = 1.0f / s;
 		for (int j = l; j < len; j += ls)
-			yr[j] = exp(xr[j] - m) * inv;
+			yr[j] = exp(masked(xr, c, &p, hasc, keep, fill, r, len, j) - m) * inv;
 	}
 }
 

@@ -2,19 +2,24 @@
  * inputs, print load time, first-run time and the median of warm runs.
  *
  *   bench_model MODEL.onnx [--runs N] [--threads T] [--dim D]
- *               [--dims D1,D2,...] [--out FILE] [--in FILE]
+ *               [--dims D1,D2,...] [--out FILE] [--in FILE] [--opencl]
  *
  * Variable dims take D (default 1), or in order the values of --dims.  Float inputs get values in [-1, 1)
  * from a fixed LCG, unless --in gives raw little-endian bytes for input 0.
  * --out writes output 0's raw bytes (for comparing with a reference).
  * For engine overhead: a model of many tiny nodes shows the per-node cost.
+ * --opencl runs on the default OpenCL device and also prints the nodes
+ * that ran on the device and on the host per run, and the transfers (a
+ * host fallback shows as host nodes and as transfers).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "graph.h"
+#include "ocl_backend.h"
 
 static double now_ms(void)
 {
@@ -43,6 +48,8 @@ int main(int argc, char **argv)
 	int n_in, n_out;
 	uint32_t seed = 12345;
 	mfs_exec_stats st;
+	mfs_backend *ocl = NULL;
+	bool use_ocl = false;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--runs") && i + 1 < argc)
@@ -62,15 +69,17 @@ int main(int argc, char **argv)
 			out_path = argv[++i];
 		else if (!strcmp(argv[i], "--in") && i + 1 < argc)
 			in_path = argv[++i];
+		else if (!strcmp(argv[i], "--opencl"))
+			use_ocl = true;
 		else if (!path)
 			path = argv[i];
 		else {
-			fprintf(stderr, "usage: bench_model MODEL [--runs N] [--threads T] [--dim D] [--dims D1,D2..] [--out FILE] [--in FILE]\n");
+			fprintf(stderr, "usage: bench_model MODEL [--runs N] [--threads T] [--dim D] [--dims D1,D2..] [--out FILE] [--in FILE] [--opencl]\n");
 			return 2;
 		}
 	}
 	if (!path || runs < 1) {
-		fprintf(stderr, "usage: bench_model MODEL [--runs N] [--threads T] [--dim D] [--dims D1,D2..] [--out FILE] [--in FILE]\n");
+		fprintf(stderr, "usage: bench_model MODEL [--runs N] [--threads T] [--dim D] [--dims D1,D2..] [--out FILE] [--in FILE] [--opencl]\n");
 		return 2;
 	}
 	if (threads > 0)
@@ -111,7 +120,11 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	if (mfs_exec_new(m, NULL, &e, &err)) {
+	if (use_ocl && mfs_backend_opencl_new(NULL, &ocl, &err)) {
+		fprintf(stderr, "%s\n", err.msg);
+		return 1;
+	}
+	if (mfs_exec_new(m, ocl, &e, &err)) {
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
@@ -151,6 +164,13 @@ int main(int argc, char **argv)
 	       m->n_nodes ? times[runs / 2] * 1e3 / m->n_nodes : 0.0,
 	       (unsigned long long)st.buffer_allocs, (unsigned long long)st.views,
 	       (unsigned long long)st.layout_converts);
+	if (ocl) {
+		uint64_t n = st.runs ? st.runs : 1;
+		printf("opencl per run: %llu device nodes, %llu host nodes, %llu uploads, "
+		       "%llu downloads\n", (unsigned long long)(st.device_nodes / n),
+		       (unsigned long long)(st.host_nodes / n), (unsigned long long)(st.uploads / n),
+		       (unsigned long long)(st.downloads / n));
+	}
 	for (int i = 0; i < n_in; i++)
 		mfs_tensor_release(&in[i]);
 	free(in);
@@ -158,5 +178,7 @@ int main(int argc, char **argv)
 	free(times);
 	mfs_exec_free(e);
 	mfs_graph_free(m);
+	if (ocl)
+		mfs_backend_opencl_free(ocl);
 	return 0;
 }

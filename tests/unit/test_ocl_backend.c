@@ -336,6 +336,115 @@ static void test_dense(void **state)
 	check(m, 1, in, 1e-4, true);
 }
 
+/* A node of com.modelfs (the rewrites' domain), imported at version 1. */
+static onnx_node *ours(onnx_model *m, const char *op, const char *ins, const char *outs)
+{
+	static int k;
+	char name[32];
+	bool imported = false;
+	for (int i = 0; i < m->n_opsets; i++)
+		imported |= !strcmp(m->opsets[i].domain, "com.modelfs");
+	if (!imported) {
+		m->opsets = realloc(m->opsets, sizeof(*m->opsets) * (size_t)(m->n_opsets + 1));
+		m->opsets[m->n_opsets].domain = strdup("com.modelfs");
+		m->opsets[m->n_opsets++].version = 1;
+	}
+	snprintf(name, sizeof(name), "f%d", k++);
+	return gb_node(m, "com.modelfs", op, name, ins, outs);
+}
+
+static void attr_str(onnx_node *n, const char *name, const char *v)
+{
+	onnx_attr *a = gb_attr(n, name, ONNX_ATTR_STRING);
+	a->s = strdup(v);
+	a->s_len = strlen(v);
+}
+
+static void attr_float(onnx_node *n, const char *name, float v)
+{
+	gb_attr(n, name, ONNX_ATTR_FLOAT)->f = v;
+}
+
+/* What the transformer rewrites make (exec/rewrite_*.c) runs on the
+ * device: Dense with each activation, with and without bias and
+ * transB; Gelu in both forms; LayerNormalization of com.modelfs. */
+static void test_fused(void **state)
+{
+	static const char *const acts[] = { "", "Relu", "Gelu", "GeluTanh" };
+	static const struct {
+		const char *name;
+		int rank;
+		int64_t dims[2];
+	} inits[] = { { "w", 2, { 33, 7 } }, { "wt", 2, { 6, 33 } }, { "b", 1, { 7 } },
+		      { "sc", 1, { 33 } }, { "bi", 1, { 33 } } };
+	int64_t d[] = { 2, 5, 33 };
+	onnx_model *m = gb_new(17);
+	onnx_node *n;
+	(void)state;
+	gb_input(m, "x", MFS_DT_FLOAT, 3, d);
+	for (size_t i = 0; i < sizeof(inits) / sizeof(inits[0]); i++)
+		init_rand(m, inits[i].name, inits[i].rank, inits[i].dims);
+	for (int i = 0; i < 4; i++) {
+		char out[8];
+		snprintf(out, sizeof(out), "d%d", i);
+		n = ours(m, "Dense", i == 3 ? "x,wt" : "x,w,b", out);
+		attr_str(n, "activation", acts[i]);
+		if (i == 3)
+			attr_int(n, "transB", 1);
+		gb_output(m, out);
+	}
+	ours(m, "Gelu", "x", "g");
+	attr_str(ours(m, "Gelu", "x", "gt"), "approximate", "tanh");
+	ours(m, "LayerNormalization", "x,sc,bi", "l");
+	for (const char *const *o = (const char *const[]){ "g", "gt", "l", NULL }; *o; o++)
+		gb_output(m, *o);
+	mfs_tensor in[] = { rand_f32(3, d) };
+	check(m, 1, in, 1e-4, true);
+}
+
+/* Attention on the device: a padding mask broadcast over heads and query
+ * rows (keep_if 1), a causal-style one given in full with keep_if 0, and
+ * none; rows wider than a work group and narrower than one. */
+static void test_attention(void **state)
+{
+	int64_t dq[] = { 2, 3, 5, 8 }, dk[] = { 2, 3, 8, 40 }, dv[] = { 2, 3, 40, 4 };
+	int64_t dm[] = { 2, 1, 1, 40 }, dc[] = { 5, 40 }, dq2[] = { 3, 4, 6 }, dk2[] = { 3, 6, 3 };
+	int64_t dv2[] = { 3, 3, 5 };
+	onnx_model *m = gb_new(17);
+	onnx_node *n;
+	mfs_tensor mask, causal;
+	(void)state;
+	gb_input(m, "q", MFS_DT_FLOAT, 4, dq);
+	gb_input(m, "k", MFS_DT_FLOAT, 4, dk);
+	gb_input(m, "v", MFS_DT_FLOAT, 4, dv);
+	gb_input(m, "mask", MFS_DT_BOOL, 4, dm);
+	gb_input(m, "causal", MFS_DT_BOOL, 2, dc);
+	gb_input(m, "q2", MFS_DT_FLOAT, 3, dq2);
+	gb_input(m, "k2", MFS_DT_FLOAT, 3, dk2);
+	gb_input(m, "v2", MFS_DT_FLOAT, 3, dv2);
+	n = ours(m, "Attention", "q,k,v,mask", "a");
+	attr_float(n, "scale", 0.35f);
+	attr_float(n, "fill", -10000.0f);
+	n = ours(m, "Attention", "q,k,v,causal", "ac");
+	attr_float(n, "fill", -3.4e38f);
+	attr_int(n, "keep_if", 0);
+	ours(m, "Attention", "q2,k2,v2", "a2");
+	gb_output(m, "a");
+	gb_output(m, "ac");
+	gb_output(m, "a2");
+	assert_int_equal(mfs_tensor_alloc(&mask, MFS_DT_BOOL, &(mfs_shape){ .rank = 4,
+		.dims = { 2, 1, 1, 40 } }, NULL), 0);
+	for (int i = 0; i < 80; i++)
+		((uint8_t *)mask.data)[i] = (i % 40) < (i < 40 ? 30 : 17);
+	assert_int_equal(mfs_tensor_alloc(&causal, MFS_DT_BOOL, &(mfs_shape){ .rank = 2,
+		.dims = { 5, 40 } }, NULL), 0);
+	for (int i = 0; i < 200; i++)
+		((uint8_t *)causal.data)[i] = i % 40 > 35 + i / 40;   /* masked: the future */
+	mfs_tensor in[] = { rand_f32(4, dq), rand_f32(4, dk), rand_f32(4, dv), mask, causal,
+			    rand_f32(3, dq2), rand_f32(3, dk2), rand_f32(3, dv2) };
+	check(m, 8, in, 1e-4, true);
+}
+
 /* Group-1 convolutions on the implicit-GEMM kernels: both tile sizes
  * (130 output channels over 800 columns take the 128 x 128 one on a
  * device of few compute units), partial tiles, strided and dilated
@@ -440,6 +549,8 @@ int main(void)
 		cmocka_unit_test(test_gather_out_of_range),
 		cmocka_unit_test(test_rows),
 		cmocka_unit_test(test_dense),
+		cmocka_unit_test(test_fused),
+		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_conv_igemm),
 		cmocka_unit_test(test_dynamic_batch),
 		cmocka_unit_test(test_no_device),
