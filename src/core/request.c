@@ -57,6 +57,7 @@ struct mfs_request {
 	int refs;                  /* atomic */
 	char *name;
 	mfs_version *v;
+	mfs_queue *run_here;        /* a job submit left to this thread (unlock_and_run) */
 	const mfs_model_config *cfg;
 	uint64_t max_bytes;
 	int n_in, n_out;           /* config inputs/outputs */
@@ -314,6 +315,18 @@ static bool all_present(const mfs_request *r)
 	return true;
 }
 
+/* Unlock r; then run the job that submit left to this thread, if any
+ * (mfs_sched_run_here): a short run on an idle instance goes without a
+ * thread wake-up. */
+static void unlock_and_run(mfs_request *r)
+{
+	mfs_queue *q = r->run_here;
+	r->run_here = NULL;
+	pthread_mutex_unlock(&r->lock);
+	if (q)
+		mfs_sched_run_here(q);
+}
+
 /* Move the slots into the run and queue it (lock held). */
 static int submit_locked(mfs_request *r, mfs_error *err)
 {
@@ -334,7 +347,9 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 	r->state = MFS_REQ_QUEUED;
 	r->runs++;
 	mfs_request_get(r);
-	int rc = mfs_sched_submit(r->v->queue, &r->job, err);
+	int rc = mfs_sched_submit_here(r->v->queue, &r->job, err);
+	if (rc == 0 && r->job.here)
+		r->run_here = r->v->queue;
 	if (rc < 0) {
 		mfs_request_put(r);   /* never the last: the caller holds one */
 		for (int i = 0; i < r->n_gin; i++)
@@ -411,7 +426,7 @@ int mfs_request_commit_file(mfs_request *r, const char *filename,
 	int rc = filename[0] == '.' ? stage_locked(r, filename, buf, len, err)
 				    : commit_locked(r, filename, buf, len, err);
 	recharge_locked(r);
-	pthread_mutex_unlock(&r->lock);
+	unlock_and_run(r);
 	return rc;
 }
 
@@ -445,7 +460,7 @@ int mfs_request_rename_file(mfs_request *r, const char *from, const char *to,
 		}
 	}
 	recharge_locked(r);
-	pthread_mutex_unlock(&r->lock);
+	unlock_and_run(r);
 	return rc;
 }
 
@@ -611,7 +626,7 @@ int mfs_request_submit_tensors(mfs_request *r, mfs_tensor *tensors,
 		rc = -EAGAIN;   /* the version went away between lookup and submit */
 out:
 	recharge_locked(r);
-	pthread_mutex_unlock(&r->lock);
+	unlock_and_run(r);
 	return rc;
 }
 
