@@ -238,9 +238,10 @@ static int parse_header(const char *text, size_t n, mfs_dtype *dt,
 	return 0;
 }
 
-/* The header of the .npy file in buf: dtype, shape and where the data
- * starts; the data's length is checked against the shape. */
-static int npy_parse(const unsigned char *b, size_t len, mfs_dtype *dt,
+/* The header of the .npy file in buf: dtype, shape, where the data
+ * starts and how long it is (npy_parse also checks that buf holds that
+ * much). */
+static int npy_header(const unsigned char *b, size_t len, mfs_dtype *dt,
 		     mfs_shape *shape, size_t *data_at, size_t *data_len, mfs_error *err)
 {
 	size_t hlen, start, esize, want;
@@ -274,12 +275,30 @@ static int npy_parse(const unsigned char *b, size_t len, mfs_dtype *dt,
 	if (n < 0 || (uint64_t)n > SIZE_MAX / esize)
 		return mfs_fail(err, EINVAL, "shape is too large");
 	want = (size_t)n * esize;
-	if (len - start - hlen != want)
-		return mfs_fail(err, EINVAL, "has %zu bytes of data, but %s shape needs %zu",
-				len - start - hlen, mfs_dtype_onnx_name(*dt), want);
 	*data_at = start + hlen;
 	*data_len = want;
 	return 0;
+}
+
+static int npy_parse(const unsigned char *b, size_t len, mfs_dtype *dt,
+		     mfs_shape *shape, size_t *data_at, size_t *data_len, mfs_error *err)
+{
+	int rc = npy_header(b, len, dt, shape, data_at, data_len, err);
+	if (rc == 0 && len - *data_at != *data_len)
+		return mfs_fail(err, EINVAL, "has %zu bytes of data, but %s shape needs %zu",
+				len - *data_at, mfs_dtype_onnx_name(*dt), *data_len);
+	return rc;
+}
+
+size_t mfs_npy_file_size(const void *buf, size_t len)
+{
+	mfs_dtype dt;
+	mfs_shape shape = { 0 };
+	size_t at, want;
+	mfs_error err;
+	if (npy_header(buf, len, &dt, &shape, &at, &want, &err) < 0 || want > SIZE_MAX - at)
+		return 0;
+	return at + want;
 }
 
 /* The tensor of a .npy file: a copy, or with view a pointer into buf
