@@ -376,15 +376,18 @@ static void run_taken(mfs_sched *s, mfs_queue *pick, mfs_job **batch, int n_jobs
 	pick->running--;
 	pick->running_jobs -= n_jobs;
 	pick->run_ns = pick->run_ns ? (pick->run_ns * 7 + d) / 8 : d;
+	/* Jobs left that this run's instance could serve, or other queues. */
+	bool more = pick->head || s->queues->next_q;
 	/* done() may free a job, and the queue may be freed as soon as
 	 * running reaches 0 and idle is signalled; so call done() on a
-	 * copy of the pointers while no lock is held, then signal. */
+	 * copy of the pointers while no lock is held, then signal, and do
+	 * not touch pick again. */
 	pthread_mutex_unlock(&s->lock);
 	for (int j = 0; j < n_jobs; j++)
 		batch[j]->done(batch[j]);
 	pthread_mutex_lock(&s->lock);
 	pthread_cond_broadcast(&s->idle);
-	if (pick->head || s->queues->next_q)
+	if (more)
 		pthread_cond_signal(&s->work);
 }
 
