@@ -78,6 +78,8 @@ int mfs_tensor_prefix_check(mfs_format fmt, const void *buf, size_t len,
 {
 	static const char magic[] = "\x93NUMPY";
 	const char *s = buf;
+	if (!len)
+		return 0;   /* nothing written yet (buf may be NULL) */
 	if (len > MFS_PREFIX_CHECK_BYTES)
 		len = MFS_PREFIX_CHECK_BYTES;
 	switch (fmt) {
