@@ -22,7 +22,7 @@ trap cleanup EXIT
 [ -f build/models/resnet18/1/model.onnx ] || $PY tests/models/export_models.py build/models >/dev/null 2>&1
 $PY bench/make_fs_models.py "$T/repo" examples build/models
 "$B/bench/bare_fs" "$T/bare" &
-./modelfs "$T/repo" "$T/mnt"
+${MODELFS:-./modelfs} "$T/repo" "$T/mnt"
 for i in $(seq 1 100); do
 	mountpoint -q "$T/bare" && grep -q READY "$T/mnt/resnet18/status" 2>/dev/null && break
 	sleep 0.1

@@ -233,6 +233,13 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		size_t cap = h->wcap ? h->wcap : 4096;
 		while (cap < at + size)
 			cap *= 2;
+		/* A .npy file's header says how long the file is: its buffer
+		 * is taken once, at that size, rather than doubled to up to
+		 * twice what it needs (and charged so to --max-memory). */
+		size_t whole = at == 0 && h->kind == H_INPUT && h->fmt_in == MFS_FMT_NPY
+				       ? mfs_npy_file_size(buf, size) : 0;
+		if (whole > at + size && whole <= max)
+			cap = whole;
 		char *nb = NULL;
 		if ((refused = mfs_membudget_take(cap - h->wcap, &err)) == 0 &&
 		    !(nb = realloc(h->wbuf, cap))) {

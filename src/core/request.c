@@ -57,6 +57,7 @@ struct mfs_request {
 	int refs;                  /* atomic */
 	char *name;
 	mfs_version *v;
+	mfs_queue *run_here;        /* a job submit left to this thread (unlock_and_run) */
 	const mfs_model_config *cfg;
 	uint64_t max_bytes;
 	int n_in, n_out;           /* config inputs/outputs */
@@ -64,6 +65,7 @@ struct mfs_request {
 	input_slot *in;
 	int *out_graph_idx;        /* config output -> graph output */
 	mfs_tensor *run_in;        /* n_gin: the run in flight's inputs */
+	char **run_blob;           /* n_gin: the file bytes a run_in tensor points into, or NULL */
 	mfs_tensor *run_out;       /* n_gout: filled by the run */
 	enc_cache *enc;            /* n_out * MFS_FMT_COUNT, for the last DONE run */
 	mfs_req_state state;
@@ -114,7 +116,7 @@ static void recharge_locked(mfs_request *r)
 {
 	uint64_t held = 0;
 	for (int i = 0; i < r->n_in; i++)
-		held += r->in[i].blob_len + (r->in[i].present ? r->in[i].t.nbytes : 0);
+		held += r->in[i].blob_len + (r->in[i].present && r->in[i].t.owns_data ? r->in[i].t.nbytes : 0);
 	for (int i = 0; i < r->n_staged; i++)
 		held += r->staged[i].len;
 	for (int i = 0; i < r->n_gin; i++)
@@ -122,12 +124,24 @@ static void recharge_locked(mfs_request *r)
 	for (int i = 0; i < r->n_gout; i++)
 		held += r->run_out[i].nbytes;
 	for (int i = 0; i < r->n_out * MFS_FMT_COUNT; i++)
-		held += r->enc[i].len;
+		held += r->enc[i].buf ? r->enc[i].len : 0;
 	if (held > r->charged)
 		mfs_membudget_force(held - r->charged);
 	else
 		mfs_membudget_give(r->charged - held);
 	r->charged = held;
+}
+
+/* The run's inputs and the file bytes they point into. */
+static void release_run_in(mfs_request *r)
+{
+	for (int i = 0; r->run_in && i < r->n_gin; i++) {
+		mfs_tensor_release(&r->run_in[i]);
+		if (r->run_blob) {
+			free(r->run_blob[i]);
+			r->run_blob[i] = NULL;
+		}
+	}
 }
 
 static void free_request(mfs_request *r)
@@ -138,8 +152,7 @@ static void free_request(mfs_request *r)
 		free(r->in[i].filename);
 		free(r->in[i].blob);
 	}
-	for (int i = 0; r->run_in && i < r->n_gin; i++)
-		mfs_tensor_release(&r->run_in[i]);
+	release_run_in(r);
 	for (int i = 0; r->run_out && i < r->n_gout; i++)
 		mfs_tensor_release(&r->run_out[i]);
 	for (int i = 0; r->enc && i < r->n_out * MFS_FMT_COUNT; i++)
@@ -152,6 +165,7 @@ static void free_request(mfs_request *r)
 	free(r->in);
 	free(r->out_graph_idx);
 	free(r->run_in);
+	free(r->run_blob);
 	free(r->run_out);
 	free(r->enc);
 	free(r->name);
@@ -181,11 +195,12 @@ int mfs_request_new(mfs_version *v, const char *name, uint64_t max_bytes,
 	r->in = calloc((size_t)r->n_in + 1, sizeof(*r->in));
 	r->out_graph_idx = calloc((size_t)r->n_out + 1, sizeof(int));
 	r->run_in = calloc((size_t)r->n_gin + 1, sizeof(mfs_tensor));
+	r->run_blob = calloc((size_t)r->n_gin + 1, sizeof(char *));
 	r->run_out = calloc((size_t)r->n_gout + 1, sizeof(mfs_tensor));
 	r->enc = calloc((size_t)r->n_out * MFS_FMT_COUNT + 1, sizeof(enc_cache));
 	r->last_use = mfs_now_ns();
 	r->gen = 1;
-	if (!r->name || !r->in || !r->out_graph_idx || !r->run_in || !r->run_out || !r->enc) {
+	if (!r->name || !r->in || !r->out_graph_idx || !r->run_in || !r->run_blob || !r->run_out || !r->enc) {
 		free_request(r);
 		return mfs_fail(err, ENOMEM, "out of memory");
 	}
@@ -314,11 +329,22 @@ static bool all_present(const mfs_request *r)
 	return true;
 }
 
+/* Unlock r; then run the job that submit left to this thread, if any
+ * (mfs_sched_run_here): a short run on an idle instance goes without a
+ * thread wake-up. */
+static void unlock_and_run(mfs_request *r)
+{
+	mfs_queue *q = r->run_here;
+	r->run_here = NULL;
+	pthread_mutex_unlock(&r->lock);
+	if (q)
+		mfs_sched_run_here(q);
+}
+
 /* Move the slots into the run and queue it (lock held). */
 static int submit_locked(mfs_request *r, mfs_error *err)
 {
-	for (int i = 0; i < r->n_gin; i++)
-		mfs_tensor_release(&r->run_in[i]);
+	release_run_in(r);
 	for (int i = 0; i < r->n_in; i++) {
 		input_slot *s = &r->in[i];
 		if (s->present) {
@@ -327,6 +353,13 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 			 * row-major bytes. */
 			s->t.shape = s->model_shape;
 			r->run_in[s->graph_idx] = s->t;
+			if (!s->t.owns_data) {
+				/* A view into the file's bytes (.npy): they
+				 * go with it. */
+				r->run_blob[s->graph_idx] = s->blob;
+				s->blob = NULL;
+				s->blob_len = 0;
+			}
 			s->t = (mfs_tensor){ 0 };
 		}
 		clear_slot(s);
@@ -334,11 +367,12 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 	r->state = MFS_REQ_QUEUED;
 	r->runs++;
 	mfs_request_get(r);
-	int rc = mfs_sched_submit(r->v->queue, &r->job, err);
+	int rc = mfs_sched_submit_here(r->v->queue, &r->job, err);
+	if (rc == 0 && r->job.here)
+		r->run_here = r->v->queue;
 	if (rc < 0) {
 		mfs_request_put(r);   /* never the last: the caller holds one */
-		for (int i = 0; i < r->n_gin; i++)
-			mfs_tensor_release(&r->run_in[i]);
+		release_run_in(r);
 		r->state = MFS_REQ_FAILED;
 		r->tr = (trace){ 0 };
 		record(r, rc, err);
@@ -411,7 +445,7 @@ int mfs_request_commit_file(mfs_request *r, const char *filename,
 	int rc = filename[0] == '.' ? stage_locked(r, filename, buf, len, err)
 				    : commit_locked(r, filename, buf, len, err);
 	recharge_locked(r);
-	pthread_mutex_unlock(&r->lock);
+	unlock_and_run(r);
 	return rc;
 }
 
@@ -445,7 +479,7 @@ int mfs_request_rename_file(mfs_request *r, const char *from, const char *to,
 		}
 	}
 	recharge_locked(r);
-	pthread_mutex_unlock(&r->lock);
+	unlock_and_run(r);
 	return rc;
 }
 
@@ -505,7 +539,19 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 	mfs_config_input_spec(r->cfg, idx, &spec);
 	mfs_tensor t = { 0 };
 	uint64_t t0 = mfs_now_ns();
-	rc = mfs_tensor_decode((mfs_format)fmt, buf, len, &spec, &t, err);
+	/* The file's bytes are kept (to read back); a .npy tensor is a view
+	 * into them rather than a second copy. */
+	char *blob = malloc(len ? len : 1);
+	char *fname = strdup(filename);
+	if (!blob || !fname) {
+		free(blob);
+		free(fname);
+		rc = record(r, mfs_fail(err, ENOMEM, "out of memory"), err);
+		goto out;
+	}
+	if (len)
+		memcpy(blob, buf, len);
+	rc = mfs_tensor_decode_view((mfs_format)fmt, blob, len, &spec, &t, err);
 	if (rc == 0 && r->cfg->max_batch_size > 0 && t.shape.rank > 0 &&
 	    t.shape.dims[0] > r->cfg->max_batch_size) {
 		rc = mfs_fail(err, EINVAL, "input '%s': batch of %" PRId64 " exceeds max_batch_size %d",
@@ -519,6 +565,8 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 			mfs_tensor_release(&t);
 	}
 	if (rc < 0) {
+		free(blob);
+		free(fname);
 		if (rc != -ENOMEM)
 			rc = -EINVAL;
 		err->code = -rc;
@@ -526,17 +574,6 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 		rc = record(r, rc, err);
 		goto out;
 	}
-	char *blob = malloc(len ? len : 1);
-	char *fname = strdup(filename);
-	if (!blob || !fname) {
-		free(blob);
-		free(fname);
-		mfs_tensor_release(&t);
-		rc = record(r, mfs_fail(err, ENOMEM, "out of memory"), err);
-		goto out;
-	}
-	if (len)
-		memcpy(blob, buf, len);
 	begin_new_run(r);
 	clear_slot(s);
 	s->present = true;
@@ -611,7 +648,7 @@ int mfs_request_submit_tensors(mfs_request *r, mfs_tensor *tensors,
 		rc = -EAGAIN;   /* the version went away between lookup and submit */
 out:
 	recharge_locked(r);
-	pthread_mutex_unlock(&r->lock);
+	unlock_and_run(r);
 	return rc;
 }
 
@@ -724,11 +761,16 @@ static void missing_inputs(const mfs_request *r, char *buf, size_t size)
 }
 
 /* Encode output idx in fmt into the cache (lock held). */
-static int encode_locked(mfs_request *r, int idx, mfs_format fmt, mfs_error *err)
+/* Encode output idx in fmt into the cache, unless it is there; with
+ * need_bytes, also when only its size is left (the bytes went to a
+ * reader: mfs_request_read_output). */
+static int encode_locked(mfs_request *r, int idx, mfs_format fmt, bool need_bytes, mfs_error *err)
 {
 	enc_cache *c = &r->enc[idx * MFS_FMT_COUNT + (int)fmt];
-	if (c->valid)
+	if (c->valid && (c->buf || !need_bytes))
 		return 0;
+	free(c->buf);
+	c->buf = NULL;
 	int rc = mfs_tensor_encode(fmt, &r->run_out[r->out_graph_idx[idx]], r->cfg->outputs[idx].name,
 				   &c->buf, &c->len, err);
 	if (rc == 0)
@@ -780,16 +822,17 @@ int mfs_request_read_output(mfs_request *r, uint64_t run, int idx, mfs_format fm
 		err->code = EIO;
 		break;
 	case MFS_REQ_DONE:
-		rc = encode_locked(r, idx, fmt, err);
+		rc = encode_locked(r, idx, fmt, true, err);
 		if (rc == 0) {
+			/* The encoding goes to the reader, not a copy of it (a
+			 * large output was held twice); its size stays for
+			 * getattr, and another reader encodes again. */
 			enc_cache *c = &r->enc[idx * MFS_FMT_COUNT + (int)fmt];
-			*buf = malloc(c->len ? c->len : 1);
-			if (!*buf) {
+			*buf = c->buf ? c->buf : malloc(1);
+			*len = c->len;
+			c->buf = NULL;
+			if (!*buf)
 				rc = mfs_fail(err, ENOMEM, "out of memory");
-			} else {
-				memcpy(*buf, c->buf, c->len);
-				*len = c->len;
-			}
 		} else {
 			/* An output that does not fit the asked format (FP16 as
 			 * text is fine; this is for real encoder failures). */
@@ -808,7 +851,7 @@ int64_t mfs_request_output_size(mfs_request *r, int idx, mfs_format fmt)
 	int64_t n = -1;
 	mfs_error err;
 	pthread_mutex_lock(&r->lock);
-	if (r->state == MFS_REQ_DONE && encode_locked(r, idx, fmt, &err) == 0)
+	if (r->state == MFS_REQ_DONE && encode_locked(r, idx, fmt, false, &err) == 0)
 		n = (int64_t)r->enc[idx * MFS_FMT_COUNT + (int)fmt].len;
 	recharge_locked(r);
 	pthread_mutex_unlock(&r->lock);
@@ -840,8 +883,7 @@ static void job_done(mfs_job *job)
 {
 	mfs_request *r = job->arg;
 	pthread_mutex_lock(&r->lock);
-	for (int i = 0; i < r->n_gin; i++)
-		mfs_tensor_release(&r->run_in[i]);
+	release_run_in(r);
 	r->tr.valid = true;
 	r->tr.run = r->runs;
 	r->tr.decode = r->decode_ns;

@@ -26,7 +26,11 @@ struct mfs_queue {
 	int running_jobs;
 	bool *busy;                   /* per instance */
 	bool closed;
+	uint64_t run_ns;              /* recent runs' duration (moving average); 0: none yet */
 };
+
+/* Runs shorter than this go on the submitting thread (mfs_sched_run_here). */
+#define RUN_HERE_NS 1000000u
 
 struct mfs_sched {
 	pthread_mutex_t lock;
@@ -127,7 +131,7 @@ static int job_rows(const mfs_queue *q, const mfs_job *job, mfs_error *err)
 	return (int)rows;
 }
 
-int mfs_sched_submit(mfs_queue *q, mfs_job *job, mfs_error *err)
+static int submit(mfs_queue *q, mfs_job *job, bool may_run_here, mfs_error *err)
 {
 	mfs_sched *s = q->sched;
 	int rows = q->runner.n_inputs > 0 ? job_rows(q, job, err) : 1;
@@ -152,15 +156,28 @@ int mfs_sched_submit(mfs_queue *q, mfs_job *job, mfs_error *err)
 				(long long)q->conf.max_queue_size);
 	}
 	job->t_enqueue = mfs_now_ns();
+	job->here = may_run_here && !q->head && !q->conf.dynamic_batching && q->running < q->conf.instances &&
+		    q->run_ns && q->run_ns < RUN_HERE_NS;
 	if (q->tail)
 		q->tail->next = job;
 	else
 		q->head = job;
 	q->tail = job;
 	q->queued++;
-	pthread_cond_signal(&s->work);
+	if (!job->here)
+		pthread_cond_signal(&s->work);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
+}
+
+int mfs_sched_submit(mfs_queue *q, mfs_job *job, mfs_error *err)
+{
+	return submit(q, job, false, err);
+}
+
+int mfs_sched_submit_here(mfs_queue *q, mfs_job *job, mfs_error *err)
+{
+	return submit(q, job, true, err);
 }
 
 /* Do two jobs' inputs agree in dtype and in every dim but the first? */
@@ -324,6 +341,74 @@ static void run_batch(mfs_queue *q, mfs_job **jobs, int n, int instance)
 	}
 }
 
+/* Take n jobs off pick's head and a free instance (lock held). */
+static int take_jobs(mfs_queue *pick, mfs_job **batch, int n_jobs)
+{
+	for (int j = 0; j < n_jobs; j++) {
+		batch[j] = pick->head;
+		pick->head = pick->head->next;
+		batch[j]->next = NULL;
+		batch[j]->here = false;
+	}
+	if (!pick->head)
+		pick->tail = NULL;
+	pick->queued -= n_jobs;
+	int inst = 0;
+	while (pick->busy[inst])
+		inst++;
+	pick->busy[inst] = true;
+	pick->running++;
+	pick->running_jobs += n_jobs;
+	return inst;
+}
+
+/* Run the taken jobs with no lock held, then give the instance back and
+ * call done(); returns with the lock held again. */
+static void run_taken(mfs_sched *s, mfs_queue *pick, mfs_job **batch, int n_jobs, int inst)
+{
+	pthread_mutex_unlock(&s->lock);
+	uint64_t t0 = mfs_now_ns();
+	run_batch(pick, batch, n_jobs, inst);
+	uint64_t d = mfs_now_ns() - t0;
+
+	pthread_mutex_lock(&s->lock);
+	pick->busy[inst] = false;
+	pick->running--;
+	pick->running_jobs -= n_jobs;
+	pick->run_ns = pick->run_ns ? (pick->run_ns * 7 + d) / 8 : d;
+	/* Jobs left that this run's instance could serve, or other queues. */
+	bool more = pick->head || s->queues->next_q;
+	/* done() may free a job, and the queue may be freed as soon as
+	 * running reaches 0 and idle is signalled; so call done() on a
+	 * copy of the pointers while no lock is held, then signal, and do
+	 * not touch pick again. */
+	pthread_mutex_unlock(&s->lock);
+	for (int j = 0; j < n_jobs; j++)
+		batch[j]->done(batch[j]);
+	pthread_mutex_lock(&s->lock);
+	pthread_cond_broadcast(&s->idle);
+	if (more)
+		pthread_cond_signal(&s->work);
+}
+
+void mfs_sched_run_here(mfs_queue *q)
+{
+	mfs_sched *s = q->sched;
+	mfs_job *job;
+
+	pthread_mutex_lock(&s->lock);
+	if (q->head && q->head->here) {
+		if (q->running < q->conf.instances && !s->stopping && !q->closed) {
+			int inst = take_jobs(q, &job, 1);
+			run_taken(s, q, &job, 1, inst);
+		} else {
+			q->head->here = false;
+			pthread_cond_signal(&s->work);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
 static void *worker(void *arg)
 {
 	mfs_sched *s = arg;
@@ -379,40 +464,11 @@ static void *worker(void *arg)
 				batch_cap = n_jobs;
 			}
 		}
-		for (int j = 0; j < n_jobs; j++) {
-			batch[j] = pick->head;
-			pick->head = pick->head->next;
-			batch[j]->next = NULL;
-		}
-		if (!pick->head)
-			pick->tail = NULL;
-		pick->queued -= n_jobs;
-		int inst = 0;
-		while (pick->busy[inst])
-			inst++;
-		pick->busy[inst] = true;
-		pick->running++;
-		pick->running_jobs += n_jobs;
+		int inst = take_jobs(pick, batch, n_jobs);
 		/* Another worker may serve another instance or queue. */
 		if (pick->head || s->queues->next_q)
 			pthread_cond_signal(&s->work);
-		pthread_mutex_unlock(&s->lock);
-
-		run_batch(pick, batch, n_jobs, inst);
-
-		pthread_mutex_lock(&s->lock);
-		pick->busy[inst] = false;
-		pick->running--;
-		pick->running_jobs -= n_jobs;
-		/* done() may free a job, and the queue may be freed as soon as
-		 * running reaches 0 and idle is signalled; so call done() on a
-		 * copy of the pointers while no lock is held, then signal. */
-		pthread_mutex_unlock(&s->lock);
-		for (int j = 0; j < n_jobs; j++)
-			batch[j]->done(batch[j]);
-		pthread_mutex_lock(&s->lock);
-		pthread_cond_broadcast(&s->idle);
-		pthread_cond_signal(&s->work);
+		run_taken(s, pick, batch, n_jobs, inst);
 	}
 	pthread_mutex_unlock(&s->lock);
 	free(batch);

@@ -255,6 +255,43 @@ static void test_bool_normalised(void **state)
 	mfs_tensor_release(&t);
 }
 
+/* A float .npy decodes as a view into the file (no copy); its header
+ * alone gives the file's size; BOOL is still copied (normalised). */
+static void test_view_and_file_size(void **state)
+{
+	(void)state;
+	mfs_tensor_spec sp = spec_of("X", MFS_DT_FLOAT, -1, NULL);
+	_Alignas(16) unsigned char f[256];
+	/* Padded as NumPy pads it: the data starts 16-byte aligned. */
+	char h[128] = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}";
+	while ((10 + strlen(h) + 1) % 16)
+		strcat(h, " ");
+	strcat(h, "\n");
+	size_t n = make_npy(f, h, 0);
+	size_t hdr = n;
+	float v[2] = { 1.5f, -2.0f };
+	memcpy(f + n, v, sizeof(v));
+	n += sizeof(v);
+	assert_int_equal(mfs_npy_file_size(f, hdr), n);
+	assert_int_equal(mfs_npy_file_size(f, n), n);
+	assert_int_equal(mfs_npy_file_size(f, 8), 0);
+	mfs_error err;
+	mfs_tensor t;
+	assert_int_equal(mfs_tensor_decode_view(MFS_FMT_NPY, f, n, &sp, &t, &err), 0);
+	assert_false(t.owns_data);
+	assert_ptr_equal(t.data, f + hdr);
+	mfs_tensor_release(&t);
+	/* A short file is refused as by mfs_tensor_decode. */
+	assert_int_equal(mfs_tensor_decode_view(MFS_FMT_NPY, f, n - 1, &sp, &t, &err), -EINVAL);
+	mfs_tensor_spec b = spec_of("X", MFS_DT_BOOL, -1, NULL);
+	n = make_npy(f, "{'descr': '|b1', 'fortran_order': False, 'shape': (1,)}", 0);
+	f[n++] = 9;
+	assert_int_equal(mfs_tensor_decode_view(MFS_FMT_NPY, f, n, &b, &t, &err), 0);
+	assert_true(t.owns_data);
+	assert_int_equal(*(unsigned char *)t.data, 1);
+	mfs_tensor_release(&t);
+}
+
 static void test_encode_refusals(void **state)
 {
 	(void)state;
@@ -281,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_spec_mismatch),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_bool_normalised),
+		cmocka_unit_test(test_view_and_file_size),
 		cmocka_unit_test(test_encode_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -139,9 +139,9 @@ static const encode_fn encoders[MFS_FMT_COUNT] = {
 	[MFS_FMT_PB] = mfs_codec_pb_encode,
 };
 
-int mfs_tensor_decode(mfs_format fmt, const void *buf, size_t len,
-		      const mfs_tensor_spec *spec, mfs_tensor *out,
-		      mfs_error *err)
+static int decode(mfs_format fmt, const void *buf, size_t len,
+		  const mfs_tensor_spec *spec, mfs_tensor *out, bool view,
+		  mfs_error *err)
 {
 	int rc;
 
@@ -155,7 +155,7 @@ int mfs_tensor_decode(mfs_format fmt, const void *buf, size_t len,
 		return mfs_fail(err, EINVAL, "input '%s': no data", spec_name(spec));
 	if (!buf)
 		buf = "";
-	rc = decoders[fmt](buf, len, spec, out, err);
+	rc = (view && fmt == MFS_FMT_NPY ? mfs_codec_npy_view : decoders[fmt])(buf, len, spec, out, err);
 	if (rc) {
 		mfs_tensor_release(out);
 		mfs_error_prefix(err, "input '%s': %s file: ", spec_name(spec),
@@ -168,6 +168,20 @@ int mfs_tensor_decode(mfs_format fmt, const void *buf, size_t len,
 			mfs_tensor_release(out);
 	}
 	return rc;
+}
+
+int mfs_tensor_decode(mfs_format fmt, const void *buf, size_t len,
+		      const mfs_tensor_spec *spec, mfs_tensor *out,
+		      mfs_error *err)
+{
+	return decode(fmt, buf, len, spec, out, false, err);
+}
+
+int mfs_tensor_decode_view(mfs_format fmt, const void *buf, size_t len,
+			   const mfs_tensor_spec *spec, mfs_tensor *out,
+			   mfs_error *err)
+{
+	return decode(fmt, buf, len, spec, out, true, err);
 }
 
 int mfs_tensor_encode(mfs_format fmt, const mfs_tensor *t, const char *name,

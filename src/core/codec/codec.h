@@ -45,6 +45,15 @@ typedef struct mfs_tensor_spec {
 int mfs_tensor_decode(mfs_format fmt, const void *buf, size_t len,
 		      const mfs_tensor_spec *spec, mfs_tensor *out,
 		      mfs_error *err);
+/* The same, but a .npy file's tensor may point into buf (owns_data
+ * false: no copy of a large payload), so buf must outlive it; the other
+ * formats, a BOOL .npy (normalised to 0/1) or misaligned data are copied. */
+/* The whole size of the .npy file whose start is buf[0..len), as its
+ * header announces it; 0 when buf does not start with a whole header. */
+size_t mfs_npy_file_size(const void *buf, size_t len);
+int mfs_tensor_decode_view(mfs_format fmt, const void *buf, size_t len,
+			   const mfs_tensor_spec *spec, mfs_tensor *out,
+			   mfs_error *err);
 
 /* Check a decoded tensor against spec (dtype exact, rank, fixed dims). */
 int mfs_tensor_check(const mfs_tensor *t, const mfs_tensor_spec *spec,

@@ -17,6 +17,8 @@
 				     char **buf, size_t *len, mfs_error *err);
 
 MFS_CODEC_DECLARE(npy)
+int mfs_codec_npy_view(const void *buf, size_t len, const mfs_tensor_spec *spec,
+		       mfs_tensor *out, mfs_error *err);
 MFS_CODEC_DECLARE(json)
 MFS_CODEC_DECLARE(txt)
 MFS_CODEC_DECLARE(raw)

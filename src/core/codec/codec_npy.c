@@ -238,18 +238,16 @@ static int parse_header(const char *text, size_t n, mfs_dtype *dt,
 	return 0;
 }
 
-int mfs_codec_npy_decode(const void *buf, size_t len,
-			 const mfs_tensor_spec *spec, mfs_tensor *out,
-			 mfs_error *err)
+/* The header of the .npy file in buf: dtype, shape, where the data
+ * starts and how long it is (npy_parse also checks that buf holds that
+ * much). */
+static int npy_header(const unsigned char *b, size_t len, mfs_dtype *dt,
+		     mfs_shape *shape, size_t *data_at, size_t *data_len, mfs_error *err)
 {
-	const unsigned char *b = buf;
 	size_t hlen, start, esize, want;
 	int64_t n;
-	mfs_dtype dt = MFS_DT_UNDEFINED;
-	mfs_shape shape = { 0 };
 	int rc;
 
-	(void)spec;
 	if (len < 10 || memcmp(b, npy_magic, 6) != 0)
 		return mfs_fail(err, EINVAL, "not a .npy file (no \\x93NUMPY magic)");
 	if (b[6] == 1 && b[7] == 0) {
@@ -269,22 +267,63 @@ int mfs_codec_npy_decode(const void *buf, size_t len,
 				hlen, len - start);
 	/* Versions 1 and 2 are latin-1 and 3 is UTF-8; the parts that matter
 	 * are ASCII in all three, so non-ASCII bytes simply fail to parse. */
-	rc = parse_header((const char *)b + start, hlen, &dt, &shape, err);
+	rc = parse_header((const char *)b + start, hlen, dt, shape, err);
 	if (rc)
 		return rc;
-	esize = mfs_dtype_size(dt);
-	n = mfs_codec_numel(shape.dims, shape.rank, -1);
+	esize = mfs_dtype_size(*dt);
+	n = mfs_codec_numel(shape->dims, shape->rank, -1);
 	if (n < 0 || (uint64_t)n > SIZE_MAX / esize)
 		return mfs_fail(err, EINVAL, "shape is too large");
 	want = (size_t)n * esize;
-	if (len - start - hlen != want)
+	*data_at = start + hlen;
+	*data_len = want;
+	return 0;
+}
+
+static int npy_parse(const unsigned char *b, size_t len, mfs_dtype *dt,
+		     mfs_shape *shape, size_t *data_at, size_t *data_len, mfs_error *err)
+{
+	int rc = npy_header(b, len, dt, shape, data_at, data_len, err);
+	if (rc == 0 && len - *data_at != *data_len)
 		return mfs_fail(err, EINVAL, "has %zu bytes of data, but %s shape needs %zu",
-				len - start - hlen, mfs_dtype_onnx_name(dt), want);
+				len - *data_at, mfs_dtype_onnx_name(*dt), *data_len);
+	return rc;
+}
+
+size_t mfs_npy_file_size(const void *buf, size_t len)
+{
+	mfs_dtype dt;
+	mfs_shape shape = { 0 };
+	size_t at, want;
+	mfs_error err;
+	if (npy_header(buf, len, &dt, &shape, &at, &want, &err) < 0 || want > SIZE_MAX - at)
+		return 0;
+	return at + want;
+}
+
+/* The tensor of a .npy file: a copy, or with view a pointer into buf
+ * when the data can be used as it is (not BOOL, aligned). */
+static int npy_tensor(const void *buf, size_t len, mfs_tensor *out, bool view,
+		      mfs_error *err)
+{
+	const unsigned char *b = buf;
+	size_t at = 0, want = 0;
+	mfs_dtype dt = MFS_DT_UNDEFINED;
+	mfs_shape shape = { 0 };
+
+	int rc = npy_parse(b, len, &dt, &shape, &at, &want, err);
+	if (rc)
+		return rc;
+	if (view && dt != MFS_DT_BOOL && want && (uintptr_t)(b + at) % mfs_dtype_size(dt) == 0) {
+		*out = (mfs_tensor){ .dtype = dt, .shape = shape, .layout = MFS_LAYOUT_PLAIN,
+				     .data = (void *)(b + at), .nbytes = want, .owns_data = false };
+		return 0;
+	}
 	rc = mfs_tensor_alloc(out, dt, &shape, err);
 	if (rc)
 		return rc;
 	if (want)
-		memcpy(out->data, b + start + hlen, want);
+		memcpy(out->data, b + at, want);
 	/* NumPy reads any nonzero byte as True; the engine wants 0 and 1. */
 	if (dt == MFS_DT_BOOL) {
 		unsigned char *d = out->data;
@@ -292,6 +331,22 @@ int mfs_codec_npy_decode(const void *buf, size_t len,
 			d[i] = d[i] != 0;
 	}
 	return 0;
+}
+
+int mfs_codec_npy_decode(const void *buf, size_t len,
+			 const mfs_tensor_spec *spec, mfs_tensor *out,
+			 mfs_error *err)
+{
+	(void)spec;
+	return npy_tensor(buf, len, out, false, err);
+}
+
+int mfs_codec_npy_view(const void *buf, size_t len,
+		       const mfs_tensor_spec *spec, mfs_tensor *out,
+		       mfs_error *err)
+{
+	(void)spec;
+	return npy_tensor(buf, len, out, true, err);
 }
 
 int mfs_codec_npy_encode(const mfs_tensor *t, const char *name, char **buf,
