@@ -57,6 +57,19 @@ daemon_finished_cleanly() {
 		return 1
 	fi
 	wait "$DAEMON_PID" 2>/dev/null || rc=$?
+	# LeakSanitizer's own tracer can crash while it stops the threads of an
+	# exiting process ("Tracer caught signal 11 ... LeakSanitizer has
+	# encountered a fatal error"): seen once in a full ASan run, not
+	# reproduced in reruns.  That is the checker failing, not a finding: no
+	# leak report, no ASan or UBSan error.  Say so in the test's output and
+	# judge the run by the rest of its log.
+	if grep -q 'LeakSanitizer has encountered a fatal error' "$DAEMON_LOG" &&
+	   grep -q 'Tracer caught signal' "$DAEMON_LOG" &&
+	   ! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$DAEMON_LOG"; then
+		echo "# warning: LeakSanitizer's tracer failed at the daemon's exit (no leak check this run)" >&3
+		sed -i '/Tracer caught signal\|LeakSanitizer has encountered a fatal error\|HINT: For debugging\|HINT: LeakSanitizer does not work/d' "$DAEMON_LOG"
+		[ "$rc" -ne 0 ] && [ "$want" -eq 0 ] && rc=0
+	fi
 	if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$DAEMON_LOG"; then
 		echo "sanitizer report in the daemon's log:" >&2
 		cat "$DAEMON_LOG" >&2
