@@ -5,7 +5,7 @@
 PACKAGES="build-essential pkg-config clang libclang-rt-14-dev \
 libfuse3-dev fuse3 libinotifytools0-dev libopenblas-dev libjansson-dev \
 libdnnl-dev ocl-icd-opencl-dev pocl-opencl-icd clinfo libclblast-dev \
-libsystemd-dev libcmocka-dev bats mandoc prometheus bash-completion systemd python3-yaml libomp-dev procps libonnx-testdata python3-onnx python3-numpy \
+libsystemd-dev libcmocka-dev bats mandoc bsdextrautils prometheus bash-completion systemd python3-yaml libomp-dev procps libonnx-testdata python3-onnx python3-numpy \
 python3-torch python3-torchvision gnuplot-nox"
 # `make deb` also needs the packaging tools (not needed by make test).
 [ "${1:-}" = deb ] && PACKAGES="$PACKAGES dpkg-dev debhelper lintian"
