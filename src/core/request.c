@@ -760,7 +760,6 @@ static void missing_inputs(const mfs_request *r, char *buf, size_t size)
 					       r->cfg->inputs[i].name);
 }
 
-/* Encode output idx in fmt into the cache (lock held). */
 /* Encode output idx in fmt into the cache, unless it is there; with
  * need_bytes, also when only its size is left (the bytes went to a
  * reader: mfs_request_read_output). */
