@@ -454,6 +454,13 @@ static int run(const run_args *a, mfs_error *err)
 	rc = mfs_load_version(a->repo, a->model, version, &lv, err);
 	if (rc)
 		return rc;
+	if (!lv->graph) {
+		/* Its steps are other models, which only the daemon loads. */
+		rc = mfs_fail(err, EINVAL, "model '%s' is an ensemble: `modelfs run` runs one model; mount the repository to run an ensemble",
+			      a->model);
+		mfs_loaded_version_free(lv);
+		return rc;
+	}
 	n_in = mfs_graph_n_inputs(lv->graph);
 	n_out = mfs_graph_n_outputs(lv->graph);
 	inputs = calloc((size_t)n_in + 1, sizeof(*inputs));

@@ -84,6 +84,19 @@ int mfs_load_version(const char *repo_root, const char *model_name,
 	rc = mfs_load_config(repo_root, model_name, &v->config, err);
 	if (rc)
 		goto fail;
+	if (mfs_config_is_ensemble(&v->config)) {
+		/* A pipeline of other models: no file and no graph of its own
+		 * (ensemble_plan.h checks its steps). */
+		rc = mfs_config_complete_ensemble(&v->config, model_name, err);
+		if (rc) {
+			mfs_error_prefix(err, "model '%s' version %lld: ", model_name,
+					 (long long)version);
+			goto fail;
+		}
+		v->load_seconds = now_seconds() - t0;
+		*out = v;
+		return 0;
+	}
 	file = v->config.default_model_filename ? v->config.default_model_filename
 						: "model.onnx";
 	if (asprintf(&v->model_path, "%s/%s/%lld/%s", repo_root, model_name,

@@ -14,7 +14,7 @@ typedef struct mfs_loaded_version {
 	int64_t version;
 	char *model_path;          /* REPO/name/version/<default_model_filename> */
 	mfs_model_config config;   /* completed: every input/output known */
-	mfs_graph *graph;
+	mfs_graph *graph;          /* NULL for an ensemble (platform "ensemble") */
 	double load_seconds;       /* wall time of read + compile */
 } mfs_loaded_version;
 
@@ -24,7 +24,8 @@ typedef struct mfs_loaded_version {
 int mfs_load_config(const char *repo_root, const char *model_name,
 		    mfs_model_config *cfg, mfs_error *err);
 
-/* Load one version: config, model file, compile, complete the config.
+/* Load one version: config, model file, compile, complete the config
+ * (an ensemble: its config only, completed without a graph).
  * Errors name the model, the version and the file.  *out is freed with
  * mfs_loaded_version_free. */
 int mfs_load_version(const char *repo_root, const char *model_name,

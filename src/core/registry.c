@@ -27,6 +27,8 @@ typedef struct model {
 	char *name;
 	mfs_version **served;      /* ascending by version; one reference each */
 	int n_served;
+	mfs_version **parked;      /* ensembles waiting for a step; one reference each */
+	int n_parked;
 	vrecord *states;           /* ascending; every version tried */
 	int n_states;
 } model;
@@ -39,6 +41,7 @@ struct mfs_registry {
 	model *models;             /* sorted by name */
 	int n_models;
 	bool drain;                /* atomic: unloads let bound requests run */
+	bool stopping;             /* mfs_registry_free: ensembles need no second look */
 	uint64_t n_loads, n_load_failures, n_unloads;   /* atomics */
 };
 
@@ -92,7 +95,9 @@ static void version_free(mfs_version *v)
 	/* The queue first: it waits for runs in flight on our contexts
 	 * (there are none once the last reference is gone, but a queue
 	 * closed by unload may still be finishing its bookkeeping). */
-	mfs_sched_queue_free(v->queue);
+	if (v->queue)
+		mfs_sched_queue_free(v->queue);
+	mfs_ensemble_plan_free(v->plan);
 	for (int i = 0; i < v->n_execs; i++)
 		mfs_exec_free(v->execs[i]);
 	free(v->execs);
@@ -150,8 +155,9 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 	v->version = lv->version;
 	v->load_seconds = lv->load_seconds;
 	v->refs = 1;
-	v->n_graph_inputs = mfs_graph_n_inputs(lv->graph);
-	v->n_graph_outputs = mfs_graph_n_outputs(lv->graph);
+	/* An ensemble's "graph" is its config: tensors in config order. */
+	v->n_graph_inputs = lv->graph ? mfs_graph_n_inputs(lv->graph) : lv->config.n_inputs;
+	v->n_graph_outputs = lv->graph ? mfs_graph_n_outputs(lv->graph) : lv->config.n_outputs;
 	snprintf(v->device, sizeof(v->device), "cpu");
 	int r_ = 0;
 	char label[256];
@@ -159,6 +165,28 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 	if (!(v->model_name = strdup(lv->model_name))) {
 		r_ = mfs_fail(err, ENOMEM, "out of memory");
 		goto fail;
+	}
+	if (mfs_config_is_ensemble(v->config)) {
+		/* No engine and no queue: its steps' versions run it. */
+		r_ = mfs_ensemble_plan_new(v->config, &v->plan, err);
+		if (r_ < 0) {
+			mfs_error_prefix(err, "%s: ", label);
+			goto fail;
+		}
+		v->registry = r;
+		snprintf(v->device, sizeof(v->device), "ensemble");
+		snprintf(v->placement.device, sizeof(v->placement.device), "ensemble");
+		v->placement.cpu_ms = v->placement.opencl_ms = -1;
+		v->placement.kind = "";
+		/* status and stats.json name the steps in the order they run */
+		size_t used = (size_t)snprintf(v->placement.note, sizeof(v->placement.note),
+					       "%d steps:", v->plan->n_steps);
+		for (int k = 0; k < v->plan->n_steps && used < sizeof(v->placement.note); k++)
+			used += (size_t)snprintf(v->placement.note + used, sizeof(v->placement.note) - used,
+						 "%s %s", k ? "," : "",
+						 v->config->steps[v->plan->order[k]].model_name);
+		*out = v;
+		return 0;
 	}
 	/* The engine (device_router.h): KIND_AUTO times both on a warm-up. */
 	r_ = mfs_route(lv->graph, v->config, &r->route, &v->placement, err);
@@ -294,17 +322,128 @@ static void note_failure(model *m, int64_t version, const char *reason)
 
 /* Take v out of m->served (lock held); returns it with the registry's
  * reference, or NULL. */
-static mfs_version *unserve(model *m, int64_t version)
+static mfs_version *take(mfs_version **list, int *n, int64_t version)
 {
-	for (int i = 0; i < m->n_served; i++)
-		if (m->served[i]->version == version) {
-			mfs_version *v = m->served[i];
-			memmove(&m->served[i], &m->served[i + 1],
-				(size_t)(m->n_served - i - 1) * sizeof(*m->served));
-			m->n_served--;
+	for (int i = 0; i < *n; i++)
+		if (list[i]->version == version) {
+			mfs_version *v = list[i];
+			memmove(&list[i], &list[i + 1], (size_t)(*n - i - 1) * sizeof(*list));
+			(*n)--;
 			return v;
 		}
 	return NULL;
+}
+
+static mfs_version *unserve(model *m, int64_t version)
+{
+	mfs_version *v = take(m->served, &m->n_served, version);
+	return v ? v : take(m->parked, &m->n_parked, version);
+}
+
+/* Put v into list, ascending by version (room was made). */
+static void insert_sorted(mfs_version **list, int *n, mfs_version *v)
+{
+	int i = 0;
+	while (i < *n && list[i]->version < v->version)
+		i++;
+	memmove(&list[i + 1], &list[i], (size_t)(*n - i) * sizeof(*list));
+	list[i] = v;
+	(*n)++;
+}
+
+/* ---- ensembles (r->lock held) ---- */
+
+/* Can ensemble e serve now?  Every step model must have a READY version
+ * (the one the step names, or its current one) that is not itself an
+ * ensemble, and the steps must fit together (ensemble_plan.h).  false
+ * with the reason naming the step. */
+static bool steps_ready(mfs_registry *r, const mfs_version *e, char *why, size_t size)
+{
+	const mfs_model_config *c = e->config;
+	const mfs_model_config **cfgs = calloc((size_t)c->n_steps, sizeof(*cfgs));
+	if (!cfgs) {
+		snprintf(why, size, "out of memory");
+		return false;
+	}
+	bool ok = true;
+	for (int s = 0; ok && s < c->n_steps; s++) {
+		const mfs_ensemble_step *st = &c->steps[s];
+		model *sm = find_model(r, st->model_name);
+		const mfs_version *sv = NULL;
+		for (int i = 0; sm && i < sm->n_served; i++)
+			if (st->model_version <= 0 || sm->served[i]->version == st->model_version)
+				sv = sm->served[i];
+		if (!sv) {
+			const char *reason = sm && sm->n_states ? sm->states[sm->n_states - 1].reason : "";
+			if (!sm)
+				snprintf(why, size, "step %d (model '%s'): no model named '%s' is loaded",
+					 s, st->model_name, st->model_name);
+			else if (st->model_version > 0)
+				snprintf(why, size, "step %d (model '%s'): version %" PRId64 " is not READY",
+					 s, st->model_name, st->model_version);
+			else
+				snprintf(why, size, "step %d (model '%s'): it has no READY version%s%s", s,
+					 st->model_name, *reason ? ": " : "", reason);
+			ok = false;
+		} else if (sv->plan) {
+			snprintf(why, size, "step %d (model '%s') is an ensemble; nested ensembles are not supported",
+				 s, st->model_name);
+			ok = false;
+		} else {
+			cfgs[s] = sv->config;
+		}
+	}
+	mfs_error err;
+	if (ok && mfs_ensemble_plan_check_steps(e->plan, c, cfgs, &err) < 0) {
+		snprintf(why, size, "%s", err.msg);
+		ok = false;
+	}
+	free(cfgs);
+	return ok;
+}
+
+/* After any load or unload: serve the ensembles whose steps are all
+ * there, park the others with the reason. */
+static void refresh_ensembles(mfs_registry *r)
+{
+	char why[MFS_ERROR_MSG_MAX];
+	if (r->stopping)
+		return;
+	for (int k = 0; k < r->n_models; k++) {
+		model *m = &r->models[k];
+		for (int i = 0; i < m->n_served; i++) {
+			mfs_version *v = m->served[i];
+			if (!v->plan || steps_ready(r, v, why, sizeof(why)))
+				continue;
+			mfs_version **p = realloc(m->parked, (size_t)(m->n_parked + 1) * sizeof(*p));
+			if (!p)
+				continue;   /* stays served; its requests fail naming the step */
+			m->parked = p;
+			take(m->served, &m->n_served, v->version);
+			insert_sorted(m->parked, &m->n_parked, v);
+			set_state(m, v->version, MFS_VS_UNAVAILABLE, why, "");
+			mfs_log_warn("ensemble '%s' version %" PRId64 ": UNAVAILABLE: %s", m->name,
+				     v->version, why);
+			i--;
+		}
+		for (int i = 0; i < m->n_parked; i++) {
+			mfs_version *v = m->parked[i];
+			if (!steps_ready(r, v, why, sizeof(why))) {
+				set_state(m, v->version, MFS_VS_UNAVAILABLE, why, "");
+				continue;
+			}
+			mfs_version **s = realloc(m->served, (size_t)(m->n_served + 1) * sizeof(*s));
+			if (!s)
+				continue;
+			m->served = s;
+			take(m->parked, &m->n_parked, v->version);
+			insert_sorted(m->served, &m->n_served, v);
+			set_state(m, v->version, MFS_VS_READY, v->placement.note, v->device);
+			mfs_log_info("ensemble '%s' version %" PRId64 ": READY (%s)", m->name, v->version,
+				     v->placement.note);
+			i--;
+		}
+	}
 }
 
 /* The second half of unloading, with no lock held: fail what is queued
@@ -321,7 +460,8 @@ static void retire(mfs_registry *r, mfs_version *v, const char *reason)
 		char why[512];
 		snprintf(why, sizeof(why), "version %" PRId64 " was unloaded before the request ran (%s)",
 			 v->version, reason ? reason : "unloaded");
-		mfs_sched_queue_close(v->queue, why);
+		if (v->queue)
+			mfs_sched_queue_close(v->queue, why);
 	}
 	__atomic_add_fetch(&r->n_unloads, 1, __ATOMIC_RELAXED);
 	mfs_log_info("model '%s' version %" PRId64 ": unloaded (%s) in %.3f s", v->model_name,
@@ -358,25 +498,25 @@ int mfs_registry_load_version(mfs_registry *r, const char *name,
 		old = v;
 		v = NULL;
 	} else {
-		mfs_version **s = realloc(m->served, (size_t)(m->n_served + 1) * sizeof(*s));
+		/* An ensemble starts parked: refresh_ensembles serves it
+		 * once its steps are there. */
+		mfs_version ***list = v->plan ? &m->parked : &m->served;
+		int *n = v->plan ? &m->n_parked : &m->n_served;
+		mfs_version **s = realloc(*list, (size_t)(*n + 1) * sizeof(*s));
 		if (!s) {
 			rc = mfs_fail(err, ENOMEM, "out of memory");
 			set_state(m, version, MFS_VS_UNAVAILABLE, err->msg, "");
 			old = v;
 			v = NULL;
 		} else {
-			m->served = s;
+			*list = s;
 			old = unserve(m, version);
-			int i = 0;
-			while (i < m->n_served && m->served[i]->version < version)
-				i++;
-			memmove(&s[i + 1], &s[i], (size_t)(m->n_served - i) * sizeof(*s));
-			s[i] = v;
-			m->n_served++;
+			insert_sorted(*list, n, v);
 			/* READY's reason says how the engine was chosen */
 			set_state(m, version, MFS_VS_READY, v->placement.note, v->device);
 		}
 	}
+	refresh_ensembles(r);
 	pthread_mutex_unlock(&r->lock);
 	if (old)
 		retire(r, old, "replaced by a new load");
@@ -422,6 +562,7 @@ int mfs_registry_unload_version(mfs_registry *r, const char *name,
 	mfs_version *v = m ? unserve(m, version) : NULL;
 	if (m)
 		drop_state(m, version);
+	refresh_ensembles(r);
 	pthread_mutex_unlock(&r->lock);
 	if (!v)
 		return -ENOENT;
@@ -431,6 +572,14 @@ int mfs_registry_unload_version(mfs_registry *r, const char *name,
 
 static void model_release(model *m, mfs_version ***out, int *n)
 {
+	/* The parked ensembles leave with the served versions. */
+	mfs_version **all = realloc(m->served, (size_t)(m->n_served + m->n_parked + 1) * sizeof(*all));
+	if (all) {
+		memcpy(all + m->n_served, m->parked, (size_t)m->n_parked * sizeof(*all));
+		m->served = all;
+		m->n_served += m->n_parked;
+	}
+	free(m->parked);
 	*out = m->served;
 	*n = m->n_served;
 	for (int i = 0; i < m->n_states; i++)
@@ -451,6 +600,7 @@ int mfs_registry_unload_model(mfs_registry *r, const char *name,
 		int i = (int)(m - r->models);
 		memmove(&r->models[i], &r->models[i + 1], (size_t)(r->n_models - i - 1) * sizeof(model));
 		r->n_models--;
+		refresh_ensembles(r);
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (!m)
@@ -641,6 +791,9 @@ void mfs_registry_free(mfs_registry *r)
 {
 	if (!r)
 		return;
+	pthread_mutex_lock(&r->lock);
+	r->stopping = true;
+	pthread_mutex_unlock(&r->lock);
 	while (r->n_models > 0) {
 		char *name = strdup(r->models[0].name);
 		if (!name)

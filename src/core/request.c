@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ensemble.h"
 #include "log.h"
 #include "membudget.h"
 #include "metrics.h"
@@ -367,9 +368,15 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 	r->state = MFS_REQ_QUEUED;
 	r->runs++;
 	mfs_request_get(r);
-	int rc = mfs_sched_submit_here(r->v->queue, &r->job, err);
-	if (rc == 0 && r->job.here)
-		r->run_here = r->v->queue;
+	int rc;
+	if (r->v->plan) {
+		/* An ensemble: its steps' queues run it (ensemble.h). */
+		rc = mfs_ensemble_submit(r->v->registry, r->v, &r->job, err);
+	} else {
+		rc = mfs_sched_submit_here(r->v->queue, &r->job, err);
+		if (rc == 0 && r->job.here)
+			r->run_here = r->v->queue;
+	}
 	if (rc < 0) {
 		mfs_request_put(r);   /* never the last: the caller holds one */
 		release_run_in(r);

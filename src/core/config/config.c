@@ -48,7 +48,27 @@ void mfs_config_release(mfs_model_config *c)
 		free(c->parameters[i].value);
 	}
 	free(c->parameters);
+	for (int i = 0; i < c->n_steps; i++) {
+		mfs_ensemble_step *st = &c->steps[i];
+		free(st->model_name);
+		for (int k = 0; k < st->n_input_map; k++) {
+			free(st->input_map[k].key);
+			free(st->input_map[k].value);
+		}
+		free(st->input_map);
+		for (int k = 0; k < st->n_output_map; k++) {
+			free(st->output_map[k].key);
+			free(st->output_map[k].value);
+		}
+		free(st->output_map);
+	}
+	free(c->steps);
 	mfs_config_init(c);
+}
+
+bool mfs_config_is_ensemble(const mfs_model_config *c)
+{
+	return c->platform && strcmp(c->platform, "ensemble") == 0;
 }
 
 /* ---- the parse tree (config_tree.h) ---- */

@@ -51,9 +51,23 @@ typedef struct mfs_parameter {
 	char *value;                 /* Triton: parameters { key: "k" value { string_value: "v" } } */
 } mfs_parameter;
 
+/* One key/value of an ensemble step's input_map or output_map. */
+typedef struct mfs_tensor_map {
+	char *key;                   /* the step model's input/output name */
+	char *value;                 /* the ensemble's tensor name */
+} mfs_tensor_map;
+
+/* ensemble_scheduling { step [ ... ] } (platform "ensemble"). */
+typedef struct mfs_ensemble_step {
+	char *model_name;
+	int64_t model_version;       /* -1 (Triton's default): the current version */
+	mfs_tensor_map *input_map; int n_input_map;
+	mfs_tensor_map *output_map; int n_output_map;
+} mfs_ensemble_step;
+
 typedef struct mfs_model_config {
 	char *name;
-	char *platform;              /* NULL or "onnxruntime_onnx" */
+	char *platform;              /* NULL, "onnxruntime_onnx" or "ensemble" */
 	char *backend;               /* NULL, "onnxruntime" or "onnx" */
 	int max_batch_size;
 	mfs_io_config *inputs;  int n_inputs;
@@ -72,7 +86,13 @@ typedef struct mfs_model_config {
 	} dynamic_batching;
 	char *default_model_filename;    /* NULL = "model.onnx" */
 	mfs_parameter *parameters; int n_parameters;
+	bool has_ensemble_scheduling;
+	mfs_ensemble_step *steps; int n_steps;
 } mfs_model_config;
+
+/* platform "ensemble": the model is a pipeline of other models
+ * (ensemble_plan.h), not a graph. */
+bool mfs_config_is_ensemble(const mfs_model_config *c);
 
 /* Zero-initialise with Triton's defaults. */
 void mfs_config_init(mfs_model_config *c);
@@ -96,6 +116,12 @@ int mfs_config_load_file(const char *path, mfs_model_config *out,
  * max_batch_size > 0).  -EINVAL naming the field on disagreement. */
 int mfs_config_complete(mfs_model_config *c, const char *model_name,
 			const mfs_graph *graph, mfs_error *err);
+
+/* The same for an ensemble, which has no graph: every input and output
+ * must give its data_type and dims (Triton's rule); graph_index is the
+ * config's own index. */
+int mfs_config_complete_ensemble(mfs_model_config *c, const char *model_name,
+				 mfs_error *err);
 
 /* Triton's JSON form of the config in effect (a new reference). */
 json_t *mfs_config_to_json(const mfs_model_config *c);

@@ -197,17 +197,51 @@ static int complete_side(mfs_model_config *c, mfs_io_config **arr, int *count,
 	return 0;
 }
 
-int mfs_config_complete(mfs_model_config *c, const char *model_name,
-			const mfs_graph *graph, mfs_error *err)
+static int complete_name(mfs_model_config *c, const char *model_name, mfs_error *err)
 {
-	int rc;
-
 	if (c->name && strcmp(c->name, model_name) != 0)
 		return mfs_fail(err, EINVAL,
 				"config name '%s' does not match the model directory '%s'",
 				c->name, model_name);
 	if (!c->name && !(c->name = strdup(model_name)))
 		return mfs_fail(err, ENOMEM, "out of memory");
+	return 0;
+}
+
+static int declared_side(mfs_io_config *ios, int n, const char *side, mfs_error *err)
+{
+	for (int i = 0; i < n; i++) {
+		if (ios[i].dtype == MFS_DT_UNDEFINED || ios[i].rank < 0)
+			return mfs_fail(err, EINVAL, "ensemble %s '%s' needs data_type and dims (an ensemble has no graph to take them from)",
+					side, ios[i].name);
+		if (ios[i].has_reshape)
+			return mfs_fail(err, EINVAL, "ensemble %s '%s': reshape is for a model's graph, an ensemble has none",
+					side, ios[i].name);
+		ios[i].graph_index = i;
+	}
+	return 0;
+}
+
+int mfs_config_complete_ensemble(mfs_model_config *c, const char *model_name,
+				 mfs_error *err)
+{
+	int rc = complete_name(c, model_name, err);
+	if (rc == 0 && c->n_inputs == 0)
+		rc = mfs_fail(err, EINVAL, "an ensemble needs at least one input");
+	if (rc == 0)
+		rc = declared_side(c->inputs, c->n_inputs, "input", err);
+	if (rc == 0)
+		rc = declared_side(c->outputs, c->n_outputs, "output", err);
+	return rc;
+}
+
+int mfs_config_complete(mfs_model_config *c, const char *model_name,
+			const mfs_graph *graph, mfs_error *err)
+{
+	int rc = complete_name(c, model_name, err);
+
+	if (rc)
+		return rc;
 	if (!c->platform && !(c->platform = strdup("onnxruntime_onnx")))
 		return mfs_fail(err, ENOMEM, "out of memory");
 	if (!c->backend && !(c->backend = strdup("onnxruntime")))
