@@ -1,0 +1,305 @@
+#!/usr/bin/env bats
+# Ensembles through the mount (issue 12, SPEC.md section 11): the
+# example pipeline (pipeline_preprocess -> cnn -> pipeline_softmax)
+# through a request directory and through infer, equal to its steps run
+# one by one; a diamond whose two middle steps run side by side, one on
+# OpenCL (PoCL) and one on the CPU; load errors; a missing step making
+# the ensemble UNAVAILABLE and its return making it READY; a step model
+# reloaded under load with zero failed requests.
+
+load helpers
+
+# copy_model SRC NAME [KIND]: examples/SRC as REPO/NAME (no samples),
+# renamed, with an instance_group of KIND when given.
+copy_model() {
+	mkdir -p "$REPO/$2"
+	cp -r "$EXAMPLES/$1/1" "$REPO/$2/"
+	sed "s/^name: \"$1\"/name: \"$2\"/" "$EXAMPLES/$1/config.pbtxt" > "$REPO/$2/config.pbtxt"
+	if [ -n "${3:-}" ]; then
+		echo "instance_group [ { count: 1, kind: $3 } ]" >> "$REPO/$2/config.pbtxt"
+	fi
+}
+
+# ensemble NAME: an ensemble directory with config.pbtxt from stdin.
+ensemble() {
+	mkdir -p "$REPO/$1/1"
+	cat > "$REPO/$1/config.pbtxt"
+}
+
+# softmax_ensemble NAME READS OUTPUT: one pipeline_softmax step reading
+# tensor READS and writing "p"; input "x", output OUTPUT.
+softmax_ensemble() {
+	ensemble "$1" <<EOF
+platform: "ensemble"
+input [ { name: "x", data_type: TYPE_FP32, dims: [ 10 ] } ]
+output [ { name: "$3", data_type: TYPE_FP32, dims: [ 10 ] } ]
+ensemble_scheduling { step [
+  { model_name: "pipeline_softmax" input_map { key: "logits" value: "$2" }
+    output_map { key: "probabilities" value: "p" } }
+] }
+EOF
+}
+
+setup_file() {
+	REPO="$BATS_FILE_TMPDIR/repo"
+	copy_model cnn cnn
+	copy_model pipeline_preprocess pipeline_preprocess KIND_CPU
+	copy_model pipeline_softmax pipeline_softmax
+	copy_model cnn cnn_gpu KIND_GPU
+	mkdir -p "$REPO/pipeline/1"
+	cp "$EXAMPLES/pipeline/config.pbtxt" "$REPO/pipeline/"
+	# The diamond: preprocess, then cnn (CPU) and cnn_gpu (OpenCL) on the
+	# same image at once, then softmax of the CPU's logits.
+	ensemble diamond <<'EOF'
+name: "diamond"
+platform: "ensemble"
+max_batch_size: 16
+input [ { name: "pixels", data_type: TYPE_UINT8, dims: [ 28, 28 ] } ]
+output [
+  { name: "logits_cpu", data_type: TYPE_FP32, dims: [ 10 ] },
+  { name: "logits_gpu", data_type: TYPE_FP32, dims: [ 10 ] },
+  { name: "probabilities", data_type: TYPE_FP32, dims: [ 10 ] }
+]
+ensemble_scheduling { step [
+  { model_name: "pipeline_preprocess" input_map { key: "pixels" value: "pixels" }
+    output_map { key: "image" value: "image" } },
+  { model_name: "cnn" input_map { key: "image" value: "image" }
+    output_map { key: "logits" value: "logits_cpu" } },
+  { model_name: "cnn_gpu" input_map { key: "image" value: "image" }
+    output_map { key: "logits" value: "logits_gpu" } },
+  { model_name: "pipeline_softmax" input_map { key: "logits" value: "logits_cpu" }
+    output_map { key: "probabilities" value: "probabilities" } }
+] }
+EOF
+	# Its last step's model is not in the repository yet.
+	sed 's/"pipeline_softmax"/"late_softmax"/; s/^name: "pipeline"/name: "orphan"/' \
+		"$EXAMPLES/pipeline/config.pbtxt" | ensemble orphan
+	# Load errors: each from the config alone.
+	ensemble bad_cycle <<'EOF'
+platform: "ensemble"
+input [ { name: "x", data_type: TYPE_FP32, dims: [ 10 ] } ]
+output [ { name: "b", data_type: TYPE_FP32, dims: [ 10 ] } ]
+ensemble_scheduling { step [
+  { model_name: "pipeline_softmax" input_map { key: "logits" value: "b" }
+    output_map { key: "probabilities" value: "a" } },
+  { model_name: "pipeline_softmax" input_map { key: "logits" value: "a" }
+    output_map { key: "probabilities" value: "b" } }
+] }
+EOF
+	softmax_ensemble bad_unproduced nowhere p
+	softmax_ensemble bad_output x ghost
+	# Found once the step model is there: its input is UINT8, not FP32.
+	ensemble bad_dtype <<'EOF'
+platform: "ensemble"
+max_batch_size: 16
+input [ { name: "pixels", data_type: TYPE_FP32, dims: [ 28, 28 ] } ]
+output [ { name: "image", data_type: TYPE_FP32, dims: [ 1, 28, 28 ] } ]
+ensemble_scheduling { step [
+  { model_name: "pipeline_preprocess" input_map { key: "pixels" value: "pixels" }
+    output_map { key: "image" value: "image" } }
+] }
+EOF
+	mount_repo "$REPO" || return 1
+	export MNT DAEMON_PID DAEMON_LOG REPO
+}
+
+teardown_file() {
+	unmount_repo
+}
+
+setup() {
+	T="$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+	[ -z "${CLIENTS_PID:-}" ] || { touch "$T/stop"; wait "$CLIENTS_PID" 2>/dev/null || true; }
+}
+
+status_has() { grep -q -- "$2" "$MNT/$1/status"; }
+
+# run_request MODEL INPUT=FILE... OUTPUT...: one request directory; each
+# output read as .npy into $T/MODEL.OUTPUT.npy.
+run_request() {
+	local model=$1 req
+	shift
+	req=$(new_request "$model") || return 1
+	while [ $# -gt 0 ] && [[ "$1" == *=* ]]; do
+		cp "${1#*=}" "$req/${1%%=*}.npy" || return 1
+		shift
+	done
+	local o
+	for o in "$@"; do
+		cat "$req/$o.npy" > "$T/$model.$o.npy" || { cat "$req/error" >&2; return 1; }
+	done
+	rm -r "$req"
+}
+
+@test "the pipeline's three steps through a request directory equal the steps run one by one" {
+	run cat "$MNT/pipeline/status"
+	[ "$output" = "READY 1 ensemble 3 steps: pipeline_preprocess, cnn, pipeline_softmax" ]
+	px="$EXAMPLES/pipeline/samples/pixels.npy"
+	run_request pipeline pixels="$px" probabilities logits
+	# The same input, step by step, each through its own model's directory.
+	run_request pipeline_preprocess pixels="$px" image
+	run_request cnn image="$T/pipeline_preprocess.image.npy" logits
+	run_request pipeline_softmax logits="$T/cnn.logits.npy" probabilities
+	run "$PY" -c "
+import numpy as np
+t = '$T/'
+p, l = np.load(t + 'pipeline.probabilities.npy'), np.load(t + 'pipeline.logits.npy')
+assert p.shape == (1, 10) and p.dtype == np.float32, (p.shape, p.dtype)
+assert np.array_equal(l, np.load(t + 'cnn.logits.npy')), 'logits differ'
+assert np.array_equal(p, np.load(t + 'pipeline_softmax.probabilities.npy')), 'probabilities differ'
+want = np.load('$EXAMPLES/pipeline/samples/expected/probabilities.npy')
+assert np.max(np.abs(p - want)) < 1e-5, np.max(np.abs(p - want))
+print('ok')"
+	echo "$output"
+	[ "$output" = ok ]
+}
+
+@test "the pipeline through infer, and its stats, metrics and config" {
+	exec 7<>"$MNT/pipeline/infer"
+	"$PY" -c "
+import json, numpy as np
+x = np.load('$EXAMPLES/pipeline/samples/pixels.npy')
+print(json.dumps({'id': 'e1', 'inputs': [{'name': 'pixels', 'shape': list(x.shape), 'datatype': 'UINT8',
+                                       'data': x.reshape(-1).tolist()}]}), end='')" >&7
+	cat <&7 > "$T/resp.json"
+	exec 7>&-
+	run "$PY" -c "
+import json, numpy as np
+r = json.load(open('$T/resp.json'))
+assert r['model_name'] == 'pipeline' and r['id'] == 'e1', r
+o = {t['name']: t for t in r['outputs']}
+assert o['probabilities']['shape'] == [1, 10] and o['probabilities']['datatype'] == 'FP32', o
+want = np.load('$EXAMPLES/pipeline/samples/expected/probabilities.npy').reshape(-1)
+assert np.max(np.abs(np.array(o['probabilities']['data']) - want)) < 1e-5
+print('ok')"
+	echo "$output"
+	[ "$output" = ok ]
+	run "$PY" -c "
+import json
+s = json.load(open('$MNT/pipeline/stats.json'))['model_stats'][0]
+assert s['inference_stats']['success']['count'] >= 2 and s['device']['choice'] == 'ensemble', s
+c = json.load(open('$MNT/pipeline/config.json'))
+steps = c['ensemble_scheduling']['step']
+assert c['platform'] == 'ensemble' and [x['model_name'] for x in steps] == ['pipeline_preprocess', 'cnn', 'pipeline_softmax'], c
+assert steps[1]['input_map'] == {'image': 'image'}, steps
+print('ok')"
+	echo "$output"
+	[ "$output" = ok ]
+	grep -q '^nv_inference_request_success{model="pipeline",version="1"} [1-9]' "$MNT/.metrics"
+}
+
+@test "a diamond: cnn on the CPU and cnn_gpu on OpenCL side by side, results within 1e-3" {
+	run cat "$MNT/cnn_gpu/status"
+	[[ "$output" == "READY 1 opencl KIND_GPU on "* ]]
+	[[ "$(cat "$MNT/pipeline_preprocess/status")" == "READY 1 cpu "* ]]
+	before=$("$PY" -c "import json; print(json.load(open('$MNT/cnn_gpu/stats.json'))['model_stats'][0]['execution_count'])")
+	"$PY" -c "
+import numpy as np
+np.save('$T/px4.npy', np.random.default_rng(4).integers(0, 256, size=(4, 28, 28), dtype=np.uint8))"
+	run_request diamond pixels="$T/px4.npy" logits_cpu logits_gpu probabilities
+	run "$PY" -c "
+import json, numpy as np
+c, g = np.load('$T/diamond.logits_cpu.npy'), np.load('$T/diamond.logits_gpu.npy')
+assert c.shape == g.shape == (4, 10), (c.shape, g.shape)
+assert np.max(np.abs(c - g)) <= 1e-3 * np.max(np.abs(c)), np.max(np.abs(c - g))
+p = np.load('$T/diamond.probabilities.npy')
+assert np.allclose(p.sum(axis=1), 1, atol=1e-5), p.sum(axis=1)
+n = json.load(open('$MNT/cnn_gpu/stats.json'))['model_stats'][0]['execution_count']
+assert n == $before + 1, (n, $before)
+print('ok')"
+	echo "$output"
+	[ "$output" = ok ]
+}
+
+@test "load errors name the step and the tensor" {
+	wait_until 5 status_has bad_cycle "UNAVAILABLE"
+	run cat "$MNT/bad_cycle/status"
+	echo "$output"
+	[[ "$output" == "UNAVAILABLE 1 - "*"the steps form a cycle: steps 0 ('pipeline_softmax'), 1 ('pipeline_softmax') wait for each other"* ]]
+	run cat "$MNT/bad_unproduced/status"
+	echo "$output"
+	[[ "$output" == *"step 0 (model 'pipeline_softmax') input_map reads 'nowhere', which no step and no ensemble input produces"* ]]
+	run cat "$MNT/bad_output/status"
+	echo "$output"
+	[[ "$output" == *"ensemble output 'ghost' is produced by no step"* ]]
+	run cat "$MNT/bad_dtype/status"
+	echo "$output"
+	[[ "$output" == "UNAVAILABLE 1 - tensor 'pixels' is TYPE_FP32 [-1,28,28] where it is produced, but step 0 (model 'pipeline_preprocess') input 'pixels' needs TYPE_UINT8 [-1,28,28]" ]]
+	grep -q "model 'bad_cycle' version 1: load failed: .*cycle" "$DAEMON_LOG"
+}
+
+@test "a missing step: UNAVAILABLE naming it, READY when it comes, UNAVAILABLE when it goes" {
+	run cat "$MNT/orphan/status"
+	[ "$output" = "UNAVAILABLE 1 - step 2 (model 'late_softmax'): no model named 'late_softmax' is loaded" ]
+	run py_errno "os.mkdir('$MNT/orphan/requests/r1')"
+	[ "$output" = EAGAIN ]
+	exec 7<>"$MNT/orphan/infer"
+	printf '{"inputs":[{"name":"pixels","shape":[1,28,28],"datatype":"UINT8","data":[%s]}]}' \
+		"$(seq -s, 1 784 | sed 's/[0-9]*/1/g')" >&7
+	run cat <&7
+	exec 7>&-
+	echo "$output"
+	[[ "$output" == *"step 2 (model 'late_softmax'): no model named 'late_softmax' is loaded"* ]]
+	# The step arrives: the ensemble serves, its own directory untouched.
+	mkdir "$T/src"
+	cp -r "$REPO/pipeline_softmax" "$T/src/late_softmax"
+	sed -i 's/^name: "pipeline_softmax"/name: "late_softmax"/' "$T/src/late_softmax/config.pbtxt"
+	mv "$T/src/late_softmax" "$REPO/"
+	wait_until 10 status_has orphan "^READY 1 ensemble"
+	run_request orphan pixels="$EXAMPLES/pipeline/samples/pixels.npy" probabilities
+	run "$PY" -c "
+import numpy as np
+p = np.load('$T/orphan.probabilities.npy')
+want = np.load('$EXAMPLES/pipeline/samples/expected/probabilities.npy')
+assert np.max(np.abs(p - want)) < 1e-5
+print('ok')"
+	[ "$output" = ok ]
+	# It goes again.
+	mv "$REPO/late_softmax" "$T/gone"
+	wait_until 10 status_has orphan "^UNAVAILABLE 1 - step 2 (model 'late_softmax'): no model named 'late_softmax' is loaded"
+	grep -q "ensemble 'orphan' version 1: UNAVAILABLE: step 2 (model 'late_softmax')" "$DAEMON_LOG"
+}
+
+@test "an input that does not fit fails at close() with EINVAL and the reason" {
+	req=$(new_request pipeline)
+	"$PY" -c "import numpy as np; np.save('$T/bad.npy', np.zeros((1, 27, 28), dtype=np.uint8))"
+	run py_errno "import shutil; shutil.copyfile('$T/bad.npy', '$req/pixels.npy')"
+	[ "$output" = EINVAL ]
+	grep -q "pixels" "$req/error"
+	rm -r "$req"
+}
+
+@test "cnn reloaded twice under load through the pipeline: zero failed requests" {
+	rm -f "$T/stop"
+	"$PY" "$TOP/tests/e2e/reload_clients.py" "$MNT" pipeline 6 "$T/stop" "$T/clients.json" \
+		--pipeline "$EXAMPLES/pipeline/samples/pixels.npy" \
+		"$EXAMPLES/pipeline/samples/expected/probabilities.npy" 3>&- &
+	CLIENTS_PID=$!
+	loads() { "$PY" -c "
+import re; t = open('$MNT/.metrics').read()
+print(int(float(re.search(r'^nv_model_load_total (\S+)', t, re.M).group(1))))"; }
+	loaded_at_least() { [ "$(loads)" -ge "$1" ]; }
+	n0=$(loads)
+	sleep 1
+	# A new version (version 1 drains and leaves), then the same version's
+	# file replaced (a reload of version 2 in place).
+	cp -r "$REPO/cnn/1" "$T/v2"
+	mv "$T/v2" "$REPO/cnn/2"
+	wait_until 15 status_has cnn "^READY 2"
+	sleep 1
+	cp "$REPO/cnn/2/model.onnx" "$T/m.onnx"
+	mv "$T/m.onnx" "$REPO/cnn/2/model.onnx"
+	wait_until 15 loaded_at_least $((n0 + 2))
+	sleep 1
+	touch "$T/stop"
+	wait "$CLIENTS_PID"
+	CLIENTS_PID=
+	cat "$T/clients.json"
+	"$PY" -c "
+import json; s = json.load(open('$T/clients.json'))
+assert s['fail'] == 0 and s['ok'] > 10, s"
+	[ "$(cat "$MNT/pipeline/status")" = "READY 1 ensemble 3 steps: pipeline_preprocess, cnn, pipeline_softmax" ]
+}
