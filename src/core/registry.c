@@ -402,6 +402,14 @@ static bool steps_ready(mfs_registry *r, const mfs_version *e, char *why, size_t
 	return ok;
 }
 
+static bool same_state(const model *m, int64_t version, mfs_vstate st, const char *reason)
+{
+	for (int i = 0; i < m->n_states; i++)
+		if (m->states[i].version == version)
+			return m->states[i].state == st && strcmp(m->states[i].reason, reason) == 0;
+	return false;
+}
+
 /* After any load or unload: serve the ensembles whose steps are all
  * there, park the others with the reason. */
 static void refresh_ensembles(mfs_registry *r)
@@ -429,7 +437,11 @@ static void refresh_ensembles(mfs_registry *r)
 		for (int i = 0; i < m->n_parked; i++) {
 			mfs_version *v = m->parked[i];
 			if (!steps_ready(r, v, why, sizeof(why))) {
-				set_state(m, v->version, MFS_VS_UNAVAILABLE, why, "");
+				if (!same_state(m, v->version, MFS_VS_UNAVAILABLE, why)) {
+					set_state(m, v->version, MFS_VS_UNAVAILABLE, why, "");
+					mfs_log_warn("ensemble '%s' version %" PRId64 ": UNAVAILABLE: %s",
+						     m->name, v->version, why);
+				}
 				continue;
 			}
 			mfs_version **s = realloc(m->served, (size_t)(m->n_served + 1) * sizeof(*s));
@@ -526,8 +538,12 @@ int mfs_registry_load_version(mfs_registry *r, const char *name,
 		return rc;
 	}
 	__atomic_add_fetch(&r->n_loads, 1, __ATOMIC_RELAXED);
-	mfs_log_info("model '%s' version %" PRId64 ": READY on %s (loaded in %.3f s; %s)", name,
-		     version, v->device, v->load_seconds, v->placement.note);
+	if (v->plan)   /* READY or not: refresh_ensembles said which */
+		mfs_log_info("model '%s' version %" PRId64 ": loaded, an ensemble of %s", name,
+			     version, v->placement.note);
+	else
+		mfs_log_info("model '%s' version %" PRId64 ": READY on %s (loaded in %.3f s; %s)", name,
+			     version, v->device, v->load_seconds, v->placement.note);
 	return 0;
 }
 
@@ -611,6 +627,51 @@ int mfs_registry_unload_model(mfs_registry *r, const char *name,
 	return 0;
 }
 
+/* Load one repository entry's versions as its policy selects, when it
+ * belongs to this pass (0: models, 1: ensembles); the failures. */
+static int load_entry(mfs_registry *r, const mfs_repo_entry *e, int pass)
+{
+	mfs_model_config cfg;
+	mfs_error lerr;
+	mfs_error_clear(&lerr);
+	if (e->n_versions == 0) {
+		if (pass == 0)
+			mfs_log_warn("model '%s': no version directories, nothing to serve", e->name);
+		return 0;
+	}
+	int rc = mfs_load_config(r->repository, e->name, &cfg, &lerr);
+	if (rc < 0) {
+		if (pass == 1)
+			return 0;
+		/* Show the failure on the version that would be served. */
+		pthread_mutex_lock(&r->lock);
+		model *m = add_model(r, e->name);
+		if (m)
+			set_state(m, e->versions[e->n_versions - 1], MFS_VS_UNAVAILABLE, lerr.msg, "");
+		pthread_mutex_unlock(&r->lock);
+		mfs_log_error("model '%s': %s", e->name, lerr.msg);
+		return 1;
+	}
+	if (mfs_config_is_ensemble(&cfg) != (pass == 1)) {
+		mfs_config_release(&cfg);
+		return 0;
+	}
+	int64_t *vs = malloc((size_t)e->n_versions * sizeof(*vs));
+	if (!vs) {
+		mfs_config_release(&cfg);
+		return 1;
+	}
+	memcpy(vs, e->versions, (size_t)e->n_versions * sizeof(*vs));
+	int nv = mfs_config_apply_version_policy(&cfg, vs, e->n_versions);
+	mfs_config_release(&cfg);
+	int failed = 0;
+	for (int k = 0; k < nv; k++)
+		if (mfs_registry_load_version(r, e->name, vs[k], &lerr) < 0)
+			failed++;
+	free(vs);
+	return failed;
+}
+
 int mfs_registry_load_all(mfs_registry *r, mfs_error *err)
 {
 	mfs_repo_entry *entries = NULL;
@@ -618,40 +679,11 @@ int mfs_registry_load_all(mfs_registry *r, mfs_error *err)
 	int rc = mfs_repo_scan(r->repository, &entries, &n, err);
 	if (rc < 0)
 		return rc;
-	for (int i = 0; i < n; i++) {
-		mfs_repo_entry *e = &entries[i];
-		mfs_model_config cfg;
-		mfs_error lerr;
-		mfs_error_clear(&lerr);
-		if (e->n_versions == 0) {
-			mfs_log_warn("model '%s': no version directories, nothing to serve", e->name);
-			continue;
-		}
-		if (mfs_load_config(r->repository, e->name, &cfg, &lerr) < 0) {
-			/* Show the failure on the version that would be served. */
-			pthread_mutex_lock(&r->lock);
-			model *m = add_model(r, e->name);
-			if (m)
-				set_state(m, e->versions[e->n_versions - 1], MFS_VS_UNAVAILABLE, lerr.msg, "");
-			pthread_mutex_unlock(&r->lock);
-			mfs_log_error("model '%s': %s", e->name, lerr.msg);
-			failed++;
-			continue;
-		}
-		int64_t *vs = malloc((size_t)e->n_versions * sizeof(*vs));
-		if (!vs) {
-			mfs_config_release(&cfg);
-			failed++;
-			continue;
-		}
-		memcpy(vs, e->versions, (size_t)e->n_versions * sizeof(*vs));
-		int nv = mfs_config_apply_version_policy(&cfg, vs, e->n_versions);
-		mfs_config_release(&cfg);
-		for (int k = 0; k < nv; k++)
-			if (mfs_registry_load_version(r, e->name, vs[k], &lerr) < 0)
-				failed++;
-		free(vs);
-	}
+	/* Ensembles after the models they run, so that they start READY
+	 * rather than passing through UNAVAILABLE. */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < n; i++)
+			failed += load_entry(r, &entries[i], pass);
 	mfs_repo_entries_free(entries, n);
 	return failed;
 }

@@ -895,18 +895,46 @@ static int m_ensemble_scheduling(conv *cv, const cfg_node *n, void *obj)
 }
 
 /* Rules between fields, once all are read. */
-static int check_whole(conv *cv, const cfg_node *root, mfs_model_config *c)
+/* The top-level field name (for an error's line), else the root. */
+static const cfg_node *field_or_root(const cfg_node *root, const char *name)
 {
+	for (int i = 0; i < root->n_children; i++)
+		if (strcmp(root->children[i].name, name) == 0)
+			return &root->children[i];
+	return root;
+}
+
+/* platform "ensemble" and ensemble_scheduling go together, and an
+ * ensemble has none of a model's own engine fields. */
+static int check_ensemble(conv *cv, const cfg_node *root, const mfs_model_config *c)
+{
+	static const char *const own[] = {
+		"backend", "dynamic_batching", "instance_group", "default_model_filename",
+	};
 	bool ensemble = mfs_config_is_ensemble(c);
 	if (ensemble && c->n_steps == 0)
-		return fail_at(cv, root, "platform 'ensemble' needs ensemble_scheduling with at least one step");
+		return fail_at(cv, field_or_root(root, "platform"),
+			       "platform 'ensemble' needs ensemble_scheduling with at least one step");
 	if (!ensemble && c->has_ensemble_scheduling)
-		return fail_at(cv, root, "ensemble_scheduling needs platform: \"ensemble\"");
-	if (ensemble && c->backend)
-		return fail_at(cv, root, "an ensemble has no backend (platform 'ensemble' runs its steps' models)");
-	if (ensemble && (c->has_dynamic_batching || c->n_instance_groups))
-		return fail_at(cv, root, "an ensemble has no %s of its own (each step model batches and runs on its own instances)",
-			       c->has_dynamic_batching ? "dynamic_batching" : "instance_group");
+		return fail_at(cv, field_or_root(root, "ensemble_scheduling"),
+			       "ensemble_scheduling needs platform: \"ensemble\"");
+	for (size_t i = 0; ensemble && i < N_OF(own); i++) {
+		const cfg_node *n = field_or_root(root, own[i]);
+		/* Triton prints "" and [] for them ("not set"); an empty
+		 * dynamic_batching {} still turns batching on. */
+		bool unset = n != root && is_zero(n, cv->json) && strcmp(own[i], "dynamic_batching") != 0;
+		if (n != root && !unset)
+			return fail_at(cv, n, "an ensemble has no %s of its own (each step model has its own)",
+				       own[i]);
+	}
+	return 0;
+}
+
+static int check_whole(conv *cv, const cfg_node *root, mfs_model_config *c)
+{
+	int rc = check_ensemble(cv, root, c);
+	if (rc)
+		return rc;
 	if (!c->has_dynamic_batching)
 		return 0;
 	if (c->max_batch_size == 0)
