@@ -20,13 +20,13 @@
 
 typedef struct step_job {
 	mfs_job job;
-	struct ens_run *run;
+	struct mfs_ensemble_run *run;
 	int step;
 	mfs_tensor *in;            /* the step version's graph inputs (views) */
 	mfs_tensor *out;           /* its graph outputs, filled by the run */
 } step_job;
 
-typedef struct ens_run {
+struct mfs_ensemble_run {
 	pthread_mutex_t lock;
 	mfs_job *job;
 	mfs_version *ens;          /* a reference */
@@ -43,7 +43,11 @@ typedef struct ens_run {
 	int status;                /* the first failure */
 	mfs_error err;
 	bool started;              /* job->started was called */
-} ens_run;
+	int *first;                /* the steps to submit at the start */
+	int n_first;
+};
+
+typedef struct mfs_ensemble_run ens_run;
 
 static void run_free(ens_run *run)
 {
@@ -67,6 +71,7 @@ static void run_free(ens_run *run)
 	free(run->owned);
 	free(run->have);
 	free(run->waits);
+	free(run->first);
 	mfs_version_put(run->ens);
 	pthread_mutex_destroy(&run->lock);
 	free(run);
@@ -321,39 +326,41 @@ static int run_new(mfs_registry *reg, mfs_version *ens, mfs_job *job, ens_run **
 	return 0;
 }
 
-int mfs_ensemble_submit(mfs_registry *reg, mfs_version *ens, mfs_job *job,
-			mfs_error *err)
+int mfs_ensemble_prepare(mfs_registry *reg, mfs_version *ens, mfs_job *job,
+			 mfs_ensemble_run **out, mfs_error *err)
 {
 	ens_run *run = NULL;
+	*out = NULL;
 	job->t_enqueue = job->t_start = job->t_input = mfs_now_ns();
 	int rc = run_new(reg, ens, job, &run, err);
 	if (rc < 0)
 		return rc;
 	const mfs_ensemble_plan *p = run->p;
-	int *ready = calloc((size_t)p->n_steps, sizeof(int)), n_ready = 0;
-	if (!ready) {
+	if (!(run->first = calloc((size_t)p->n_steps, sizeof(int)))) {
 		run_free(run);
 		return mfs_fail(err, ENOMEM, "out of memory");
 	}
 	for (int s = 0; s < p->n_steps; s++)
 		if (p->n_waits[s] == 0)
-			ready[n_ready++] = s;
-	/* The first ready step's inputs are checked here, so that a bad input
-	 * fails the submit (and the client's close()) rather than the run. */
-	pthread_mutex_lock(&run->lock);
-	for (int k = 0; rc == 0 && k < n_ready; k++)
-		rc = gather_inputs(run, ready[k], err);
-	if (rc == 0)
-		run->in_flight = n_ready;
-	pthread_mutex_unlock(&run->lock);
+			run->first[run->n_first++] = s;
+	/* The first steps' inputs are checked now, so that a bad input fails
+	 * the submit (the client's close()) rather than the run. */
+	int k = 0;
+	for (; rc == 0 && k < run->n_first; k++)
+		rc = gather_inputs(run, run->first[k], err);
 	if (rc < 0) {
-		mfs_error_prefix(err, "ensemble '%s': step %d (model '%s'): ", ens->model_name,
-				 ready[0], run->c->steps[ready[0]].model_name);
-		free(ready);
+		int s = run->first[k - 1];
+		mfs_error_prefix(err, "ensemble '%s': step %d (model '%s'): ", ens->model_name, s,
+				 run->c->steps[s].model_name);
 		run_free(run);
 		return rc;
 	}
-	submit_steps(run, ready, n_ready);
-	free(ready);
+	run->in_flight = run->n_first;
+	*out = run;
 	return 0;
+}
+
+void mfs_ensemble_start(mfs_ensemble_run *run)
+{
+	submit_steps(run, run->first, run->n_first);
 }

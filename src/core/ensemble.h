@@ -22,15 +22,22 @@
 #include "registry.h"
 #include "scheduler.h"
 
-/* Run job on ensemble version ens (job->inputs: one tensor per config
- * input; job->outputs: one per config output, filled on success).
- * Returns 0 and later calls job->done once (on a compute thread), or a
- * negative errno with err filled and done() not called: -EAGAIN when a
- * step model has no READY version, -EINVAL when an input does not fit the
- * first step that reads it; a full or closed step queue as
- * mfs_sched_submit says.  Messages name the ensemble, the step (index and
- * model) and the reason. */
-int mfs_ensemble_submit(mfs_registry *reg, mfs_version *ens, mfs_job *job,
-			mfs_error *err);
+typedef struct mfs_ensemble_run mfs_ensemble_run;
+
+/* Prepare job on ensemble version ens (job->inputs: one tensor per
+ * config input; job->outputs: one per config output, filled on success):
+ * the step versions are resolved and the inputs checked against the
+ * first steps that read them.  A negative errno with err filled (done()
+ * will not be called): -EAGAIN when a step model has no READY version,
+ * -EINVAL when an input does not fit.  Messages name the ensemble, the
+ * step (index and model) and the reason.  May be called under a lock
+ * that job->done takes; then mfs_ensemble_start must follow without it. */
+int mfs_ensemble_prepare(mfs_registry *reg, mfs_version *ens, mfs_job *job,
+			 mfs_ensemble_run **out, mfs_error *err);
+
+/* Submit the prepared run's first steps.  job->done is called once,
+ * later on a compute thread, or here when no step could be submitted (a
+ * full or closed step queue), so no lock that done() takes may be held. */
+void mfs_ensemble_start(mfs_ensemble_run *run);
 
 #endif

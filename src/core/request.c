@@ -59,6 +59,7 @@ struct mfs_request {
 	char *name;
 	mfs_version *v;
 	mfs_queue *run_here;        /* a job submit left to this thread (unlock_and_run) */
+	mfs_ensemble_run *ens_start;   /* an ensemble run to start once unlocked */
 	const mfs_model_config *cfg;
 	uint64_t max_bytes;
 	int n_in, n_out;           /* config inputs/outputs */
@@ -332,14 +333,19 @@ static bool all_present(const mfs_request *r)
 
 /* Unlock r; then run the job that submit left to this thread, if any
  * (mfs_sched_run_here): a short run on an idle instance goes without a
- * thread wake-up. */
+ * thread wake-up.  An ensemble's run starts here too: its first steps'
+ * submits may fail and end it, and ending takes r->lock. */
 static void unlock_and_run(mfs_request *r)
 {
 	mfs_queue *q = r->run_here;
+	mfs_ensemble_run *ens = r->ens_start;
 	r->run_here = NULL;
+	r->ens_start = NULL;
 	pthread_mutex_unlock(&r->lock);
 	if (q)
 		mfs_sched_run_here(q);
+	if (ens)
+		mfs_ensemble_start(ens);   /* may end the run: done() takes r->lock */
 }
 
 /* Move the slots into the run and queue it (lock held). */
@@ -370,8 +376,9 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 	mfs_request_get(r);
 	int rc;
 	if (r->v->plan) {
-		/* An ensemble: its steps' queues run it (ensemble.h). */
-		rc = mfs_ensemble_submit(r->v->registry, r->v, &r->job, err);
+		/* An ensemble: its steps' queues run it (ensemble.h), from
+		 * unlock_and_run. */
+		rc = mfs_ensemble_prepare(r->v->registry, r->v, &r->job, &r->ens_start, err);
 	} else {
 		rc = mfs_sched_submit_here(r->v->queue, &r->job, err);
 		if (rc == 0 && r->job.here)
