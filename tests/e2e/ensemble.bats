@@ -99,6 +99,30 @@ ensemble_scheduling { step [
     output_map { key: "image" value: "image" } }
 ] }
 EOF
+	# A step whose output length is variable (Identity on [batch, n])
+	# feeding one that needs exactly 10: found only at run time.
+	mkdir -p "$REPO/identity/1"
+	"$PY" -c "
+import onnx
+from onnx import TensorProto, helper
+i = helper.make_tensor_value_info('in', TensorProto.FLOAT, ['batch', 'n'])
+o = helper.make_tensor_value_info('out', TensorProto.FLOAT, ['batch', 'n'])
+g = helper.make_graph([helper.make_node('Identity', ['in'], ['out'])], 'identity', [i], [o])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+m.ir_version = 7
+onnx.save(m, '$REPO/identity/1/model.onnx')"
+	printf 'max_batch_size: 16\n' > "$REPO/identity/config.pbtxt"
+	ensemble variable <<'EOF'
+platform: "ensemble"
+max_batch_size: 16
+input [ { name: "x", data_type: TYPE_FP32, dims: [ -1 ] } ]
+output [ { name: "p", data_type: TYPE_FP32, dims: [ 10 ] } ]
+ensemble_scheduling { step [
+  { model_name: "identity" input_map { key: "in" value: "x" } output_map { key: "out" value: "y" } },
+  { model_name: "pipeline_softmax" input_map { key: "logits" value: "y" }
+    output_map { key: "probabilities" value: "p" } }
+] }
+EOF
 	mount_repo "$REPO" || return 1
 	export MNT DAEMON_PID DAEMON_LOG REPO
 }
@@ -270,6 +294,27 @@ print('ok')"
 	[ "$output" = EINVAL ]
 	grep -q "pixels" "$req/error"
 	rm -r "$req"
+}
+
+@test "a step that fails at run time: EIO, and the error names the ensemble, the step and the reason" {
+	wait_until 5 status_has variable "^READY 1 ensemble 2 steps"
+	req=$(new_request variable)
+	echo "[[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]]" > "$req/x.json"
+	cat "$req/p.txt"
+	echo "[[1, 2, 3]]" > "$req/x.json"
+	run py_errno "open('$req/p.txt').read()"
+	[ "$output" = EIO ]
+	run cat "$req/error"
+	echo "$output"
+	[[ "$output" == "ensemble 'variable': step 1 (model 'pipeline_softmax' version 1): "*"logits"* ]]
+	[[ "$(cat "$req/status")" == "FAILED "* ]]
+	rm -r "$req"
+	grep -q "ensemble 'variable': step 1 (model 'pipeline_softmax' version 1)" "$DAEMON_LOG"
+	run "$PY" -c "
+import json; s = json.load(open('$MNT/variable/stats.json'))['model_stats'][0]['inference_stats']
+assert s['success']['count'] == 1 and s['fail']['count'] == 1, s
+print('ok')"
+	[ "$output" = ok ]
 }
 
 @test "cnn reloaded twice under load through the pipeline: zero failed requests" {
