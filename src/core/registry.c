@@ -586,16 +586,13 @@ int mfs_registry_unload_version(mfs_registry *r, const char *name,
 	return 0;
 }
 
-static void model_release(model *m, mfs_version ***out, int *n)
+/* The model's versions, served and parked, each with the registry's
+ * reference, go to the caller; the rest is freed. */
+static void model_release(model *m, mfs_version ***out, int *n,
+			  mfs_version ***parked, int *n_parked)
 {
-	/* The parked ensembles leave with the served versions. */
-	mfs_version **all = realloc(m->served, (size_t)(m->n_served + m->n_parked + 1) * sizeof(*all));
-	if (all) {
-		memcpy(all + m->n_served, m->parked, (size_t)m->n_parked * sizeof(*all));
-		m->served = all;
-		m->n_served += m->n_parked;
-	}
-	free(m->parked);
+	*parked = m->parked;
+	*n_parked = m->n_parked;
 	*out = m->served;
 	*n = m->n_served;
 	for (int i = 0; i < m->n_states; i++)
@@ -607,12 +604,12 @@ static void model_release(model *m, mfs_version ***out, int *n)
 int mfs_registry_unload_model(mfs_registry *r, const char *name,
 			      const char *reason)
 {
-	mfs_version **vs = NULL;
-	int n = 0;
+	mfs_version **vs = NULL, **ps = NULL;
+	int n = 0, np = 0;
 	pthread_mutex_lock(&r->lock);
 	model *m = find_model(r, name);
 	if (m) {
-		model_release(m, &vs, &n);
+		model_release(m, &vs, &n, &ps, &np);
 		int i = (int)(m - r->models);
 		memmove(&r->models[i], &r->models[i + 1], (size_t)(r->n_models - i - 1) * sizeof(model));
 		r->n_models--;
@@ -623,7 +620,10 @@ int mfs_registry_unload_model(mfs_registry *r, const char *name,
 		return -ENOENT;
 	for (int i = 0; i < n; i++)
 		retire(r, vs[i], reason);
+	for (int i = 0; i < np; i++)
+		retire(r, ps[i], reason);
 	free(vs);
+	free(ps);
 	return 0;
 }
 
