@@ -5,7 +5,8 @@
 # one by one; a diamond whose two middle steps run side by side, one on
 # OpenCL (PoCL) and one on the CPU; load errors; a missing step making
 # the ensemble UNAVAILABLE and its return making it READY; a step model
-# reloaded under load with zero failed requests.
+# reloaded under load with zero failed requests; a step keeping its own
+# dynamic batching; a step failing at run time.
 
 load helpers
 
@@ -99,6 +100,13 @@ ensemble_scheduling { step [
     output_map { key: "image" value: "image" } }
 ] }
 EOF
+	# The pipeline again, its last step a softmax that waits up to 300 ms
+	# to fill a batch: concurrent ensemble requests merge there.
+	copy_model pipeline_softmax batched_softmax
+	echo "dynamic_batching { max_queue_delay_microseconds: 300000 preferred_batch_size: [ 4 ] }" |
+		sed -i '/^dynamic_batching/d; $r /dev/stdin' "$REPO/batched_softmax/config.pbtxt"
+	sed 's/"pipeline_softmax"/"batched_softmax"/; s/^name: "pipeline"/name: "batched"/' \
+		"$EXAMPLES/pipeline/config.pbtxt" | ensemble batched
 	# A step whose output length is variable (Identity on [batch, n])
 	# feeding one that needs exactly 10: found only at run time.
 	mkdir -p "$REPO/identity/1"
@@ -204,11 +212,14 @@ print('ok')"
 	run "$PY" -c "
 import json
 s = json.load(open('$MNT/pipeline/stats.json'))['model_stats'][0]
-assert s['inference_stats']['success']['count'] >= 2 and s['device']['choice'] == 'ensemble', s
+assert s['inference_stats']['success']['count'] >= 1 and s['device']['choice'] == 'ensemble', s
 c = json.load(open('$MNT/pipeline/config.json'))
 steps = c['ensemble_scheduling']['step']
 assert c['platform'] == 'ensemble' and [x['model_name'] for x in steps] == ['pipeline_preprocess', 'cnn', 'pipeline_softmax'], c
 assert steps[1]['input_map'] == {'image': 'image'}, steps
+m = json.load(open('$MNT/pipeline/metadata.json'))
+assert m['platform'] == 'ensemble' and [i['name'] for i in m['inputs']] == ['pixels'], m
+assert m['inputs'][0]['datatype'] == 'UINT8' and m['inputs'][0]['shape'] == [-1, 28, 28], m
 print('ok')"
 	echo "$output"
 	[ "$output" = ok ]
@@ -294,6 +305,43 @@ print('ok')"
 	[ "$output" = EINVAL ]
 	grep -q "pixels" "$req/error"
 	rm -r "$req"
+}
+
+@test "steps keep their own dynamic batching: 4 concurrent requests run as one batch of the softmax step" {
+	grep -q "max_queue_delay_microseconds: 300000" "$REPO/batched_softmax/config.pbtxt"
+	run "$PY" -c "
+import json, os, threading
+import numpy as np
+mnt = '$MNT'
+x = np.load('$EXAMPLES/pipeline/samples/pixels.npy')
+req = json.dumps({'inputs': [{'name': 'pixels', 'shape': list(x.shape), 'datatype': 'UINT8',
+                             'data': x.reshape(-1).tolist()}]}).encode()
+want = np.load('$EXAMPLES/pipeline/samples/expected/probabilities.npy').reshape(-1)
+errors = []
+def one():
+    fd = os.open(mnt + '/batched/infer', os.O_RDWR)
+    os.write(fd, req)
+    body = b''
+    while True:
+        d = os.read(fd, 65536)
+        if not d:
+            break
+        body += d
+    os.close(fd)
+    r = json.loads(body)
+    p = [t['data'] for t in r.get('outputs', []) if t['name'] == 'probabilities']
+    if not p or np.max(np.abs(np.array(p[0]) - want)) > 1e-5:
+        errors.append(r)
+ts = [threading.Thread(target=one) for _ in range(4)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+assert not errors, errors
+s = json.load(open(mnt + '/batched_softmax/stats.json'))['model_stats'][0]
+assert s['inference_count'] == 4 and s['execution_count'] < 4, (s['inference_count'], s['execution_count'])
+assert any(b['batch_size'] >= 2 for b in s['batch_stats']), s['batch_stats']
+print('ok')"
+	echo "$output"
+	[ "$output" = ok ]
 }
 
 @test "a step that fails at run time: EIO, and the error names the ensemble, the step and the reason" {
