@@ -6,7 +6,8 @@
 # OpenCL (PoCL) and one on the CPU; load errors; a missing step making
 # the ensemble UNAVAILABLE and its return making it READY; a step model
 # reloaded under load with zero failed requests; a step keeping its own
-# dynamic batching; a step failing at run time.
+# dynamic batching; independent steps running at once; a step failing at
+# run time.
 
 load helpers
 
@@ -107,6 +108,28 @@ EOF
 		sed -i '/^dynamic_batching/d; $r /dev/stdin' "$REPO/batched_softmax/config.pbtxt"
 	sed 's/"pipeline_softmax"/"batched_softmax"/; s/^name: "pipeline"/name: "batched"/' \
 		"$EXAMPLES/pipeline/config.pbtxt" | ensemble batched
+	# Two softmax steps on the same logits, independent of each other:
+	# the batched one waits 300 ms for a batch that never fills.
+	ensemble fork <<'EOF'
+name: "fork"
+platform: "ensemble"
+max_batch_size: 16
+input [ { name: "pixels", data_type: TYPE_UINT8, dims: [ 28, 28 ] } ]
+output [
+  { name: "slow", data_type: TYPE_FP32, dims: [ 10 ] },
+  { name: "fast", data_type: TYPE_FP32, dims: [ 10 ] }
+]
+ensemble_scheduling { step [
+  { model_name: "pipeline_preprocess" input_map { key: "pixels" value: "pixels" }
+    output_map { key: "image" value: "image" } },
+  { model_name: "cnn" input_map { key: "image" value: "image" }
+    output_map { key: "logits" value: "logits" } },
+  { model_name: "batched_softmax" input_map { key: "logits" value: "logits" }
+    output_map { key: "probabilities" value: "slow" } },
+  { model_name: "pipeline_softmax" input_map { key: "logits" value: "logits" }
+    output_map { key: "probabilities" value: "fast" } }
+] }
+EOF
 	# A step whose output length is variable (Identity on [batch, n])
 	# feeding one that needs exactly 10: found only at run time.
 	mkdir -p "$REPO/identity/1"
@@ -342,6 +365,23 @@ assert any(b['batch_size'] >= 2 for b in s['batch_stats']), s['batch_stats']
 print('ok')"
 	echo "$output"
 	[ "$output" = ok ]
+}
+
+@test "independent steps run concurrently: the fast branch ends while the slow one waits for its batch" {
+	run_request fork pixels="$EXAMPLES/pipeline/samples/pixels.npy" slow fast
+	run "$PY" -c "
+import json
+import numpy as np
+t = '$T/'
+assert np.array_equal(np.load(t + 'fork.slow.npy'), np.load(t + 'fork.fast.npy'))
+last = lambda m: json.load(open('$MNT/%s/stats.json' % m))['model_stats'][0]['last_inference']
+slow, fast = last('batched_softmax'), last('pipeline_softmax')
+# Submitted one after the other, the fast step would end after the slow
+# one's 300 ms wait; run side by side, it ends during it.
+assert slow - fast >= 200, (slow, fast)
+print('ok: the fast branch ended %d ms before the slow one' % (slow - fast))"
+	echo "$output"
+	[[ "$output" == "ok: "* ]]
 }
 
 @test "a step that fails at run time: EIO, and the error names the ensemble, the step and the reason" {
