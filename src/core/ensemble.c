@@ -17,6 +17,7 @@
 #include "codec.h"
 #include "ensemble_plan.h"
 #include "log.h"
+#include "membudget.h"
 
 typedef struct step_job {
 	mfs_job job;
@@ -45,6 +46,7 @@ struct mfs_ensemble_run {
 	bool started;              /* job->started was called */
 	int *first;                /* the steps to submit at the start */
 	int n_first;
+	uint64_t charged;          /* step outputs counted in --max-memory (membudget.h) */
 };
 
 typedef struct mfs_ensemble_run ens_run;
@@ -72,6 +74,7 @@ static void run_free(ens_run *run)
 	free(run->have);
 	free(run->waits);
 	free(run->first);
+	mfs_membudget_give(run->charged);
 	mfs_version_put(run->ens);
 	pthread_mutex_destroy(&run->lock);
 	free(run);
@@ -101,9 +104,12 @@ static void finish(ens_run *run)
 	for (int i = 0; status == 0 && i < run->c->n_outputs; i++) {
 		int t = p->out_tensor[i];
 		if (run->owned[t]) {
-			/* Moved: the first output that names it takes it. */
+			/* Moved: the first output that names it takes it (and
+			 * the request counts it from now on). */
 			job->outputs[i] = run->tensors[t];
 			run->owned[t] = false;
+			mfs_membudget_give(run->tensors[t].nbytes);
+			run->charged -= run->tensors[t].nbytes;
 		} else if (mfs_tensor_copy(&job->outputs[i], &run->tensors[t], &err) < 0) {
 			status = -ENOMEM;
 			for (int k = 0; k < i; k++)
@@ -207,6 +213,12 @@ static void store_outputs(ens_run *run, int s)
 		run->tensors[t] = *src;
 		run->owned[t] = src->owns_data;
 		run->have[t] = true;
+		/* Intermediate tensors are requests' memory too: counted,
+		 * never refused (computed already). */
+		if (src->owns_data) {
+			mfs_membudget_force(src->nbytes);
+			run->charged += src->nbytes;
+		}
 		*src = (mfs_tensor){ 0 };
 	}
 }

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "membudget.h"
 #include "registry.h"
 #include "request.h"
 
@@ -190,7 +191,10 @@ static void run_pipeline(fixture *f)
 	for (int i = 0; i < 10; i++)
 		sum += ((const float *)outs[0]->data)[i];
 	assert_true(sum > 0.999f && sum < 1.001f);
+	/* The intermediate tensors were counted in --max-memory while they
+	 * lived, and are given back with the request's own bytes. */
 	mfs_request_put(r);
+	assert_int_equal(mfs_membudget_used(), 0);
 }
 
 /* The example ensemble: READY once its steps are, UNAVAILABLE naming the
