@@ -70,6 +70,12 @@ typedef struct mfs_node {
 				  input 0's layout */
 	int *frees;            /* values whose last use is this node */
 	int n_frees;
+	/* Graph attributes compiled (attribute order), owned; n_in counts
+	 * the node's own inputs (onnx->n_inputs) and then the values its
+	 * bodies read from this graph's scope, so lifetimes and ordering
+	 * see those reads. */
+	struct mfs_graph **bodies;
+	int n_bodies;
 } mfs_node;
 
 struct mfs_graph {
@@ -82,6 +88,12 @@ struct mfs_graph {
 	int n_inputs, n_outputs;
 	int *input_ids, *output_ids;
 	mfs_io_desc *inputs, *outputs;
+	/* A body graph (exec/subgraph.h): inputs [0, n_formal) are the
+	 * body's own, the rest are values of the enclosing scope, input
+	 * n_formal + j bound from the owning node's in[outer_slot[j]].
+	 * For a model's main graph n_formal == n_inputs. */
+	int n_formal;
+	int *outer_slot;
 	int n_folded;          /* nodes folded away at compile (for tests) */
 	int n_nhwc;            /* values planned NHWC (for tests) */
 };
@@ -104,6 +116,12 @@ typedef struct mfs_exec_stats {
 /* The statistics of e's backend context; zeros for a backend that keeps
  * none.  Not thread-safe against a concurrent run of e. */
 void mfs_exec_get_stats(const mfs_exec *e, mfs_exec_stats *out);
+
+/* mfs_exec_run for a body graph run by an operator of the enclosing
+ * graph (subgraph.h): the same input checks, no thread accounting (the
+ * enclosing run already counts) and no model prefix on errors. */
+int mfs_exec_run_nested(mfs_exec *e, const mfs_tensor *inputs,
+			mfs_tensor *outputs, mfs_error *err);
 
 /* Convert between storage layouts of a rank-4 tensor (shape is NCHW in
  * both).  dst must hold src->nbytes; dst's layout is set. */
