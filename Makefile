@@ -227,7 +227,9 @@ soak: modelfs
 # MobileNetV2, a transformer encoder at opset 13; BERT-like and GPT-2-like
 # at opset 17), run by `make test`.
 # check-models-all: also ResNet-50, a BERT-like encoder with an attention
-# mask and a GPT-2-like decoder, every model at opsets 13 and 17.
+# mask and a GPT-2-like decoder, every model at opsets 13 and 17, and two
+# torch.jit.script exports with control flow (a greedy decoder's Loop, an
+# If).
 # Timings: docs/PERFORMANCE.md.
 models:
 	/usr/bin/python3 tests/models/export_models.py build/models all

@@ -171,6 +171,7 @@ typedef struct compiler {
 	mfs_graph *m;
 	onnx_graph *g;
 	const onnx_model *model;   /* opsets; the main graph's owner */
+	bool body;                 /* a graph attribute's graph */
 	const scope_ref *outer;    /* a body's enclosing-scope values */
 	int n_outer;
 	name_list *implicit;       /* per onnx node: its bodies' outer reads */
@@ -336,7 +337,7 @@ static int build_values(compiler *c)
 					"graph input '%s' is listed twice", vi->name);
 		/* a body's input may leave its type to the run (Loop's
 		 * carried values in scripted exports) */
-		if (vi->dtype == MFS_DT_UNDEFINED && !c->outer)
+		if (vi->dtype == MFS_DT_UNDEFINED && !c->body)
 			return mfs_fail(c->err, ENOTSUP,
 					"graph input '%s' is not a tensor (sequence, map and optional inputs are not supported)",
 					vi->name);
@@ -356,8 +357,12 @@ static int build_values(compiler *c)
 		if (!d->name)
 			return mfs_fail(c->err, ENOMEM, "out of memory");
 		d->dtype = vi->dtype;
-		d->rank = vi->has_shape ? vi->rank : -1;
-		v->shape_static = vi->has_shape;
+		/* A body's declared input shapes are not binding: exporters
+		 * write the traced shape of a Loop's carried value, which may
+		 * grow from one iteration to the next (onnxruntime does not
+		 * enforce them either).  Its shapes are inferred at run. */
+		d->rank = vi->has_shape && !c->body ? vi->rank : -1;
+		v->shape_static = vi->has_shape && !c->body;
 		v->shape.rank = vi->has_shape ? vi->rank : 0;
 		for (int k = 0; k < d->rank; k++) {
 			d->dims[k] = vi->dims[k] >= 0 ? vi->dims[k] : -1;
@@ -755,7 +760,7 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 	return 0;
 }
 
-static int compile_graph(onnx_graph *g, const onnx_model *model,
+static int compile_graph(onnx_graph *g, const onnx_model *model, bool body,
 			 const scope_ref *outer, int n_outer, const char *label,
 			 mfs_graph **out, mfs_error *err);
 
@@ -801,7 +806,7 @@ static int compile_bodies(compiler *c, int ni)
 		}
 		snprintf(label, sizeof(label), "%s: %s '%s' %s", c->m->label,
 			 on->op_type, onnx_node_label(on), on->attrs[a].name);
-		rc = compile_graph(on->attrs[a].g, c->model, refs, names.n, label,
+		rc = compile_graph(on->attrs[a].g, c->model, true, refs, names.n, label,
 				   &nd->bodies[nd->n_bodies], c->err);
 		if (rc)
 			mfs_error_prefix(c->err, "%s '%s': attribute '%s': ",
@@ -1267,11 +1272,12 @@ void mfs_graph_free(mfs_graph *m)
 /* The passes on one graph: a model's main graph (outer NULL) or a body
  * (outer: the enclosing-scope values it reads).  Errors are not prefixed
  * with the model: the caller does that once. */
-static int compile_graph(onnx_graph *g, const onnx_model *model,
+static int compile_graph(onnx_graph *g, const onnx_model *model, bool body,
 			 const scope_ref *outer, int n_outer, const char *label,
 			 mfs_graph **out, mfs_error *err)
 {
-	compiler c = { .err = err, .g = g, .model = model, .outer = outer,
+	compiler c = { .err = err, .g = g, .model = model, .body = body,
+		       .outer = outer,
 		       .n_outer = n_outer };
 	mfs_graph *m;
 	int rc;
@@ -1338,7 +1344,7 @@ int mfs_graph_compile(onnx_model *onnx, const char *label, mfs_graph **out,
 	}
 	rc = mfs_fuse_graph(onnx, err);    /* Conv + activation (fusion.h) */
 	if (rc >= 0)
-		rc = compile_graph(onnx->graph, onnx, NULL, 0, label, &m, err);
+		rc = compile_graph(onnx->graph, onnx, false, NULL, 0, label, &m, err);
 	if (rc) {
 		if (rc > 0)
 			rc = -EIO;
