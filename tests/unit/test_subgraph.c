@@ -161,7 +161,10 @@ static onnx_model *loop_model(void)
 	gb_node(b, "", "Identity", "row", "s2", "rowv");
 	gb_output(b, "cout");
 	gb_output(b, "s2");
-	gb_output(b, "rowv");
+	/* typed, as exporters write it: after no iteration the empty scan
+	 * output takes the declared type */
+	vi_add(&b->graph->outputs, &b->graph->n_outputs, "rowv", MFS_DT_FLOAT,
+	       1, d1);
 	n = gb_node(o, "", "Loop", "loop", "m,,s0", "sN,rows");
 	attr_body(n, "body", b);
 	gb_output(o, "sN");
