@@ -40,6 +40,18 @@ size_t mfs_engine_max_tensor_bytes(void)
 	return atomic_load(&max_tensor_bytes);
 }
 
+static _Atomic int64_t max_iterations = INT64_MAX;
+
+void mfs_engine_set_max_iterations(int64_t n)
+{
+	atomic_store(&max_iterations, n);
+}
+
+int64_t mfs_engine_max_iterations(void)
+{
+	return atomic_load(&max_iterations);
+}
+
 void mfs_engine_set_threads(int n)
 {
 	if (n < 1)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph.h"   /* mfs_engine_max_tensor_bytes */
+#include "graph.h"   /* mfs_engine_max_tensor_bytes, _max_iterations */
 #include "subgraph.h"
 
 /* One scan output's rows, appended iteration by iteration. */
@@ -279,6 +279,11 @@ static int loop_run(mfs_op_ctx *ctx)
 		s->carried[j].owns_data = false;
 	}
 	for (s->iter = 0; !rc && s->iter < trips && s->cond; s->iter++) {
+		if (s->iter >= mfs_engine_max_iterations()) {
+			rc = mfs_op_fail(ctx, EFBIG, "more than %lld iterations",
+					 (long long)mfs_engine_max_iterations());
+			break;
+		}
 		rc = iterate(ctx, s, n, k, owned);
 		owned = true;
 	}

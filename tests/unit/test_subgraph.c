@@ -207,6 +207,12 @@ static void test_loop_carried_and_scan(void **state)
 	mfs_tensor_release(&out[0]);
 	mfs_tensor_release(&out[1]);
 
+	m = 3;    /* past the engine's iteration limit: EFBIG, in words */
+	mfs_engine_set_max_iterations(2);
+	assert_int_equal(mfs_exec_run(e, in, out, &err), -EFBIG);
+	assert_non_null(strstr(err.msg, "Loop 'loop': more than 2 iterations"));
+	mfs_engine_set_max_iterations(INT64_MAX);
+
 	m = -1;   /* a bad trip count type is refused, the context lives on */
 	in[0].dtype = MFS_DT_INT32;
 	in[0].nbytes = 4;
