@@ -272,6 +272,45 @@ static void test_scan_directions(void **state)
 	run_scan(1, bwd, 6);
 }
 
+/* Three levels: a Loop whose body holds an If reading x (two graphs up)
+ * and a Scan with its own body reading w (an initializer of the main
+ * graph).  The model is the fuzz seed built with onnx.helper; the values
+ * were computed by hand (tests/fuzz/corpus/engine/, FUZZING.md):
+ * s = s0 - x, then s + x twice; each iteration's tot is a running
+ * acc = acc * 0.5 + e over s. */
+static void test_nested_scopes(void **state)
+{
+	mfs_graph *g = NULL;
+	mfs_exec *e;
+	mfs_error err;
+	int64_t m = 3;
+	float x[2] = { 1, 2 }, s0[2] = { 10, 20 };
+	static const int64_t d2[] = { 2 };
+	mfs_tensor in[3] = {
+		{ .dtype = MFS_DT_INT64, .data = &m, .nbytes = 8 },
+		f32(1, d2, x), f32(1, d2, s0),
+	}, out[2];
+	static const float tots[3] = { 22.5f, 25.0f, 27.5f };
+	(void)state;
+
+	if (mfs_graph_load("tests/fuzz/corpus/engine/nested_loop_if_scan.onnx",
+			   "nested", &g, &err))
+		fail_msg("load failed: %s", err.msg);
+	assert_int_equal(mfs_exec_new(g, NULL, &e, NULL), 0);
+	if (mfs_exec_run(e, in, out, &err))
+		fail_msg("run failed: %s", err.msg);
+	assert_float_equal(((float *)out[0].data)[0], 11, 1e-6);
+	assert_float_equal(((float *)out[0].data)[1], 22, 1e-6);
+	assert_int_equal(out[1].shape.rank, 1);
+	assert_int_equal(out[1].shape.dims[0], 3);
+	for (int i = 0; i < 3; i++)
+		assert_float_equal(((float *)out[1].data)[i], tots[i], 1e-5);
+	mfs_tensor_release(&out[0]);
+	mfs_tensor_release(&out[1]);
+	mfs_exec_free(e);
+	mfs_graph_free(g);
+}
+
 /* The OpenCL backend refuses control flow (bodies run on the CPU
  * backend), naming the node, so the router places such a model on the
  * CPU with that reason. */
@@ -302,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_undefined_outer_name),
 		cmocka_unit_test(test_loop_carried_and_scan),
 		cmocka_unit_test(test_scan_directions),
+		cmocka_unit_test(test_nested_scopes),
 		cmocka_unit_test(test_opencl_refuses_control_flow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
