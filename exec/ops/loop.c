@@ -302,6 +302,13 @@ static int loop_run(mfs_op_ctx *ctx)
 	for (int q = 0; !rc && q < k; q++)
 		if (n + q < ctx->n_out && ctx->out[n + q])
 			rc = stack_rows(ctx, body, n, q, s->iter, ctx->out[n + q]);
+	/* Small row buffers are reused by the next run; a large one is not
+	 * kept between requests. */
+	for (int q = 0; q < k; q++)
+		if (s->acc[q].cap > ((size_t)1 << 20)) {
+			free(s->acc[q].bytes);
+			s->acc[q] = (scan_acc){ 0 };
+		}
 	return rc;
 }
 
