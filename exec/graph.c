@@ -234,6 +234,17 @@ static bool shape_valid(const mfs_shape *s)
 	return true;
 }
 
+static const mfs_op_def *find_op(const char *domain, const char *op_type,
+				 int64_t opset);
+
+/* Does on's operator run its graph attributes (MFS_OP_BODIES)? */
+static bool takes_bodies(const compiler *c, const onnx_node *on)
+{
+	const mfs_op_def *d = find_op(on->domain ? on->domain : "", on->op_type,
+				      model_opset(c->model, on->domain));
+	return d && (d->flags & MFS_OP_BODIES);
+}
+
 /* A body's enclosing-scope values become inputs after its own. */
 static int add_outer_inputs(compiler *c)
 {
@@ -279,7 +290,8 @@ static int build_values(compiler *c)
 	if (!c->implicit)
 		return mfs_fail(c->err, ENOMEM, "out of memory");
 	for (int i = 0; i < g->n_nodes; i++) {
-		if (node_free_names(&g->nodes[i], &c->implicit[i]))
+		if (takes_bodies(c, &g->nodes[i]) &&
+		    node_free_names(&g->nodes[i], &c->implicit[i]))
 			return mfs_fail(c->err, ENOMEM, "out of memory");
 		n += (size_t)g->nodes[i].n_inputs + (size_t)g->nodes[i].n_outputs +
 		     (size_t)c->implicit[i].n;
@@ -774,7 +786,7 @@ static int compile_bodies(compiler *c, int ni)
 
 	for (int a = 0; a < on->n_attrs; a++)
 		n += on->attrs[a].g != NULL;
-	if (!n)
+	if (!n || !(nd->def->flags & MFS_OP_BODIES))
 		return 0;
 	nd->bodies = calloc((size_t)n, sizeof(*nd->bodies));
 	if (!nd->bodies)

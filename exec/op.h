@@ -84,6 +84,11 @@ enum {
 	 * (mfs_tensor_alloc; the backend takes them over).  infer is still
 	 * called at load for static shapes where the bodies give them. */
 	MFS_OP_OUTPUTS_AT_RUN = 1u << 4,
+	/* Its graph attributes are bodies it runs (exec/subgraph.h): the
+	 * engine compiles them and binds the values they read from the
+	 * enclosing graphs.  Other operators' graph attributes are ignored,
+	 * like any attribute an operator does not read. */
+	MFS_OP_BODIES = 1u << 5,
 };
 
 typedef struct mfs_op_def {

@@ -312,5 +312,5 @@ static int loop_run(mfs_op_ctx *ctx)
 	return rc;
 }
 
-MFS_OP(Loop, 1, .flags = MFS_OP_OUTPUTS_AT_RUN, .infer = loop_infer,
+MFS_OP(Loop, 1, .flags = MFS_OP_OUTPUTS_AT_RUN | MFS_OP_BODIES, .infer = loop_infer,
        .run = loop_run, .release = loop_release);

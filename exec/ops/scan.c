@@ -467,7 +467,7 @@ out:
 	return rc;
 }
 
-MFS_OP(Scan, 8, .flags = MFS_OP_OUTPUTS_AT_RUN, .infer = scan_infer,
+MFS_OP(Scan, 8, .flags = MFS_OP_OUTPUTS_AT_RUN | MFS_OP_BODIES, .infer = scan_infer,
        .run = scan8_run, .release = scan_release);
-MFS_OP(Scan, 9, .flags = MFS_OP_OUTPUTS_AT_RUN, .infer = scan_infer,
+MFS_OP(Scan, 9, .flags = MFS_OP_OUTPUTS_AT_RUN | MFS_OP_BODIES, .infer = scan_infer,
        .run = scan9_run, .release = scan_release);

@@ -134,6 +134,36 @@ static void test_undefined_outer_name(void **state)
 	assert_non_null(strstr(err.msg, "'nowhere'"));
 }
 
+/* A graph attribute on an operator that runs none (MFS_OP_BODIES) is
+ * ignored like any attribute it does not read: it adds no inputs, even
+ * when it names a value nothing defines. */
+static void test_graph_attr_of_other_ops_ignored(void **state)
+{
+	onnx_model *o = gb_new(13), *b = gb_new(13);
+	float x[3] = { 1, 2, 3 };
+	mfs_tensor in = f32(1, d3, x), out;
+	onnx_node *n;
+	mfs_graph *g;
+	mfs_exec *e;
+	(void)state;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 1, d3);
+	gb_node(b, "", "Neg", "neg", "nowhere", "by");
+	gb_output(b, "by");
+	n = gb_node(o, "", "Neg", "neg", "x", "y");
+	attr_body(n, "stray", b);
+	gb_output(o, "y");
+	g = compile_ok(o);
+	assert_int_equal(g->nodes[0].n_in, 1);
+	assert_int_equal(g->nodes[0].n_bodies, 0);
+	assert_int_equal(mfs_exec_new(g, NULL, &e, NULL), 0);
+	assert_int_equal(mfs_exec_run(e, &in, &out, NULL), 0);
+	assert_float_equal(((float *)out.data)[2], -3, 0);
+	mfs_tensor_release(&out);
+	mfs_exec_free(e);
+	mfs_graph_free(g);
+}
+
 /* Loop: M iterations of s = s + x (x from the enclosing graph), the
  * running s as a scan output; with a nested If in the body reading x two
  * levels up.  Final s and the stacked rows are checked for M = 3 and 0. */
@@ -339,6 +369,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_if_reads_outer_scope),
 		cmocka_unit_test(test_undefined_outer_name),
+		cmocka_unit_test(test_graph_attr_of_other_ops_ignored),
 		cmocka_unit_test(test_loop_carried_and_scan),
 		cmocka_unit_test(test_scan_directions),
 		cmocka_unit_test(test_nested_scopes),
