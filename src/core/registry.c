@@ -461,6 +461,31 @@ int mfs_registry_unload_model(mfs_registry *r, const char *name,
 	return 0;
 }
 
+int mfs_registry_list_unloaded(mfs_registry *r, const char *name,
+			       int64_t version, const char *reason)
+{
+	pthread_mutex_lock(&r->lock);
+	model *m = add_model(r, name);
+	mfs_version **vs = NULL;
+	int n = 0;
+	if (m) {
+		vs = m->served;
+		n = m->n_served;
+		m->served = NULL;
+		m->n_served = 0;
+		while (m->n_states > 0)
+			drop_state(m, m->states[0].version);
+		set_state(m, version, MFS_VS_UNAVAILABLE, reason, "");
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!m)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		retire(r, vs[i], reason);
+	free(vs);
+	return 0;
+}
+
 int mfs_registry_load_all(mfs_registry *r, mfs_error *err)
 {
 	mfs_repo_entry *entries = NULL;
