@@ -4,35 +4,9 @@
 # loading and unloading through MOUNT/MODEL/control, and .index.json.
 
 load helpers
+use_add_sub_repo_per_test
 
-setup() {
-	T="$BATS_TEST_TMPDIR"
-	REPO="$T/repo"
-	add_sub_repo "$REPO"
-}
-
-teardown() {
-	unmount_repo
-}
-
-# state_of MODEL: "STATE|REASON" of the model's entry in .index.json.
-state_of() {
-	"$PY" -c '
-import json, sys
-for e in json.load(open(sys.argv[1])):
-    if e["name"] == sys.argv[2]:
-        print(e["state"] + "|" + e["reason"])' "$MNT/.index.json" "$1"
-}
-
-state_is() { [ "$(state_of "$1")" = "$2" ]; }
-
-# add_sub_works MODEL: one request through MODEL's request directory.
-add_sub_works() {
-	local req
-	req=$(new_request "$1") || return 1
-	seq 16 > "$req/INPUT0.txt" && seq 16 > "$req/INPUT1.txt" &&
-		[ "$(cat "$req/OUTPUT0.txt")" = "$(seq -s ' ' 2 2 32)" ]
-}
+state_is() { [ "$(index_state "$1")" = "$2" ]; }
 
 second_add_sub() {
 	cp -r "$REPO/add_sub" "$REPO/$1"
@@ -44,8 +18,8 @@ second_add_sub() {
 	mount_repo "$REPO" --model-control=explicit
 	ls "$MNT" | grep -qx add_sub
 	ls "$MNT" | grep -qx other
-	[ "$(state_of add_sub)" = "UNAVAILABLE|not loaded" ]
-	[ "$(state_of other)" = "UNAVAILABLE|not loaded" ]
+	[ "$(index_state add_sub)" = "UNAVAILABLE|not loaded" ]
+	[ "$(index_state other)" = "UNAVAILABLE|not loaded" ]
 	grep -q '^UNAVAILABLE.*not loaded' "$MNT/add_sub/status"
 	ls "$MNT/add_sub" | grep -qx control
 	[ "$(stat -c %a "$MNT/add_sub/control")" = 200 ]
@@ -56,24 +30,24 @@ second_add_sub() {
 	mount_repo "$REPO" --model-control=explicit
 	echo load > "$MNT/add_sub/control"
 	# The very next line uses it: the write returned after the load.
-	add_sub_works add_sub
-	[ "$(state_of add_sub | cut -d'|' -f1)" = READY ]
+	add_sub_answers add_sub
+	[ "$(index_state add_sub | cut -d'|' -f1)" = READY ]
 	grep -q '^READY' "$MNT/add_sub/status"
 	# load on a loaded model: nothing changed on the disk, nothing reloads
 	echo load > "$MNT/add_sub/control"
-	add_sub_works add_sub
+	add_sub_answers add_sub
 	[ "$(grep -c 'add_sub.*READY on' "$DAEMON_LOG")" = 1 ]
 	# ...and what changed is reloaded
 	touch "$REPO/add_sub/1/model.onnx"
 	echo load > "$MNT/add_sub/control"
 	[ "$(grep -c 'add_sub.*READY on' "$DAEMON_LOG")" = 2 ]
 	printf unload > "$MNT/add_sub/control"
-	[ "$(state_of add_sub)" = "UNAVAILABLE|unloaded" ]
+	[ "$(index_state add_sub)" = "UNAVAILABLE|unloaded" ]
 	[ "$(py_errno "os.mkdir('$MNT/add_sub/requests/r2')")" = EAGAIN ]
 	# unloading what is not loaded succeeds
 	echo unload > "$MNT/add_sub/control"
 	echo load > "$MNT/add_sub/control"
-	add_sub_works add_sub
+	add_sub_answers add_sub
 }
 
 @test "explicit: requests in flight finish across unload and reload; new ones get EAGAIN" {
@@ -85,7 +59,7 @@ second_add_sub() {
 	cp "$T/x.npy" "$MNT/slow/requests/a/x.npy"      # running
 	cp "$T/x.npy" "$MNT/slow/requests/b/x.npy"      # queued behind it
 	echo unload > "$MNT/slow/control"
-	[ "$(state_of slow)" = "UNAVAILABLE|unloaded" ]
+	[ "$(index_state slow)" = "UNAVAILABLE|unloaded" ]
 	[ "$(py_errno "os.mkdir('$MNT/slow/requests/new')")" = EAGAIN ]
 	# a request made before the unload still runs, inputs written after it
 	cp "$T/x.npy" "$MNT/slow/requests/later/x.npy"
@@ -107,12 +81,12 @@ second_add_sub() {
 @test "explicit: --load-model loads only the models it names" {
 	second_add_sub other
 	mount_repo "$REPO" --model-control=explicit --load-model=other -o load_model=add_sub
-	add_sub_works add_sub
-	add_sub_works other
+	add_sub_answers add_sub
+	add_sub_answers other
 	unmount_repo
 	mount_repo "$REPO" -o model_control=explicit,load_model=other
-	add_sub_works other
-	[ "$(state_of add_sub)" = "UNAVAILABLE|not loaded" ]
+	add_sub_answers other
+	[ "$(index_state add_sub)" = "UNAVAILABLE|not loaded" ]
 }
 
 @test "explicit: a bad command, a failing load and another user's write fail with their errno" {
@@ -126,8 +100,8 @@ second_add_sub() {
 	run bash -c "echo load > '$MNT/broken/control'"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"Input/output error"* ]]
-	[ "$(state_of broken | cut -d'|' -f1)" = UNAVAILABLE ]
-	state_of broken | grep -q 'model.onnx'
+	[ "$(index_state broken | cut -d'|' -f1)" = UNAVAILABLE ]
+	index_state broken | grep -q 'model.onnx'
 	grep -q 'model.onnx' "$MNT/broken/status"
 	# reading it is refused; another user may not load or unload
 	[ "$(py_errno "open('$MNT/add_sub/control').read()")" = EACCES ]
@@ -136,7 +110,7 @@ second_add_sub() {
 		run setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "echo load > '$MNT/add_sub/control'"
 		[ "$status" -ne 0 ]
 		[[ "$output" == *"Permission denied"* ]]
-		[ "$(state_of add_sub)" = "UNAVAILABLE|not loaded" ]
+		[ "$(index_state add_sub)" = "UNAVAILABLE|not loaded" ]
 	fi
 	# a model removed from the repository cannot be loaded
 	rm -rf "$REPO/add_sub"
@@ -147,17 +121,17 @@ second_add_sub() {
 	mount_repo "$REPO" --model-control=explicit --load-model=add_sub
 	second_add_sub other
 	sleep 0.6
-	[ -z "$(state_of other)" ]
+	[ -z "$(index_state other)" ]
 	kill -HUP "$DAEMON_PID"
 	wait_until 5 state_is other "UNAVAILABLE|not loaded"
-	add_sub_works add_sub
+	add_sub_answers add_sub
 	echo load > "$MNT/other/control"
-	add_sub_works other
+	add_sub_answers other
 }
 
 @test "none: every model loaded at start, no watching, SIGHUP rescans, no control file" {
 	mount_repo "$REPO" --model-control=none --reload-quiet-ms=50
-	add_sub_works add_sub
+	add_sub_answers add_sub
 	[ ! -e "$MNT/add_sub/control" ]
 	second_add_sub other
 	sleep 0.6
@@ -165,7 +139,7 @@ second_add_sub() {
 	kill -HUP "$DAEMON_PID"
 	wait_until 5 test -e "$MNT/other/status"
 	wait_until 5 grep -q '^READY' "$MNT/other/status"
-	add_sub_works other
+	add_sub_answers other
 }
 
 @test "poll: the default, and as named, follows the repository" {
@@ -175,7 +149,7 @@ second_add_sub() {
 	[ "$status" -ne 0 ]
 	second_add_sub other
 	wait_until 5 grep -q '^READY' "$MNT/other/status"
-	add_sub_works other
+	add_sub_answers other
 	unmount_repo
 	mount_repo "$REPO" --model-control=poll --poll-secs=1 --reload-quiet-ms=50
 	second_add_sub third
