@@ -111,6 +111,8 @@ comp() {
 	[ "$(comp modelfs --poll)" = --poll-secs= ]
 	[ "$(comp modelfs --device o)" = opencl ]
 	[ "$(comp modelfs --log-level=d)" = debug ]
+	[ "$(comp modelfs --model-control=ex)" = explicit ]
+	[ "$(comp modelfs -o model_con)" = model_control= ]
 	[ -z "$(comp modelfs --threads "")" ]
 	[ "$(comp modelfs -o allow_other,pol)" = allow_other,poll_secs= ]
 	[ "$(comp modelfs -o max_request_b)" = max_request_bytes= ]
