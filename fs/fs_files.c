@@ -166,6 +166,14 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 static bool refuse_prefix(handle *h, size_t at)
 {
 	mfs_error err;
+	/* .priority and .timeout are judged whole at every write: they are
+	 * a few bytes, and a value out of range shows only at its end. */
+	if (mfs_request_check_param(h->req, h->name, h->wbuf, h->wlen, &err) < 0) {
+		h->refused = EINVAL;
+		h->dirty = h->written = false;
+		mfs_request_note_error(h->req, &err);
+		return true;
+	}
 	if (h->fmt_in < 0 || at >= MFS_PREFIX_CHECK_BYTES ||
 	    mfs_tensor_prefix_check((mfs_format)h->fmt_in, h->wbuf, h->wlen, &err) == 0)
 		return false;
@@ -368,7 +376,7 @@ void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off)
 		int rc = mfs_request_read_output(h->req, h->run, h->idx, h->fmt, &buf, &len, &err);
 		if (rc < 0) {
 			pthread_mutex_unlock(&h->lock);
-			if (rc == -ENODATA || rc == -EIO || rc == -ESTALE)
+			if (rc == -ENODATA || rc == -EIO || rc == -ESTALE || rc == -ETIMEDOUT)
 				mfs_log_warn("model '%s' request '%s': reading '%s': %s", h->model,
 					     mfs_request_name(h->req), h->name, err.msg);
 			fuse_reply_err(freq, rc == -EINPROGRESS ? EAGAIN : -rc);
@@ -474,6 +482,9 @@ static void infer_read(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 	}
 	mfs_infer_req_release(&h->ireq);
 	rc = mfs_infer_parse(v->config, h->wbuf, h->wlen, &h->ireq, &err);
+	if (rc < 0)
+		goto fail;
+	rc = mfs_request_set_queue_params(h->req, h->ireq.priority, h->ireq.timeout_us, &err);
 	if (rc < 0)
 		goto fail;
 	rc = mfs_request_submit_tensors(h->req, h->ireq.inputs, &err);

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "membudget.h"
 #include "metrics.h"
+#include "queue_policy.h"
 
 enum { W_NEW = 0, W_QUEUED, W_CANCELLED, W_WOKEN };
 
@@ -83,6 +84,8 @@ struct mfs_request {
 	staged_file *staged;       /* dot files: kept as written, never decoded */
 	int n_staged;
 	uint64_t charged;          /* bytes counted in the daemon's --max-memory budget */
+	int64_t priority;          /* chosen by .priority or infer's "priority"; 0: the default */
+	int64_t timeout_us;        /* chosen by .timeout or infer's "timeout"; 0: the default */
 };
 
 bool mfs_request_name_ok(const char *name)
@@ -344,6 +347,13 @@ static void unlock_and_run(mfs_request *r)
 /* Move the slots into the run and queue it (lock held). */
 static int submit_locked(mfs_request *r, mfs_error *err)
 {
+	/* A .timeout written under another .priority may not hold now. */
+	if (mfs_queue_check_timeout(r->cfg, r->v->model_name, r->priority, r->timeout_us, err) < 0) {
+		mfs_error_prefix(err, "the request is not queued: ");
+		return record(r, -EINVAL, err);
+	}
+	r->job.priority = (int)r->priority;
+	r->job.timeout_ns = (uint64_t)r->timeout_us * 1000u;
 	release_run_in(r);
 	for (int i = 0; i < r->n_in; i++) {
 		input_slot *s = &r->in[i];
@@ -392,8 +402,69 @@ static int find_staged(const mfs_request *r, const char *name)
 	return -1;
 }
 
+/* The request-directory files that set the request's queue parameters
+ * rather than hold a tensor (SPEC.md section 4). */
+enum { PARAM_NONE, PARAM_PRIORITY, PARAM_TIMEOUT };
+
+static int param_of(const char *filename)
+{
+	return strcmp(filename, ".priority") == 0 ? PARAM_PRIORITY :
+	       strcmp(filename, ".timeout") == 0 ? PARAM_TIMEOUT : PARAM_NONE;
+}
+
+/* Parse and check a parameter file's bytes against the model's queue
+ * policy (lock held; r->priority is the priority a timeout is checked
+ * for).  0 and *value, or -EINVAL with err naming the file. */
+static int parse_param_locked(mfs_request *r, int param, const void *buf, size_t len,
+			      int64_t *value, mfs_error *err)
+{
+	bool prio = param == PARAM_PRIORITY;
+	int rc = mfs_queue_parse_param(prio ? "'.priority'" : "'.timeout' (µs)", buf, len,
+				       prio ? MFS_MAX_PRIORITY_LEVELS : MFS_MAX_QUEUE_TIMEOUT_US,
+				       value, err);
+	if (rc < 0)
+		return rc;
+	rc = prio ? mfs_queue_check_priority(r->cfg, r->v->model_name, *value, err)
+		  : mfs_queue_check_timeout(r->cfg, r->v->model_name, r->priority, *value, err);
+	if (rc < 0)
+		mfs_error_prefix(err, "%s: ", prio ? "'.priority'" : "'.timeout'");
+	return rc;
+}
+
+int mfs_request_check_param(mfs_request *r, const char *filename, const void *buf,
+			    size_t len, mfs_error *err)
+{
+	int param = param_of(filename);
+	int64_t value;
+	if (param == PARAM_NONE)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	int rc = parse_param_locked(r, param, buf, len, &value, err);
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+int mfs_request_set_queue_params(mfs_request *r, int64_t priority, int64_t timeout_us,
+				 mfs_error *err)
+{
+	pthread_mutex_lock(&r->lock);
+	int rc = mfs_queue_check_priority(r->cfg, r->v->model_name, priority, err);
+	if (rc == 0)
+		rc = mfs_queue_check_timeout(r->cfg, r->v->model_name, priority, timeout_us, err);
+	if (rc == 0) {
+		r->priority = priority;
+		r->timeout_us = timeout_us;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
 static void drop_staged(mfs_request *r, int i)
 {
+	if (param_of(r->staged[i].name) == PARAM_PRIORITY)
+		r->priority = 0;
+	else if (param_of(r->staged[i].name) == PARAM_TIMEOUT)
+		r->timeout_us = 0;
 	free(r->staged[i].name);
 	free(r->staged[i].blob);
 	r->staged[i] = r->staged[--r->n_staged];
@@ -409,6 +480,10 @@ static int stage_locked(mfs_request *r, const char *filename, const void *buf,
 		return record(r, mfs_fail(err, EFBIG, "'%s': the request's files would be %" PRIu64
 					  " bytes, more than --max-request-bytes=%" PRIu64,
 					  filename, others + len, r->max_bytes), err);
+	int param = param_of(filename);
+	int64_t value = 0;
+	if (param != PARAM_NONE && parse_param_locked(r, param, buf, len, &value, err) < 0)
+		return record(r, -EINVAL, err);
 	char *blob = malloc(len ? len : 1);
 	if (!blob)
 		return mfs_fail(err, ENOMEM, "out of memory");
@@ -431,6 +506,10 @@ static int stage_locked(mfs_request *r, const char *filename, const void *buf,
 	free(r->staged[i].blob);
 	r->staged[i].blob = blob;
 	r->staged[i].len = len;
+	if (param == PARAM_PRIORITY)
+		r->priority = value;
+	else if (param == PARAM_TIMEOUT)
+		r->timeout_us = value;
 	return 0;
 }
 
@@ -816,9 +895,10 @@ int mfs_request_read_output(mfs_request *r, uint64_t run, int idx, mfs_format fm
 		break;
 	}
 	case MFS_REQ_FAILED:
-		rc = -EIO;
+		/* A request that waited past its queue timeout says so. */
 		*err = r->error;
-		err->code = EIO;
+		err->code = r->error.code == ETIMEDOUT ? ETIMEDOUT : EIO;
+		rc = -err->code;
 		break;
 	case MFS_REQ_DONE:
 		rc = encode_locked(r, idx, fmt, true, err);
