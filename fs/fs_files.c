@@ -31,6 +31,8 @@ void fs_op_open(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (fs_is_dir(t.kind)) {
 		rc = -EISDIR;
+	} else if (t.kind == N_RFILE && t.sub == RF_LINK) {
+		rc = -ELOOP;   /* the kernel follows a symlink itself; only O_NOFOLLOW gets here */
 	} else if ((rc = fs_may_use(freq, &t)) < 0) {
 		/* another user's request file */
 	} else if (t.kind == N_MFILE && t.sub == MF_INFER) {
@@ -118,23 +120,10 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		return;
 	}
 	bool existed = info.kind == MFS_FILE_INPUT;
-	pthread_mutex_lock(&fs->lock);
-	node *pn = fs_node_find(fs, parent);
-	node *c = pn && !pn->dead ? fs_node_child(fs, pn, name) : NULL;
-	if (c && (c->kind != N_RFILE || c->sub != RF_INPUT)) {
-		fs_node_kill(fs, c);
-		c = NULL;
-	}
-	if (!c && pn && !pn->dead)
-		c = fs_node_add(fs, pn, name, N_RFILE, RF_INPUT, p.model, p.version, p.req, 0, 0);
 	target t;
-	if (c) {
-		c->nlookup++;
-		fs_fill_target(c, &t);
-	}
-	pthread_mutex_unlock(&fs->lock);
+	bool made = fs_request_file_node(fs, parent, &p, name, RF_INPUT, &t);
 	fs_target_release(&p);
-	if (!c) {
+	if (!made) {
 		fuse_reply_err(freq, ENOMEM);
 		return;
 	}

@@ -27,6 +27,7 @@ typedef struct input_slot {
 	char *filename;            /* as written: "INPUT0.npy"; NULL for tensors */
 	char *blob;                /* the file's bytes, to read back */
 	size_t blob_len;
+	char *link;                /* committed by symlink: its text (for readlink), else NULL */
 	int graph_idx;
 	mfs_shape model_shape;     /* t's shape as the graph sees it (config reshape) */
 } input_slot;
@@ -296,8 +297,10 @@ static void clear_slot(input_slot *s)
 	mfs_tensor_release(&s->t);
 	free(s->filename);
 	free(s->blob);
+	free(s->link);
 	s->filename = NULL;
 	s->blob = NULL;
+	s->link = NULL;
 	s->blob_len = 0;
 	s->present = false;
 }
@@ -515,6 +518,30 @@ static int stage_locked(mfs_request *r, const char *filename, const void *buf,
 
 static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 			 size_t len, mfs_error *err);
+static int commit_owned_locked(mfs_request *r, const char *filename, char *blob,
+			       size_t len, const char *link, mfs_error *err);
+
+int mfs_request_commit_link(mfs_request *r, const char *filename, const char *link,
+			    char *buf, size_t len, mfs_error *err)
+{
+	pthread_mutex_lock(&r->lock);
+	r->last_use = mfs_now_ns();
+	int rc = commit_owned_locked(r, filename, buf, len, link, err);
+	recharge_locked(r);
+	unlock_and_run(r);
+	return rc;
+}
+
+char *mfs_request_input_link(mfs_request *r, const char *filename)
+{
+	pthread_mutex_lock(&r->lock);
+	char *link = NULL;
+	for (int i = 0; i < r->n_in && !link; i++)
+		if (r->in[i].present && r->in[i].link && strcmp(r->in[i].filename, filename) == 0)
+			link = strdup(r->in[i].link);
+	pthread_mutex_unlock(&r->lock);
+	return link;
+}
 
 int mfs_request_commit_file(mfs_request *r, const char *filename,
 			    const void *buf, size_t len, mfs_error *err)
@@ -593,10 +620,25 @@ int mfs_request_check_file_name(mfs_request *r, const char *filename, mfs_error 
 	return rc;
 }
 
+/* The file's bytes are kept (to read back); a .npy tensor is a view into
+ * them rather than a second copy. */
 static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 			 size_t len, mfs_error *err)
 {
+	char *blob = malloc(len ? len : 1);
+	if (!blob)
+		return record(r, mfs_fail(err, ENOMEM, "out of memory"), err);
+	if (len)
+		memcpy(blob, buf, len);
+	return commit_owned_locked(r, filename, blob, len, NULL, err);
+}
+
+/* commit_locked on bytes the request takes over (freed on failure). */
+static int commit_owned_locked(mfs_request *r, const char *filename, char *blob,
+			       size_t len, const char *link, mfs_error *err)
+{
 	int fmt, idx;
+	char *fname = NULL, *link_copy = NULL;
 	char name[256];
 	int rc = input_of_file(r, filename, &idx, &fmt, name, err);
 	if (rc < 0)
@@ -618,18 +660,12 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 	mfs_config_input_spec(r->cfg, idx, &spec);
 	mfs_tensor t = { 0 };
 	uint64_t t0 = mfs_now_ns();
-	/* The file's bytes are kept (to read back); a .npy tensor is a view
-	 * into them rather than a second copy. */
-	char *blob = malloc(len ? len : 1);
-	char *fname = strdup(filename);
-	if (!blob || !fname) {
-		free(blob);
-		free(fname);
+	fname = strdup(filename);
+	link_copy = link ? strdup(link) : NULL;
+	if (!fname || (link && !link_copy)) {
 		rc = record(r, mfs_fail(err, ENOMEM, "out of memory"), err);
 		goto out;
 	}
-	if (len)
-		memcpy(blob, buf, len);
 	rc = mfs_tensor_decode_view((mfs_format)fmt, blob, len, &spec, &t, err);
 	if (rc == 0 && r->cfg->max_batch_size > 0 && t.shape.rank > 0 &&
 	    t.shape.dims[0] > r->cfg->max_batch_size) {
@@ -644,8 +680,6 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 			mfs_tensor_release(&t);
 	}
 	if (rc < 0) {
-		free(blob);
-		free(fname);
 		if (rc != -ENOMEM)
 			rc = -EINVAL;
 		err->code = -rc;
@@ -660,7 +694,9 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 	s->filename = fname;
 	s->blob = blob;
 	s->blob_len = len;
+	s->link = link_copy;
 	s->model_shape = model_shape;
+	fname = blob = link_copy = NULL;
 	r->decode_ns += mfs_now_ns() - t0;
 	if (!r->have_fmt) {
 		r->have_fmt = true;
@@ -670,6 +706,9 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 	if (all_present(r))
 		rc = submit_locked(r, err);
 out:
+	free(blob);
+	free(fname);
+	free(link_copy);
 	return rc;
 }
 
@@ -788,6 +827,8 @@ mfs_file_kind mfs_request_find_file(mfs_request *r, const char *filename,
 	}
 	pthread_mutex_lock(&r->lock);
 	info->size = file_size_locked(r, filename);
+	input_slot *s = slot_by_file(r, filename);
+	info->link = s && s->link;
 	pthread_mutex_unlock(&r->lock);
 	if (info->size >= 0)
 		info->kind = MFS_FILE_INPUT;

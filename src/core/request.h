@@ -74,6 +74,7 @@ typedef struct mfs_file_info {
 	int idx;                /* MFS_FILE_OUTPUT: config output index */
 	mfs_format fmt;         /* MFS_FILE_OUTPUT */
 	int64_t size;           /* MFS_FILE_INPUT: bytes as written */
+	bool link;              /* MFS_FILE_INPUT: committed by a symlink (commit_link) */
 } mfs_file_info;
 
 mfs_file_kind mfs_request_find_file(mfs_request *r, const char *filename,
@@ -95,6 +96,17 @@ uint64_t mfs_request_room(mfs_request *r, const char *filename);
  * Committing to a DONE or FAILED request starts a new run. */
 int mfs_request_commit_file(mfs_request *r, const char *filename,
 			    const void *buf, size_t len, mfs_error *err);
+
+/* Commit an input whose bytes the caller read from the target of a
+ * symlink the client made ("NAME.EXT" -> link): as commit_file, but the
+ * request takes buf over (malloc'd; freed on failure too) instead of
+ * copying it, and keeps link for readlink (mfs_request_input_link) and
+ * mfs_file_info.link while the input is present. */
+int mfs_request_commit_link(mfs_request *r, const char *filename, const char *link,
+			    char *buf, size_t len, mfs_error *err);
+/* The symlink text of a present input committed by commit_link (a
+ * malloc'd copy), or NULL. */
+char *mfs_request_input_link(mfs_request *r, const char *filename);
 
 /* May filename be created in the request?  0 for an input's "NAME.EXT"
  * and for a temporary (a dot file); -ENOENT (kept for $req/error and
