@@ -204,8 +204,10 @@ fuzz: fuzz-bins
 fuzz-smoke: fuzz-bins
 	sh tests/fuzz/run-fuzz.sh smoke $(FUZZ_SMOKE_RUNS) $(FUZZ_TARGETS)
 
-# A fresh Debian 12 root (mmdebstrap), the README's commands inside it
-# (scripts/fresh-check.sh; FRESH_FULL=1 adds make test).  Not in make test.
+# Fresh Debian 12 roots (mmdebstrap): the README's first run, make
+# install/uninstall and the .deb used as a user would (scripts/fresh-check.sh,
+# docs/FRESH.md; FRESH_STEPS="make-install ..." reruns steps on the kept
+# roots, FRESH_FULL=1 adds make test).  Not in make test.
 .PHONY: fresh-check
 fresh-check:
 	sh scripts/fresh-check.sh
