@@ -24,8 +24,8 @@
 #                     before make install
 #   deb               make deb (dpkg-buildpackage -us -uc -b, lintian)
 #   debroot           build/fresh/debroot from base.tar (no make deps),
-#                     plus man-db and systemd, and the .deb
-#   deb-install       apt-get install ./modelfs_*.deb
+#                     plus man-db and systemd
+#   deb-install       the .deb into it, apt-get install ./modelfs_*.deb
 #   deb-use           as installed-use, and systemd-analyze verify
 #   deb-remove        apt-get remove + autoremove leaves only the
 #                     conffile; purge leaves nothing
@@ -159,10 +159,11 @@ copy_tree() {
 	done
 }
 
-deb_into_root() {
+# The one .deb `make deb` built in the build root, into the other.
+copy_deb() {
 	debs=$(ls "$ROOT"/root/modelfs/build/deb/modelfs_*_amd64.deb) &&
-	[ "$(echo "$debs" | wc -l)" = 1 ] && cp "$debs" "$DEBROOT/root/" &&
-	in_root "$DEBROOT" "$APT update && $APT install man-db systemd"
+	[ "$(echo "$debs" | wc -l)" = 1 ] && rm -f "$DEBROOT"/root/modelfs_*.deb &&
+	cp "$debs" "$DEBROOT/root/"
 }
 
 # compare_lists BEFORE AFTER ALLOWED: the two lists of files differ only in
@@ -209,8 +210,9 @@ for s in $STEPS; do
 	deb) step deb in_root "$ROOT" "make deb" ;;
 	debroot)
 		step debroot new_root "$DEBROOT"
-		step debroot-packages deb_into_root ;;
+		step debroot-packages in_root "$DEBROOT" "$APT update && $APT install man-db systemd" ;;
 	deb-install)
+		step copy-deb copy_deb
 		step deb-install in_root "$DEBROOT" "($LIST_FILES) > /root/files-before-deb
 			$APT install ./modelfs_*_amd64.deb
 			dpkg -L modelfs" ;;
