@@ -108,12 +108,10 @@ APT='DEBIAN_FRONTEND=noninteractive apt-get -y -q'
 # The files of a root that installing can change: what is there and its
 # checksum, without the kernel's trees, logs, caches, apt's and dpkg's
 # own records, and the build tree.
-LIST_FILES='find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /run \
-	-o -path /tmp -o -path /root -o -path /var/log -o -path /var/cache \
-	-o -path /var/lib/apt -o -path /var/lib/dpkg \) -prune -o -print |
-	sort | while read -r f; do
-		if [ -f "$f" ] && [ ! -L "$f" ]; then echo "$f $(md5sum < "$f" | cut -c1-32)"; else echo "$f"; fi
-	done'
+PRUNE='\( -path /proc -o -path /sys -o -path /dev -o -path /run -o -path /tmp -o -path /root -o -path /var/log -o -path /var/cache -o -path /var/lib/apt -o -path /var/lib/dpkg \) -prune -o'
+LIST_FILES="{ find / -xdev $PRUNE -type f -print0 | xargs -0 -r md5sum |
+		sed 's/^\\([0-9a-f]*\\)  \\(.*\\)/\\2 \\1/'
+	find / -xdev $PRUNE ! -type f -printf '%p %y\\n'; } | sort"
 
 # What a user does with an installed modelfs, the same for make install
 # and the .deb: $DOC is where the examples were installed.
