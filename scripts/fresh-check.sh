@@ -123,7 +123,8 @@ USE='cd /
 	man --warnings 5 modelfs-repository > /tmp/man5.txt 2>> /tmp/man.err
 	grep -q "config.pbtxt" /tmp/man5.txt
 	test ! -s /tmp/man.err
-	mkdir -p /srv /mnt/models
+	head -n 12 /tmp/man1.txt
+	mkdir /mnt/models
 	cp -r "$DOC/examples" /srv/models
 	request() { # mountpoint name
 		mkdir "$1/add_sub/requests/$2"
@@ -144,7 +145,7 @@ USE='cd /
 	umount /mnt/models
 	if mountpoint -q /mnt/models; then exit 1; fi
 	cp /tmp/fstab.orig /etc/fstab
-	rm -r /srv/models /mnt/models; rmdir /srv /mnt 2>/dev/null || true'
+	rm -r /srv/models && rmdir /mnt/models'
 
 # The newest stored snapshot of the tree in the root: files that differ
 # are replaced (so make rebuilds only what changed).

@@ -61,6 +61,25 @@ mk() { make --no-print-directory -s -C "$TOP" "$@" > "$T/make.log" 2>&1 || { cat
 	[ -z "$(find "$T/root" -type f)" ]
 }
 
+@test "make install then make uninstall leave a Debian /usr/local as it was, folders too" {
+	# What a fresh Debian 12 has under /usr/local and /etc (base-files):
+	# none of the folders install makes (docs/FRESH.md found them left).
+	mkdir -p "$T/root/usr/local/bin" "$T/root/usr/local/lib" \
+		"$T/root/usr/local/share/man" "$T/root/etc/default"
+	(cd "$T/root" && find . | sort) > "$T/before"
+	mk install DESTDIR="$T/root"
+	[ -d "$T/root/usr/local/share/man/man5" ] && [ -d "$T/root/usr/local/lib/systemd/system" ]
+	mk uninstall DESTDIR="$T/root"
+	(cd "$T/root" && find . | sort) > "$T/after"
+	diff "$T/before" "$T/after"
+	# A folder that holds something else stays.
+	mkdir -p "$T/root/usr/local/share/man/man1"
+	touch "$T/root/usr/local/share/man/man1/other.1"
+	mk install DESTDIR="$T/root"
+	mk uninstall DESTDIR="$T/root"
+	[ -f "$T/root/usr/local/share/man/man1/other.1" ]
+}
+
 @test "man pages: mandoc -T lint clean" {
 	run mandoc -T lint -W warning "$TOP/man/modelfs.1" "$TOP/man/modelfs-repository.5"
 	echo "$output"
