@@ -19,7 +19,8 @@
 #   make-test         make test (only when named or FRESH_FULL=1)
 #   make-install      man-db (a user's Debian has it), then make install
 #   installed-use     from PATH: man, --help, mount -t fuse.modelfs, an
-#                     fstab line and mount MNT, a request each, umount
+#                     fstab line and mount MNT, a user's fstab line (user,
+#                     user_allow_other), a request each, umount
 #   make-uninstall    make uninstall; the file list equals the one
 #                     before make install
 #   deb               make deb (dpkg-buildpackage -us -uc -b, lintian)
@@ -107,11 +108,14 @@ APT='DEBIAN_FRONTEND=noninteractive apt-get -y -q'
 
 # The files of a root that installing can change: what is there and its
 # checksum, without the kernel's trees, logs, caches, apt's and dpkg's
-# own records, and the build tree.
-PRUNE='\( -path /proc -o -path /sys -o -path /dev -o -path /run -o -path /tmp -o -path /root -o -path /var/log -o -path /var/cache -o -path /var/lib/apt -o -path /var/lib/dpkg \) -prune -o'
+# own records, the build tree and the test user's home.
+PRUNE='\( -path /proc -o -path /sys -o -path /dev -o -path /run -o -path /tmp -o -path /root -o -path /home -o -path /var/log -o -path /var/cache -o -path /var/lib/apt -o -path /var/lib/dpkg \) -prune -o'
 LIST_FILES="{ find / -xdev $PRUNE -type f -print0 | xargs -0 -r md5sum |
 		sed 's/^\\([0-9a-f]*\\)  \\(.*\\)/\\2 \\1/'
 	find / -xdev $PRUNE ! -type f -printf '%p %y\\n'; } | sort"
+
+# The user who mounts from fstab in $USE: made before the first file list.
+ADD_USER='id user1 > /dev/null 2>&1 || useradd -m user1'
 
 # What a user does with an installed modelfs, the same for make install
 # and the .deb: $DOC is where the examples were installed.
@@ -144,8 +148,30 @@ USE='cd /
 	request /mnt/models r2
 	umount /mnt/models
 	if mountpoint -q /mnt/models; then exit 1; fi
+	# A user mounts from an fstab line with the option user; allow_other is
+	# refused until /etc/fuse.conf has user_allow_other.  /dev/fuse is
+	# crw-rw-rw- on Debian (the kernel makes it so); where this host has it
+	# 0600, the root gets a node with that mode bound over its own.
+	fuse_bound=0
+	if [ "$(stat -c %a /dev/fuse)" != 666 ]; then
+		mknod -m 666 /tmp/fuse c 10 229 && mount --bind /tmp/fuse /dev/fuse && fuse_bound=1
+	fi
+	mkdir /mnt/user1 && chown user1 /mnt/user1
+	echo "/srv/models /mnt/user1 fuse.modelfs user,noauto,allow_other,poll_secs=5 0 0" >> /etc/fstab
+	cp /etc/fuse.conf /tmp/fuse.conf.orig
+	if su user1 -c "mount /mnt/user1" 2> /tmp/user-mount.err; then exit 1; fi
+	cat /tmp/user-mount.err
+	grep -q "user_allow_other" /tmp/user-mount.err
+	echo user_allow_other >> /etc/fuse.conf
+	su user1 -c "mount /mnt/user1"
+	grep " /mnt/user1 fuse.modelfs .*user_id=$(id -u user1)," /proc/self/mounts
+	request /mnt/user1 r3
+	su user1 -c "umount /mnt/user1"
+	if mountpoint -q /mnt/user1; then exit 1; fi
+	if [ $fuse_bound = 1 ]; then umount /dev/fuse && rm /tmp/fuse; fi
+	cp /tmp/fuse.conf.orig /etc/fuse.conf
 	cp /tmp/fstab.orig /etc/fstab
-	rm -r /srv/models && rmdir /mnt/models'
+	rm -r /srv/models && rmdir /mnt/models /mnt/user1'
 
 # The newest stored snapshot of the tree in the root: files that differ
 # are replaced (so make rebuilds only what changed).
@@ -197,6 +223,7 @@ for s in $STEPS; do
 		grep -E '^[0-9]+ passed, [0-9]+ failed$' "$OUT/make-test.log" ;;
 	make-install)
 		step make-install in_root "$ROOT" "$APT install man-db
+			$ADD_USER
 			($LIST_FILES) > /root/files-before-install
 			make install" ;;
 	installed-use) step installed-use in_root "$ROOT" "DOC=/usr/local/share/doc/modelfs; $USE" ;;
@@ -212,7 +239,8 @@ for s in $STEPS; do
 		step debroot-packages in_root "$DEBROOT" "$APT update && $APT install man-db systemd" ;;
 	deb-install)
 		step copy-deb copy_deb
-		step deb-install in_root "$DEBROOT" "($LIST_FILES) > /root/files-before-deb
+		step deb-install in_root "$DEBROOT" "$ADD_USER
+			($LIST_FILES) > /root/files-before-deb
 			$APT install ./modelfs_*_amd64.deb
 			dpkg -L modelfs" ;;
 	deb-use)
