@@ -114,6 +114,26 @@ mk() { make --no-print-directory -s -C "$TOP" "$@" > "$T/make.log" 2>&1 || { cat
 	[[ "$output" == *"Failed to parse service type"* ]]
 }
 
+@test "the package depends on what every program its units run comes from" {
+	# A fresh Debian 12 root showed it: procps (/bin/kill, for reload) is
+	# not there, and systemd-analyze verify refused the unit.
+	command -v dpkg-query || skip "not a Debian system"
+	mk install DESTDIR="$T/root" PREFIX=/usr UNITDIR=/lib/systemd/system
+	depends=$(awk '/^Depends:/ { on = 1; sub(/^Depends:/, ""); print; next }
+		on && /^[ \t]/ { print; next } { on = 0 }' "$TOP/debian/control" |
+		tr ',' '\n' | sed -e 's/\${[^}]*}//g' -e 's/(.*//' -e 's/[ \t]//g' | grep .)
+	echo "Depends: $depends"
+	programs=$(sed -nE 's/^Exec[A-Za-z]+=[-@+!:]*(\/[^ ]+).*/\1/p' \
+		"$T/root"/lib/systemd/system/*.service | sort -u)
+	[ "$(echo "$programs" | wc -l)" -ge 4 ]
+	for p in $programs; do
+		[ "$p" = /usr/bin/modelfs ] && continue
+		pkg=$(dpkg -S "$p" | cut -d: -f1)
+		[ "$(dpkg-query -W -f='${Essential}' "$pkg")" = yes ] && continue
+		echo "$depends" | grep -qx "$pkg" || { echo "$p is in $pkg, which Depends lacks"; return 1; }
+	done
+}
+
 # comp WORDS...: what _modelfs completes for the last word.
 comp() {
 	COMP_WORDS=("$@") COMP_CWORD=$(($# - 1)) COMP_LINE="$*" COMP_POINT=${#COMP_LINE}
