@@ -204,8 +204,10 @@ fuzz: fuzz-bins
 fuzz-smoke: fuzz-bins
 	sh tests/fuzz/run-fuzz.sh smoke $(FUZZ_SMOKE_RUNS) $(FUZZ_TARGETS)
 
-# A fresh Debian 12 root (mmdebstrap), the README's commands inside it
-# (scripts/fresh-check.sh; FRESH_FULL=1 adds make test).  Not in make test.
+# Fresh Debian 12 roots (mmdebstrap): the README's first run, make
+# install/uninstall and the .deb used as a user would (scripts/fresh-check.sh,
+# docs/FRESH.md; FRESH_STEPS="make-install ..." reruns steps on the kept
+# roots, FRESH_FULL=1 adds make test).  Not in make test.
 .PHONY: fresh-check
 fresh-check:
 	sh scripts/fresh-check.sh
@@ -276,6 +278,13 @@ UNITS       := modelfs.service modelfs@.service
 DOC_FILES   := README.md $(wildcard docs/*.md)
 EXAMPLE_FILES := $(shell find examples -type f 2>/dev/null)
 
+# The folders install may have made that are not modelfs's own (on a
+# fresh Debian, /usr/local has none of them): uninstall removes those left
+# empty, children before parents, so that it leaves the tree as it was.
+parent = $(patsubst %/,%,$(dir $(1)))
+INSTALLED_DIRS := $(MANDIR)/man1 $(MANDIR)/man5 $(UNITDIR) $(call parent,$(UNITDIR)) \
+	$(COMPLETIONDIR) $(call parent,$(COMPLETIONDIR)) $(call parent,$(DOCDIR))
+
 .PHONY: install uninstall
 install: $(MODELFS)
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
@@ -305,6 +314,9 @@ uninstall:
 	rm -rf $(DESTDIR)$(DOCDIR)
 	! cmp -s dist/default-modelfs $(DESTDIR)$(SYSCONFDIR)/default/modelfs || \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/default/modelfs
+	for d in $(INSTALLED_DIRS); do \
+		[ ! -d $(DESTDIR)$$d ] || rmdir --ignore-fail-on-non-empty $(DESTDIR)$$d || exit 1; \
+	done
 
 # `make deb`: the Debian package (debian/), built from a copy of the tree
 # in $(BUILD)/deb so that this build is not cleaned; lintian must find no
