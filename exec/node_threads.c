@@ -74,9 +74,7 @@ int mfs_node_threads(int64_t work, int64_t grain, int threads)
 {
 	if (threads < 1)
 		return 1;
-	if (grain <= 0 || work / grain >= threads)
-		return threads;
-	return work <= grain ? 1 : (int)((work + grain - 1) / grain);
+	return grain > 0 && work <= grain ? 1 : threads;
 }
 
 int64_t mfs_thread_grain(void)

@@ -1372,8 +1372,8 @@ static void test_real_missing_file(void **state)
 }
 
 /* Overlapping runs share the threads instead of each taking all. */
-/* Each node runs on the threads its work fills (node_threads.h): a small
- * node on one, a large one on all of the run's; prepare sees the same
+/* A node of work up to the grain runs on one thread, a larger one on all
+ * of the run's (node_threads.h); prepare sees the same
  * count as run; the run's count is back when the run ends; grain 0 turns
  * the cap off. */
 static void test_node_threads_applied(void **state)
@@ -1404,7 +1404,7 @@ static void test_node_threads_applied(void **state)
 		assert_int_equal(omp_get_max_threads(), 4);
 		mfs_tensor_release(&out);
 		mfs_tensor_release(&in);
-		/* 64000 elements: 7.8 grains, capped at the run's 4 */
+		/* 64000 elements: 7.8 grains, all of the run's 4 */
 		in = f32(2, large, xs);
 		assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
 		assert_int_equal(threads_at_run, 4);
