@@ -431,7 +431,9 @@ static int outputs_to_plan(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
  * the oneDNN primitives it builds are made for them. */
 static void set_node_threads(const cpu_exec *e, const mfs_op_ctx *ctx)
 {
-	int nt = mfs_node_threads(mfs_node_work(ctx), e->grain, e->run_threads);
+	bool product;
+	int64_t work = mfs_node_work(ctx, &product);
+	int nt = mfs_node_threads(work, product, e->grain, e->run_threads);
 	if (nt != omp_get_max_threads())
 		omp_set_num_threads(nt);
 }

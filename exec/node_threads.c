@@ -56,13 +56,14 @@ static int64_t product_work(const mfs_op_ctx *ctx, int64_t out)
 	return -1;
 }
 
-int64_t mfs_node_work(const mfs_op_ctx *ctx)
+int64_t mfs_node_work(const mfs_op_ctx *ctx, bool *product)
 {
 	int64_t out = 0, work;
 
 	for (int k = 0; k < ctx->n_out; k++)
 		out += numel(ctx->out[k]);
 	work = product_work(ctx, out);
+	*product = work >= 0;
 	if (work < 0) {
 		int64_t touched = numel(input(ctx, 0)) > out ? numel(input(ctx, 0)) : out;
 		work = touched * MFS_ELEM_WORK;
@@ -70,11 +71,15 @@ int64_t mfs_node_work(const mfs_op_ctx *ctx)
 	return work > 0 ? work : 1;
 }
 
-int mfs_node_threads(int64_t work, int64_t grain, int threads)
+int mfs_node_threads(int64_t work, bool product, int64_t grain, int threads)
 {
 	if (threads < 1)
 		return 1;
-	return grain > 0 && work <= grain ? 1 : threads;
+	if (grain <= 0 || work / grain >= threads)
+		return threads;
+	if (!product)
+		return work <= grain ? 1 : threads;
+	return work <= grain ? 1 : (int)((work + grain - 1) / grain);
 }
 
 int64_t mfs_thread_grain(void)

@@ -1395,7 +1395,7 @@ static void test_node_threads_applied(void **state)
 		setenv("MFS_THREAD_GRAIN", pass ? "0" : "65536", 1);
 		assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
 		omp_set_num_threads(4);
-		/* 1000 elements: 8000 multiply-adds of work, under one grain */
+		/* 1000 elements: 16000 multiply-adds of work, under one grain */
 		in = f32(2, small, xs);
 		threads_at_run = threads_at_prepare = 0;
 		assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
@@ -1404,7 +1404,7 @@ static void test_node_threads_applied(void **state)
 		assert_int_equal(omp_get_max_threads(), 4);
 		mfs_tensor_release(&out);
 		mfs_tensor_release(&in);
-		/* 64000 elements: 7.8 grains, all of the run's 4 */
+		/* 64000 elements, not a product: all of the run's 4 */
 		in = f32(2, large, xs);
 		assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
 		assert_int_equal(threads_at_run, 4);
