@@ -58,7 +58,10 @@ void mfs_engine_set_threads(int n)
 		n = 1;
 	atomic_store(&engine_threads, n);
 	omp_set_num_threads(n);
-	openblas_set_num_threads(n);
+	/* OpenBLAS runs inside the engine's OpenMP threads (mfs_sgemm splits
+	 * its products over them): a second pool of its own pthreads,
+	 * spinning after each call, took the cores OpenMP needed. */
+	openblas_set_num_threads(1);
 }
 
 /* Runs in flight in this process, on any execution context. */
