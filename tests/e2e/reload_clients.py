@@ -15,6 +15,8 @@ import os
 import sys
 import threading
 
+from infer_session import infer
+
 mnt, model, n, stop, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 allow_enoent = "--allow-enoent" in sys.argv
 lock = threading.Lock()
@@ -30,6 +32,17 @@ if "--pipeline" in sys.argv:
                                         "datatype": "UINT8",
                                         "data": pixels.reshape(-1).tolist()}]}).encode(),
                 np.load(sys.argv[at + 2]).reshape(-1))
+
+
+def transact(req):
+    """One infer transaction: the answer, or an exception with its error."""
+    r = infer(os.path.join(mnt, model, "infer"), req)
+    if "error" in r:
+        if allow_enoent and "no model named" in r["error"]:
+            # opened just before the model was removed: refused like ENOENT
+            raise OSError(errno.ENOENT, r["error"])
+        raise RuntimeError(r["error"])
+    return r
 
 
 def one(c, k):
@@ -48,28 +61,6 @@ def one(c, k):
     if o["OUTPUT0"] != [x + y for x, y in zip(a, b)] or o["OUTPUT1"] != [x - y for x, y in zip(a, b)]:
         raise RuntimeError("wrong result from version %s" % r.get("model_version"))
     return r["model_version"]
-
-
-def transact(req):
-    """One infer transaction: the answer, or an exception with its error."""
-    fd = os.open(os.path.join(mnt, model, "infer"), os.O_RDWR)
-    try:
-        os.write(fd, req)
-        chunks = []
-        while True:
-            d = os.read(fd, 1 << 16)
-            if not d:
-                break
-            chunks.append(d)
-    finally:
-        os.close(fd)
-    r = json.loads(b"".join(chunks))
-    if "error" in r:
-        if allow_enoent and "no model named" in r["error"]:
-            # opened just before the model was removed: refused like ENOENT
-            raise OSError(errno.ENOENT, r["error"])
-        raise RuntimeError(r["error"])
-    return r
 
 
 def client(c):
