@@ -427,6 +427,65 @@ static int outputs_to_plan(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 	return 0;
 }
 
+/* An MFS_OP_OUTPUTS_AT_RUN node (If, Loop, Scan): run allocates its own
+ * outputs; they move into pool blocks like every other value's. */
+static int run_making_outputs(cpu_exec *e, const mfs_node *nd,
+			      mfs_node_rt *rt, mfs_op_ctx *ctx)
+{
+	int rc;
+
+	for (int k = 0; k < nd->n_out; k++)
+		if (ctx->out[k])
+			memset(ctx->out[k], 0, sizeof(*ctx->out[k]));
+	rc = mfs_node_rt_prepare(rt, nd, ctx, &e->stats.prepares);
+	if (!rc)
+		rc = nd->def->run(ctx);
+	for (int k = 0; !rc && k < nd->n_out; k++) {
+		mfs_tensor *t = ctx->out[k], made;
+		size_t bytes = 0;
+		mfs_block *b;
+		if (!t)
+			continue;
+		if (!tensor_ok(t) || !mfs_tensor_bytes(t, &bytes) ||
+		    (bytes && !t->data) || t->nbytes != bytes) {
+			rc = mfs_fail(ctx->err, EIO, "operator made no valid output %d", k);
+			break;
+		}
+		if (e->m->values[nd->out[k]].shape_static &&
+		    (t->dtype != e->m->values[nd->out[k]].dtype ||
+		     !mfs_shape_equal(&t->shape, &e->m->values[nd->out[k]].shape))) {
+			/* later nodes were planned on the declared shape */
+			rc = mfs_fail(ctx->err, EINVAL, "output %d differs from the type and shape the model declares for it", k);
+			break;
+		}
+		made = *t;
+		if (!bytes) {
+			mfs_tensor_release(t);
+			*t = made;
+			t->data = NULL;
+			t->owns_data = false;
+			continue;
+		}
+		if (!(b = pool_take(e, bytes, ctx->err))) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(b->mem, t->data, bytes);
+		mfs_tensor_release(t);
+		*t = made;
+		t->data = b->mem;
+		t->nbytes = bytes;
+		t->owns_data = false;
+		t->layout = MFS_LAYOUT_PLAIN;
+		e->vbuf[nd->out[k]] = b;
+	}
+	if (rc)
+		for (int k = 0; k < nd->n_out; k++)
+			if (ctx->out[k] && ctx->out[k]->owns_data)
+				mfs_tensor_release(ctx->out[k]);
+	return rc;
+}
+
 /* Step 5b: the node's threads (node_threads.h), before prepare so that
  * the oneDNN primitives it builds are made for them. */
 static void set_node_threads(const cpu_exec *e, const mfs_op_ctx *ctx)
@@ -450,6 +509,11 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 	rc = bind_inputs(e, nd, &ctx);
 	if (rc)
 		goto out;
+	if (nd->def->flags & MFS_OP_OUTPUTS_AT_RUN) {
+		if ((rc = run_making_outputs(e, nd, rt, &ctx)))
+			goto fail;
+		goto out;
+	}
 	if (!nd->shapes_static && (rc = infer_outputs(e, nd, &ctx)))
 		goto fail;
 	plan_output_layouts(e, nd, &ctx);
