@@ -18,6 +18,7 @@ typedef struct mfs_options {
 	bool foreground;              /* -f */
 	mfs_device_choice device;     /* --device */
 	char *opencl_device;          /* --opencl-device (NULL = first GPU) */
+	char *backend_dir;            /* --backend-dir, made absolute (NULL = none) */
 	int poll_secs;                /* --poll-secs (0 = inotify) */
 	int reload_quiet_ms;          /* --reload-quiet-ms */
 	int threads;                  /* --threads (0 = number of cores) */
