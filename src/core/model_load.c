@@ -58,9 +58,41 @@ void mfs_loaded_version_free(mfs_loaded_version *v)
 	free(v->model_path);
 	free(v->version_dir);
 	free(v->backend_library);
+	for (int i = 0; v->labels && i < v->config.n_outputs; i++)
+		mfs_labels_free(v->labels[i]);
+	free(v->labels);
 	mfs_config_release(&v->config);
 	mfs_graph_free(v->graph);
 	free(v);
+}
+
+/* Every output's label_filename, from the model directory (Triton's
+ * place for it: shared by the versions). */
+static int load_labels(mfs_loaded_version *v, const char *repo_root, mfs_error *err)
+{
+	const mfs_model_config *c = &v->config;
+
+	v->labels = calloc((size_t)c->n_outputs + 1, sizeof(*v->labels));
+	if (!v->labels)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	for (int i = 0; i < c->n_outputs; i++) {
+		char *path;
+		int rc;
+
+		if (!c->outputs[i].label_filename)
+			continue;
+		if (asprintf(&path, "%s/%s/%s", repo_root, v->model_name,
+			     c->outputs[i].label_filename) < 0)
+			return mfs_fail(err, ENOMEM, "out of memory");
+		rc = mfs_labels_load(path, &v->labels[i], err);
+		free(path);
+		if (rc) {
+			mfs_error_prefix(err, "model '%s' version %lld: output '%s': ", v->model_name,
+					 (long long)v->version, c->outputs[i].name);
+			return rc;
+		}
+	}
+	return 0;
 }
 
 /* A custom backend's library: the version directory first (a model may
@@ -141,6 +173,8 @@ int mfs_load_version(const char *repo_root, const char *model_name,
 	}
 	if (mfs_config_custom_backend(&v->config)) {
 		rc = load_custom_backend(v, backend_dir, err);
+		if (rc == 0)
+			rc = load_labels(v, repo_root, err);
 		if (rc)
 			goto fail;
 		v->load_seconds = now_seconds() - t0;
@@ -180,6 +214,9 @@ int mfs_load_version(const char *repo_root, const char *model_name,
 				 (long long)version);
 		goto fail;
 	}
+	rc = load_labels(v, repo_root, err);
+	if (rc)
+		goto fail;
 	v->load_seconds = now_seconds() - t0;
 	*out = v;
 	return 0;

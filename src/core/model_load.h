@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "labels.h"
 
 typedef struct mfs_loaded_version {
 	char *model_name;
@@ -19,6 +20,7 @@ typedef struct mfs_loaded_version {
 	mfs_model_config config;   /* completed: every input/output known */
 	mfs_graph *graph;          /* NULL with a custom backend */
 	char *backend_library;     /* custom backend: its libmodelfs_<name>.so; else NULL */
+	mfs_labels **labels;       /* per config output: its label_filename's labels, or NULL */
 	double load_seconds;       /* wall time of read + compile */
 } mfs_loaded_version;
 
@@ -32,7 +34,8 @@ int mfs_load_config(const char *repo_root, const char *model_name,
  * With a custom backend: complete the config from its declarations and
  * find libmodelfs_<backend>.so in the version directory, else in
  * backend_dir (NULL: none); -ENOENT names both places when it is in
- * neither.  (The library is opened by the worker that serves it:
+ * neither.  Each output's label_filename (in the model directory) is
+ * read here: a missing or bad label file fails the load.  (The library is opened by the worker that serves it:
  * backend_worker.h.)  Errors name the model, the version and the file.
  * *out is freed with mfs_loaded_version_free. */
 int mfs_load_version(const char *repo_root, const char *model_name,
