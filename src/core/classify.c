@@ -110,6 +110,8 @@ static int emit_line(void *arg, int64_t row, int64_t rank, int64_t index, double
 	text_out *o = arg;
 	const char *label = mfs_labels_get(o->labels, index);
 
+	if (label && !*label)
+		label = NULL;
 	if (rank == 0 && row > 0 && fputc('\n', o->f) == EOF)
 		return -1;
 	return fprintf(o->f, "%f %lld%s%s\n", s, (long long)index, label ? " " : "",
@@ -147,6 +149,9 @@ static int emit_string(void *arg, int64_t row, int64_t rank, int64_t index, doub
 	const mfs_labels *labels = ((const mfs_labels **)arg)[1];
 	const char *label = mfs_labels_get(labels, index);
 	char *str;
+
+	if (label && !*label)
+		label = NULL;
 	int rc;
 
 	(void)row;

@@ -10,7 +10,8 @@
  * K larger than the number of classes gives every class.  Highest score
  * first; equal scores by index; NaN last.  The label is left out
  * (text: two columns; strings: "score:index", as Triton does) when the
- * output has no label file or the file has no line for that index.
+ * output has no label file, or the file's line for that index is empty
+ * or missing.
  * Scores are printed as Triton does (C's %f). */
 #ifndef MFS_CLASSIFY_H
 #define MFS_CLASSIFY_H
