@@ -79,8 +79,6 @@ int mfs_registry_new(const mfs_registry_conf *conf, mfs_registry **out,
 	if (!r->worker_program || (conf->backend_dir && !(r->backend_dir = strdup(conf->backend_dir)))) {
 		free(r->worker_program);
 		free((char *)r->route.opencl_device);
-	free(r->backend_dir);
-	free(r->worker_program);
 		pthread_mutex_destroy(&r->lock);
 		free(r->repository);
 		free(r);
@@ -711,6 +709,8 @@ void mfs_registry_free(mfs_registry *r)
 	free(r->models);
 	pthread_mutex_destroy(&r->lock);
 	free((char *)r->route.opencl_device);
+	free(r->backend_dir);
+	free(r->worker_program);
 	free(r->repository);
 	free(r);
 }
