@@ -286,5 +286,10 @@ int mfs_config_complete_declared(mfs_model_config *c, const char *model_name,
 	for (int i = 0; i < c->n_outputs; i++)
 		if ((rc = check_declared(&c->outputs[i], i, "output", err)))
 			return rc;
+	/* The ABI has no device: a backend runs where its worker runs. */
+	for (int i = 0; i < c->n_instance_groups; i++)
+		if (c->instance_groups[i].kind == MFS_KIND_GPU)
+			return mfs_fail(err, EINVAL, "instance_group kind KIND_GPU: backend '%s' runs in a "
+					"worker process on the CPU (KIND_CPU or KIND_AUTO)", c->backend);
 	return complete_instances(c, err);
 }
