@@ -100,6 +100,13 @@ print(round(o['data'][0], 4), round(o['data'][1], 4))"
 	[[ "$output" == *"model 'fault' version 1: backend 'fault': asked to fail (X[0] = -1)"* ]]
 	grep -q "asked to fail (X\[0\] = -1)" "$DAEMON_LOG"
 	rm -r "$req"
+	# The infer file answers with the same text.
+	run "$PY" -c "
+import json, os
+fd = os.open('$MNT/fault/infer', os.O_RDWR)
+os.write(fd, b'{\"inputs\": [{\"name\": \"X\", \"datatype\": \"FP32\", \"shape\": [2], \"data\": [-1, 0]}]}')
+print(json.loads(os.read(fd, 65536))['error'])"
+	[ "$output" = "model 'fault' version 1: backend 'fault': asked to fail (X[0] = -1)" ]
 }
 
 @test "a backend's output that does not match the config fails the request, not the daemon" {
@@ -139,6 +146,23 @@ print(round(o['data'][0], 4), round(o['data'][1], 4))"
 	echo "7" > "$req2/X.txt"
 	[ "$(cat "$req2/Y.txt")" = "14" ]
 	rm -r "$req" "$req2"
+}
+
+@test "a changed config reloads a custom-backend model: new workers, the old ones gone, requests served" {
+	workers() { pgrep -P "$DAEMON_PID" -f -- --backend-worker | sort; }
+	loaded_twice() { [ "$(grep -c "model 'fault' version 1: READY" "$DAEMON_LOG")" -ge 2 ]; }
+	old=$(workers)
+	[ "$(echo "$old" | wc -l)" -eq 2 ]   # fault and preprocess, one instance each
+	echo "# reloaded" >> "$REPO/fault/config.pbtxt"
+	wait_until 20 loaded_twice
+	req=$(new_request fault)
+	echo "4" > "$req/X.txt"
+	[ "$(cat "$req/Y.txt")" = "8" ]
+	rm -r "$req"
+	# The old version's worker exits once the version is freed.
+	two_workers() { [ "$(workers | wc -l)" -eq 2 ]; }
+	wait_until 10 two_workers
+	[ "$(workers)" != "$old" ]
 }
 
 @test "modelfs run serves a custom backend too, and reports its crash" {
