@@ -45,6 +45,8 @@ setup() {
 
 @test "the example backend serves requests: uint8 HWC images into normalised float NCHW" {
 	[[ "$(cat "$MNT/preprocess/status")" == "READY 1 cpu backend 'preprocess'"* ]]
+	grep -q '"platform": *"preprocess"' "$MNT/preprocess/metadata.json"
+	grep -q '"backend": *"preprocess"' "$MNT/preprocess/config.json"
 	"$PY" -c "
 import numpy as np
 img = np.random.default_rng(3).integers(0, 256, (2, 5, 7, 3), dtype=np.uint8)
