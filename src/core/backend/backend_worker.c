@@ -112,7 +112,19 @@ static int start(mfs_worker *w, mfs_error *err)
 	/* Nothing else of the daemon's (the /dev/fuse fd, other workers'
 	 * sockets) goes to the worker. */
 	posix_spawn_file_actions_addclosefrom_np(&fa, MFS_WORKER_FD + 1);
-	rc = posix_spawn(&w->pid, w->program, &fa, NULL, argv, environ);
+	/* The daemon ignores SIGPIPE and its threads may block signals; the
+	 * worker starts with every signal at its default and none blocked,
+	 * so that a backend dies of what would kill a program of its own. */
+	posix_spawnattr_t attr;
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &all);
+	rc = posix_spawn(&w->pid, w->program, &fa, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
 	posix_spawn_file_actions_destroy(&fa);
 	close(child_fd);
 	if (rc != 0) {
