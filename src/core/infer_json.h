@@ -3,7 +3,9 @@
  *
  * Request:  {"id"?, "inputs": [{"name","shape","datatype","data"}...],
  *            "outputs"?: [{"name", "parameters"?: {"classification": K}}...],
- *            "parameters"?: {...}}
+ *            "parameters"?: {"priority"?, "timeout"?, ...}}  (Triton's
+ *            names; checked against the queue policy by the request,
+ *            request.h)
  * Response: {"model_name","model_version","id"?, "outputs":
  *            [{"name","datatype","shape","data"}...]}
  * or, on any failure, {"error": "..."}.  An output asked for with
@@ -30,6 +32,8 @@ typedef struct mfs_infer_req {
 	int64_t *classify;         /* per config output: K of "classification", 0: the tensor */
 	int n_outputs;
 	char *id;                  /* NULL if none */
+	int64_t priority;          /* "parameters": {"priority": N}; 0 if none */
+	int64_t timeout_us;        /* "parameters": {"timeout": µs}; 0 if none */
 } mfs_infer_req;
 
 /* Parse text against the config.  -EINVAL (bad JSON, bad tensor, a

@@ -316,6 +316,11 @@ static void test_custom_backend_declares_everything(void **state)
 		       "input [ { name: \"A\" data_type: TYPE_FP32 dims: [ 1 ] } ] "
 		       "output [ { name: \"B\" data_type: TYPE_FP32 dims: [ 1 ] } ]",
 		       "instance_group kind KIND_GPU: backend 'x' runs in a worker process");
+	declared_fails("backend: \"x\" model_warmup [ { name: \"w\" inputs { key: \"A\" value: "
+		       "{ data_type: TYPE_FP32 dims: [ 1 ] zero_data: true } } } ] "
+		       "input [ { name: \"A\" data_type: TYPE_FP32 dims: [ 1 ] } ] "
+		       "output [ { name: \"B\" data_type: TYPE_FP32 dims: [ 1 ] } ]",
+		       "model_warmup is not supported with backend 'x'");
 }
 
 int main(void)

@@ -286,6 +286,11 @@ int mfs_config_complete_declared(mfs_model_config *c, const char *model_name,
 	for (int i = 0; i < c->n_outputs; i++)
 		if ((rc = check_declared(&c->outputs[i], i, "output", err)))
 			return rc;
+	/* Warm-up samples are run by the engine on a graph's inputs; a
+	 * backend's init is its warm-up. */
+	if (c->n_warmups > 0)
+		return mfs_fail(err, EINVAL, "model_warmup is not supported with backend '%s' "
+				"(its init runs at load, before the model is READY)", c->backend);
 	/* The ABI has no device: a backend runs where its worker runs. */
 	for (int i = 0; i < c->n_instance_groups; i++)
 		if (c->instance_groups[i].kind == MFS_KIND_GPU)
