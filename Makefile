@@ -309,7 +309,7 @@ EXAMPLE_FILES := $(shell find examples -type f 2>/dev/null)
 # empty, children before parents, so that it leaves the tree as it was.
 parent = $(patsubst %/,%,$(dir $(1)))
 INSTALLED_DIRS := $(MANDIR)/man1 $(MANDIR)/man5 $(UNITDIR) $(call parent,$(UNITDIR)) \
-	$(COMPLETIONDIR) $(call parent,$(COMPLETIONDIR)) $(call parent,$(DOCDIR))
+	$(COMPLETIONDIR) $(call parent,$(COMPLETIONDIR)) $(call parent,$(DOCDIR)) $(INCLUDEDIR)
 
 .PHONY: install uninstall
 install: $(MODELFS)
