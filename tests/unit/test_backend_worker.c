@@ -109,6 +109,16 @@ static void test_runs_fail_and_crash(void **state)
 	assert_int_equal(run(w, ok, 3, &y, &err), 0);
 	assert_true(mfs_worker_pid(w) > 0 && mfs_worker_pid(w) != first);
 	mfs_tensor_release(&y);
+
+	/* A segfault: SIGSEGV, or, when this binary is built with ASan (its
+	 * handler catches the fault and exits), an exit status. */
+	const float segv[1] = { -5 };
+	assert_int_equal(run(w, segv, 1, &y, &err), -EIO);
+	if (!strstr(err.msg, "the worker crashed (killed by signal 11 (Segmentation fault))") &&
+	    !strstr(err.msg, "the worker crashed (exited with status "))
+		fail_msg("%s", err.msg);
+	assert_int_equal(run(w, ok, 3, &y, &err), 0);
+	mfs_tensor_release(&y);
 	mfs_worker_free(w);
 	mfs_config_release(&f.cfg);
 }
