@@ -26,6 +26,7 @@ typedef struct mfs_io_config {
 	int reshape_rank;
 	int64_t reshape[MFS_MAX_RANK];
 	bool optional;
+	char *label_filename;        /* outputs: labels file in the model directory; NULL = none */
 	int graph_index;             /* the graph's input/output number; -1 until completed */
 } mfs_io_config;
 
@@ -109,8 +110,8 @@ typedef struct mfs_level_policy {
 
 typedef struct mfs_model_config {
 	char *name;
-	char *platform;              /* NULL, "onnxruntime_onnx" or "ensemble" */
-	char *backend;               /* NULL, "onnxruntime" or "onnx" */
+	char *platform;              /* NULL, "onnxruntime_onnx" or "ensemble" (never set with a custom backend) */
+	char *backend;               /* NULL, "onnxruntime", "onnx", or a custom backend's name */
 	int max_batch_size;
 	mfs_io_config *inputs;  int n_inputs;
 	mfs_io_config *outputs; int n_outputs;
@@ -163,9 +164,20 @@ int mfs_config_load_file(const char *path, mfs_model_config *out,
 int mfs_config_complete(mfs_model_config *c, const char *model_name,
 			const mfs_graph *graph, mfs_error *err);
 
-/* The same for an ensemble, which has no graph: every input and output
- * must give its data_type and dims (Triton's rule); graph_index is the
- * config's own index. */
+/* True when the config names a custom backend (docs/BACKENDS.md): a
+ * shared library serves the model, there is no ONNX graph. */
+bool mfs_config_custom_backend(const mfs_model_config *c);
+
+/* Complete a custom backend's config, which has no graph to complete it
+ * from: every input and output must be listed with data_type and dims
+ * (-EINVAL naming the first that is not); reshape is refused; graph
+ * indices follow the config's order. */
+int mfs_config_complete_declared(mfs_model_config *c, const char *model_name,
+				 mfs_error *err);
+
+/* The same for an ensemble (platform "ensemble"), which has no graph
+ * either: every input and output must give its data_type and dims
+ * (Triton's rule); graph_index is the config's own index. */
 int mfs_config_complete_ensemble(mfs_model_config *c, const char *model_name,
 				 mfs_error *err);
 
