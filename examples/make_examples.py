@@ -14,8 +14,8 @@
   pipeline/ an ensemble (platform "ensemble") of three steps:
             pipeline_preprocess ("pixels" UINT8[28,28] -> "image"
             FP32[1,28,28], scaled to [-1, 1]), cnn, pipeline_softmax
-            ("logits" -> "probabilities"), with labels.txt for the ten
-            classes.  max_batch_size 16 everywhere.
+            ("logits" -> "probabilities"), with labels.txt naming the
+            ten classes (probabilities.top1.txt says "score index label").  max_batch_size 16 everywhere.
 
 Each model gets config.pbtxt, 1/model.onnx (opset 13) and samples/ with
 input files in several formats plus the PyTorch/NumPy reference outputs
@@ -314,7 +314,7 @@ platform: "ensemble"
 max_batch_size: 16
 input [ { name: "pixels", data_type: TYPE_UINT8, dims: [ 28, 28 ] } ]
 output [
-  { name: "probabilities", data_type: TYPE_FP32, dims: [ 10 ] },
+  { name: "probabilities", data_type: TYPE_FP32, dims: [ 10 ], label_filename: "labels.txt" },
   { name: "logits", data_type: TYPE_FP32, dims: [ 10 ] }
 ]
 ensemble_scheduling {

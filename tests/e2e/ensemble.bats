@@ -22,10 +22,12 @@ copy_model() {
 	fi
 }
 
-# ensemble NAME: an ensemble directory with config.pbtxt from stdin.
+# ensemble NAME: an ensemble directory with config.pbtxt from stdin (and
+# the pipeline's labels.txt, which configs made from it name).
 ensemble() {
 	mkdir -p "$REPO/$1/1"
 	cat > "$REPO/$1/config.pbtxt"
+	cp "$EXAMPLES/pipeline/labels.txt" "$REPO/$1/"
 }
 
 # softmax_ensemble NAME READS OUTPUT: one pipeline_softmax step reading
@@ -48,8 +50,7 @@ setup_file() {
 	copy_model pipeline_preprocess pipeline_preprocess KIND_CPU
 	copy_model pipeline_softmax pipeline_softmax
 	copy_model cnn cnn_gpu KIND_GPU
-	mkdir -p "$REPO/pipeline/1"
-	cp "$EXAMPLES/pipeline/config.pbtxt" "$REPO/pipeline/"
+	ensemble pipeline < "$EXAMPLES/pipeline/config.pbtxt"
 	# The diamond: preprocess, then cnn (CPU) and cnn_gpu (OpenCL) on the
 	# same image at once, then two softmax steps of the CPU's logits, one
 	# of them waiting up to 300 ms to fill a batch (batched_softmax, below).
@@ -192,6 +193,16 @@ assert np.max(np.abs(p - want)) < 1e-5, np.max(np.abs(p - want))
 print('ok')"
 	echo "$output"
 	[ "$output" = ok ]
+	# The ensemble's output has labels like any model's: top-K views.
+	req=$(new_request pipeline)
+	cp "$px" "$req/pixels.npy"
+	run cat "$req/probabilities.top3.txt"
+	echo "$output"
+	[ "${#lines[@]}" -eq 3 ]
+	best=$("$PY" -c "import numpy as np; print(int(np.load('$T/pipeline.probabilities.npy').argmax()))")
+	label=$(sed -n "$((best + 1))p" "$EXAMPLES/pipeline/labels.txt")
+	[[ "${lines[0]}" == 0.*" $best $label" ]]
+	rm -r "$req"
 }
 
 @test "the pipeline through infer, and its stats, metrics and config" {
