@@ -101,6 +101,11 @@ static void test_if_reads_outer_scope(void **state)
 	assert_int_equal(g->n_nodes, 1);
 	assert_int_equal(g->nodes[0].n_in, 3);
 	assert_int_equal(g->nodes[0].n_bodies, 2);
+	/* then_branch binds x as an input; w, a constant of the main graph,
+	 * is a constant of the branch too (folding, packed weights) */
+	assert_int_equal(g->nodes[0].bodies[0]->n_formal, 0);
+	assert_int_equal(g->nodes[0].bodies[0]->n_inputs, 1);
+	assert_string_equal(g->nodes[0].bodies[0]->inputs[0].name, "x");
 	assert_int_equal(mfs_exec_new(g, NULL, &e, NULL), 0);
 	run_if(e, true, then_y);
 	run_if(e, false, else_y);
