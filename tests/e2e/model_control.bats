@@ -107,6 +107,30 @@ EOF
 	for i in $(seq 1 10); do [ "$(index_state slow$i | cut -d'|' -f1)" = READY ]; done
 }
 
+@test "explicit: stopping with loads queued answers them and exits cleanly" {
+	rm -rf "$REPO"
+	REPO=$(make_test_repo)
+	cat >> "$REPO/slow/config.pbtxt" <<'EOF'
+model_warmup { name: "w" count: 5
+  inputs { key: "x" value { data_type: TYPE_FP32 dims: [256, 1024] zero_data: true } } }
+EOF
+	local i pids=() failed=0
+	for i in 1 2 3 4; do cp -r "$REPO/slow" "$REPO/slow$i"; done
+	mount_repo "$REPO" --model-control=explicit
+	for i in 1 2 3 4; do
+		(echo load > "$MNT/slow$i/control") 2>"$T/err$i" &
+		pids+=($!)
+	done
+	sleep 0.3
+	kill -TERM "$DAEMON_PID"
+	for i in "${pids[@]}"; do wait "$i" || failed=$((failed + 1)); done
+	# the load running finishes; the ones still queued are refused
+	[ "$failed" -ge 1 ]
+	grep -q "Cannot send after transport endpoint shutdown" "$T"/err*
+	daemon_finished_cleanly
+	DAEMON_PID=
+}
+
 @test "explicit: --load-model loads only the models it names" {
 	second_add_sub other
 	mount_repo "$REPO" --model-control=explicit --load-model=other -o load_model=add_sub
