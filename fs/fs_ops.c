@@ -106,7 +106,8 @@ static void op_lookup(fuse_req_t freq, fuse_ino_t parent, const char *name)
 		else if (mfs_request_find_file(p.req, name, &fi) == MFS_FILE_OUTPUT)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_RFILE, RF_OUTPUT, p.model, p.version, p.req, fi.idx, fi.fmt);
 		else if (fi.kind == MFS_FILE_INPUT)
-			fs_reply_child(fs, freq, parent, p.kind, name, N_RFILE, RF_INPUT, p.model, p.version, p.req, 0, 0);
+			fs_reply_child(fs, freq, parent, p.kind, name, N_RFILE, fi.link ? RF_LINK : RF_INPUT,
+				       p.model, p.version, p.req, 0, 0);
 		else
 			fuse_reply_err(freq, ENOENT);
 		break;
@@ -491,8 +492,11 @@ static int list_dir(mfs_fs *fs, const target *t, handle *h)
 		if (rc < 0 || mfs_request_list(t->req, &names, &n) < 0)
 			return rc < 0 ? rc : -ENOMEM;
 		for (int i = 0; i < n; i++) {
-			if (rc == 0)
-				rc = add_ent(h, &cap, names[i], S_IFREG, UNKNOWN_INO);
+			mfs_file_info fi;
+			if (rc == 0) {
+				mfs_request_find_file(t->req, names[i], &fi);
+				rc = add_ent(h, &cap, names[i], fi.link ? S_IFLNK : S_IFREG, UNKNOWN_INO);
+			}
 			free(names[i]);
 		}
 		free(names);
@@ -624,6 +628,8 @@ static const struct fuse_lowlevel_ops ops = {
 	.rmdir = op_rmdir,
 	.unlink = op_unlink,
 	.rename = op_rename,
+	.symlink = fs_op_symlink,
+	.readlink = fs_op_readlink,
 	.open = fs_op_open,
 	.create = fs_op_create,
 	.read = fs_op_read,

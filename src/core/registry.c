@@ -15,6 +15,7 @@
 
 #include "engine.h"
 #include "log.h"
+#include "queue_policy.h"
 #include "repo.h"
 #include "warmup.h"
 
@@ -134,8 +135,9 @@ static int instance_count(const mfs_model_config *c)
 /* Build a served version from a loaded one (takes lv). */
 int64_t mfs_registry_queue_limit(const mfs_model_config *c)
 {
-	return c->dynamic_batching.max_queue_size > 0 ? c->dynamic_batching.max_queue_size
-						       : MFS_DEFAULT_MAX_QUEUE_SIZE;
+	return c->dynamic_batching.default_queue_policy.max_queue_size > 0
+		       ? c->dynamic_batching.default_queue_policy.max_queue_size
+		       : MFS_DEFAULT_MAX_QUEUE_SIZE;
 }
 
 static int version_new(mfs_registry *r, mfs_loaded_version *lv,
@@ -211,6 +213,11 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 	for (int i = 0; i < c->dynamic_batching.n_preferred_batch_size; i++)
 		if (c->dynamic_batching.preferred_batch_size[i] > preferred)
 			preferred = c->dynamic_batching.preferred_batch_size[i];
+	mfs_queue_level *levels = NULL;
+	int n_levels = 0, default_level = 1;
+	r_ = mfs_queue_policy_levels(c, &levels, &n_levels, &default_level, err);
+	if (r_ < 0)
+		goto fail;
 	mfs_queue_conf qc = {
 		.label = label,
 		.instances = n,
@@ -220,6 +227,9 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 						 c->dynamic_batching.max_queue_delay_us : 0) * 1000u,
 		.preferred_batch_size = preferred,
 		.max_queue_size = mfs_registry_queue_limit(c),
+		.levels = levels,
+		.n_levels = n_levels,
+		.default_level = default_level,
 		.stats = &v->stats,
 	};
 	mfs_runner runner = {
@@ -228,6 +238,7 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 		.n_outputs = v->n_graph_outputs,
 	};
 	r_ = mfs_sched_queue_new(r->sched, &qc, &runner, &v->queue, err);
+	free(levels);
 	if (r_ < 0)
 		goto fail;
 	*out = v;

@@ -42,6 +42,7 @@ void mfs_config_release(mfs_model_config *c)
 	free(c->version_policy.versions);
 	free(c->instance_groups);
 	free(c->dynamic_batching.preferred_batch_size);
+	free(c->dynamic_batching.level_policies);
 	free(c->default_model_filename);
 	for (int i = 0; i < c->n_parameters; i++) {
 		free(c->parameters[i].key);

@@ -93,10 +93,10 @@ static int value_to_node(jconv *jc, cfg_node *msg, const char *name,
 	return n->text ? 0 : no_memory(jc);
 }
 
-/* A protobuf map in JSON, {"k": {...}} -> entries field {key: "k"
- * value {...}}, as the text format writes it: `parameters`
- * ({"k": {"string_value": "v"}}) and model_warmup's `inputs`. */
-static int map_to_nodes(jconv *jc, cfg_node *root, const char *field, json_t *map, int depth)
+/* A protobuf map in JSON, {"k": {...}}, -> entries name {key: "k"
+ * value {...}} as the text format writes it (parameters,
+ * dynamic_batching.priority_queue_policy, model_warmup.inputs). */
+static int map_to_nodes(jconv *jc, cfg_node *root, const char *name, json_t *map, int depth)
 {
 	const char *key;
 	json_t *v;
@@ -107,7 +107,7 @@ static int map_to_nodes(jconv *jc, cfg_node *root, const char *field, json_t *ma
 
 		if (++jc->nodes > CFG_MAX_NODES)
 			return mfs_fail(jc->err, EINVAL, "%s: too many fields", jc->source);
-		p = cfg_node_add(root, field, strlen(field), 0);
+		p = cfg_node_add(root, name, strlen(name), 0);
 		if (!p)
 			return no_memory(jc);
 		p->kind = CFG_MESSAGE;
@@ -115,11 +115,24 @@ static int map_to_nodes(jconv *jc, cfg_node *root, const char *field, json_t *ma
 		if (!k || !(k->text = strdup(key)))
 			return no_memory(jc);
 		k->kind = CFG_STRING;
-		rc = value_to_node(jc, p, "value", v, -1, depth + 1, field);
+		rc = value_to_node(jc, p, "value", v, -1, depth + 1, name);
 		if (rc)
 			return rc;
 	}
 	return 0;
+}
+
+/* Is field key of msg (depth levels down) one of ModelConfig's maps? */
+static bool is_map(const cfg_node *msg, const char *key, int depth)
+{
+	if (depth == 0)
+		return strcmp(key, "parameters") == 0;
+	if (depth != 1)
+		return false;
+	return (strcmp(msg->name, "dynamic_batching") == 0 &&
+		strcmp(key, "priority_queue_policy") == 0) ||
+	       (strcmp(msg->name, "model_warmup") == 0 &&
+		strcmp(key, "inputs") == 0);
 }
 
 static int object_to_node(jconv *jc, json_t *obj, cfg_node *msg, int depth)
@@ -135,11 +148,8 @@ static int object_to_node(jconv *jc, json_t *obj, cfg_node *msg, int depth)
 
 		/* The map form only where the schema has a map (the list form
 		 * goes through value_to_node like any repeated message). */
-		if (depth == 0 && strcmp(key, "parameters") == 0 && json_is_object(v))
-			rc = map_to_nodes(jc, msg, "parameters", v, depth);
-		else if (depth == 1 && strcmp(msg->name, "model_warmup") == 0 &&
-			 strcmp(key, "inputs") == 0 && json_is_object(v))
-			rc = map_to_nodes(jc, msg, "inputs", v, depth);
+		if (json_is_object(v) && is_map(msg, key, depth))
+			rc = map_to_nodes(jc, msg, key, v, depth);
 		else
 			rc = value_to_node(jc, msg, key, v, -1, depth, key);
 		if (rc)
