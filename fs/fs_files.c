@@ -38,6 +38,14 @@ void fs_op_open(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 	} else if (t.kind == N_MFILE && t.sub == MF_INFER) {
 		h = fs_handle_new(fs, H_INFER, &t);
 		rc = h ? 0 : -ENOMEM;
+	} else if (t.kind == N_CONTROL) {
+		/* Write-only, and only for the daemon's user and root: with
+		 * allow_other, another user must not unload a model. */
+		const struct fuse_ctx *ctx = fuse_req_ctx(freq);
+		if (acc != O_WRONLY || (ctx->uid != 0 && ctx->uid != fs->uid))
+			rc = -EACCES;
+		else
+			rc = (h = fs_handle_new(fs, H_CONTROL, &t)) ? 0 : -ENOMEM;
 	} else if (t.kind == N_RFILE && t.sub == RF_OUTPUT) {
 		if (writing)
 			rc = -EACCES;
@@ -181,6 +189,26 @@ static bool fs_limits_is_json(const handle *h)
 	       mfs_format_split_filename(h->name, NULL) == MFS_FMT_JSON;
 }
 
+/* A write into MODEL/control is one command, done before the write
+ * returns (a script uses the model on its next line); a failure is the
+ * write's errno (bash's echo reports it), logged with its reason, which
+ * the model's status also shows. */
+static void control_write(mfs_fs *fs, fuse_req_t freq, handle *h, const char *buf, size_t size)
+{
+	mfs_control_verb verb;
+	mfs_error err;
+	mfs_error_clear(&err);
+	int rc = mfs_control_parse(buf, size, &verb, &err);
+	if (rc == 0)
+		rc = mfs_reloader_control(fs->conf.control, h->model, verb, &err);
+	if (rc < 0) {
+		mfs_log_error("model '%s': control: %s", h->model, err.msg);
+		fuse_reply_err(freq, -rc);
+		return;
+	}
+	fuse_reply_write(freq, size);
+}
+
 void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
@@ -188,6 +216,10 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 	handle *h = (handle *)(uintptr_t)fi->fh;
 	uint64_t max = fs->conf.max_request_bytes;
 	(void)ino;
+	if (h->kind == H_CONTROL) {
+		control_write(fs, freq, h, buf, size);
+		return;
+	}
 	if (h->kind != H_INPUT && h->kind != H_INFER) {
 		fuse_reply_err(freq, EBADF);
 		return;

@@ -24,6 +24,7 @@
 
 typedef enum nkind {
 	N_ROOT, N_INDEX, N_METRICS, N_MODEL, N_VERSION, N_MFILE, N_REQS, N_REQ, N_RFILE,
+	N_CONTROL,                    /* MODEL/control (explicit model control only) */
 } nkind;
 
 typedef enum mfile { MF_CONFIG, MF_METADATA, MF_STATUS, MF_STATS, MF_INFER, MF_COUNT } mfile;
@@ -79,7 +80,7 @@ typedef struct target {
 } target;
 
 /* Open-file state (fi->fh). */
-typedef enum hkind { H_STATIC, H_INPUT, H_OUTPUT, H_INFER, H_DIR } hkind;
+typedef enum hkind { H_STATIC, H_INPUT, H_OUTPUT, H_INFER, H_DIR, H_CONTROL } hkind;
 
 typedef struct dirent_ {
 	char *name;

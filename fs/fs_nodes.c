@@ -342,6 +342,8 @@ void fs_fill_attr(mfs_fs *fs, const target *t, struct stat *st)
 	mode_t mode = t->kind == N_RFILE ? 0400 : 0444;
 	if (t->kind == N_MFILE && t->sub == MF_INFER) {
 		mode = 0666;
+	} else if (t->kind == N_CONTROL) {
+		mode = 0200;   /* the daemon's user (and root) load and unload */
 	} else if (t->kind == N_RFILE && t->sub == RF_INPUT) {
 		mfs_file_info fi;
 		mode = 0600;

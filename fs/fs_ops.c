@@ -64,6 +64,8 @@ static void op_lookup(fuse_req_t freq, fuse_ino_t parent, const char *name)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_MFILE, m, p.model, p.version, NULL, 0, 0);
 		else if (strcmp(name, "requests") == 0)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_REQS, 0, p.model, p.version, NULL, 0, 0);
+		else if (p.kind == N_MODEL && fs->conf.control && strcmp(name, "control") == 0)
+			fs_reply_child(fs, freq, parent, p.kind, name, N_CONTROL, 0, p.model, 0, NULL, 0, 0);
 		else if (p.kind == N_MODEL && mfs_repo_version_name(name, &v) && fs_model_alive(fs, p.model, v) == 0)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_VERSION, 0, p.model, v, NULL, 0, 0);
 		else
@@ -457,6 +459,8 @@ static int list_dir(mfs_fs *fs, const target *t, handle *h)
 			rc = add_ent(h, &cap, mfile_names[i], S_IFREG, UNKNOWN_INO);
 		if (rc == 0)
 			rc = add_ent(h, &cap, "requests", S_IFDIR, UNKNOWN_INO);
+		if (rc == 0 && t->kind == N_MODEL && fs->conf.control)
+			rc = add_ent(h, &cap, "control", S_IFREG, UNKNOWN_INO);
 		if (rc < 0 || t->kind == N_VERSION)
 			return rc;
 		mfs_model_info mi;

@@ -49,6 +49,15 @@ void mfs_config_release(mfs_model_config *c)
 		free(c->parameters[i].value);
 	}
 	free(c->parameters);
+	for (int i = 0; i < c->n_warmups; i++) {
+		for (int k = 0; k < c->warmups[i].n_inputs; k++) {
+			free(c->warmups[i].inputs[k].name);
+			free(c->warmups[i].inputs[k].file);
+		}
+		free(c->warmups[i].inputs);
+		free(c->warmups[i].name);
+	}
+	free(c->warmups);
 	mfs_config_init(c);
 }
 

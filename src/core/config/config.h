@@ -51,6 +51,30 @@ typedef struct mfs_parameter {
 	char *value;                 /* Triton: parameters { key: "k" value { string_value: "v" } } */
 } mfs_parameter;
 
+/* model_warmup (Triton's ModelWarmup): samples run at load; the version
+ * is READY only once every one ran (src/core/warmup.h). */
+typedef enum mfs_warmup_data {
+	MFS_WARMUP_ZERO = 0,         /* zero_data: true */
+	MFS_WARMUP_RANDOM,           /* random_data: true */
+	MFS_WARMUP_FILE,             /* input_data_file: raw bytes in VERSION/warmup/ */
+} mfs_warmup_data;
+
+typedef struct mfs_warmup_input {
+	char *name;                  /* the model input (the map's key) */
+	mfs_dtype dtype;
+	int rank;
+	int64_t dims[MFS_MAX_RANK];  /* every dim >= 1; batch dim NOT included */
+	mfs_warmup_data data;
+	char *file;                  /* MFS_WARMUP_FILE: a file name, no '/' */
+} mfs_warmup_input;
+
+typedef struct mfs_warmup {
+	char *name;                  /* required: messages name the sample */
+	int batch_size;              /* >= 1 (0 in the file means 1) */
+	int count;                   /* runs; >= 1 (0 in the file means 1) */
+	mfs_warmup_input *inputs; int n_inputs;
+} mfs_warmup;
+
 /* Triton's ModelQueuePolicy: what a queue of one priority level does. */
 typedef struct mfs_queue_policy {
 	bool timeout_delay;          /* timeout_action: DELAY (true) or REJECT (false) */
@@ -94,6 +118,7 @@ typedef struct mfs_model_config {
 	} dynamic_batching;
 	char *default_model_filename;    /* NULL = "model.onnx" */
 	mfs_parameter *parameters; int n_parameters;
+	mfs_warmup *warmups; int n_warmups;
 } mfs_model_config;
 
 /* Zero-initialise with Triton's defaults. */

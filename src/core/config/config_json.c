@@ -95,7 +95,7 @@ static int value_to_node(jconv *jc, cfg_node *msg, const char *name,
 
 /* A protobuf map in JSON, {"k": {...}}, -> entries name {key: "k"
  * value {...}} as the text format writes it (parameters,
- * dynamic_batching.priority_queue_policy). */
+ * dynamic_batching.priority_queue_policy, model_warmup.inputs). */
 static int map_to_nodes(jconv *jc, cfg_node *root, const char *name, json_t *map, int depth)
 {
 	const char *key;
@@ -127,8 +127,12 @@ static bool is_map(const cfg_node *msg, const char *key, int depth)
 {
 	if (depth == 0)
 		return strcmp(key, "parameters") == 0;
-	return depth == 1 && strcmp(msg->name, "dynamic_batching") == 0 &&
-	       strcmp(key, "priority_queue_policy") == 0;
+	if (depth != 1)
+		return false;
+	return (strcmp(msg->name, "dynamic_batching") == 0 &&
+		strcmp(key, "priority_queue_policy") == 0) ||
+	       (strcmp(msg->name, "model_warmup") == 0 &&
+		strcmp(key, "inputs") == 0);
 }
 
 static int object_to_node(jconv *jc, json_t *obj, cfg_node *msg, int depth)
@@ -142,8 +146,8 @@ static int object_to_node(jconv *jc, json_t *obj, cfg_node *msg, int depth)
 	json_object_foreach(obj, key, v) {
 		int rc;
 
-		/* The map form only at the top (the list form goes through
-		 * value_to_node like any repeated message). */
+		/* The map form only where the schema has a map (the list form
+		 * goes through value_to_node like any repeated message). */
 		if (json_is_object(v) && is_map(msg, key, depth))
 			rc = map_to_nodes(jc, msg, key, v, depth);
 		else

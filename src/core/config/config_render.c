@@ -43,6 +43,38 @@ static json_t *io_json(const mfs_io_config *io, bool is_input)
 	return o;
 }
 
+/* Triton prints model_warmup's inputs as a map: {"IN": {...}}. */
+static json_t *warmup_json(const mfs_warmup *w)
+{
+	json_t *o = json_object(), *ins = json_object();
+
+	if (!o || !ins) {
+		json_decref(o);
+		json_decref(ins);
+		return NULL;
+	}
+	json_object_set_new(o, "name", json_string(w->name));
+	json_object_set_new(o, "batch_size", json_integer(w->batch_size));
+	json_object_set_new(o, "count", json_integer(w->count));
+	for (int i = 0; i < w->n_inputs; i++) {
+		const mfs_warmup_input *wi = &w->inputs[i];
+		const char *dt = mfs_dtype_config_name(wi->dtype);
+		json_t *v = json_object();
+		if (!v)
+			break;
+		json_object_set_new(v, "data_type", json_string(dt ? dt : "TYPE_INVALID"));
+		json_object_set_new(v, "dims", dims_json(wi->dims, wi->rank));
+		if (wi->data == MFS_WARMUP_FILE)
+			json_object_set_new(v, "input_data_file", json_string(wi->file));
+		else
+			json_object_set_new(v, wi->data == MFS_WARMUP_RANDOM ? "random_data" : "zero_data",
+					    json_true());
+		json_object_set_new(ins, wi->name, v);
+	}
+	json_object_set_new(o, "inputs", ins);
+	return o;
+}
+
 static json_t *version_policy_json(const mfs_model_config *c)
 {
 	json_t *vp = json_object(), *inner = json_object();
@@ -172,5 +204,12 @@ json_t *mfs_config_to_json(const mfs_model_config *c)
 		json_object_set_new(a, c->parameters[i].key, v);
 	}
 	json_object_set_new(o, "parameters", a);
+
+	if (c->n_warmups > 0) {
+		a = json_array();
+		for (int i = 0; a && i < c->n_warmups; i++)
+			json_array_append_new(a, warmup_json(&c->warmups[i]));
+		json_object_set_new(o, "model_warmup", a);
+	}
 	return o;
 }

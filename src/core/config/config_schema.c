@@ -899,9 +899,187 @@ static int m_parameters(conv *cv, const cfg_node *n, void *obj)
 	return 0;
 }
 
+/* model_warmup [ { name batch_size count inputs { key: "IN" value {
+ *     data_type dims zero_data | random_data | input_data_file } } } ] */
+
+static int wi_data_type(conv *cv, const cfg_node *n, void *obj)
+{
+	mfs_io_config io = { .rank = -1 };
+	int rc = io_data_type(cv, n, &io);
+	((mfs_warmup_input *)obj)->dtype = io.dtype;
+	return rc;
+}
+
+static int wi_dims(conv *cv, const cfg_node *n, void *obj)
+{
+	mfs_warmup_input *wi = obj;
+	int64_t v;
+
+	/* A sample is one concrete tensor: no variable dims. */
+	if (get_i64(cv, n, 1, INT64_MAX, &v))
+		return -EINVAL;
+	if (wi->rank == MFS_MAX_RANK)
+		return fail_at(cv, n, "dims: more than %d dims", MFS_MAX_RANK);
+	wi->dims[wi->rank++] = v;
+	return 0;
+}
+
+static int wi_zero(conv *cv, const cfg_node *n, void *obj)
+{
+	bool on = false;
+	(void)obj;   /* MFS_WARMUP_ZERO is the zero value: nothing to set */
+	return get_bool(cv, n, &on);
+}
+
+static int wi_random(conv *cv, const cfg_node *n, void *obj)
+{
+	bool on = false;
+	if (get_bool(cv, n, &on))
+		return -EINVAL;
+	if (on)
+		((mfs_warmup_input *)obj)->data = MFS_WARMUP_RANDOM;
+	return 0;
+}
+
+static int wi_file(conv *cv, const cfg_node *n, void *obj)
+{
+	mfs_warmup_input *wi = obj;
+	char *f = NULL;
+
+	if (get_string(cv, n, &f))
+		return -EINVAL;
+	if (!f)
+		return 0;
+	if (strchr(f, '/') || strcmp(f, ".") == 0 || strcmp(f, "..") == 0) {
+		int rc = fail_at(cv, n, "input_data_file '%s' must be a file name in the version's warmup/ folder, not a path", f);
+		free(f);
+		return rc;
+	}
+	free(wi->file);
+	wi->file = f;
+	wi->data = MFS_WARMUP_FILE;
+	return 0;
+}
+
+static int wi_value(conv *cv, const cfg_node *n, void *obj)
+{
+	static const field_def defs[] = {
+		{ "data_type", false, wi_data_type }, { "dims", true, wi_dims },
+		{ "zero_data", false, wi_zero }, { "random_data", false, wi_random },
+		{ "input_data_file", false, wi_file },
+	};
+	mfs_warmup_input *wi = obj;
+	const char *name = wi->name ? wi->name : "?";
+	/* Triton's oneof: exactly one of the three says where the data is. */
+	int given = 0;
+	for (int i = 0; n->kind == CFG_MESSAGE && i < n->n_children; i++) {
+		const cfg_node *f = &n->children[i];
+		if ((strcmp(f->name, "zero_data") == 0 || strcmp(f->name, "random_data") == 0 ||
+		     strcmp(f->name, "input_data_file") == 0) && !is_zero(f, cv->json))
+			given++;
+	}
+	int rc = conv_message(cv, n, "warm-up input", defs, N_OF(defs), NULL, obj);
+	if (rc)
+		return rc;
+	if (given != 1)
+		return fail_at(cv, n, "warm-up input '%s': give one of zero_data: true, random_data: true or input_data_file", name);
+	if (wi->dtype == MFS_DT_UNDEFINED)
+		return fail_at(cv, n, "warm-up input '%s': data_type is required", name);
+	return 0;
+}
+
+static int wi_key(conv *cv, const cfg_node *n, void *obj)
+{
+	return get_string(cv, n, &((mfs_warmup_input *)obj)->name);
+}
+
+static int mw_inputs(conv *cv, const cfg_node *n, void *obj)
+{
+	static const field_def defs[] = {
+		{ "key", false, wi_key }, { "value", false, wi_value },
+	};
+	mfs_warmup *w = obj;
+	mfs_warmup_input *grown, *wi;
+
+	if (w->n_inputs >= 1024)
+		return fail_at(cv, n, "too many warm-up inputs");
+	grown = realloc(w->inputs, (size_t)(w->n_inputs + 1) * sizeof(*grown));
+	if (!grown)
+		return no_memory(cv);
+	w->inputs = grown;
+	wi = &grown[w->n_inputs++];
+	memset(wi, 0, sizeof(*wi));
+	int rc = conv_message(cv, n, "model_warmup inputs", defs, N_OF(defs), NULL, wi);
+	if (rc)
+		return rc;
+	if (!wi->name)
+		return fail_at(cv, n, "warm-up input without a key (the model input's name)");
+	for (int i = 0; i < w->n_inputs - 1; i++)
+		if (strcmp(grown[i].name, wi->name) == 0)
+			return fail_at(cv, n, "warm-up input '%s' given twice", wi->name);
+	return 0;
+}
+
+static int mw_name(conv *cv, const cfg_node *n, void *obj)
+{
+	return get_string(cv, n, &((mfs_warmup *)obj)->name);
+}
+
+static int mw_batch_size(conv *cv, const cfg_node *n, void *obj)
+{
+	return get_int(cv, n, 0, INT32_MAX, &((mfs_warmup *)obj)->batch_size);
+}
+
+static int mw_count(conv *cv, const cfg_node *n, void *obj)
+{
+	/* A bound against a typo that would hold a load for hours. */
+	return get_int(cv, n, 0, 10000, &((mfs_warmup *)obj)->count);
+}
+
+static int m_model_warmup(conv *cv, const cfg_node *n, void *obj)
+{
+	static const field_def defs[] = {
+		{ "name", false, mw_name }, { "batch_size", false, mw_batch_size },
+		{ "inputs", true, mw_inputs }, { "count", false, mw_count },
+	};
+	mfs_model_config *c = obj;
+	mfs_warmup *grown, *w;
+
+	if (c->n_warmups >= 256)
+		return fail_at(cv, n, "too many warm-up samples");
+	grown = realloc(c->warmups, (size_t)(c->n_warmups + 1) * sizeof(*grown));
+	if (!grown)
+		return no_memory(cv);
+	c->warmups = grown;
+	w = &grown[c->n_warmups++];
+	memset(w, 0, sizeof(*w));
+	int rc = conv_message(cv, n, "model_warmup", defs, N_OF(defs), NULL, w);
+	if (rc)
+		return rc;
+	if (!w->name)
+		return fail_at(cv, n, "model_warmup without a name (messages name the sample)");
+	if (w->n_inputs == 0)
+		return fail_at(cv, n, "model_warmup '%s' has no inputs", w->name);
+	if (w->batch_size == 0)
+		w->batch_size = 1;
+	if (w->count == 0)
+		w->count = 1;
+	for (int i = 0; i < c->n_warmups - 1; i++)
+		if (strcmp(grown[i].name, w->name) == 0)
+			return fail_at(cv, n, "model_warmup '%s' given twice", w->name);
+	return 0;
+}
+
 /* Rules between fields, once all are read. */
 static int check_whole(conv *cv, const cfg_node *root, mfs_model_config *c)
 {
+	/* Triton's rule: a sample's batch fits the model's batching. */
+	for (int i = 0; i < c->n_warmups; i++)
+		if (c->warmups[i].batch_size > (c->max_batch_size > 0 ? c->max_batch_size : 1))
+			return fail_at(cv, root, "model_warmup '%s': batch_size %d exceeds %s %d",
+				       c->warmups[i].name, c->warmups[i].batch_size,
+				       c->max_batch_size > 0 ? "max_batch_size" : "1 (max_batch_size is 0:",
+				       c->max_batch_size > 0 ? c->max_batch_size : 1);
 	if (!c->has_dynamic_batching)
 		return 0;
 	if (c->max_batch_size == 0)
@@ -930,11 +1108,12 @@ int cfg_tree_to_config(const cfg_node *root, const char *source, bool json,
 		{ "dynamic_batching", false, m_dynamic_batching },
 		{ "default_model_filename", false, m_default_model_filename },
 		{ "parameters", true, m_parameters },
+		{ "model_warmup", true, m_model_warmup },
 	};
 	static const char *const triton[] = {
 		"runtime", "batch_input", "batch_output", "optimization",
 		"sequence_batching", "ensemble_scheduling", "cc_model_filenames",
-		"metric_tags", "model_warmup", "model_operations",
+		"metric_tags", "model_operations",
 		"model_transaction_policy", "model_repository_agents",
 		"response_cache", NULL,
 	};
