@@ -201,7 +201,7 @@ static int build_values(compiler *c)
 					"graph input '%s' is listed twice", vi->name);
 		if (vi->dtype == MFS_DT_UNDEFINED)
 			return mfs_fail(c->err, ENOTSUP,
-					"graph input '%s' is not a tensor (sequence, map and optional inputs are not supported)",
+					"graph input '%s' is not a tensor, a sequence of tensors or an optional of either (maps, sparse tensors and nested sequences are not supported)",
 					vi->name);
 		if (!mfs_dtype_size(vi->dtype))
 			return mfs_fail(c->err, ENOTSUP,
@@ -219,9 +219,14 @@ static int build_values(compiler *c)
 		if (!d->name)
 			return mfs_fail(c->err, ENOMEM, "out of memory");
 		d->dtype = vi->dtype;
-		d->rank = vi->has_shape ? vi->rank : -1;
-		v->shape_static = vi->has_shape;
-		v->shape.rank = vi->has_shape ? vi->rank : 0;
+		d->kind = vi->kind;
+		d->elem_kind = vi->elem_kind;
+		/* a sequence's tensors have no declared shape (each has its
+		 * own): containers are never static */
+		d->rank = vi->has_shape && vi->kind == MFS_KIND_TENSOR ?
+			  vi->rank : -1;
+		v->shape_static = d->rank >= 0;
+		v->shape.rank = d->rank >= 0 ? d->rank : 0;
 		for (int k = 0; k < d->rank; k++) {
 			d->dims[k] = vi->dims[k] >= 0 ? vi->dims[k] : -1;
 			v->shape.dims[k] = d->dims[k];
@@ -259,7 +264,7 @@ static bool input0_optional(const char *op)
 {
 	static const char *const ops[] = {
 		"Constant", "RandomNormal", "RandomUniform", "Loop", "Optional",
-		"SequenceEmpty", NULL
+		"OptionalHasElement", "SequenceEmpty", NULL
 	};
 	for (int i = 0; ops[i]; i++)
 		if (!strcmp(op, ops[i]))
@@ -473,7 +478,8 @@ static int check_inferred(const mfs_node *nd, mfs_tensor **out, mfs_error *err)
 	for (int k = 0; k < nd->n_out; k++) {
 		if (!out[k])
 			continue;
-		if (!mfs_dtype_size(out[k]->dtype) || !shape_valid(&out[k]->shape))
+		if (!mfs_dtype_size(out[k]->dtype) ||
+		    (out[k]->kind == MFS_KIND_TENSOR && !shape_valid(&out[k]->shape)))
 			return mfs_fail(err, EIO,
 					"%s '%s': operator inferred an invalid type or shape for output %d",
 					nd->onnx->op_type, onnx_node_label(nd->onnx), k);
@@ -546,6 +552,8 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 			mfs_value *v;
 			if (!pout[k])
 				continue;
+			if (tout[k].kind != MFS_KIND_TENSOR)
+				continue;   /* its items' shapes are data */
 			v = &m->values[nd->out[k]];
 			v->dtype = tout[k].dtype;
 			v->shape = tout[k].shape;
@@ -558,8 +566,8 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 		mfs_dtype dt;
 		mfs_shape sh;
 		double bytes;
-		if (!pout[k])
-			continue;
+		if (!pout[k] || tout[k].kind != MFS_KIND_TENSOR)
+			continue;   /* run() makes a container's items */
 		dt = tout[k].dtype;
 		sh = tout[k].shape;
 		bytes = (double)mfs_dtype_size(dt);
@@ -687,7 +695,15 @@ static int mark_outputs_and_dead(compiler *c)
 			return mfs_fail(c->err, ENOMEM, "out of memory");
 		}
 		d->dtype = vi->dtype != MFS_DT_UNDEFINED ? vi->dtype : v->dtype;
-		if (vi->has_shape && vi->rank >= 0 && vi->rank <= MFS_MAX_RANK) {
+		d->kind = vi->kind;
+		d->elem_kind = vi->elem_kind;
+		if (v->kind == MFS_VAL_CONST && v->constant.kind != MFS_KIND_TENSOR) {
+			d->kind = v->constant.kind;
+			d->elem_kind = v->constant.elem_kind;
+		}
+		if (d->kind != MFS_KIND_TENSOR) {
+			d->rank = -1;
+		} else if (vi->has_shape && vi->rank >= 0 && vi->rank <= MFS_MAX_RANK) {
 			d->rank = vi->rank;
 			for (int k = 0; k < d->rank; k++) {
 				d->dims[k] = vi->dims[k] >= 0 ? vi->dims[k] : -1;
@@ -816,7 +832,8 @@ static void plan_shapes(compiler *c)
 			continue;
 		for (int k = 0; k < nd->n_out; k++) {
 			mfs_value *v = nd->out[k] >= 0 ? &m->values[nd->out[k]] : NULL;
-			if (!v || v->plan_known || !shape_valid(&c->tout[k].shape) ||
+			if (!v || v->plan_known || c->tout[k].kind != MFS_KIND_TENSOR ||
+			    !shape_valid(&c->tout[k].shape) ||
 			    !mfs_dtype_size(c->tout[k].dtype))
 				continue;
 			v->plan_known = true;
@@ -1035,6 +1052,31 @@ void mfs_graph_free(mfs_graph *m)
 	free(m);
 }
 
+/* A pass-through (Identity: a VIEW that also takes containers) carries a
+ * container only when the graph or another node makes one, so it does
+ * not count; a folded container (SequenceEmpty) is a constant read by a
+ * node that does. */
+static bool find_containers(const mfs_graph *m)
+{
+	for (int i = 0; i < m->n_inputs; i++)
+		if (m->inputs[i].kind != MFS_KIND_TENSOR)
+			return true;
+	for (int i = 0; i < m->n_outputs; i++)
+		if (m->outputs[i].kind != MFS_KIND_TENSOR)
+			return true;
+	for (int i = 0; i < m->n_nodes; i++) {
+		unsigned f = m->nodes[i].def->flags;
+		if ((f & MFS_OP_CONTAINERS) && !(f & MFS_OP_VIEW))
+			return true;
+	}
+	return false;
+}
+
+bool mfs_graph_has_containers(const mfs_graph *m)
+{
+	return m->has_containers;
+}
+
 int mfs_graph_compile(onnx_model *onnx, const char *label, mfs_graph **out,
 		      mfs_error *err)
 {
@@ -1096,6 +1138,7 @@ int mfs_graph_compile(onnx_model *onnx, const char *label, mfs_graph **out,
 		mfs_graph_free(m);
 		return rc;
 	}
+	m->has_containers = find_containers(m);
 	mfs_log_debug("model '%s': %d nodes to run, %d folded, %d values NHWC",
 		      label, m->n_nodes, m->n_folded, m->n_nhwc);
 	*out = m;

@@ -82,6 +82,7 @@ struct mfs_graph {
 	int n_inputs, n_outputs;
 	int *input_ids, *output_ids;
 	mfs_io_desc *inputs, *outputs;
+	bool has_containers;   /* mfs_graph_has_containers (engine.h) */
 	int n_folded;          /* nodes folded away at compile (for tests) */
 	int n_nhwc;            /* values planned NHWC (for tests) */
 };

@@ -70,6 +70,12 @@ enum {
 	 * FLOAT around it and its FLOAT outputs rounded back (exec/op_half.c;
 	 * the registry wraps the definition, no call site changes). */
 	MFS_OP_HALF_VIA_FLOAT = 1u << 3,
+	/* Reads or writes sequences and optionals (tensor.h: mfs_kind):
+	 * checks the kind of every input it is given and sets the kind of
+	 * its outputs in infer; a container output is not allocated by the
+	 * engine, run() builds it (mfs_container_init) and owns its items.
+	 * The engine refuses a container input to an operator without it. */
+	MFS_OP_CONTAINERS = 1u << 4,
 };
 
 typedef struct mfs_op_def {
