@@ -272,9 +272,9 @@ static int bind_inputs(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 			ctx->const_in |= (uint64_t)1 << k;
 		if (ctx->in[k] && ctx->in[k]->kind != MFS_KIND_TENSOR &&
 		    !(nd->def->flags & MFS_OP_CONTAINERS))
-			return mfs_fail(ctx->err, EINVAL,
-					"input %d ('%s') is a %s; the operator takes tensors",
-					k, nd->onnx->inputs[k],
+			return mfs_node_fail(nd, ctx->err, EINVAL,
+					     "input %d ('%s') is a %s; the operator takes tensors",
+					     k, nd->onnx->inputs[k],
 					mfs_kind_name(ctx->in[k]->kind));
 	}
 	nhwc0 = in0_nhwc(nd, ctx);
