@@ -27,6 +27,10 @@ typedef struct mfs_io_config {
 	int64_t reshape[MFS_MAX_RANK];
 	bool optional;
 	int graph_index;             /* the graph's input/output number; -1 until completed */
+	/* A sequence or optional (tensor.h), as the graph declares it: the
+	 * config has no syntax for them (CONFIG.md), completion copies them;
+	 * dtype is then of the tensors, rank -1 (each tensor its own shape). */
+	mfs_kind kind, elem_kind;
 } mfs_io_config;
 
 typedef enum mfs_version_policy_kind {
