@@ -3,7 +3,9 @@
  * through hand-built graphs on the CPU engine (so the engine's side is
  * under test too: container outputs built by run(), freed at their last
  * use, refused where a tensor belongs), the SequenceProto/OptionalProto
- * codec (exec/onnx_value.c) and the reader's sequence/optional types. */
+ * codec (exec/onnx_value.c), the reader's sequence/optional types, the
+ * one-file forms of the mount (src/core/codec/codec_value.c) and config
+ * completion of such inputs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "codec.h"
+#include "config.h"
 #include "engine.h"
 #include "graph_builder.h"
 
@@ -21,7 +25,8 @@
 static mfs_tensor f32(int rank, const int64_t *dims, const float *data)
 {
 	mfs_tensor t = { .dtype = MFS_DT_FLOAT, .shape.rank = rank };
-	memcpy(t.shape.dims, dims, (size_t)rank * sizeof(int64_t));
+	if (rank)
+		memcpy(t.shape.dims, dims, (size_t)rank * sizeof(int64_t));
 	t.nbytes = (size_t)mfs_shape_numel(&t.shape) * sizeof(float);
 	t.data = (void *)data;
 	return t;
@@ -30,7 +35,8 @@ static mfs_tensor f32(int rank, const int64_t *dims, const float *data)
 static mfs_tensor i64s(int rank, const int64_t *dims, const int64_t *data)
 {
 	mfs_tensor t = { .dtype = MFS_DT_INT64, .shape.rank = rank };
-	memcpy(t.shape.dims, dims, (size_t)rank * sizeof(int64_t));
+	if (rank)
+		memcpy(t.shape.dims, dims, (size_t)rank * sizeof(int64_t));
 	t.nbytes = (size_t)mfs_shape_numel(&t.shape) * sizeof(int64_t);
 	t.data = (void *)data;
 	return t;
@@ -386,6 +392,91 @@ static void test_value_codec_and_reader(void **st)
 	mfs_graph_free(m);
 }
 
+/* The mount's one-file forms: an optional of a tensor in any format (an
+ * empty file: no value), a sequence as .pb only. */
+static void test_value_files(void **st)
+{
+	mfs_tensor_spec spec = { .name = "o", .dtype = MFS_DT_FLOAT, .rank = -1 };
+	mfs_tensor v, back, a = f32(1, d2, xa);
+	mfs_error err;
+	char *buf;
+	size_t len;
+	(void)st;
+
+	assert_int_equal(mfs_value_decode(MFS_FMT_TXT, "1 2", 3, &spec, MFS_KIND_OPTIONAL,
+					  MFS_KIND_TENSOR, &v, &err), 0);
+	assert_int_equal(v.n_items, 1);
+	assert_f32s(&v.items[0], 2, 1.0, 2.0);
+	assert_int_equal(mfs_value_encode(MFS_FMT_NPY, &v, "o", &buf, &len, &err), 0);
+	assert_int_equal(mfs_value_decode(MFS_FMT_NPY, buf, len, &spec, MFS_KIND_OPTIONAL,
+					  MFS_KIND_TENSOR, &back, &err), 0);
+	free(buf);
+	assert_f32s(&back.items[0], 2, 1.0, 2.0);
+	mfs_tensor_release(&back);
+	mfs_tensor_release(&v);
+	assert_int_equal(mfs_value_decode(MFS_FMT_NPY, "", 0, &spec, MFS_KIND_OPTIONAL,
+					  MFS_KIND_TENSOR, &v, &err), 0);
+	assert_int_equal(v.n_items, 0);
+	assert_int_equal(mfs_value_encode(MFS_FMT_TXT, &v, "o", &buf, &len, &err), 0);
+	assert_int_equal(len, 0);
+	free(buf);
+	mfs_tensor_release(&v);
+	/* a sequence: .pb, and nothing else */
+	assert_int_equal(mfs_container_init(&v, MFS_KIND_SEQUENCE, MFS_KIND_TENSOR,
+					    MFS_DT_FLOAT, 1, &err), 0);
+	assert_int_equal(mfs_tensor_copy(&v.items[0], &a, &err), 0);
+	assert_int_equal(mfs_value_encode(MFS_FMT_NPY, &v, "s", &buf, &len, &err), -EINVAL);
+	assert_string_equal(err.msg, "'s' is a sequence(undefined): its file is s.pb (an ONNX SequenceProto)");
+	assert_int_equal(mfs_value_encode(MFS_FMT_PB, &v, "s", &buf, &len, &err), 0);
+	assert_int_equal(mfs_value_decode(MFS_FMT_PB, buf, len, &spec, MFS_KIND_SEQUENCE,
+					  MFS_KIND_TENSOR, &back, &err), 0);
+	assert_f32s(&back.items[0], 2, 1.0, 2.0);
+	mfs_tensor_release(&back);
+	spec.dtype = MFS_DT_INT64;   /* the model's tensors are another type */
+	assert_int_equal(mfs_value_decode(MFS_FMT_PB, buf, len, &spec, MFS_KIND_SEQUENCE,
+					  MFS_KIND_TENSOR, &back, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "holds float tensors, the model's are int64"));
+	free(buf);
+	mfs_tensor_release(&v);
+}
+
+/* Config completion takes a sequence's kind from the graph; the config
+ * may say dims [-1] and nothing else. */
+static void test_config_completion(void **st)
+{
+	static const char *const texts[] = {
+		"", "input [ { name: \"s\" data_type: TYPE_FP32 dims: [ -1 ] } ]",
+		"input [ { name: \"s\" data_type: TYPE_FP32 dims: [ 2 ] } ]",
+		"max_batch_size: 4",
+	};
+	static const int want[] = { 0, 0, -EINVAL, -EINVAL };
+	(void)st;
+
+	for (int i = 0; i < 4; i++) {
+		onnx_model *o = gb_new(16);
+		mfs_model_config c;
+		mfs_graph *m;
+		mfs_error err;
+		gb_input(o, "s", MFS_DT_FLOAT, -1, NULL);
+		o->graph->inputs[0].kind = MFS_KIND_SEQUENCE;
+		gb_node(o, "", "SequenceLength", "n", "s", "y");
+		gb_output(o, "y");
+		o->graph->outputs[0].dtype = MFS_DT_INT64;
+		assert_int_equal(mfs_graph_compile(o, "m", &m, &err), 0);
+		assert_int_equal(mfs_config_parse_pbtxt(texts[i], strlen(texts[i]),
+							"config.pbtxt", &c, &err), 0);
+		assert_int_equal(mfs_config_complete(&c, "m", m, &err), want[i]);
+		if (!want[i]) {
+			assert_int_equal(c.inputs[0].kind, MFS_KIND_SEQUENCE);
+			assert_int_equal(c.inputs[0].rank, -1);
+		} else {
+			assert_non_null(strstr(err.msg, "input 's' is a sequence(float)"));
+		}
+		mfs_config_release(&c);
+		mfs_graph_free(m);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -395,6 +486,8 @@ int main(void)
 		cmocka_unit_test(test_optional),
 		cmocka_unit_test(test_container_inputs),
 		cmocka_unit_test(test_value_codec_and_reader),
+		cmocka_unit_test(test_value_files),
+		cmocka_unit_test(test_config_completion),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
