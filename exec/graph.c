@@ -529,6 +529,14 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 			tin[k].nbytes = (size_t)mfs_shape_numel(&v->shape) *
 					mfs_dtype_size(v->dtype);
 		}
+		/* as at run (cpu_backend.c, bind_inputs): a folded sequence
+		 * never reaches an operator that reads tensors only */
+		if (tin[k].kind != MFS_KIND_TENSOR &&
+		    !(nd->def->flags & MFS_OP_CONTAINERS))
+			return mfs_fail(c->err, EINVAL,
+					"%s '%s': input %d ('%s') is a %s; the operator takes tensors",
+					nd->onnx->op_type, onnx_node_label(nd->onnx), k,
+					nd->onnx->inputs[k], mfs_kind_name(tin[k].kind));
 		pin[k] = &tin[k];
 	}
 	for (int k = 0; k < nd->n_out; k++) {
@@ -805,7 +813,9 @@ static void plan_shapes(compiler *c)
 
 	for (int v = 0; v < m->n_values; v++) {
 		mfs_value *val = &m->values[v];
-		if (val->shape_static && val->dtype != MFS_DT_UNDEFINED) {
+		/* a folded container: its readers are not planned */
+		if (val->shape_static && val->dtype != MFS_DT_UNDEFINED &&
+		    val->constant.kind == MFS_KIND_TENSOR) {
 			val->plan_known = true;
 			val->plan_dtype = val->dtype;
 			val->plan_shape = val->shape;

@@ -165,6 +165,15 @@ static void test_sequence_errors(void **st)
 	assert_int_equal(run_graph(o, in, out, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "Relu 'r': input 0 ('s') is a sequence; the operator takes tensors"));
 
+	/* a folded sequence into a tensor operator: refused at load */
+	o = gb_new(13);
+	gb_input(o, "a", MFS_DT_FLOAT, 1, d2);
+	gb_node(o, "", "SequenceEmpty", "se", "", "s");
+	gb_node(o, "", "Relu", "r", "s", "y");
+	gb_output(o, "y");
+	assert_int_equal(run_graph(o, in, out, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "Relu 'r': input 0 ('s') is a sequence; the operator takes tensors"));
+
 	/* erase from an empty sequence (folded at load: the load fails) */
 	o = gb_new(13);
 	gb_input(o, "a", MFS_DT_FLOAT, 1, d2);
