@@ -126,62 +126,50 @@ static void test_construct_insert_erase_at(void **st)
 		mfs_tensor_release(&out[k]);
 }
 
-/* Positions out of range and a tensor of another type fail the run with
- * the node named; nothing leaks. */
+/* A graph of inputs a (float [2]) and second (dtype, [1] or scalar), a
+ * sequence s made by maker ("SequenceConstruct" of a, or
+ * "SequenceEmpty"), and op 'n' reading ins into y: it must fail with
+ * EINVAL and a message holding msg. */
+static void expect_failure(const char *maker, mfs_dtype second, const char *op,
+			   const char *ins, const mfs_tensor *in, const char *msg)
+{
+	onnx_model *o = gb_new(13);
+	mfs_tensor out[1];
+	mfs_error err;
+
+	gb_input(o, "a", MFS_DT_FLOAT, 1, d2);
+	gb_input(o, "p", second, second == MFS_DT_INT64 ? 0 : 1, d1);
+	gb_node(o, "", maker, "m", strcmp(maker, "SequenceEmpty") ? "a" : "", "s");
+	gb_node(o, "", op, "n", ins, "y");
+	gb_output(o, "y");
+	assert_int_equal(run_graph(o, in, out, &err), -EINVAL);
+	if (!strstr(err.msg, msg))
+		fail_msg("'%s' lacks '%s'", err.msg, msg);
+}
+
+/* Positions out of range, a tensor of another type, a sequence where a
+ * tensor belongs (at run and folded at load) fail with the node named;
+ * nothing leaks. */
 static void test_sequence_errors(void **st)
 {
 	static const int64_t far = 5;
 	static const int32_t xi[] = { 1 };
-	mfs_tensor in[2] = { f32(1, d2, xa), i64s(0, NULL, &far) }, out[1];
-	mfs_error err;
-	onnx_model *o = gb_new(13);
+	mfs_tensor in[2] = { f32(1, d2, xa), i64s(0, NULL, &far) };
+	mfs_tensor in32[2] = { f32(1, d2, xa), { .dtype = MFS_DT_INT32,
+						  .shape = { 1, { 1 } },
+						  .data = (void *)xi, .nbytes = 4 } };
 	(void)st;
 
-	gb_input(o, "a", MFS_DT_FLOAT, 1, d2);
-	gb_input(o, "p", MFS_DT_INT64, 0, NULL);
-	gb_node(o, "", "SequenceConstruct", "sc", "a", "s");
-	gb_node(o, "", "SequenceAt", "at", "s,p", "y");
-	gb_output(o, "y");
-	assert_int_equal(run_graph(o, in, out, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "SequenceAt 'at': position 5 is out of range [-1, 0]"));
-
-	o = gb_new(13);
-	gb_input(o, "a", MFS_DT_FLOAT, 1, d2);
-	gb_input(o, "i", MFS_DT_INT32, 1, d1);
-	gb_node(o, "", "SequenceConstruct", "sc", "a", "s");
-	gb_node(o, "", "SequenceInsert", "ins", "s,i", "y");
-	gb_output(o, "y");
-	in[1] = (mfs_tensor){ .dtype = MFS_DT_INT32, .shape = { 1, { 1 } },
-			      .data = (void *)xi, .nbytes = 4 };
-	assert_int_equal(run_graph(o, in, out, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "the tensor is int32, the sequence holds float"));
-
-	/* a sequence where a tensor belongs: the engine refuses it */
-	o = gb_new(13);
-	gb_input(o, "a", MFS_DT_FLOAT, 1, d2);
-	gb_node(o, "", "SequenceConstruct", "sc", "a", "s");
-	gb_node(o, "", "Relu", "r", "s", "y");
-	gb_output(o, "y");
-	assert_int_equal(run_graph(o, in, out, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "Relu 'r': input 0 ('s') is a sequence; the operator takes tensors"));
-
-	/* a folded sequence into a tensor operator: refused at load */
-	o = gb_new(13);
-	gb_input(o, "a", MFS_DT_FLOAT, 1, d2);
-	gb_node(o, "", "SequenceEmpty", "se", "", "s");
-	gb_node(o, "", "Relu", "r", "s", "y");
-	gb_output(o, "y");
-	assert_int_equal(run_graph(o, in, out, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "Relu 'r': input 0 ('s') is a sequence; the operator takes tensors"));
-
-	/* erase from an empty sequence (folded at load: the load fails) */
-	o = gb_new(13);
-	gb_input(o, "a", MFS_DT_FLOAT, 1, d2);
-	gb_node(o, "", "SequenceEmpty", "se", "", "s");
-	gb_node(o, "", "SequenceErase", "er", "s", "y");
-	gb_output(o, "y");
-	assert_int_equal(run_graph(o, in, out, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "nothing to erase"));
+	expect_failure("SequenceConstruct", MFS_DT_INT64, "SequenceAt", "s,p", in,
+		       "SequenceAt 'n': position 5 is out of range [-1, 0]");
+	expect_failure("SequenceConstruct", MFS_DT_INT32, "SequenceInsert", "s,p", in32,
+		       "the tensor is int32, the sequence holds float");
+	expect_failure("SequenceConstruct", MFS_DT_INT64, "Relu", "s", in,
+		       "Relu 'n': input 0 ('s') is a sequence; the operator takes tensors");
+	expect_failure("SequenceEmpty", MFS_DT_INT64, "Relu", "s", in,
+		       "Relu 'n': input 0 ('s') is a sequence; the operator takes tensors");
+	expect_failure("SequenceEmpty", MFS_DT_INT64, "SequenceErase", "s", in,
+		       "nothing to erase");
 }
 
 /* SplitToSequence: without split (keepdims 0 squeezes), a scalar split
