@@ -14,6 +14,11 @@
 
 /* Field numbers shared by SequenceProto and OptionalProto. */
 enum { VP_NAME = 1, VP_ELEM_TYPE = 2, VP_TENSOR = 3, VP_SEQUENCE = 5 };
+/* Each tensor of a sequence is its own allocation: a file of many tiny
+ * ones must not make the reader allocate without bound (the engine's
+ * SplitToSequence has the same limit). */
+#define VP_MAX_ITEMS (1 << 20)
+
 /* Their elem_type values. */
 enum { VP_ET_TENSOR = 1, VP_ET_SEQUENCE = 3 };
 
@@ -35,8 +40,10 @@ static int decode_sequence(const uint8_t *buf, size_t len, const char *base_dir,
 		    f.u != VP_ET_TENSOR && f.u != 0)
 			return mfs_fail(err, ENOTSUP,
 					"sequences of anything but tensors are not supported");
-		if (f.num == VP_TENSOR && n++ == INT32_MAX / 2)
-			return mfs_fail(err, EINVAL, "sequence is too long");
+		if (f.num == VP_TENSOR && n++ == VP_MAX_ITEMS)
+			return mfs_fail(err, EINVAL,
+					"a sequence of more than %d tensors is not supported",
+					VP_MAX_ITEMS);
 	}
 	if (rc < 0)
 		return malformed(err, "SequenceProto", why);
