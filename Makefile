@@ -204,8 +204,10 @@ fuzz: fuzz-bins
 fuzz-smoke: fuzz-bins
 	sh tests/fuzz/run-fuzz.sh smoke $(FUZZ_SMOKE_RUNS) $(FUZZ_TARGETS)
 
-# A fresh Debian 12 root (mmdebstrap), the README's commands inside it
-# (scripts/fresh-check.sh; FRESH_FULL=1 adds make test).  Not in make test.
+# Fresh Debian 12 roots (mmdebstrap): the README's first run, make
+# install/uninstall and the .deb used as a user would (scripts/fresh-check.sh,
+# docs/FRESH.md; FRESH_STEPS="make-install ..." reruns steps on the kept
+# roots, FRESH_FULL=1 adds make test).  Not in make test.
 .PHONY: fresh-check
 fresh-check:
 	sh scripts/fresh-check.sh
@@ -227,7 +229,9 @@ soak: modelfs
 # MobileNetV2, a transformer encoder at opset 13; BERT-like and GPT-2-like
 # at opset 17), run by `make test`.
 # check-models-all: also ResNet-50, a BERT-like encoder with an attention
-# mask and a GPT-2-like decoder, every model at opsets 13 and 17.
+# mask and a GPT-2-like decoder, every model at opsets 13 and 17, and two
+# torch.jit.script exports with control flow (a greedy decoder's Loop, an
+# If).
 # Timings: docs/PERFORMANCE.md.
 models:
 	/usr/bin/python3 tests/models/export_models.py build/models all
@@ -274,6 +278,13 @@ UNITS       := modelfs.service modelfs@.service
 DOC_FILES   := README.md $(wildcard docs/*.md)
 EXAMPLE_FILES := $(shell find examples -type f 2>/dev/null)
 
+# The folders install may have made that are not modelfs's own (on a
+# fresh Debian, /usr/local has none of them): uninstall removes those left
+# empty, children before parents, so that it leaves the tree as it was.
+parent = $(patsubst %/,%,$(dir $(1)))
+INSTALLED_DIRS := $(MANDIR)/man1 $(MANDIR)/man5 $(UNITDIR) $(call parent,$(UNITDIR)) \
+	$(COMPLETIONDIR) $(call parent,$(COMPLETIONDIR)) $(call parent,$(DOCDIR))
+
 .PHONY: install uninstall
 install: $(MODELFS)
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
@@ -303,6 +314,9 @@ uninstall:
 	rm -rf $(DESTDIR)$(DOCDIR)
 	! cmp -s dist/default-modelfs $(DESTDIR)$(SYSCONFDIR)/default/modelfs || \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/default/modelfs
+	for d in $(INSTALLED_DIRS); do \
+		[ ! -d $(DESTDIR)$$d ] || rmdir --ignore-fail-on-non-empty $(DESTDIR)$$d || exit 1; \
+	done
 
 # `make deb`: the Debian package (debian/), built from a copy of the tree
 # in $(BUILD)/deb so that this build is not cleaned; lintian must find no

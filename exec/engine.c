@@ -40,13 +40,28 @@ size_t mfs_engine_max_tensor_bytes(void)
 	return atomic_load(&max_tensor_bytes);
 }
 
+static _Atomic int64_t max_iterations = INT64_MAX;
+
+void mfs_engine_set_max_iterations(int64_t n)
+{
+	atomic_store(&max_iterations, n);
+}
+
+int64_t mfs_engine_max_iterations(void)
+{
+	return atomic_load(&max_iterations);
+}
+
 void mfs_engine_set_threads(int n)
 {
 	if (n < 1)
 		n = 1;
 	atomic_store(&engine_threads, n);
 	omp_set_num_threads(n);
-	openblas_set_num_threads(n);
+	/* OpenBLAS runs inside the engine's OpenMP threads (mfs_sgemm splits
+	 * its products over them): a second pool of its own pthreads,
+	 * spinning after each call, took the cores OpenMP needed. */
+	openblas_set_num_threads(1);
 }
 
 /* Runs in flight in this process, on any execution context. */
@@ -137,7 +152,7 @@ static int check_container(const mfs_graph *m, const mfs_io_desc *d,
 
 	if (t->kind != d->kind ||
 	    (d->kind == MFS_KIND_OPTIONAL && t->elem_kind != d->elem_kind) ||
-	    t->dtype != d->dtype)
+	    (t->dtype != d->dtype && d->dtype != MFS_DT_UNDEFINED))
 		return mfs_fail(err, EINVAL,
 				"model '%s': input '%s' is a %s, the model expects a %s",
 				m->label, d->name,
@@ -165,6 +180,10 @@ static int check_input(const mfs_graph *m, int i, const mfs_tensor *t,
 		       mfs_error *err)
 {
 	const mfs_io_desc *d = &m->inputs[i];
+	/* a body's input typed only at run (subgraph.h) takes any value */
+	if (d->kind == MFS_KIND_TENSOR && d->dtype == MFS_DT_UNDEFINED &&
+	    t->kind != MFS_KIND_TENSOR)
+		return 0;
 	if (d->kind != MFS_KIND_TENSOR || t->kind != MFS_KIND_TENSOR)
 		return check_container(m, d, t, err);
 	return check_tensor(m, d, t, err);
@@ -180,7 +199,8 @@ static int check_tensor(const mfs_graph *m, const mfs_io_desc *d,
 	if (t->kind != MFS_KIND_TENSOR)
 		return mfs_fail(err, EINVAL, "model '%s': input '%s' holds a %s where a tensor belongs",
 				m->label, d->name, mfs_kind_name(t->kind));
-	if (t->dtype != d->dtype)
+	/* UNDEFINED: a body's input typed only at run (subgraph.h) */
+	if (t->dtype != d->dtype && d->dtype != MFS_DT_UNDEFINED)
 		return mfs_fail(err, EINVAL,
 				"model '%s': input '%s' has data type %s, the model expects %s",
 				m->label, d->name, mfs_dtype_onnx_name(t->dtype),
@@ -258,6 +278,21 @@ int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 		mfs_error_prefix(err, "model '%s': ", m->label);
 	}
 	return rc;
+}
+
+int mfs_exec_run_nested(mfs_exec *e, const mfs_tensor *inputs,
+			mfs_tensor *outputs, mfs_error *err)
+{
+	const mfs_graph *m = e->m;
+	int rc;
+
+	for (int i = 0; i < m->n_inputs; i++)
+		if ((rc = check_input(m, i, &inputs[i], err)))
+			return rc;
+	for (int i = 0; i < m->n_outputs; i++)
+		memset(&outputs[i], 0, sizeof(outputs[i]));
+	rc = e->backend->iface->exec_run(e->ctx, inputs, outputs, err);
+	return rc > 0 ? -EIO : rc;
 }
 
 void mfs_exec_get_stats(const mfs_exec *e, mfs_exec_stats *out)

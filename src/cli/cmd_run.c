@@ -22,6 +22,7 @@
 #include "log.h"
 #include "model_load.h"
 #include "repo.h"
+#include "warmup.h"
 
 /* Inputs larger than this are refused (the daemon's --max-request-bytes
  * default). */
@@ -664,7 +665,8 @@ static int run(const run_args *a, mfs_error *err)
 	mfs_exec *ex = NULL;
 	mfs_placement placement;
 	int64_t version = 0;
-	int n_in, n_out, fmt, rc;
+	int n_in, n_out, fmt, rc, n_samples = 0;
+	mfs_warmup_sample *samples = NULL;
 	bool ran = false;
 
 	fmt = a->format ? mfs_format_from_ext(a->format)
@@ -692,12 +694,21 @@ static int run(const run_args *a, mfs_error *err)
 	rc = decode_inputs(a, lv, inputs, err);
 	if (rc)
 		goto out;
-	rc = mfs_route(lv->graph, &lv->config, &a->route, &placement, err);
+	/* The model's warm-up (warmup.h) runs as in the daemon: a sample
+	 * that fails fails the load here too. */
+	char version_dir[4096];
+	snprintf(version_dir, sizeof(version_dir), "%s/%s/%lld", a->repo, a->model, (long long)version);
+	rc = mfs_warmup_prepare(&lv->config, lv->graph, version_dir, &samples, &n_samples, err);
+	if (rc == 0)
+		rc = mfs_route(lv->graph, &lv->config, &a->route, n_samples ? samples[0].inputs : NULL,
+			       n_samples ? samples[0].def->name : NULL, &placement, err);
 	if (rc == 0) {
 		mfs_log_debug("model '%s': running on %s (%s)", a->model, placement.device,
 			     placement.note);
 		rc = mfs_exec_new(lv->graph, placement.backend, &ex, err);
 	}
+	if (rc == 0)
+		rc = mfs_warmup_run(ex, lv->graph, samples, n_samples, err);
 	if (rc == 0)
 		rc = mfs_exec_run(ex, inputs, outputs, err);
 	if (rc) {
@@ -713,6 +724,7 @@ out:
 		mfs_tensor_release(&outputs[i]);
 	free(inputs);
 	free(outputs);
+	mfs_warmup_samples_free(samples, n_samples);
 	mfs_exec_free(ex);
 	mfs_loaded_version_free(lv);
 	mfs_router_shutdown();

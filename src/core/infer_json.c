@@ -54,7 +54,7 @@ static int binary_requested(mfs_jspan params, bool *yes, mfs_error *err)
 struct parse_ctx {
 	const mfs_model_config *cfg;
 	mfs_infer_req *out;
-	mfs_jspan id, inputs, outputs;
+	mfs_jspan id, inputs, outputs, parameters;
 	bool seen_params;
 };
 
@@ -132,9 +132,10 @@ static int request_member(void *vctx, const char *key, mfs_jspan val, mfs_error 
 	struct parse_ctx *ctx = vctx;
 	mfs_jspan *slot = strcmp(key, "id") == 0 ? &ctx->id :
 			  strcmp(key, "inputs") == 0 ? &ctx->inputs :
-			  strcmp(key, "outputs") == 0 ? &ctx->outputs : NULL;
+			  strcmp(key, "outputs") == 0 ? &ctx->outputs :
+			  strcmp(key, "parameters") == 0 ? &ctx->parameters : NULL;
 	if (!slot)
-		return 0;   /* "parameters" and what KServe may add */
+		return 0;   /* what KServe may add */
 	if (slot->p)
 		return mfs_fail(err, EINVAL, "request is not JSON: duplicate key \"%s\"", key);
 	*slot = val;
@@ -178,6 +179,33 @@ static int parse_outputs(struct parse_ctx *ctx, mfs_error *err)
 	return rc;
 }
 
+/* The request's "parameters": Triton's "priority" and "timeout" (µs),
+ * whole numbers from 0; other keys are KServe's or a client's own. */
+static int parse_parameters(struct parse_ctx *ctx, mfs_error *err)
+{
+	static const char *const keys[] = { "priority", "timeout" };
+	int64_t *dest[] = { &ctx->out->priority, &ctx->out->timeout_us };
+	if (!ctx->parameters.p)
+		return 0;
+	json_t *p = mfs_json_load(ctx->parameters, "\"parameters\"", err);
+	if (!p)
+		return err->code == ENOMEM ? -ENOMEM : -EINVAL;
+	int rc = 0;
+	if (!json_is_object(p))
+		rc = mfs_fail(err, EINVAL, "\"parameters\" must be an object");
+	for (int i = 0; rc == 0 && i < 2; i++) {
+		json_t *v = json_object_get(p, keys[i]);
+		if (!v)
+			continue;
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			rc = mfs_fail(err, EINVAL, "parameter \"%s\" must be a whole number from 0", keys[i]);
+		else
+			*dest[i] = json_integer_value(v);
+	}
+	json_decref(p);
+	return rc;
+}
+
 int mfs_infer_parse(const mfs_model_config *cfg, const char *text,
 		    size_t len, mfs_infer_req *out, mfs_error *err)
 {
@@ -216,6 +244,8 @@ int mfs_infer_parse(const mfs_model_config *cfg, const char *text,
 		if (rc < 0)
 			goto out;
 	}
+	if ((rc = parse_parameters(&ctx, err)) < 0)
+		goto out;
 	if (!ctx.inputs.p || *ctx.inputs.p != '[') {
 		rc = mfs_fail(err, EINVAL, "request has no \"inputs\" array");
 		goto out;

@@ -2,7 +2,9 @@
  * transaction file MOUNT/<model>/infer (SPEC.md section 5).
  *
  * Request:  {"id"?, "inputs": [{"name","shape","datatype","data"}...],
- *            "outputs"?: [{"name"}...], "parameters"?: {...}}
+ *            "outputs"?: [{"name"}...], "parameters"?: {"priority"?,
+ *            "timeout"?, ...}}  (Triton's names; checked against the
+ *            queue policy by the request, request.h)
  * Response: {"model_name","model_version","id"?, "outputs":
  *            [{"name","datatype","shape","data"}...]}
  * or, on any failure, {"error": "..."}.
@@ -25,6 +27,8 @@ typedef struct mfs_infer_req {
 	bool *want;                /* per config output: include in the response */
 	int n_outputs;
 	char *id;                  /* NULL if none */
+	int64_t priority;          /* "parameters": {"priority": N}; 0 if none */
+	int64_t timeout_us;        /* "parameters": {"timeout": µs}; 0 if none */
 } mfs_infer_req;
 
 /* Parse text against the config.  -EINVAL (bad JSON, bad tensor, a

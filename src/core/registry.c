@@ -7,6 +7,7 @@
 #include "registry.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,9 @@
 
 #include "engine.h"
 #include "log.h"
+#include "queue_policy.h"
 #include "repo.h"
+#include "warmup.h"
 
 typedef struct vrecord {
 	int64_t version;
@@ -132,8 +135,9 @@ static int instance_count(const mfs_model_config *c)
 /* Build a served version from a loaded one (takes lv). */
 int64_t mfs_registry_queue_limit(const mfs_model_config *c)
 {
-	return c->dynamic_batching.max_queue_size > 0 ? c->dynamic_batching.max_queue_size
-						       : MFS_DEFAULT_MAX_QUEUE_SIZE;
+	return c->dynamic_batching.default_queue_policy.max_queue_size > 0
+		       ? c->dynamic_batching.default_queue_policy.max_queue_size
+		       : MFS_DEFAULT_MAX_QUEUE_SIZE;
 }
 
 static int version_new(mfs_registry *r, mfs_loaded_version *lv,
@@ -153,21 +157,34 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 	v->n_graph_inputs = mfs_graph_n_inputs(lv->graph);
 	v->n_graph_outputs = mfs_graph_n_outputs(lv->graph);
 	snprintf(v->device, sizeof(v->device), "cpu");
-	int r_ = 0;
+	int r_ = 0, n_samples = 0;
+	mfs_warmup_sample *samples = NULL;
 	char label[256];
 	snprintf(label, sizeof(label), "model '%s' version %" PRId64, lv->model_name, lv->version);
 	if (!(v->model_name = strdup(lv->model_name))) {
 		r_ = mfs_fail(err, ENOMEM, "out of memory");
 		goto fail;
 	}
-	/* The engine (device_router.h): KIND_AUTO times both on a warm-up. */
-	r_ = mfs_route(lv->graph, v->config, &r->route, &v->placement, err);
+	/* model_warmup's samples (warmup.h), checked before anything runs. */
+	char version_dir[PATH_MAX];
+	snprintf(version_dir, sizeof(version_dir), "%s/%s/%" PRId64, r->repository,
+		 lv->model_name, lv->version);
+	r_ = mfs_warmup_prepare(v->config, lv->graph, version_dir, &samples, &n_samples, err);
+	if (r_ < 0) {
+		mfs_error_prefix(err, "%s: ", label);
+		goto fail;
+	}
+	/* The engine (device_router.h): KIND_AUTO times both on a warm-up,
+	 * the first sample when there is one. */
+	r_ = mfs_route(lv->graph, v->config, &r->route, n_samples ? samples[0].inputs : NULL,
+		       n_samples ? samples[0].def->name : NULL, &v->placement, err);
 	if (r_ < 0) {
 		mfs_error_prefix(err, "%s: ", label);
 		goto fail;
 	}
 	snprintf(v->device, sizeof(v->device), "%s", v->placement.device);
 	int n = instance_count(v->config);
+	uint64_t warm_t0 = mfs_now_ns();
 	v->execs = calloc((size_t)n, sizeof(*v->execs));
 	if (!v->execs) {
 		r_ = mfs_fail(err, ENOMEM, "out of memory");
@@ -175,16 +192,32 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 	}
 	for (; v->n_execs < n; v->n_execs++) {
 		r_ = mfs_exec_new(lv->graph, v->placement.backend, &v->execs[v->n_execs], err);
+		if (r_ == 0)
+			/* Triton warms every instance: READY only after. */
+			r_ = mfs_warmup_run(v->execs[v->n_execs], lv->graph, samples, n_samples, err);
 		if (r_ < 0) {
+			if (v->execs[v->n_execs])
+				v->n_execs++;   /* freed with the version */
 			mfs_error_prefix(err, "%s: ", label);
 			goto fail;
 		}
 	}
+	if (n_samples > 0)
+		mfs_log_info("%s: warm-up: %d sample(s) ran on %d instance(s) in %.3f s", label,
+			     n_samples, n, (double)(mfs_now_ns() - warm_t0) / 1e9);
+	mfs_warmup_samples_free(samples, n_samples);
+	samples = NULL;
+	n_samples = 0;
 	const mfs_model_config *c = v->config;
 	int preferred = 0;
 	for (int i = 0; i < c->dynamic_batching.n_preferred_batch_size; i++)
 		if (c->dynamic_batching.preferred_batch_size[i] > preferred)
 			preferred = c->dynamic_batching.preferred_batch_size[i];
+	mfs_queue_level *levels = NULL;
+	int n_levels = 0, default_level = 1;
+	r_ = mfs_queue_policy_levels(c, &levels, &n_levels, &default_level, err);
+	if (r_ < 0)
+		goto fail;
 	mfs_queue_conf qc = {
 		.label = label,
 		.instances = n,
@@ -194,6 +227,9 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 						 c->dynamic_batching.max_queue_delay_us : 0) * 1000u,
 		.preferred_batch_size = preferred,
 		.max_queue_size = mfs_registry_queue_limit(c),
+		.levels = levels,
+		.n_levels = n_levels,
+		.default_level = default_level,
 		.stats = &v->stats,
 	};
 	mfs_runner runner = {
@@ -202,11 +238,13 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 		.n_outputs = v->n_graph_outputs,
 	};
 	r_ = mfs_sched_queue_new(r->sched, &qc, &runner, &v->queue, err);
+	free(levels);
 	if (r_ < 0)
 		goto fail;
 	*out = v;
 	return 0;
 fail:
+	mfs_warmup_samples_free(samples, n_samples);
 	version_free(v);
 	return r_;
 }
@@ -455,6 +493,31 @@ int mfs_registry_unload_model(mfs_registry *r, const char *name,
 	pthread_mutex_unlock(&r->lock);
 	if (!m)
 		return -ENOENT;
+	for (int i = 0; i < n; i++)
+		retire(r, vs[i], reason);
+	free(vs);
+	return 0;
+}
+
+int mfs_registry_list_unloaded(mfs_registry *r, const char *name,
+			       int64_t version, const char *reason)
+{
+	pthread_mutex_lock(&r->lock);
+	model *m = add_model(r, name);
+	mfs_version **vs = NULL;
+	int n = 0;
+	if (m) {
+		vs = m->served;
+		n = m->n_served;
+		m->served = NULL;
+		m->n_served = 0;
+		while (m->n_states > 0)
+			drop_state(m, m->states[0].version);
+		set_state(m, version, MFS_VS_UNAVAILABLE, reason, "");
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!m)
+		return -ENOMEM;
 	for (int i = 0; i < n; i++)
 		retire(r, vs[i], reason);
 	free(vs);

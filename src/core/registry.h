@@ -97,6 +97,13 @@ int mfs_registry_unload_version(mfs_registry *r, const char *model,
 int mfs_registry_unload_model(mfs_registry *r, const char *model,
 			      const char *reason);
 
+/* Explicit model control: unload every version of model (draining as
+ * mfs_registry_unload_model does) but keep the model listed, with one
+ * UNAVAILABLE entry for version (the one a load would serve) and reason
+ * ("not loaded", "unloaded").  Adds the model when unknown. */
+int mfs_registry_list_unloaded(mfs_registry *r, const char *model,
+			       int64_t version, const char *reason);
+
 /* Hot reload: from now on an unload (or a replacing load) lets requests
  * already bound to the leaving version run on it (it is freed when the
  * last one lets go) instead of failing them. */

@@ -93,3 +93,41 @@ daemon_gone() {
 	[[ "${lines[0]}" == "READY 1"* ]]
 	[[ "${lines[1]}" == *" fuse.modelfs "* ]]
 }
+
+@test "a user's fstab line (user): allow_other needs user_allow_other; the user mounts and unmounts" {
+	# Run as nobody, from folders nobody can reach; in the namespace
+	# /etc/fstab and /etc/fuse.conf are this test's, and /dev/fuse has
+	# Debian's mode (crw-rw-rw-, which the kernel gives it; containers may
+	# have 0600).
+	id nobody > /dev/null || skip "no user nobody"
+	U=$(mktemp -d /tmp/modelfs-user.XXXXXX)
+	chmod 755 "$U" "$T/bin"
+	mkdir "$U/mnt" && chown nobody "$U/mnt"
+	cp -r "$EXAMPLES" "$U/repo" && chmod -R a+rX "$U/repo"
+	mknod -m 666 "$U/fuse" c 10 229
+	cp /etc/fstab "$U/fstab"
+	echo "$U/repo $U/mnt fuse.modelfs user,noauto,allow_other,poll_secs=5 0 0" >> "$U/fstab"
+	grep -v '^user_allow_other' /etc/fuse.conf > "$U/fuse.conf" || true
+	run in_ns '
+		U='"$U"'
+		mount --bind "$U/fuse" /dev/fuse
+		mount --bind "$U/fstab" /etc/fstab
+		mount --bind "$U/fuse.conf" /etc/fuse.conf
+		if su nobody -s /bin/sh -c "mount $U/mnt"; then exit 1; fi
+		echo user_allow_other >> "$U/fuse.conf"
+		su nobody -s /bin/sh -c "mount $U/mnt"
+		grep " $U/mnt " /proc/self/mounts
+		# root is another user: allow_other lets it in.
+		mkdir "$U/mnt/add_sub/requests/u1"
+		cp "$EXAMPLES"/add_sub/samples/INPUT[01].npy "$U/mnt/add_sub/requests/u1/"
+		cmp "$U/mnt/add_sub/requests/u1/OUTPUT0.npy" "$EXAMPLES/add_sub/samples/expected/OUTPUT0.npy"
+		su nobody -s /bin/sh -c "umount $U/mnt"
+		if mountpoint -q "$U/mnt"; then exit 1; fi
+		echo unmounted'
+	echo "$output"
+	rm -rf "$U"
+	[ "$status" -eq 0 ] && [ "${lines[-1]}" = unmounted ]
+	[[ "$output" == *"fusermount3: option allow_other only allowed if 'user_allow_other' is set in /etc/fuse.conf"* ]]
+	[[ "$output" == *" fuse.modelfs rw,nosuid,nodev,noexec,"*"user_id=$(id -u nobody),"*allow_other* ]]
+	T=$U daemon_gone
+}

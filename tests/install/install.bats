@@ -61,6 +61,25 @@ mk() { make --no-print-directory -s -C "$TOP" "$@" > "$T/make.log" 2>&1 || { cat
 	[ -z "$(find "$T/root" -type f)" ]
 }
 
+@test "make install then make uninstall leave a Debian /usr/local as it was, folders too" {
+	# What a fresh Debian 12 has under /usr/local and /etc (base-files):
+	# none of the folders install makes (docs/FRESH.md found them left).
+	mkdir -p "$T/root/usr/local/bin" "$T/root/usr/local/lib" \
+		"$T/root/usr/local/share/man" "$T/root/etc/default"
+	(cd "$T/root" && find . | sort) > "$T/before"
+	mk install DESTDIR="$T/root"
+	[ -d "$T/root/usr/local/share/man/man5" ] && [ -d "$T/root/usr/local/lib/systemd/system" ]
+	mk uninstall DESTDIR="$T/root"
+	(cd "$T/root" && find . | sort) > "$T/after"
+	diff "$T/before" "$T/after"
+	# A folder that holds something else stays.
+	mkdir -p "$T/root/usr/local/share/man/man1"
+	touch "$T/root/usr/local/share/man/man1/other.1"
+	mk install DESTDIR="$T/root"
+	mk uninstall DESTDIR="$T/root"
+	[ -f "$T/root/usr/local/share/man/man1/other.1" ]
+}
+
 @test "man pages: mandoc -T lint clean" {
 	run mandoc -T lint -W warning "$TOP/man/modelfs.1" "$TOP/man/modelfs-repository.5"
 	echo "$output"
@@ -95,6 +114,26 @@ mk() { make --no-print-directory -s -C "$TOP" "$@" > "$T/make.log" 2>&1 || { cat
 	[[ "$output" == *"Failed to parse service type"* ]]
 }
 
+@test "the package depends on what every program its units run comes from" {
+	# A fresh Debian 12 root showed it: procps (/bin/kill, for reload) is
+	# not there, and systemd-analyze verify refused the unit.
+	command -v dpkg-query || skip "not a Debian system"
+	mk install DESTDIR="$T/root" PREFIX=/usr UNITDIR=/lib/systemd/system
+	depends=$(awk '/^Depends:/ { on = 1; sub(/^Depends:/, ""); print; next }
+		on && /^[ \t]/ { print; next } { on = 0 }' "$TOP/debian/control" |
+		tr ',' '\n' | sed -e 's/\${[^}]*}//g' -e 's/(.*//' -e 's/[ \t]//g' | grep .)
+	echo "Depends: $depends"
+	programs=$(sed -nE 's/^Exec[A-Za-z]+=[-@+!:]*(\/[^ ]+).*/\1/p' \
+		"$T/root"/lib/systemd/system/*.service | sort -u)
+	[ "$(echo "$programs" | wc -l)" -ge 4 ]
+	for p in $programs; do
+		[ "$p" = /usr/bin/modelfs ] && continue
+		pkg=$(dpkg -S "$p" | cut -d: -f1)
+		[ "$(dpkg-query -W -f='${Essential}' "$pkg")" = yes ] && continue
+		echo "$depends" | grep -qx "$pkg" || { echo "$p is in $pkg, which Depends lacks"; return 1; }
+	done
+}
+
 # comp WORDS...: what _modelfs completes for the last word.
 comp() {
 	COMP_WORDS=("$@") COMP_CWORD=$(($# - 1)) COMP_LINE="$*" COMP_POINT=${#COMP_LINE}
@@ -111,6 +150,8 @@ comp() {
 	[ "$(comp modelfs --poll)" = --poll-secs= ]
 	[ "$(comp modelfs --device o)" = opencl ]
 	[ "$(comp modelfs --log-level=d)" = debug ]
+	[ "$(comp modelfs --model-control=ex)" = explicit ]
+	[ "$(comp modelfs -o model_con)" = model_control= ]
 	[ -z "$(comp modelfs --threads "")" ]
 	[ "$(comp modelfs -o allow_other,pol)" = allow_other,poll_secs= ]
 	[ "$(comp modelfs -o max_request_b)" = max_request_bytes= ]

@@ -42,12 +42,22 @@ void mfs_config_release(mfs_model_config *c)
 	free(c->version_policy.versions);
 	free(c->instance_groups);
 	free(c->dynamic_batching.preferred_batch_size);
+	free(c->dynamic_batching.level_policies);
 	free(c->default_model_filename);
 	for (int i = 0; i < c->n_parameters; i++) {
 		free(c->parameters[i].key);
 		free(c->parameters[i].value);
 	}
 	free(c->parameters);
+	for (int i = 0; i < c->n_warmups; i++) {
+		for (int k = 0; k < c->warmups[i].n_inputs; k++) {
+			free(c->warmups[i].inputs[k].name);
+			free(c->warmups[i].inputs[k].file);
+		}
+		free(c->warmups[i].inputs);
+		free(c->warmups[i].name);
+	}
+	free(c->warmups);
 	mfs_config_init(c);
 }
 
