@@ -180,10 +180,21 @@ static int check_input(const mfs_graph *m, int i, const mfs_tensor *t,
 		       mfs_error *err)
 {
 	const mfs_io_desc *d = &m->inputs[i];
-	/* a body's input typed only at run (subgraph.h) takes any value */
-	if (d->kind == MFS_KIND_TENSOR && d->dtype == MFS_DT_UNDEFINED &&
-	    t->kind != MFS_KIND_TENSOR)
+	/* A body's input typed only at run (subgraph.h), or a value of the
+	 * enclosing scope (whose kind the enclosing graph checked), takes
+	 * a container as it comes. */
+	if (d->kind == MFS_KIND_TENSOR && t->kind != MFS_KIND_TENSOR &&
+	    (d->dtype == MFS_DT_UNDEFINED || i >= m->n_formal))
 		return 0;
+	/* an optional given its value itself (a Loop carrying what its
+	 * body returns): the operators that read optionals take that too */
+	if (d->kind == MFS_KIND_OPTIONAL && t->kind == d->elem_kind) {
+		mfs_io_desc value = *d;
+		value.kind = d->elem_kind;
+		value.elem_kind = MFS_KIND_TENSOR;
+		return value.kind == MFS_KIND_TENSOR ? check_tensor(m, &value, t, err)
+						     : check_container(m, &value, t, err);
+	}
 	if (d->kind != MFS_KIND_TENSOR || t->kind != MFS_KIND_TENSOR)
 		return check_container(m, d, t, err);
 	return check_tensor(m, d, t, err);

@@ -116,5 +116,5 @@ static int if_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(If, 1, .flags = MFS_OP_OUTPUTS_AT_RUN | MFS_OP_BODIES, .infer = if_infer,
+MFS_OP(If, 1, .flags = MFS_OP_OUTPUTS_AT_RUN | MFS_OP_BODIES | MFS_OP_CONTAINERS, .infer = if_infer,
        .run = if_run, .release = if_release);
