@@ -1,8 +1,8 @@
 /* If: runs then_branch or else_branch by a boolean scalar and returns the
  * branch's outputs (opsets 1-19: one line, the later versions only widen
  * the types, sequences and optionals included).  The branches read the
- * enclosing graph's values by name (exec/subgraph.h).  Tensor outputs
- * only; the branches may give outputs of different shapes. */
+ * enclosing graph's values by name (exec/subgraph.h).  The branches may
+ * give outputs of different shapes, and sequences or optionals. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -137,7 +137,7 @@ print('ok')" "$resp" "$o"
 	run "$PY" "$TOP/tests/e2e/run_backend_cases.py" "$MODELFS" "$D" \
 		"$TOP/tests/e2e/sequence-cases.txt"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"26 passed, 0 failed"* ]]
+	[[ "$output" == *"32 passed, 0 failed"* ]]
 }
 
 @test "modelfs run: a sequence input as a directory of tensor files, the output as one" {
