@@ -1308,10 +1308,10 @@ void mfs_graph_free(mfs_graph *m)
 	free(m);
 }
 
-/* A pass-through (Identity: a VIEW that also takes containers) carries a
- * container only when the graph or another node makes one, so it does
- * not count; a folded container (SequenceEmpty) is a constant read by a
- * node that does. */
+/* A pass-through (Identity, a VIEW; If, Loop and SequenceMap, which
+ * run bodies) carries a container only when the graph or another node
+ * makes one, so it does not count; a folded container (SequenceEmpty) is
+ * a constant read by a node that does. */
 static bool find_containers(const mfs_graph *m)
 {
 	for (int i = 0; i < m->n_inputs; i++)
@@ -1322,7 +1322,7 @@ static bool find_containers(const mfs_graph *m)
 			return true;
 	for (int i = 0; i < m->n_nodes; i++) {
 		unsigned f = m->nodes[i].def->flags;
-		if ((f & MFS_OP_CONTAINERS) && !(f & MFS_OP_VIEW))
+		if ((f & MFS_OP_CONTAINERS) && !(f & (MFS_OP_VIEW | MFS_OP_BODIES)))
 			return true;
 	}
 	return false;
