@@ -398,7 +398,8 @@ void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off)
 		int rc = mfs_request_read_output(h->req, h->run, h->idx, h->fmt, &buf, &len, &err);
 		if (rc < 0) {
 			pthread_mutex_unlock(&h->lock);
-			if (rc == -ENODATA || rc == -EIO || rc == -ESTALE || rc == -ETIMEDOUT)
+			if (rc == -ENODATA || rc == -EIO || rc == -ESTALE || rc == -ETIMEDOUT ||
+			    rc == -EINVAL)
 				mfs_log_warn("model '%s' request '%s': reading '%s': %s", h->model,
 					     mfs_request_name(h->req), h->name, err.msg);
 			fuse_reply_err(freq, rc == -EINPROGRESS ? EAGAIN : -rc);
@@ -427,7 +428,8 @@ static void infer_response(handle *h)
 	if (!outs)
 		mfs_fail(&err, ENOMEM, "out of memory");
 	else if (mfs_request_outputs(h->req, outs, &err) == 0)
-		text = mfs_infer_response(cfg, v->model_name, v->version, &h->ireq, outs, &len, &err);
+		text = mfs_infer_response(cfg, v->model_name, v->version, &h->ireq, outs,
+					  (const mfs_labels *const *)v->lv->labels, &len, &err);
 	free(outs);
 	if (!text)
 		text = mfs_infer_error_json(err.msg, &len);

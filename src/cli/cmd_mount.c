@@ -344,7 +344,8 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 	}
 	mfs_registry_conf rc_ = { .repository = repo, .sched = d->sched, .engine_threads = threads,
 				  .route = { .device = d->opts.device,
-					     .opencl_device = d->opts.opencl_device } };
+					     .opencl_device = d->opts.opencl_device },
+				  .backend_dir = d->opts.backend_dir };
 	if (mfs_registry_new(&rc_, &d->reg, &err) < 0) {
 		fprintf(stderr, "modelfs: %s\n", err.msg);
 		goto out;

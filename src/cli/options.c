@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "log.h"
 #include "membudget.h"
@@ -27,6 +28,7 @@ void mfs_options_init(mfs_options *o)
 void mfs_options_release(mfs_options *o)
 {
 	free(o->opencl_device);
+	free(o->backend_dir);
 	for (int i = 0; i < o->n_load_models; i++)
 		free(o->load_models[i]);
 	free(o->load_models);
@@ -49,6 +51,8 @@ const char *mfs_options_usage(void)
 	       "  -f                        stay in the foreground (default: daemonize)\n"
 	       "  --device=cpu|opencl|auto  engine for models whose config does not choose (auto)\n"
 	       "  --opencl-device=N|TEXT    OpenCL device by index or name substring\n"
+	       "  --backend-dir=DIR         custom backends (libmodelfs_NAME.so) not in a model's\n"
+	       "                            version directory are looked for here (none)\n"
 	       "  --model-control=MODE      poll: follow the repository; none: load all at start,\n"
 	       "                            watch nothing; explicit: load what --load-model names\n"
 	       "                            and what is loaded through MODEL/control (poll)\n"
@@ -133,7 +137,8 @@ static int append_fuse_opt(mfs_options *o, const char *opt, mfs_error *err)
 /* Options that take a value; the value is given with '=' or as the next
  * argument, or as `-o name=value` (see split_mount_opts). */
 static const char *const valued[] = {
-	"device", "opencl-device", "model-control", "load-model", "poll-secs", "reload-quiet-ms", "threads",
+	"device", "opencl-device", "backend-dir", "model-control", "load-model", "poll-secs",
+	"reload-quiet-ms", "threads",
 	"max-request-bytes", "max-json-bytes", "max-memory", "request-ttl-secs",
 	"max-requests", "log-level", NULL
 };
@@ -175,6 +180,19 @@ static int set_valued(mfs_options *o, const char *name, const char *val,
 		o->opencl_device = strdup(val);
 		if (!o->opencl_device)
 			return mfs_fail(err, ENOMEM, "out of memory");
+	} else if (strcmp(name, "backend-dir") == 0) {
+		/* Absolute now: the daemon changes its directory to / when it
+		 * detaches, and a worker must find the library from anywhere. */
+		char *abs = *val ? realpath(val, NULL) : NULL;
+		struct stat st;
+		if (!abs || stat(abs, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			int e = abs ? ENOTDIR : errno;
+			free(abs);
+			return mfs_fail(err, EINVAL, "--backend-dir '%s': %s", val,
+					*val ? strerror(e) : "empty value");
+		}
+		free(o->backend_dir);
+		o->backend_dir = abs;
 	} else if (strcmp(name, "model-control") == 0) {
 		int m = mfs_control_mode_parse(val);
 		if (m < 0)

@@ -19,6 +19,7 @@ typedef struct mfs_options {
 	bool foreground;              /* -f */
 	mfs_device_choice device;     /* --device */
 	char *opencl_device;          /* --opencl-device (NULL = first GPU) */
+	char *backend_dir;            /* --backend-dir, made absolute (NULL = none) */
 	mfs_control_mode model_control;   /* --model-control (poll) */
 	char **load_models;           /* --load-model, each time given (explicit mode) */
 	int n_load_models;

@@ -1,6 +1,8 @@
 /* infer_json.c - see infer_json.h. */
 #include "infer_json.h"
 
+#include "classify.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@ void mfs_infer_req_release(mfs_infer_req *req)
 		mfs_tensor_release(&req->inputs[i]);
 	free(req->inputs);
 	free(req->want);
+	free(req->classify);
 	free(req->id);
 	memset(req, 0, sizeof(*req));
 }
@@ -172,6 +175,20 @@ static int parse_outputs(struct parse_ctx *ctx, mfs_error *err)
 				rc = mfs_fail(err, EINVAL, "output '%s': binary data is not supported", name);
 				break;
 			}
+			json_t *k = json_object_get(p, "classification");
+			if (k) {
+				const mfs_io_config *io = &cfg->outputs[idx];
+				if (!json_is_integer(k) || json_integer_value(k) < 1) {
+					rc = mfs_fail(err, EINVAL, "output '%s': \"classification\" must be a "
+						      "positive integer", name);
+					break;
+				}
+				rc = mfs_classify_check(name, io->dtype,
+							io->rank + (cfg->max_batch_size > 0), err);
+				if (rc)
+					break;
+				ctx->out->classify[idx] = json_integer_value(k);
+			}
 			ctx->out->want[idx] = true;
 		}
 	}
@@ -222,7 +239,8 @@ int mfs_infer_parse(const mfs_model_config *cfg, const char *text,
 	out->n_outputs = cfg->n_outputs;
 	out->inputs = calloc((size_t)cfg->n_inputs + 1, sizeof(mfs_tensor));
 	out->want = calloc((size_t)cfg->n_outputs + 1, sizeof(bool));
-	if (!out->inputs || !out->want) {
+	out->classify = calloc((size_t)cfg->n_outputs + 1, sizeof(int64_t));
+	if (!out->inputs || !out->want || !out->classify) {
 		rc = mfs_fail(err, ENOMEM, "out of memory");
 		goto out;
 	}
@@ -271,8 +289,8 @@ static char *quoted(const char *s)
 
 char *mfs_infer_response(const mfs_model_config *cfg, const char *model,
 			 int64_t version, const mfs_infer_req *req,
-			 const mfs_tensor *const *outs, size_t *len,
-			 mfs_error *err)
+			 const mfs_tensor *const *outs, const mfs_labels *const *labels,
+			 size_t *len, mfs_error *err)
 {
 	/* Spliced from the .json encoder's objects (each already starts with
 	 * its "name"): a document tree of a large output would cost 25-30x
@@ -312,7 +330,10 @@ char *mfs_infer_response(const mfs_model_config *cfg, const char *model,
 				 cfg->outputs[i].name, cfg->outputs[i].name);
 			goto out;
 		}
-		if (mfs_tensor_encode(MFS_FMT_JSON, o, cfg->outputs[i].name, &enc[n],
+		if (req->classify[i] ?
+		    mfs_classify_json(o, cfg->outputs[i].name, req->classify[i],
+				      labels ? labels[i] : NULL, &enc[n], &elen[n], err) < 0 :
+		    mfs_tensor_encode(MFS_FMT_JSON, o, cfg->outputs[i].name, &enc[n],
 				      &elen[n], err) < 0)
 			goto out;
 		while (elen[n] && enc[n][elen[n] - 1] == '\n')

@@ -57,8 +57,10 @@ typedef struct mfs_version {
 	/* Private. */
 	int refs;                      /* atomic */
 	bool unloaded;                 /* atomic; set once by unload */
-	struct mfs_exec **execs;
+	struct mfs_exec **execs;       /* ONNX models: one per instance */
 	int n_execs;
+	struct mfs_worker **workers;   /* custom backends: one per instance */
+	int n_workers;
 } mfs_version;
 
 typedef struct mfs_registry_conf {
@@ -66,6 +68,8 @@ typedef struct mfs_registry_conf {
 	mfs_sched *sched;
 	int engine_threads;            /* passed to mfs_engine_set_threads; 0 = leave */
 	mfs_route_opts route;          /* --device, --opencl-device (copied) */
+	const char *backend_dir;       /* --backend-dir, absolute; NULL: none (copied) */
+	const char *worker_program;    /* binary with the --backend-worker mode; NULL: /proc/self/exe */
 } mfs_registry_conf;
 
 int mfs_registry_new(const mfs_registry_conf *conf, mfs_registry **out,

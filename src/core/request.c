@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "classify.h"
 #include "log.h"
 #include "membudget.h"
 #include "metrics.h"
@@ -837,6 +838,16 @@ mfs_file_kind mfs_request_find_file(mfs_request *r, const char *filename,
 			info->fmt = (mfs_format)f;
 			return info->kind = MFS_FILE_OUTPUT;
 		}
+		/* "OUTPUT.top5.txt": the classification view. */
+		char *dot = strrchr(base, '.');
+		int64_t k = f == MFS_FMT_TXT && dot ? mfs_classify_parse_topk(dot + 1, strlen(dot + 1)) : 0;
+		if (k > 0 && k <= MFS_VIEW_TOPK_MAX) {
+			*dot = '\0';
+			if ((info->idx = output_index(r, base)) >= 0) {
+				info->fmt = MFS_VIEW_TOPK(k);
+				return info->kind = MFS_FILE_OUTPUT;
+			}
+		}
 	}
 	pthread_mutex_lock(&r->lock);
 	info->size = file_size_locked(r, filename);
@@ -891,6 +902,19 @@ static void missing_inputs(const mfs_request *r, char *buf, size_t size)
 		if (!r->in[i].present && !r->cfg->inputs[i].optional && at < size)
 			at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? " " : "",
 					       r->cfg->inputs[i].name);
+}
+
+/* The top-K view of output idx (lock held); not cached: it is a few
+ * lines, and a K is rarely read twice. */
+static int classify_locked(mfs_request *r, int idx, mfs_format view, char **buf, size_t *len,
+			   mfs_error *err)
+{
+	const mfs_labels *labels = r->v->lv->labels ? r->v->lv->labels[idx] : NULL;
+	int rc = mfs_classify_text(&r->run_out[r->out_graph_idx[idx]], r->cfg->outputs[idx].name,
+				   MFS_VIEW_K(view), labels, buf, len, err);
+	if (rc && err->code != ENOMEM)
+		mfs_error_prefix(err, "model '%s' request '%s': ", r->v->model_name, r->name);
+	return rc;
 }
 
 /* Encode output idx in fmt into the cache, unless it is there; with
@@ -955,6 +979,12 @@ int mfs_request_read_output(mfs_request *r, uint64_t run, int idx, mfs_format fm
 		rc = -err->code;
 		break;
 	case MFS_REQ_DONE:
+		if (MFS_VIEW_IS_TOPK(fmt)) {
+			rc = classify_locked(r, idx, fmt, buf, len, err);
+			if (rc)
+				r->error = *err;   /* for $req/error; the caller logs it */
+			break;
+		}
 		rc = encode_locked(r, idx, fmt, true, err);
 		if (rc == 0) {
 			/* The encoding goes to the reader, not a copy of it (a
@@ -986,7 +1016,14 @@ int64_t mfs_request_output_size(mfs_request *r, int idx, mfs_format fmt)
 	int64_t n = -1;
 	mfs_error err;
 	pthread_mutex_lock(&r->lock);
-	if (r->state == MFS_REQ_DONE && encode_locked(r, idx, fmt, false, &err) == 0)
+	if (r->state == MFS_REQ_DONE && MFS_VIEW_IS_TOPK(fmt)) {
+		char *buf;
+		size_t len;
+		if (classify_locked(r, idx, fmt, &buf, &len, &err) == 0) {
+			n = (int64_t)len;
+			free(buf);
+		}
+	} else if (r->state == MFS_REQ_DONE && encode_locked(r, idx, fmt, false, &err) == 0)
 		n = (int64_t)r->enc[idx * MFS_FMT_COUNT + (int)fmt].len;
 	recharge_locked(r);
 	pthread_mutex_unlock(&r->lock);

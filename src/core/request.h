@@ -69,10 +69,19 @@ typedef enum mfs_file_kind {
 	MFS_FILE_OUTPUT,        /* "OUTPUT.EXT" of a config output: idx and fmt are set */
 } mfs_file_kind;
 
+/* "OUTPUT.topK.txt", the classification view of an output (classify.h,
+ * SPEC.md section 4), is told apart from the tensor formats by its "fmt"
+ * value, past them, so the filesystem carries it as it carries a format.
+ * K from 1 to MFS_VIEW_TOPK_MAX; a larger K is no file. */
+#define MFS_VIEW_TOPK_MAX (1 << 30)
+#define MFS_VIEW_TOPK(k) ((mfs_format)(MFS_FMT_COUNT + (k)))
+#define MFS_VIEW_IS_TOPK(fmt) ((int)(fmt) > (int)MFS_FMT_COUNT)
+#define MFS_VIEW_K(fmt) ((int64_t)(fmt) - MFS_FMT_COUNT)
+
 typedef struct mfs_file_info {
 	mfs_file_kind kind;
 	int idx;                /* MFS_FILE_OUTPUT: config output index */
-	mfs_format fmt;         /* MFS_FILE_OUTPUT */
+	mfs_format fmt;         /* MFS_FILE_OUTPUT: a format, or MFS_VIEW_TOPK(K) */
 	int64_t size;           /* MFS_FILE_INPUT: bytes as written */
 	bool link;              /* MFS_FILE_INPUT: committed by a symlink (commit_link) */
 } mfs_file_info;
@@ -167,7 +176,9 @@ uint64_t mfs_request_run_id(mfs_request *r);
  *   -ENODATA     inputs are missing (err names them; kept for $req/error)
  *   -EIO         the run failed (err says why)
  *   -ETIMEDOUT   the request waited in the queue past its timeout (REJECT)
- *   -ESTALE      run was replaced: new inputs were committed after it */
+ *   -ESTALE      run was replaced: new inputs were committed after it
+ *   -EINVAL      a top-K view of an output that cannot be classified
+ *                (kept for $req/error) */
 int mfs_request_read_output(mfs_request *r, uint64_t run, int idx, mfs_format fmt,
 			    char **buf, size_t *len, mfs_error *err);
 

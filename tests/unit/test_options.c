@@ -103,6 +103,26 @@ static void test_daemon_options_as_mount_options(void **state)
 	assert_string_equal(o.fuse_opts, "rw,allow_other,nodev");
 	mfs_options_release(&o);
 
+	/* --backend-dir: made absolute (the daemon leaves its directory when
+	 * it detaches); one that is not a directory is an error naming it. */
+	char *argv_bd[] = { "modelfs", "-o", "backend_dir=/usr/../usr/lib,allow_other", "r", "m" };
+	assert_int_equal(parse(&o, &err, 5, argv_bd), 0);
+	assert_string_equal(o.backend_dir, "/usr/lib");
+	assert_string_equal(o.fuse_opts, "allow_other");
+	mfs_options_release(&o);
+	char *argv_bd2[] = { "modelfs", "--backend-dir", ".", "r", "m" };
+	assert_int_equal(parse(&o, &err, 5, argv_bd2), 0);
+	assert_int_equal(o.backend_dir[0], '/');
+	mfs_options_release(&o);
+	char *argv_bd3[] = { "modelfs", "--backend-dir=/nonexistent/backends", "r", "m" };
+	assert_int_equal(parse(&o, &err, 4, argv_bd3), -EINVAL);
+	assert_non_null(strstr(err.msg, "--backend-dir '/nonexistent/backends': No such file or directory"));
+	mfs_options_release(&o);
+	char *argv_bd4[] = { "modelfs", "--backend-dir=/etc/passwd", "r", "m" };
+	assert_int_equal(parse(&o, &err, 4, argv_bd4), -EINVAL);
+	assert_non_null(strstr(err.msg, "Not a directory"));
+	mfs_options_release(&o);
+
 	/* Only daemon options: no FUSE options left. */
 	char *argv2[] = { "modelfs", "-oreload_quiet_ms=10", "r", "m" };
 	assert_int_equal(parse(&o, &err, 4, argv2), 0);

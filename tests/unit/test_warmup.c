@@ -52,7 +52,7 @@ static int prepare(const char *config, mfs_loaded_version **lv, mfs_warmup_sampl
 {
 	tmp_put(&tree, "add/config.pbtxt", config);
 	mfs_error_clear(err);
-	if (mfs_load_version(root, "add", 1, lv, err))
+	if (mfs_load_version(root, "add", 1, NULL, lv, err))
 		fail_msg("load: %s", err->msg);
 	return mfs_warmup_prepare(&(*lv)->config, (*lv)->graph, version_dir, s, n, err);
 }

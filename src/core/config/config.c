@@ -25,8 +25,10 @@ void mfs_config_init(mfs_model_config *c)
 
 static void io_release(mfs_io_config *io, int n)
 {
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		free(io[i].name);
+		free(io[i].label_filename);
+	}
 	free(io);
 }
 

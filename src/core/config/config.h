@@ -26,6 +26,7 @@ typedef struct mfs_io_config {
 	int reshape_rank;
 	int64_t reshape[MFS_MAX_RANK];
 	bool optional;
+	char *label_filename;        /* outputs: labels file in the model directory; NULL = none */
 	int graph_index;             /* the graph's input/output number; -1 until completed */
 	/* A sequence or optional (tensor.h), as the graph declares it: the
 	 * config has no syntax for them (CONFIG.md), completion copies them;
@@ -100,8 +101,8 @@ typedef struct mfs_level_policy {
 
 typedef struct mfs_model_config {
 	char *name;
-	char *platform;              /* NULL or "onnxruntime_onnx" */
-	char *backend;               /* NULL, "onnxruntime" or "onnx" */
+	char *platform;              /* NULL or "onnxruntime_onnx" (never set with a custom backend) */
+	char *backend;               /* NULL, "onnxruntime", "onnx", or a custom backend's name */
 	int max_batch_size;
 	mfs_io_config *inputs;  int n_inputs;
 	mfs_io_config *outputs; int n_outputs;
@@ -147,6 +148,17 @@ int mfs_config_load_file(const char *path, mfs_model_config *out,
  * max_batch_size > 0).  -EINVAL naming the field on disagreement. */
 int mfs_config_complete(mfs_model_config *c, const char *model_name,
 			const mfs_graph *graph, mfs_error *err);
+
+/* True when the config names a custom backend (docs/BACKENDS.md): a
+ * shared library serves the model, there is no ONNX graph. */
+bool mfs_config_custom_backend(const mfs_model_config *c);
+
+/* Complete a custom backend's config, which has no graph to complete it
+ * from: every input and output must be listed with data_type and dims
+ * (-EINVAL naming the first that is not); reshape is refused; graph
+ * indices follow the config's order. */
+int mfs_config_complete_declared(mfs_model_config *c, const char *model_name,
+				 mfs_error *err);
 
 /* Triton's JSON form of the config in effect (a new reference). */
 json_t *mfs_config_to_json(const mfs_model_config *c);

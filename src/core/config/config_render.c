@@ -45,6 +45,8 @@ static json_t *io_json(const mfs_io_config *io, bool is_input)
 	}
 	if (is_input)
 		json_object_set_new(o, "optional", json_boolean(io->optional));
+	else if (io->label_filename)
+		json_object_set_new(o, "label_filename", json_string(io->label_filename));
 	return o;
 }
 
@@ -168,7 +170,8 @@ json_t *mfs_config_to_json(const mfs_model_config *c)
 		return NULL;
 	json_object_set_new(o, "name", json_string(c->name ? c->name : ""));
 	json_object_set_new(o, "platform",
-			    json_string(c->platform ? c->platform : "onnxruntime_onnx"));
+			    json_string(c->platform ? c->platform :
+					mfs_config_custom_backend(c) ? "" : "onnxruntime_onnx"));
 	json_object_set_new(o, "backend",
 			    json_string(c->backend ? c->backend : "onnxruntime"));
 	json_object_set_new(o, "version_policy", version_policy_json(c));

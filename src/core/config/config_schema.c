@@ -423,6 +423,24 @@ static int io_optional(conv *cv, const cfg_node *n, void *obj)
 	return get_bool(cv, n, &((mfs_io_config *)obj)->optional);
 }
 
+static int io_label_filename(conv *cv, const cfg_node *n, void *obj)
+{
+	mfs_io_config *io = obj;
+
+	if (get_string(cv, n, &io->label_filename))
+		return -EINVAL;
+	if (io->label_filename && !io->label_filename[0]) {
+		free(io->label_filename);   /* "": Triton's unset */
+		io->label_filename = NULL;
+	}
+	if (io->label_filename && (strchr(io->label_filename, '/') ||
+				   strcmp(io->label_filename, "..") == 0 ||
+				   strcmp(io->label_filename, ".") == 0))
+		return fail_at(cv, n, "label_filename '%s' must be a file name in the model directory (no '/')",
+			       io->label_filename);
+	return 0;
+}
+
 static int append_io(conv *cv, const cfg_node *n, mfs_io_config **arr, int *count,
 		     bool is_input)
 {
@@ -434,13 +452,14 @@ static int append_io(conv *cv, const cfg_node *n, mfs_io_config **arr, int *coun
 	static const field_def out_defs[] = {
 		{ "name", false, io_name }, { "data_type", false, io_data_type },
 		{ "dims", true, io_dims }, { "reshape", false, io_reshape },
+		{ "label_filename", false, io_label_filename },
 	};
 	static const char *const in_triton[] = {
 		"format", "is_shape_tensor", "allow_ragged_batch",
 		"is_non_linear_format_io", NULL,
 	};
 	static const char *const out_triton[] = {
-		"label_filename", "is_shape_tensor", "is_non_linear_format_io", NULL,
+		"is_shape_tensor", "is_non_linear_format_io", NULL,
 	};
 	const char *what = is_input ? "input" : "output";
 	mfs_io_config *io, *grown;
@@ -483,6 +502,11 @@ static int m_platform(conv *cv, const cfg_node *n, void *obj)
 
 	if (get_string(cv, n, &c->platform))
 		return -EINVAL;
+	/* "": Triton prints it for models a backend serves; it means unset. */
+	if (c->platform && !c->platform[0]) {
+		free(c->platform);
+		c->platform = NULL;
+	}
 	if (c->platform && strcmp(c->platform, "onnxruntime_onnx") != 0)
 		return fail_at(cv, n, "platform '%s' is not supported (modelfs runs ONNX models: onnxruntime_onnx)",
 			       c->platform);
@@ -495,9 +519,14 @@ static int m_backend(conv *cv, const cfg_node *n, void *obj)
 
 	if (get_string(cv, n, &c->backend))
 		return -EINVAL;
-	if (c->backend && strcmp(c->backend, "onnxruntime") != 0 &&
-	    strcmp(c->backend, "onnx") != 0)
-		return fail_at(cv, n, "backend '%s' is not supported (modelfs runs ONNX models: onnxruntime or onnx)",
+	/* Any other name is a custom backend, libmodelfs_<name>.so: the name
+	 * becomes part of a file name, so no '/' or '.' sneaks in. */
+	if (!c->backend)
+		return 0;
+	if (!c->backend[0] || strspn(c->backend, "abcdefghijklmnopqrstuvwxyz"
+				     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != strlen(c->backend) ||
+	    strlen(c->backend) > 64)
+		return fail_at(cv, n, "backend '%s' is not a backend name ([A-Za-z0-9_-], 1 to 64 characters)",
 			       c->backend);
 	return 0;
 }
