@@ -8,7 +8,8 @@
 #   src/base   error, log, tensor, files              (nothing)
 #   exec       the engine: ONNX, graph, backends, ops  (base)
 #   src/core   codecs, configs, repository, requests,
-#              scheduler, registry, reload, metrics    (base, exec)
+#              scheduler, registry, reload, metrics,
+#              custom backends (worker processes)     (base, exec, include/)
 #   fs         the FUSE layer                          (base, exec, core)
 #   src/cli    main, the commands, options             (everything)
 #
@@ -34,7 +35,7 @@ CFLAGS   = -std=gnu11 -Wall -Wextra -Werror -Wno-format-truncation $(OPT) -g -fo
             -I/usr/include/x86_64-linux-gnu/openblas-pthread \
             -MMD -MP $(EXTRA_CFLAGS)
 LDLIBS   = $(PKG_LIBS) -linotifytools -lopenblas -ldnnl -lclblast -lOpenCL \
-            -lm -lpthread -fopenmp
+            -lm -ldl -lpthread -fopenmp
 
 # SAN=fuzz: the library built by clang for libFuzzer targets (make fuzz).
 # gcc's -Werror build is the warning gate; clang's extra diagnostics (e.g.
@@ -53,7 +54,8 @@ endif
 
 BASE_INC := -Isrc/base
 EXEC_INC := $(BASE_INC) -Iexec -I$(BUILD)/gen
-CORE_INC := $(EXEC_INC) -Isrc/core -Isrc/core/codec -Isrc/core/config -Isrc/core/reload
+CORE_INC := $(EXEC_INC) -Iinclude -Isrc/core -Isrc/core/backend -Isrc/core/codec -Isrc/core/config \
+            -Isrc/core/reload
 FS_INC   := $(CORE_INC) -Ifs
 CLI_INC  := $(FS_INC) -Isrc/cli
 # The include paths for a source file, by the layer its folder is in.
@@ -76,8 +78,31 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all deps run test unit conformance e2e asan clean bench fuzz models check-models check-models-all docs check-layers print-layer-flags bench-fs bench-bins
-all: modelfs
+.PHONY: all deps run test unit conformance e2e asan clean bench fuzz models check-models check-models-all docs check-layers print-layer-flags bench-fs bench-bins backends
+all: modelfs backends
+
+# Custom backends (docs/BACKENDS.md): shared libraries built against the
+# public header alone, as a user's would be.  The example is what
+# examples/preprocess/ serves; fault.c is the tests' (fails and crashes on
+# demand), built a second time declaring an ABI version modelfs does not
+# speak.  No sanitizer flags: a user's library is not instrumented either.
+BACKEND_CFLAGS = -std=gnu11 -Wall -Wextra -Werror $(OPT) -g -fPIC -shared -Iinclude
+BACKEND_LIBS := $(BUILD)/examples/libmodelfs_preprocess.so \
+                $(BUILD)/tests/backends/libmodelfs_fault.so \
+                $(BUILD)/tests/backends/libmodelfs_badabi.so
+backends: $(BACKEND_LIBS)
+
+$(BUILD)/examples/libmodelfs_%.so: examples/backends/%.c include/modelfs_backend.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BACKEND_CFLAGS) -o $@ $< -lm
+
+$(BUILD)/tests/backends/libmodelfs_fault.so: tests/backends/fault.c include/modelfs_backend.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BACKEND_CFLAGS) -o $@ $<
+
+$(BUILD)/tests/backends/libmodelfs_badabi.so: tests/backends/fault.c include/modelfs_backend.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BACKEND_CFLAGS) -DFAULT_ABI_VERSION=99 -o $@ $<
 
 # The binary lives at the top for `make run`; sanitizer builds stay in
 # their own tree.
@@ -125,7 +150,7 @@ $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libmodelfs.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CLI_INC) $(LDFLAGS) -o $@ $< $(BUILD)/libmodelfs.a $(LDLIBS)
 
-unit-bins: $(UNIT_BIN) $(TOOL_BIN)
+unit-bins: $(UNIT_BIN) $(TOOL_BIN) $(BACKEND_LIBS)
 
 # The benchmark programs, built by make test too so that they cannot rot.
 bench-bins: $(BUILD)/bench/bench_engine $(BUILD)/bench/bare_fs
@@ -229,7 +254,9 @@ soak: modelfs
 # MobileNetV2, a transformer encoder at opset 13; BERT-like and GPT-2-like
 # at opset 17), run by `make test`.
 # check-models-all: also ResNet-50, a BERT-like encoder with an attention
-# mask and a GPT-2-like decoder, every model at opsets 13 and 17.
+# mask and a GPT-2-like decoder, every model at opsets 13 and 17, and two
+# torch.jit.script exports with control flow (a greedy decoder's Loop, an
+# If).
 # Timings: docs/PERFORMANCE.md.
 models:
 	/usr/bin/python3 tests/models/export_models.py build/models all
@@ -270,6 +297,7 @@ MANDIR      ?= $(DATADIR)/man
 DOCDIR      ?= $(DATADIR)/doc/modelfs
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 COMPLETIONDIR ?= $(DATADIR)/bash-completion/completions
+INCLUDEDIR  ?= $(PREFIX)/include
 SYSCONFDIR  ?= /etc
 INSTALL     ?= install
 UNITS       := modelfs.service modelfs@.service
@@ -281,14 +309,15 @@ EXAMPLE_FILES := $(shell find examples -type f 2>/dev/null)
 # empty, children before parents, so that it leaves the tree as it was.
 parent = $(patsubst %/,%,$(dir $(1)))
 INSTALLED_DIRS := $(MANDIR)/man1 $(MANDIR)/man5 $(UNITDIR) $(call parent,$(UNITDIR)) \
-	$(COMPLETIONDIR) $(call parent,$(COMPLETIONDIR)) $(call parent,$(DOCDIR))
+	$(COMPLETIONDIR) $(call parent,$(COMPLETIONDIR)) $(call parent,$(DOCDIR)) $(INCLUDEDIR)
 
 .PHONY: install uninstall
 install: $(MODELFS)
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(DOCDIR) \
-		$(DESTDIR)$(SYSCONFDIR)/default
+		$(DESTDIR)$(SYSCONFDIR)/default $(DESTDIR)$(INCLUDEDIR)
 	$(INSTALL) -m 755 $(MODELFS) $(DESTDIR)$(BINDIR)/modelfs
+	$(INSTALL) -m 644 include/modelfs_backend.h $(DESTDIR)$(INCLUDEDIR)/
 	$(INSTALL) -m 644 man/modelfs.1 $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 644 man/modelfs-repository.5 $(DESTDIR)$(MANDIR)/man5/
 	for u in $(UNITS); do \
@@ -307,6 +336,7 @@ install: $(MODELFS)
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/modelfs $(DESTDIR)$(MANDIR)/man1/modelfs.1 \
+		$(DESTDIR)$(INCLUDEDIR)/modelfs_backend.h \
 		$(DESTDIR)$(MANDIR)/man5/modelfs-repository.5 \
 		$(UNITS:%=$(DESTDIR)$(UNITDIR)/%) $(DESTDIR)$(COMPLETIONDIR)/modelfs
 	rm -rf $(DESTDIR)$(DOCDIR)

@@ -86,7 +86,7 @@ static void report(double *times, int iters, double flops)
 	printf("}\n");
 }
 
-static int bench_sgemm(int n, int iters)
+static int bench_sgemm(int n, int iters, int threads)
 {
 	float *a = malloc(sizeof(float) * (size_t)n * n);
 	float *b = malloc(sizeof(float) * (size_t)n * n);
@@ -97,6 +97,8 @@ static int bench_sgemm(int n, int iters)
 		a[i] = (float)sin((double)i);
 		b[i] = (float)cos((double)i);
 	}
+	/* raw OpenBLAS: its own threads (the engine keeps it at one) */
+	openblas_set_num_threads(threads);
 	for (int i = -2; i < iters; i++) {
 		double t0 = now_ms();
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
@@ -144,7 +146,7 @@ int main(int argc, char **argv)
 		iters = 1;
 	mfs_engine_set_threads(threads);
 	if (sgemm)
-		return bench_sgemm(sgemm, iters);
+		return bench_sgemm(sgemm, iters, threads);
 	if (!path) {
 		fprintf(stderr, "usage: bench_engine [--describe] MODEL.onnx [--batch N] [--iters N] [--threads N] [--device cpu|opencl[:SEL]] | --sgemm N\n");
 		return 2;

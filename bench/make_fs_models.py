@@ -2,8 +2,9 @@
 and mlp, plus
   big        y = Identity(x), x FP32 [-1]: 100 MB in and out through files
   resnet18   build/models/resnet18 (make models) with dynamic batching up
-             to 8 and a 2 ms window, one instance
-usage: /usr/bin/python3 bench/make_fs_models.py REPO EXAMPLES MODELS"""
+             to 8 and a 2 ms window, one instance (left out when MODELS
+             is "-")
+usage: /usr/bin/python3 bench/make_fs_models.py REPO EXAMPLES MODELS|-"""
 import os
 import shutil
 import sys
@@ -26,6 +27,8 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
 with open(os.path.join(repo, "big", "config.pbtxt"), "w") as f:
     f.write('name: "big"\ninstance_group [ { kind: KIND_CPU } ]\n')
 
+if models == "-":
+    sys.exit(0)
 os.makedirs(os.path.join(repo, "resnet18", "1"))
 shutil.copy(os.path.join(models, "resnet18", "1", "model.onnx"),
             os.path.join(repo, "resnet18", "1", "model.onnx"))

@@ -188,6 +188,8 @@ mfs_op_ctx mfs_node_ctx(const mfs_node *nd, mfs_node_rt *rt, mfs_error *err)
 		.def = nd->def, .node = nd->onnx, .opset = nd->opset,
 		.n_in = nd->n_in, .in = rt->in, .n_out = nd->n_out, .out = rt->out,
 		.state = &rt->state, .err = err,
+		.bodies = (const mfs_graph *const *)nd->bodies,
+		.n_bodies = nd->n_bodies,
 	};
 }
 

@@ -14,7 +14,11 @@
  * NHWC are converted to plain into a temporary block; after it runs, an
  * output written NHWC that the plan wants plain is converted.  Graph
  * outputs are always handed out plain.
+ *
+ * Threads: each node runs on as many of the run's OpenMP threads as its
+ * work fills (node_threads.h); the run's count is restored at its end.
  */
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +26,7 @@
 
 #include "backend_runtime.h"
 #include "log.h"
+#include "node_threads.h"
 
 typedef struct cpu_exec {
 	const mfs_graph *m;
@@ -39,6 +44,10 @@ typedef struct cpu_exec {
 	double *node_ns;
 	double first_run_ns, first_max_ns;
 	int first_max_node;
+	/* node_threads.h: the multiply-adds per thread (0: no cap), read
+	 * at mfs_exec_new, and the threads of the run in progress */
+	int64_t grain;
+	int run_threads;
 } cpu_exec;
 
 /* ---- pool ---- */
@@ -165,6 +174,7 @@ static int cpu_exec_new(mfs_backend *b, const mfs_graph *m, void **out,
 		if (!e->node_ns)
 			goto oom;
 	}
+	e->grain = mfs_thread_grain();
 	e->tmp = calloc((size_t)e->max_in, sizeof(*e->tmp));
 	e->tmp_buf = calloc((size_t)e->max_in, sizeof(*e->tmp_buf));
 	if (!e->tmp || !e->tmp_buf)
@@ -417,6 +427,76 @@ static int outputs_to_plan(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 	return 0;
 }
 
+/* An MFS_OP_OUTPUTS_AT_RUN node (If, Loop, Scan): run allocates its own
+ * outputs; they move into pool blocks like every other value's. */
+static int run_making_outputs(cpu_exec *e, const mfs_node *nd,
+			      mfs_node_rt *rt, mfs_op_ctx *ctx)
+{
+	int rc;
+
+	for (int k = 0; k < nd->n_out; k++)
+		if (ctx->out[k])
+			memset(ctx->out[k], 0, sizeof(*ctx->out[k]));
+	rc = mfs_node_rt_prepare(rt, nd, ctx, &e->stats.prepares);
+	if (!rc)
+		rc = nd->def->run(ctx);
+	for (int k = 0; !rc && k < nd->n_out; k++) {
+		mfs_tensor *t = ctx->out[k], made;
+		size_t bytes = 0;
+		mfs_block *b;
+		if (!t)
+			continue;
+		if (!tensor_ok(t) || !mfs_tensor_bytes(t, &bytes) ||
+		    (bytes && !t->data) || t->nbytes != bytes) {
+			rc = mfs_fail(ctx->err, EIO, "operator made no valid output %d", k);
+			break;
+		}
+		if (e->m->values[nd->out[k]].shape_static &&
+		    (t->dtype != e->m->values[nd->out[k]].dtype ||
+		     !mfs_shape_equal(&t->shape, &e->m->values[nd->out[k]].shape))) {
+			/* later nodes were planned on the declared shape */
+			rc = mfs_fail(ctx->err, EINVAL, "output %d differs from the type and shape the model declares for it", k);
+			break;
+		}
+		made = *t;
+		if (!bytes) {
+			mfs_tensor_release(t);
+			*t = made;
+			t->data = NULL;
+			t->owns_data = false;
+			continue;
+		}
+		if (!(b = pool_take(e, bytes, ctx->err))) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(b->mem, t->data, bytes);
+		mfs_tensor_release(t);
+		*t = made;
+		t->data = b->mem;
+		t->nbytes = bytes;
+		t->owns_data = false;
+		t->layout = MFS_LAYOUT_PLAIN;
+		e->vbuf[nd->out[k]] = b;
+	}
+	if (rc)
+		for (int k = 0; k < nd->n_out; k++)
+			if (ctx->out[k] && ctx->out[k]->owns_data)
+				mfs_tensor_release(ctx->out[k]);
+	return rc;
+}
+
+/* Step 5b: the node's threads (node_threads.h), before prepare so that
+ * the oneDNN primitives it builds are made for them. */
+static void set_node_threads(const cpu_exec *e, const mfs_op_ctx *ctx)
+{
+	bool product;
+	int64_t work = mfs_node_work(ctx, &product);
+	int nt = mfs_node_threads(work, product, e->grain, e->run_threads);
+	if (nt != omp_get_max_threads())
+		omp_set_num_threads(nt);
+}
+
 /* Run node i: the steps above around the operator's prepare and run.
  * Input temporaries go back to the pool when the node is done. */
 static int run_node(cpu_exec *e, int i, mfs_error *err)
@@ -429,13 +509,20 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 	rc = bind_inputs(e, nd, &ctx);
 	if (rc)
 		goto out;
+	if (nd->def->flags & MFS_OP_OUTPUTS_AT_RUN) {
+		if ((rc = run_making_outputs(e, nd, rt, &ctx)))
+			goto fail;
+		goto out;
+	}
 	if (!nd->shapes_static && (rc = infer_outputs(e, nd, &ctx)))
 		goto fail;
 	plan_output_layouts(e, nd, &ctx);
 	if (share_view(e, nd, &ctx))
 		goto out;
-	if ((rc = alloc_outputs(e, nd, &ctx)) ||
-	    (rc = mfs_node_rt_prepare(rt, nd, &ctx, &e->stats.prepares)) ||
+	if ((rc = alloc_outputs(e, nd, &ctx)))
+		goto fail;
+	set_node_threads(e, &ctx);
+	if ((rc = mfs_node_rt_prepare(rt, nd, &ctx, &e->stats.prepares)) ||
 	    (rc = nd->def->run(&ctx)))
 		goto fail;
 	rc = outputs_to_plan(e, nd, &ctx);
@@ -517,7 +604,10 @@ static int cpu_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs
 		*t = inputs[i];
 		t->owns_data = false;
 	}
+	e->run_threads = omp_get_max_threads();
 	rc = mfs_run_graph(m, &cpu_steps, e, outputs, err);
+	if (omp_get_max_threads() != e->run_threads)
+		omp_set_num_threads(e->run_threads);   /* the nodes changed it */
 	if (rc) {
 		/* Give back whatever the failed run still holds. */
 		for (int v = 0; v < m->n_values; v++)

@@ -40,13 +40,28 @@ size_t mfs_engine_max_tensor_bytes(void)
 	return atomic_load(&max_tensor_bytes);
 }
 
+static _Atomic int64_t max_iterations = INT64_MAX;
+
+void mfs_engine_set_max_iterations(int64_t n)
+{
+	atomic_store(&max_iterations, n);
+}
+
+int64_t mfs_engine_max_iterations(void)
+{
+	return atomic_load(&max_iterations);
+}
+
 void mfs_engine_set_threads(int n)
 {
 	if (n < 1)
 		n = 1;
 	atomic_store(&engine_threads, n);
 	omp_set_num_threads(n);
-	openblas_set_num_threads(n);
+	/* OpenBLAS runs inside the engine's OpenMP threads (mfs_sgemm splits
+	 * its products over them): a second pool of its own pthreads,
+	 * spinning after each call, took the cores OpenMP needed. */
+	openblas_set_num_threads(1);
 }
 
 /* Runs in flight in this process, on any execution context. */
@@ -132,7 +147,8 @@ static int check_input(const mfs_graph *m, int i, const mfs_tensor *t,
 	mfs_shape ws;
 	size_t esize = mfs_dtype_size(t->dtype), n = esize;
 
-	if (t->dtype != d->dtype)
+	/* UNDEFINED: a body's input typed only at run (subgraph.h) */
+	if (t->dtype != d->dtype && d->dtype != MFS_DT_UNDEFINED)
 		return mfs_fail(err, EINVAL,
 				"model '%s': input '%s' has data type %s, the model expects %s",
 				m->label, d->name, mfs_dtype_onnx_name(t->dtype),
@@ -210,6 +226,21 @@ int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 		mfs_error_prefix(err, "model '%s': ", m->label);
 	}
 	return rc;
+}
+
+int mfs_exec_run_nested(mfs_exec *e, const mfs_tensor *inputs,
+			mfs_tensor *outputs, mfs_error *err)
+{
+	const mfs_graph *m = e->m;
+	int rc;
+
+	for (int i = 0; i < m->n_inputs; i++)
+		if ((rc = check_input(m, i, &inputs[i], err)))
+			return rc;
+	for (int i = 0; i < m->n_outputs; i++)
+		memset(&outputs[i], 0, sizeof(outputs[i]));
+	rc = e->backend->iface->exec_run(e->ctx, inputs, outputs, err);
+	return rc > 0 ? -EIO : rc;
 }
 
 void mfs_exec_get_stats(const mfs_exec *e, mfs_exec_stats *out)

@@ -69,7 +69,9 @@ void mfs_exec_free(mfs_exec *e);
 int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 		 mfs_error *err);
 
-/* Set the compute threads used by operators, OpenMP and OpenBLAS.  Runs
+/* Set the compute threads used by operators: one OpenMP team, which
+ * OpenBLAS' products run on too (its own thread pool is kept at one
+ * thread).  Runs
  * that overlap share them: each gets n / (runs in flight when it starts),
  * at least one.  Without a call, every run uses the libraries' defaults. */
 void mfs_engine_set_threads(int n);

@@ -77,11 +77,104 @@ static int map_get(const name_map *m, const char *name)
 	return m->keys[i] ? m->ids[i] : -1;
 }
 
+/* ---- names a body graph reads from its enclosing scopes ---- */
+
+typedef struct name_list {
+	const char **v;
+	int n, cap;
+} name_list;
+
+static bool list_has(const name_list *l, const char *s)
+{
+	for (int i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], s))
+			return true;
+	return false;
+}
+
+static int list_add(name_list *l, const char *s)
+{
+	if (!s || !*s || list_has(l, s))
+		return 0;
+	if (l->n == l->cap) {
+		int cap = l->cap ? 2 * l->cap : 16;
+		const char **v = realloc(l->v, (size_t)cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = s;
+	return 0;
+}
+
+/* The names g reads (its nodes and, recursively, their bodies) that g
+ * does not define, in first-read order: what ONNX's lexical scoping takes
+ * from the enclosing graphs.  Names are borrowed from g. */
+static int graph_free_names(const onnx_graph *g, name_list *out)
+{
+	name_list def = { 0 };
+	int rc = 0;
+
+	for (int i = 0; !rc && i < g->n_inputs; i++)
+		rc = list_add(&def, g->inputs[i].name);
+	for (int i = 0; !rc && i < g->n_initializers; i++)
+		rc = list_add(&def, g->initializers[i].name);
+	for (int i = 0; !rc && i < g->n_nodes; i++)
+		for (int k = 0; !rc && k < g->nodes[i].n_outputs; k++)
+			rc = list_add(&def, g->nodes[i].outputs[k]);
+	for (int i = 0; !rc && i < g->n_nodes; i++) {
+		const onnx_node *on = &g->nodes[i];
+		for (int k = 0; !rc && k < on->n_inputs; k++)
+			if (!list_has(&def, on->inputs[k]))
+				rc = list_add(out, on->inputs[k]);
+		for (int a = 0; !rc && a < on->n_attrs; a++) {
+			name_list sub = { 0 };
+			if (!on->attrs[a].g)
+				continue;
+			rc = graph_free_names(on->attrs[a].g, &sub);
+			for (int k = 0; !rc && k < sub.n; k++)
+				if (!list_has(&def, sub.v[k]))
+					rc = list_add(out, sub.v[k]);
+			free(sub.v);
+		}
+	}
+	for (int i = 0; !rc && i < g->n_outputs; i++)
+		if (!list_has(&def, g->outputs[i].name))
+			rc = list_add(out, g->outputs[i].name);
+	free(def.v);
+	return rc;
+}
+
+/* The enclosing-scope names every body of node on reads. */
+static int node_free_names(const onnx_node *on, name_list *out)
+{
+	int rc = 0;
+	for (int a = 0; !rc && a < on->n_attrs; a++)
+		if (on->attrs[a].g)
+			rc = graph_free_names(on->attrs[a].g, out);
+	return rc;
+}
+
+/* A value of the enclosing scope as a body graph's compile sees it. */
+typedef struct scope_ref {
+	const char *name;
+	mfs_dtype dtype;
+	bool shape_static;
+	mfs_shape shape;
+	int slot;              /* the owning node's input index */
+} scope_ref;
+
 /* ---- compile state ---- */
 
 typedef struct compiler {
 	mfs_graph *m;
-	const onnx_graph *g;
+	onnx_graph *g;
+	const onnx_model *model;   /* opsets; the main graph's owner */
+	bool body;                 /* a graph attribute's graph */
+	const scope_ref *outer;    /* a body's enclosing-scope values */
+	int n_outer;
+	name_list *implicit;       /* per onnx node: its bodies' outer reads */
 	name_map names;
 	int cap_values;
 	/* per onnx node (file order) */
@@ -141,6 +234,50 @@ static bool shape_valid(const mfs_shape *s)
 	return true;
 }
 
+static const mfs_op_def *find_op(const char *domain, const char *op_type,
+				 int64_t opset);
+
+/* Does on's operator run its graph attributes (MFS_OP_BODIES)? */
+static bool takes_bodies(const compiler *c, const onnx_node *on)
+{
+	const mfs_op_def *d = find_op(on->domain ? on->domain : "", on->op_type,
+				      model_opset(c->model, on->domain));
+	return d && (d->flags & MFS_OP_BODIES);
+}
+
+/* A body's enclosing-scope values become inputs after its own. */
+static int add_outer_inputs(compiler *c)
+{
+	mfs_graph *m = c->m;
+
+	if (!c->n_outer)
+		return 0;
+	m->outer_slot = calloc((size_t)c->n_outer, sizeof(int));
+	if (!m->outer_slot)
+		return mfs_fail(c->err, ENOMEM, "out of memory");
+	for (int j = 0; j < c->n_outer; j++) {
+		const scope_ref *r = &c->outer[j];
+		int id = add_value(c, r->name);
+		mfs_value *v = &m->values[id];
+		mfs_io_desc *d = &m->inputs[m->n_inputs];
+		if (v->kind != MFS_VAL_UNDEFINED)
+			continue;   /* the body defines it: unreachable (free names) */
+		v->kind = MFS_VAL_INPUT;
+		v->dtype = r->dtype;
+		v->shape_static = r->shape_static;
+		v->shape = r->shape;
+		v->input_index = m->n_inputs;
+		d->name = strdup(r->name);
+		if (!d->name)
+			return mfs_fail(c->err, ENOMEM, "out of memory");
+		d->dtype = r->dtype;
+		d->rank = -1;   /* whatever the enclosing graph made */
+		m->outer_slot[m->n_inputs - m->n_formal] = r->slot;
+		m->input_ids[m->n_inputs++] = id;
+	}
+	return 0;
+}
+
 /* Pass 1: the values table. */
 static int build_values(compiler *c)
 {
@@ -149,8 +286,17 @@ static int build_values(compiler *c)
 		   (size_t)g->n_initializers;
 	mfs_graph *m = c->m;
 
-	for (int i = 0; i < g->n_nodes; i++)
-		n += (size_t)g->nodes[i].n_inputs + (size_t)g->nodes[i].n_outputs;
+	c->implicit = calloc((size_t)g->n_nodes + 1, sizeof(*c->implicit));
+	if (!c->implicit)
+		return mfs_fail(c->err, ENOMEM, "out of memory");
+	for (int i = 0; i < g->n_nodes; i++) {
+		if (takes_bodies(c, &g->nodes[i]) &&
+		    node_free_names(&g->nodes[i], &c->implicit[i]))
+			return mfs_fail(c->err, ENOMEM, "out of memory");
+		n += (size_t)g->nodes[i].n_inputs + (size_t)g->nodes[i].n_outputs +
+		     (size_t)c->implicit[i].n;
+	}
+	n += (size_t)c->n_outer;
 	if (n > INT_MAX / 2)
 		return mfs_fail(c->err, EINVAL, "graph is too large");
 	m->values = calloc(n ? n : 1, sizeof(*m->values));
@@ -182,8 +328,10 @@ static int build_values(compiler *c)
 
 	/* Graph inputs that are initializers keep their value (ir < 4 style
 	 * defaults): they stay constants and are not offered as inputs. */
-	m->inputs = calloc((size_t)g->n_inputs + 1, sizeof(*m->inputs));
-	m->input_ids = calloc((size_t)g->n_inputs + 1, sizeof(int));
+	m->inputs = calloc((size_t)g->n_inputs + (size_t)c->n_outer + 1,
+			   sizeof(*m->inputs));
+	m->input_ids = calloc((size_t)g->n_inputs + (size_t)c->n_outer + 1,
+			      sizeof(int));
 	if (!m->inputs || !m->input_ids)
 		return mfs_fail(c->err, ENOMEM, "out of memory");
 	for (int i = 0; i < g->n_inputs; i++) {
@@ -199,11 +347,13 @@ static int build_values(compiler *c)
 		if (v->kind == MFS_VAL_INPUT)
 			return mfs_fail(c->err, EINVAL,
 					"graph input '%s' is listed twice", vi->name);
-		if (vi->dtype == MFS_DT_UNDEFINED)
+		/* a body's input may leave its type to the run (Loop's
+		 * carried values in scripted exports) */
+		if (vi->dtype == MFS_DT_UNDEFINED && !c->body)
 			return mfs_fail(c->err, ENOTSUP,
 					"graph input '%s' is not a tensor (sequence, map and optional inputs are not supported)",
 					vi->name);
-		if (!mfs_dtype_size(vi->dtype))
+		if (!mfs_dtype_size(vi->dtype) && vi->dtype != MFS_DT_UNDEFINED)
 			return mfs_fail(c->err, ENOTSUP,
 					"graph input '%s' has unsupported type %s",
 					vi->name, mfs_dtype_onnx_name(vi->dtype));
@@ -219,8 +369,12 @@ static int build_values(compiler *c)
 		if (!d->name)
 			return mfs_fail(c->err, ENOMEM, "out of memory");
 		d->dtype = vi->dtype;
-		d->rank = vi->has_shape ? vi->rank : -1;
-		v->shape_static = vi->has_shape;
+		/* A body's declared input shapes are not binding: exporters
+		 * write the traced shape of a Loop's carried value, which may
+		 * grow from one iteration to the next (onnxruntime does not
+		 * enforce them either).  Its shapes are inferred at run. */
+		d->rank = vi->has_shape && !c->body ? vi->rank : -1;
+		v->shape_static = vi->has_shape && !c->body;
 		v->shape.rank = vi->has_shape ? vi->rank : 0;
 		for (int k = 0; k < d->rank; k++) {
 			d->dims[k] = vi->dims[k] >= 0 ? vi->dims[k] : -1;
@@ -230,7 +384,8 @@ static int build_values(compiler *c)
 		}
 		m->input_ids[m->n_inputs++] = id;
 	}
-	return 0;
+	m->n_formal = m->n_inputs;
+	return add_outer_inputs(c);
 }
 
 static bool is_default_domain(const char *d)
@@ -259,7 +414,7 @@ static bool input0_optional(const char *op)
 {
 	static const char *const ops[] = {
 		"Constant", "RandomNormal", "RandomUniform", "Loop", "Optional",
-		"SequenceEmpty", NULL
+		"SequenceEmpty", "Scan", NULL
 	};
 	for (int i = 0; ops[i]; i++)
 		if (!strcmp(op, ops[i]))
@@ -300,7 +455,7 @@ static int resolve_nodes(compiler *c)
 
 	for (int i = 0; i < g->n_nodes; i++) {
 		const onnx_node *on = &g->nodes[i];
-		int64_t opset = model_opset(m->onnx, on->domain);
+		int64_t opset = model_opset(c->model, on->domain);
 		const mfs_op_def *def = find_op(on->domain ? on->domain : "",
 						on->op_type, opset);
 		if (!def) {
@@ -315,8 +470,10 @@ static int resolve_nodes(compiler *c)
 	{
 		size_t max_in = 1, max_out = 1;
 		for (int i = 0; i < g->n_nodes; i++) {
-			if ((size_t)g->nodes[i].n_inputs > max_in)
-				max_in = (size_t)g->nodes[i].n_inputs;
+			size_t n_in = (size_t)g->nodes[i].n_inputs +
+				      (size_t)c->implicit[i].n;
+			if (n_in > max_in)
+				max_in = n_in;
 			if ((size_t)g->nodes[i].n_outputs > max_out)
 				max_out = (size_t)g->nodes[i].n_outputs;
 		}
@@ -333,12 +490,12 @@ static int resolve_nodes(compiler *c)
 		const onnx_node *on = &g->nodes[i];
 		mfs_node *nd = &c->all[i];
 		nd->onnx = on;
-		nd->opset = model_opset(m->onnx, on->domain);
+		nd->opset = model_opset(c->model, on->domain);
 		nd->def = find_op(on->domain ? on->domain : "", on->op_type,
 				  nd->opset);
-		nd->n_in = on->n_inputs;
+		nd->n_in = on->n_inputs + c->implicit[i].n;
 		nd->n_out = on->n_outputs;
-		nd->in = calloc((size_t)on->n_inputs + 1, sizeof(int));
+		nd->in = calloc((size_t)nd->n_in + 1, sizeof(int));
 		nd->out = calloc((size_t)on->n_outputs + 1, sizeof(int));
 		if (!nd->in || !nd->out)
 			return mfs_fail(c->err, ENOMEM, "out of memory");
@@ -366,6 +523,9 @@ static int resolve_nodes(compiler *c)
 		bool dflt = is_default_domain(on->domain);
 		for (int k = 0; k < on->n_inputs; k++)
 			c->all[i].in[k] = add_value(c, on->inputs[k]);
+		for (int k = 0; k < c->implicit[i].n; k++)
+			c->all[i].in[on->n_inputs + k] =
+				add_value(c, c->implicit[i].v[k]);
 		if (dflt && (on->n_inputs < 1 || c->all[i].in[0] < 0) &&
 		    !input0_optional(on->op_type))
 			return mfs_fail(c->err, EINVAL, "%s '%s': input 0 is missing",
@@ -377,12 +537,14 @@ static int resolve_nodes(compiler *c)
 	}
 	for (int i = 0; i < g->n_nodes; i++) {
 		const onnx_node *on = &g->nodes[i];
-		for (int k = 0; k < on->n_inputs; k++) {
+		for (int k = 0; k < c->all[i].n_in; k++) {
 			int id = c->all[i].in[k];
 			if (id >= 0 && m->values[id].kind == MFS_VAL_UNDEFINED)
 				return mfs_fail(c->err, EINVAL,
-						"%s '%s': input '%s' is not defined by any node, input or initializer",
-						on->op_type, onnx_node_label(on), on->inputs[k]);
+						"%s '%s': %s '%s' is not defined by any node, input or initializer",
+						on->op_type, onnx_node_label(on),
+						k < on->n_inputs ? "input" : "a value its body reads,",
+						m->values[id].name);
 		}
 	}
 	return 0;
@@ -505,6 +667,8 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 		.def = nd->def, .node = nd->onnx, .opset = nd->opset,
 		.n_in = nd->n_in, .in = pin, .n_out = nd->n_out, .out = pout,
 		.state = &state, .err = c->err,
+		.bodies = (const mfs_graph *const *)nd->bodies,
+		.n_bodies = nd->n_bodies,
 	};
 	int rc;
 
@@ -608,15 +772,91 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 	return 0;
 }
 
-/* Pass 4. */
+static int compile_graph(onnx_graph *g, const onnx_model *model, bool body,
+			 const scope_ref *outer, int n_outer, const char *label,
+			 mfs_graph **out, mfs_error *err);
+
+/* Compile node ni's graph attributes with what this graph knows of the
+ * values they read from it (types, static shapes). */
+static int compile_bodies(compiler *c, int ni)
+{
+	mfs_node *nd = &c->all[ni];
+	const onnx_node *on = nd->onnx;
+	int n = 0, rc = 0;
+
+	for (int a = 0; a < on->n_attrs; a++)
+		n += on->attrs[a].g != NULL;
+	if (!n || !(nd->def->flags & MFS_OP_BODIES))
+		return 0;
+	nd->bodies = calloc((size_t)n, sizeof(*nd->bodies));
+	if (!nd->bodies)
+		return mfs_fail(c->err, ENOMEM, "out of memory");
+	for (int a = 0; !rc && a < on->n_attrs; a++) {
+		name_list names = { 0 };
+		scope_ref *refs = NULL;
+		char label[256];
+		if (!on->attrs[a].g)
+			continue;
+		rc = graph_free_names(on->attrs[a].g, &names);
+		if (!rc && names.n &&
+		    !(refs = calloc((size_t)names.n, sizeof(*refs))))
+			rc = -ENOMEM;
+		if (rc) {
+			free(names.v);
+			return mfs_fail(c->err, ENOMEM, "out of memory");
+		}
+		for (int j = 0; j < names.n; j++) {
+			int id = map_get(&c->names, names.v[j]);
+			const mfs_value *v = &c->m->values[id];
+			refs[j].name = names.v[j];
+			refs[j].dtype = v->dtype;
+			refs[j].shape_static = v->shape_static;
+			refs[j].shape = v->shape;
+			for (int k = on->n_inputs; k < nd->n_in; k++)
+				if (nd->in[k] == id)
+					refs[j].slot = k;
+		}
+		snprintf(label, sizeof(label), "%s: %s '%s' %s", c->m->label,
+			 on->op_type, onnx_node_label(on), on->attrs[a].name);
+		rc = compile_graph(on->attrs[a].g, c->model, true, refs, names.n, label,
+				   &nd->bodies[nd->n_bodies], c->err);
+		if (rc)
+			mfs_error_prefix(c->err, "%s '%s': attribute '%s': ",
+					 on->op_type, onnx_node_label(on),
+					 on->attrs[a].name);
+		else
+			nd->n_bodies++;
+		free(refs);
+		free(names.v);
+	}
+	return rc;
+}
+
+static void free_bodies(mfs_node *nd)
+{
+	for (int b = 0; b < nd->n_bodies; b++)
+		mfs_graph_free(nd->bodies[b]);
+	free(nd->bodies);
+	nd->bodies = NULL;
+	nd->n_bodies = 0;
+}
+
+/* Pass 4.  A node with bodies is never folded: what it computes is its
+ * bodies' business, and they may hold random or data-shaped work. */
 static int fold_and_infer(compiler *c)
 {
 	const mfs_graph *m = c->m;
 
 	for (int i = 0; i < c->n_all; i++) {
 		mfs_node *nd = &c->all[c->order[i]];
-		bool all_const = true, all_static = true;
+		bool all_const = !c->implicit[c->order[i]].n, all_static = true;
 		int rc;
+
+		if ((rc = compile_bodies(c, c->order[i])))
+			return rc;
+		for (int a = 0; a < nd->onnx->n_attrs; a++)
+			if (nd->onnx->attrs[a].g)
+				all_const = false;
 
 		for (int k = 0; k < nd->n_in; k++) {
 			const mfs_value *v;
@@ -750,6 +990,8 @@ static int plan_infer(compiler *c, const mfs_node *nd, bool layouts)
 		.def = nd->def, .node = nd->onnx, .opset = nd->opset,
 		.n_in = nd->n_in, .in = c->pin, .n_out = nd->n_out, .out = c->pout,
 		.state = &state, .err = &scratch,
+		.bodies = (const mfs_graph *const *)nd->bodies,
+		.n_bodies = nd->n_bodies,
 	};
 
 	for (int k = 0; k < nd->n_in; k++) {
@@ -911,7 +1153,7 @@ static void plan_layouts(compiler *c)
 static void drop_unread_constants(compiler *c)
 {
 	mfs_graph *m = c->m;
-	onnx_graph *g = m->onnx->graph;
+	onnx_graph *g = c->g;
 
 	for (int v = 0; v < m->n_values; v++) {
 		mfs_value *val = &m->values[v];
@@ -945,8 +1187,10 @@ static int plan_lifetimes(compiler *c)
 		if (c->dropped[ni])
 			continue;
 		m->nodes[m->n_nodes] = c->all[ni];
-		/* ownership of in/out moved */
+		/* ownership of in/out and bodies moved */
 		c->all[ni].in = c->all[ni].out = NULL;
+		c->all[ni].bodies = NULL;
+		c->all[ni].n_bodies = 0;
 		m->n_nodes++;
 	}
 	for (int v = 0; v < m->n_values; v++) {
@@ -1020,8 +1264,10 @@ void mfs_graph_free(mfs_graph *m)
 		free(m->nodes[i].in);
 		free(m->nodes[i].out);
 		free(m->nodes[i].frees);
+		free_bodies(&m->nodes[i]);
 	}
 	free(m->nodes);
+	free(m->outer_slot);
 	for (int i = 0; i < m->n_inputs; i++)
 		free(m->inputs[i].name);
 	for (int i = 0; i < m->n_outputs; i++)
@@ -1031,41 +1277,31 @@ void mfs_graph_free(mfs_graph *m)
 	free(m->input_ids);
 	free(m->output_ids);
 	free(m->label);
-	onnx_model_free(m->onnx);
+	onnx_model_free(m->onnx);   /* NULL for a body: its model owns it */
 	free(m);
 }
 
-int mfs_graph_compile(onnx_model *onnx, const char *label, mfs_graph **out,
-		      mfs_error *err)
+/* The passes on one graph: a model's main graph (outer NULL) or a body
+ * (outer: the enclosing-scope values it reads).  Errors are not prefixed
+ * with the model: the caller does that once. */
+static int compile_graph(onnx_graph *g, const onnx_model *model, bool body,
+			 const scope_ref *outer, int n_outer, const char *label,
+			 mfs_graph **out, mfs_error *err)
 {
-	compiler c = { .err = err };
-	mfs_error local;
+	compiler c = { .err = err, .g = g, .model = model, .body = body,
+		       .outer = outer,
+		       .n_outer = n_outer };
 	mfs_graph *m;
 	int rc;
 
-	if (!err)
-		err = c.err = &local;
-	mfs_error_clear(err);
 	*out = NULL;
-	if (!label)
-		label = "?";
-	if (!onnx || !onnx->graph) {
-		onnx_model_free(onnx);
-		return mfs_fail(err, EINVAL, "model '%s': no graph", label);
-	}
 	m = calloc(1, sizeof(*m));
 	if (!m || !(m->label = strdup(label))) {
 		free(m);
-		onnx_model_free(onnx);
-		return mfs_fail(err, ENOMEM, "model '%s': out of memory", label);
+		return mfs_fail(err, ENOMEM, "out of memory");
 	}
-	m->onnx = onnx;
 	c.m = m;
-	c.g = onnx->graph;
-
-	rc = mfs_fuse_graph(onnx, err);    /* Conv + activation (fusion.h) */
-	if (rc >= 0)
-		rc = build_values(&c);
+	rc = build_values(&c);
 	if (!rc)
 		rc = resolve_nodes(&c);
 	if (!rc)
@@ -1080,7 +1316,11 @@ int mfs_graph_compile(onnx_model *onnx, const char *label, mfs_graph **out,
 	for (int i = 0; i < c.n_all; i++) {
 		free(c.all[i].in);
 		free(c.all[i].out);
+		free_bodies(&c.all[i]);
 	}
+	for (int i = 0; c.implicit && i < g->n_nodes; i++)
+		free(c.implicit[i].v);
+	free(c.implicit);
 	free(c.all);
 	free(c.order);
 	free(c.dropped);
@@ -1090,12 +1330,41 @@ int mfs_graph_compile(onnx_model *onnx, const char *label, mfs_graph **out,
 	free(c.pout);
 	map_free(&c.names);
 	if (rc) {
+		mfs_graph_free(m);
+		return rc > 0 ? -EIO : rc;
+	}
+	*out = m;
+	return 0;
+}
+
+int mfs_graph_compile(onnx_model *onnx, const char *label, mfs_graph **out,
+		      mfs_error *err)
+{
+	mfs_error local;
+	mfs_graph *m = NULL;
+	int rc;
+
+	if (!err)
+		err = &local;
+	mfs_error_clear(err);
+	*out = NULL;
+	if (!label)
+		label = "?";
+	if (!onnx || !onnx->graph) {
+		onnx_model_free(onnx);
+		return mfs_fail(err, EINVAL, "model '%s': no graph", label);
+	}
+	rc = mfs_fuse_graph(onnx, err);    /* Conv + activation (fusion.h) */
+	if (rc >= 0)
+		rc = compile_graph(onnx->graph, onnx, false, NULL, 0, label, &m, err);
+	if (rc) {
 		if (rc > 0)
 			rc = -EIO;
 		mfs_error_prefix(err, "model '%s': ", label);
-		mfs_graph_free(m);
+		onnx_model_free(onnx);
 		return rc;
 	}
+	m->onnx = onnx;
 	mfs_log_debug("model '%s': %d nodes to run, %d folded, %d values NHWC",
 		      label, m->n_nodes, m->n_folded, m->n_nhwc);
 	*out = m;

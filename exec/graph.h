@@ -70,6 +70,12 @@ typedef struct mfs_node {
 				  input 0's layout */
 	int *frees;            /* values whose last use is this node */
 	int n_frees;
+	/* Graph attributes compiled (attribute order), owned; n_in counts
+	 * the node's own inputs (onnx->n_inputs) and then the values its
+	 * bodies read from this graph's scope, so lifetimes and ordering
+	 * see those reads. */
+	struct mfs_graph **bodies;
+	int n_bodies;
 } mfs_node;
 
 struct mfs_graph {
@@ -82,6 +88,12 @@ struct mfs_graph {
 	int n_inputs, n_outputs;
 	int *input_ids, *output_ids;
 	mfs_io_desc *inputs, *outputs;
+	/* A body graph (exec/subgraph.h): inputs [0, n_formal) are the
+	 * body's own, the rest are values of the enclosing scope, input
+	 * n_formal + j bound from the owning node's in[outer_slot[j]].
+	 * For a model's main graph n_formal == n_inputs. */
+	int n_formal;
+	int *outer_slot;
 	int n_folded;          /* nodes folded away at compile (for tests) */
 	int n_nhwc;            /* values planned NHWC (for tests) */
 };
@@ -105,6 +117,12 @@ typedef struct mfs_exec_stats {
  * none.  Not thread-safe against a concurrent run of e. */
 void mfs_exec_get_stats(const mfs_exec *e, mfs_exec_stats *out);
 
+/* mfs_exec_run for a body graph run by an operator of the enclosing
+ * graph (subgraph.h): the same input checks, no thread accounting (the
+ * enclosing run already counts) and no model prefix on errors. */
+int mfs_exec_run_nested(mfs_exec *e, const mfs_tensor *inputs,
+			mfs_tensor *outputs, mfs_error *err);
+
 /* Convert between storage layouts of a rank-4 tensor (shape is NCHW in
  * both).  dst must hold src->nbytes; dst's layout is set. */
 void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src,
@@ -115,6 +133,13 @@ void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src,
  * 16 GiB; fuzzing lowers it. */
 void mfs_engine_set_max_tensor_bytes(size_t n);
 size_t mfs_engine_max_tensor_bytes(void);
+
+/* The most iterations one Loop node may run in one run; beyond it the
+ * node fails with -EFBIG.  Default: no limit (a model's own trip count
+ * or condition ends it); fuzzing lowers it, since a fuzzed trip count
+ * would otherwise hang the target. */
+void mfs_engine_set_max_iterations(int64_t n);
+int64_t mfs_engine_max_iterations(void);
 
 /* Tests only: resolve operators through fn first (falling back to the
  * registry when it returns NULL); NULL restores the registry alone.  Not

@@ -791,8 +791,11 @@ static bool ocl_supports_op(mfs_backend *b, const mfs_op_def *def,
 {
 	(void)b;
 	(void)node;
-	/* every operator: the device's own, the rest on the host */
-	return def && def->infer && def->run;
+	/* every operator: the device's own, the rest on the host; not the
+	 * control flow of If, Loop and Scan (their bodies run on the CPU
+	 * backend, so the router places such a model on the CPU) */
+	return def && def->infer && def->run &&
+	       !(def->flags & MFS_OP_OUTPUTS_AT_RUN);
 }
 
 static void ocl_free(mfs_backend *be)

@@ -38,6 +38,7 @@
 #define MFS_SHAPE_DEPENDS_ON_DATA 1
 
 struct mfs_op_def;
+struct mfs_graph;
 
 typedef struct mfs_op_ctx {
 	const struct mfs_op_def *def;
@@ -54,6 +55,13 @@ typedef struct mfs_op_ctx {
 	 * may pack it once (Conv's reordered weights).  Clear bits promise
 	 * nothing; inputs past 63 are never marked. */
 	uint64_t const_in;
+	/* The node's graph attributes (If's branches, Loop's and Scan's
+	 * body) compiled once with the model, in attribute order; find one
+	 * by name with mfs_op_body (exec/subgraph.h).  Values a body reads
+	 * from the enclosing graphs arrive as extra inputs past the node's
+	 * own: in[node->n_inputs ...]. */
+	const struct mfs_graph *const *bodies;
+	int n_bodies;
 } mfs_op_ctx;
 
 /* Flags describing what an operator tolerates. */
@@ -70,6 +78,17 @@ enum {
 	 * FLOAT around it and its FLOAT outputs rounded back (exec/op_half.c;
 	 * the registry wraps the definition, no call site changes). */
 	MFS_OP_HALF_VIA_FLOAT = 1u << 3,
+	/* Output shapes are known only by running (If, Loop, Scan run a
+	 * body graph): the backend calls run with empty outputs instead of
+	 * infer and allocation, and run allocates them itself
+	 * (mfs_tensor_alloc; the backend takes them over).  infer is still
+	 * called at load for static shapes where the bodies give them. */
+	MFS_OP_OUTPUTS_AT_RUN = 1u << 4,
+	/* Its graph attributes are bodies it runs (exec/subgraph.h): the
+	 * engine compiles them and binds the values they read from the
+	 * enclosing graphs.  Other operators' graph attributes are ignored,
+	 * like any attribute an operator does not read. */
+	MFS_OP_BODIES = 1u << 5,
 };
 
 typedef struct mfs_op_def {

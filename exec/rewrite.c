@@ -16,16 +16,45 @@ bool rw_is(const onnx_node *n, const char *op)
 	       n->n_outputs >= 1 && *n->outputs[0];
 }
 
+/* Does a body of n (or a body nested in one) mention name?  Bodies read
+ * the enclosing graph's values by name (exec/subgraph.h), so such a value
+ * must survive the rewrite; shadowing is ignored: a false "yes" only
+ * forgoes a rewrite. */
+static bool body_reads(const onnx_node *n, const char *name)
+{
+	for (int a = 0; a < n->n_attrs; a++) {
+		const onnx_graph *b = n->attrs[a].g;
+		if (!b)
+			continue;
+		for (int i = 0; i < b->n_nodes; i++) {
+			for (int k = 0; k < b->nodes[i].n_inputs; k++)
+				if (!strcmp(b->nodes[i].inputs[k], name))
+					return true;
+			if (body_reads(&b->nodes[i], name))
+				return true;
+		}
+		for (int i = 0; i < b->n_outputs; i++)
+			if (!strcmp(b->outputs[i].name, name))
+				return true;
+	}
+	return false;
+}
+
 int rw_readers(const onnx_graph *g, const char *name, int *reader)
 {
 	int n = 0;
 	*reader = -1;
-	for (int i = 0; i < g->n_nodes; i++)
+	for (int i = 0; i < g->n_nodes; i++) {
 		for (int k = 0; k < g->nodes[i].n_inputs; k++)
 			if (!strcmp(g->nodes[i].inputs[k], name)) {
 				n++;
 				*reader = i;
 			}
+		if (body_reads(&g->nodes[i], name)) {
+			n++;
+			*reader = i;
+		}
+	}
 	for (int i = 0; i < g->n_outputs; i++)
 		if (!strcmp(g->outputs[i].name, name))
 			n++;
@@ -106,11 +135,14 @@ bool rw_internal_only(const onnx_graph *g, const int *idx, int n, int last)
 			return false;
 		if (idx[i] == last)
 			continue;
-		for (int j = 0; j < g->n_nodes; j++)
+		for (int j = 0; j < g->n_nodes; j++) {
 			for (int k = 0; k < g->nodes[j].n_inputs; k++)
 				if (!strcmp(g->nodes[j].inputs[k], nd->outputs[0]) &&
 				    !in_set(idx, n, j))
 					return false;
+			if (body_reads(&g->nodes[j], nd->outputs[0]))
+				return false;
+		}
 		for (int j = 0; j < g->n_outputs; j++)
 			if (!strcmp(g->outputs[j].name, nd->outputs[0]))
 				return false;

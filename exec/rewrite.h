@@ -24,8 +24,9 @@
 bool rw_default_domain(const char *d);
 /* Is n a default-domain node of type op (with at least one output)? */
 bool rw_is(const onnx_node *n, const char *op);
-/* Readers of name (each input slot counts; a graph output counts as one),
- * and the last reading node (-1 if none). */
+/* Readers of name (each input slot counts; a graph output counts as one,
+ * so does a node whose body graphs mention it), and the last reading node
+ * (-1 if none). */
 int rw_readers(const onnx_graph *g, const char *name, int *reader);
 /* The node that writes name, or -1. */
 int rw_producer(const onnx_graph *g, const char *name);

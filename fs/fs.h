@@ -16,6 +16,7 @@
 
 #include "error.h"
 #include "registry.h"
+#include "reloader.h"
 
 typedef struct mfs_fs mfs_fs;
 
@@ -26,6 +27,8 @@ typedef struct mfs_fs_conf {
 	uint64_t request_ttl_ns;       /* idle request directories expire */
 	int max_requests;              /* live request directories per model (mkdir: ENOSPC beyond) */
 	uint64_t read_deadline_ns;     /* a stored read is answered ETIMEDOUT after this */
+	mfs_reloader *control;         /* explicit model control: MODEL/control loads and
+					* unloads through it; NULL: no control files */
 } mfs_fs_conf;
 
 int mfs_fs_new(const mfs_fs_conf *conf, mfs_fs **out, mfs_error *err);

@@ -138,8 +138,13 @@ static json_t *metadata(const mfs_version *v, const mfs_model_info *mi, bool pin
 		json_array_append_new(ins, io_json(v->config, true, i));
 	for (int i = 0; i < v->config->n_outputs; i++)
 		json_array_append_new(outs, io_json(v->config, false, i));
+	/* A custom backend's model has no platform: name the backend, as
+	 * Triton's metadata does for backend models. */
+	const char *platform = v->config->platform ? v->config->platform :
+			       mfs_config_custom_backend(v->config) ? v->config->backend :
+			       "onnxruntime_onnx";
 	return json_pack("{s:s,s:o,s:s,s:o,s:o}", "name", v->model_name, "versions", versions,
-			 "platform", v->config->platform ? v->config->platform : "onnxruntime_onnx",
+			 "platform", platform,
 			 "inputs", ins, "outputs", outs);
 }
 

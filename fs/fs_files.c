@@ -31,11 +31,21 @@ void fs_op_open(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (fs_is_dir(t.kind)) {
 		rc = -EISDIR;
+	} else if (t.kind == N_RFILE && t.sub == RF_LINK) {
+		rc = -ELOOP;   /* the kernel follows a symlink itself; only O_NOFOLLOW gets here */
 	} else if ((rc = fs_may_use(freq, &t)) < 0) {
 		/* another user's request file */
 	} else if (t.kind == N_MFILE && t.sub == MF_INFER) {
 		h = fs_handle_new(fs, H_INFER, &t);
 		rc = h ? 0 : -ENOMEM;
+	} else if (t.kind == N_CONTROL) {
+		/* Write-only, and only for the daemon's user and root: with
+		 * allow_other, another user must not unload a model. */
+		const struct fuse_ctx *ctx = fuse_req_ctx(freq);
+		if (acc != O_WRONLY || (ctx->uid != 0 && ctx->uid != fs->uid))
+			rc = -EACCES;
+		else
+			rc = (h = fs_handle_new(fs, H_CONTROL, &t)) ? 0 : -ENOMEM;
 	} else if (t.kind == N_RFILE && t.sub == RF_OUTPUT) {
 		if (writing)
 			rc = -EACCES;
@@ -118,23 +128,10 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		return;
 	}
 	bool existed = info.kind == MFS_FILE_INPUT;
-	pthread_mutex_lock(&fs->lock);
-	node *pn = fs_node_find(fs, parent);
-	node *c = pn && !pn->dead ? fs_node_child(fs, pn, name) : NULL;
-	if (c && (c->kind != N_RFILE || c->sub != RF_INPUT)) {
-		fs_node_kill(fs, c);
-		c = NULL;
-	}
-	if (!c && pn && !pn->dead)
-		c = fs_node_add(fs, pn, name, N_RFILE, RF_INPUT, p.model, p.version, p.req, 0, 0);
 	target t;
-	if (c) {
-		c->nlookup++;
-		fs_fill_target(c, &t);
-	}
-	pthread_mutex_unlock(&fs->lock);
+	bool made = fs_request_file_node(fs, parent, &p, name, RF_INPUT, &t);
 	fs_target_release(&p);
-	if (!c) {
+	if (!made) {
 		fuse_reply_err(freq, ENOMEM);
 		return;
 	}
@@ -166,6 +163,14 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 static bool refuse_prefix(handle *h, size_t at)
 {
 	mfs_error err;
+	/* .priority and .timeout are judged whole at every write: they are
+	 * a few bytes, and a value out of range shows only at its end. */
+	if (mfs_request_check_param(h->req, h->name, h->wbuf, h->wlen, &err) < 0) {
+		h->refused = EINVAL;
+		h->dirty = h->written = false;
+		mfs_request_note_error(h->req, &err);
+		return true;
+	}
 	if (h->fmt_in < 0 || at >= MFS_PREFIX_CHECK_BYTES ||
 	    mfs_tensor_prefix_check((mfs_format)h->fmt_in, h->wbuf, h->wlen, &err) == 0)
 		return false;
@@ -184,6 +189,26 @@ static bool fs_limits_is_json(const handle *h)
 	       mfs_format_split_filename(h->name, NULL) == MFS_FMT_JSON;
 }
 
+/* A write into MODEL/control is one command, done before the write
+ * returns (a script uses the model on its next line); a failure is the
+ * write's errno (bash's echo reports it), logged with its reason, which
+ * the model's status also shows. */
+static void control_write(mfs_fs *fs, fuse_req_t freq, handle *h, const char *buf, size_t size)
+{
+	mfs_control_verb verb;
+	mfs_error err;
+	mfs_error_clear(&err);
+	int rc = mfs_control_parse(buf, size, &verb, &err);
+	if (rc == 0)
+		rc = mfs_reloader_control(fs->conf.control, h->model, verb, &err);
+	if (rc < 0) {
+		mfs_log_error("model '%s': control: %s", h->model, err.msg);
+		fuse_reply_err(freq, -rc);
+		return;
+	}
+	fuse_reply_write(freq, size);
+}
+
 void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
@@ -191,6 +216,10 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 	handle *h = (handle *)(uintptr_t)fi->fh;
 	uint64_t max = fs->conf.max_request_bytes;
 	(void)ino;
+	if (h->kind == H_CONTROL) {
+		control_write(fs, freq, h, buf, size);
+		return;
+	}
 	if (h->kind != H_INPUT && h->kind != H_INFER) {
 		fuse_reply_err(freq, EBADF);
 		return;
@@ -368,7 +397,8 @@ void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off)
 		int rc = mfs_request_read_output(h->req, h->run, h->idx, h->fmt, &buf, &len, &err);
 		if (rc < 0) {
 			pthread_mutex_unlock(&h->lock);
-			if (rc == -ENODATA || rc == -EIO || rc == -ESTALE)
+			if (rc == -ENODATA || rc == -EIO || rc == -ESTALE || rc == -ETIMEDOUT ||
+			    rc == -EINVAL)
 				mfs_log_warn("model '%s' request '%s': reading '%s': %s", h->model,
 					     mfs_request_name(h->req), h->name, err.msg);
 			fuse_reply_err(freq, rc == -EINPROGRESS ? EAGAIN : -rc);
@@ -397,7 +427,8 @@ static void infer_response(handle *h)
 	if (!outs)
 		mfs_fail(&err, ENOMEM, "out of memory");
 	else if (mfs_request_outputs(h->req, outs, &err) == 0)
-		text = mfs_infer_response(cfg, v->model_name, v->version, &h->ireq, outs, &len, &err);
+		text = mfs_infer_response(cfg, v->model_name, v->version, &h->ireq, outs,
+					  (const mfs_labels *const *)v->lv->labels, &len, &err);
 	free(outs);
 	if (!text)
 		text = mfs_infer_error_json(err.msg, &len);
@@ -474,6 +505,9 @@ static void infer_read(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 	}
 	mfs_infer_req_release(&h->ireq);
 	rc = mfs_infer_parse(v->config, h->wbuf, h->wlen, &h->ireq, &err);
+	if (rc < 0)
+		goto fail;
+	rc = mfs_request_set_queue_params(h->req, h->ireq.priority, h->ireq.timeout_us, &err);
 	if (rc < 0)
 		goto fail;
 	rc = mfs_request_submit_tensors(h->req, h->ireq.inputs, &err);

@@ -24,10 +24,13 @@
 
 typedef enum nkind {
 	N_ROOT, N_INDEX, N_METRICS, N_MODEL, N_VERSION, N_MFILE, N_REQS, N_REQ, N_RFILE,
+	N_CONTROL,                    /* MODEL/control (explicit model control only) */
 } nkind;
 
 typedef enum mfile { MF_CONFIG, MF_METADATA, MF_STATUS, MF_STATS, MF_INFER, MF_COUNT } mfile;
-typedef enum rfile { RF_STATUS, RF_ERROR, RF_TRACE, RF_INPUT, RF_OUTPUT } rfile;
+/* RF_LINK: an input committed by symlink (fs_link.c), a symlink to the
+ * kernel while the request holds it. */
+typedef enum rfile { RF_STATUS, RF_ERROR, RF_TRACE, RF_INPUT, RF_OUTPUT, RF_LINK } rfile;
 
 extern const char *const mfile_names[MF_COUNT];
 
@@ -77,7 +80,7 @@ typedef struct target {
 } target;
 
 /* Open-file state (fi->fh). */
-typedef enum hkind { H_STATIC, H_INPUT, H_OUTPUT, H_INFER, H_DIR } hkind;
+typedef enum hkind { H_STATIC, H_INPUT, H_OUTPUT, H_INFER, H_DIR, H_CONTROL } hkind;
 
 typedef struct dirent_ {
 	char *name;
@@ -164,6 +167,13 @@ node *fs_node_add(mfs_fs *fs, node *parent, const char *name, nkind kind,
 void fs_node_kill(mfs_fs *fs, node *n);
 void fs_node_free(mfs_fs *fs, node *n);
 void fs_fill_target(const node *n, target *t);
+/* The node of file name (an rfile of kind sub) in the request directory
+ * p (ino parent) that a create or symlink makes: the existing one when it
+ * is of that kind, else a new one; its lookup counted, *t filled (release
+ * it).  Takes fs->lock.  false when the directory is gone or memory ran
+ * out. */
+bool fs_request_file_node(mfs_fs *fs, fuse_ino_t parent, const target *p, const char *name,
+			  int sub, target *t);
 void fs_target_release(target *t);
 /* Is the model (and the pinned version, if any) served?  0 or -ENOENT. */
 int fs_model_alive(mfs_fs *fs, const char *model, int64_t version);
@@ -196,6 +206,10 @@ void fs_op_flush(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_release(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_fsync(fuse_req_t freq, fuse_ino_t ino, int datasync,
 		 struct fuse_file_info *fi);
+
+/* fs_link.c: inputs handed over by symlink. */
+void fs_op_symlink(fuse_req_t freq, const char *link, fuse_ino_t parent, const char *name);
+void fs_op_readlink(fuse_req_t freq, fuse_ino_t ino);
 
 /* fs_content.c: the text of a synthetic file.  0, or -ENOENT (gone) /
  * -EAGAIN (no READY version) / -ENOMEM.  *buf malloc'd. */

@@ -237,6 +237,26 @@ void fs_fill_target(const node *n, target *t)
 	snprintf(t->name, sizeof(t->name), "%s", n->name);
 }
 
+bool fs_request_file_node(mfs_fs *fs, fuse_ino_t parent, const target *p, const char *name,
+			  int sub, target *t)
+{
+	pthread_mutex_lock(&fs->lock);
+	node *pn = fs_node_find(fs, parent);
+	node *c = pn && !pn->dead ? fs_node_child(fs, pn, name) : NULL;
+	if (c && (c->kind != N_RFILE || c->sub != sub)) {
+		fs_node_kill(fs, c);
+		c = NULL;
+	}
+	if (!c && pn && !pn->dead)
+		c = fs_node_add(fs, pn, name, N_RFILE, sub, p->model, p->version, p->req, 0, 0);
+	if (c) {
+		c->nlookup++;
+		fs_fill_target(c, t);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return c != NULL;
+}
+
 void fs_target_release(target *t)
 {
 	if (t->req)
@@ -322,6 +342,8 @@ void fs_fill_attr(mfs_fs *fs, const target *t, struct stat *st)
 	mode_t mode = t->kind == N_RFILE ? 0400 : 0444;
 	if (t->kind == N_MFILE && t->sub == MF_INFER) {
 		mode = 0666;
+	} else if (t->kind == N_CONTROL) {
+		mode = 0200;   /* the daemon's user (and root) load and unload */
 	} else if (t->kind == N_RFILE && t->sub == RF_INPUT) {
 		mfs_file_info fi;
 		mode = 0600;
@@ -329,6 +351,14 @@ void fs_fill_attr(mfs_fs *fs, const target *t, struct stat *st)
 		size = fi.size;
 	} else if (t->kind == N_RFILE && t->sub == RF_OUTPUT) {
 		size = mfs_request_output_size(t->req, t->idx, t->fmt);
+	} else if (t->kind == N_RFILE && t->sub == RF_LINK) {
+		/* A symlink's size is its text's length; its mode is not
+		 * used (the target's is). */
+		char *link = mfs_request_input_link(t->req, t->name);
+		st->st_mode = S_IFLNK | 0777;
+		st->st_size = link ? (off_t)strlen(link) : 0;
+		free(link);
+		return;
 	} else {
 		char *buf = NULL;
 		size_t len = 0;
@@ -351,7 +381,7 @@ void fs_fill_attr(mfs_fs *fs, const target *t, struct stat *st)
  * cached: a run consumes them behind the kernel's back. */
 static double entry_timeout(nkind parent_kind, nkind kind, int sub)
 {
-	if (parent_kind == N_REQ && kind == N_RFILE && sub == RF_INPUT)
+	if (parent_kind == N_REQ && kind == N_RFILE && (sub == RF_INPUT || sub == RF_LINK))
 		return 0.0;
 	return STABLE_TIMEOUT;
 }

@@ -64,6 +64,8 @@ static void op_lookup(fuse_req_t freq, fuse_ino_t parent, const char *name)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_MFILE, m, p.model, p.version, NULL, 0, 0);
 		else if (strcmp(name, "requests") == 0)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_REQS, 0, p.model, p.version, NULL, 0, 0);
+		else if (p.kind == N_MODEL && fs->conf.control && strcmp(name, "control") == 0)
+			fs_reply_child(fs, freq, parent, p.kind, name, N_CONTROL, 0, p.model, 0, NULL, 0, 0);
 		else if (p.kind == N_MODEL && mfs_repo_version_name(name, &v) && fs_model_alive(fs, p.model, v) == 0)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_VERSION, 0, p.model, v, NULL, 0, 0);
 		else
@@ -104,7 +106,8 @@ static void op_lookup(fuse_req_t freq, fuse_ino_t parent, const char *name)
 		else if (mfs_request_find_file(p.req, name, &fi) == MFS_FILE_OUTPUT)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_RFILE, RF_OUTPUT, p.model, p.version, p.req, fi.idx, fi.fmt);
 		else if (fi.kind == MFS_FILE_INPUT)
-			fs_reply_child(fs, freq, parent, p.kind, name, N_RFILE, RF_INPUT, p.model, p.version, p.req, 0, 0);
+			fs_reply_child(fs, freq, parent, p.kind, name, N_RFILE, fi.link ? RF_LINK : RF_INPUT,
+				       p.model, p.version, p.req, 0, 0);
 		else
 			fuse_reply_err(freq, ENOENT);
 		break;
@@ -456,6 +459,8 @@ static int list_dir(mfs_fs *fs, const target *t, handle *h)
 			rc = add_ent(h, &cap, mfile_names[i], S_IFREG, UNKNOWN_INO);
 		if (rc == 0)
 			rc = add_ent(h, &cap, "requests", S_IFDIR, UNKNOWN_INO);
+		if (rc == 0 && t->kind == N_MODEL && fs->conf.control)
+			rc = add_ent(h, &cap, "control", S_IFREG, UNKNOWN_INO);
 		if (rc < 0 || t->kind == N_VERSION)
 			return rc;
 		mfs_model_info mi;
@@ -487,8 +492,11 @@ static int list_dir(mfs_fs *fs, const target *t, handle *h)
 		if (rc < 0 || mfs_request_list(t->req, &names, &n) < 0)
 			return rc < 0 ? rc : -ENOMEM;
 		for (int i = 0; i < n; i++) {
-			if (rc == 0)
-				rc = add_ent(h, &cap, names[i], S_IFREG, UNKNOWN_INO);
+			mfs_file_info fi;
+			if (rc == 0) {
+				mfs_request_find_file(t->req, names[i], &fi);
+				rc = add_ent(h, &cap, names[i], fi.link ? S_IFLNK : S_IFREG, UNKNOWN_INO);
+			}
 			free(names[i]);
 		}
 		free(names);
@@ -620,6 +628,8 @@ static const struct fuse_lowlevel_ops ops = {
 	.rmdir = op_rmdir,
 	.unlink = op_unlink,
 	.rename = op_rename,
+	.symlink = fs_op_symlink,
+	.readlink = fs_op_readlink,
 	.open = fs_op_open,
 	.create = fs_op_create,
 	.read = fs_op_read,

@@ -77,7 +77,9 @@ docs` adds new ones); `make test` fails on any regression.
 Categories: **training-only** (ai.onnx.preview.training, Dropout in
 training mode, Gradient), **sequence/optional** (sequence, map and
 optional types), **string** (string tensors), **random** (random-number
-operators: results cannot match), **other** (the runner's message says
+operators: they load and run with the expected output types and shapes,
+but their values cannot match numpy's generator; tests/unit/test_ops_random.c
+checks their statistics), **other** (the runner's message says
 why).
 
 | Case | Outcome | Category | Runner's message |

@@ -123,6 +123,11 @@ int mfs_check_layout(mfs_op_ctx *ctx, const mfs_tensor *t, const char *what);
 void mfs_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
 	       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
 	       float *c, int64_t ldc);
+/* How mfs_sgemm splits an OpenBLAS product over `threads` OpenMP threads
+ * when OpenBLAS itself runs on one: blocks of *chunk rows of C (*by_rows)
+ * or columns, at least SPLIT_MIN_WORK multiply-adds each (sgemm.c);
+ * returns the number of blocks (1: not split). */
+int mfs_sgemm_split(int64_t m, int64_t n, int64_t k, int threads, int64_t *chunk, bool *by_rows);
 /* A monotonic clock in seconds, for choosing between kernels by timing
  * them (sgemm.c, dense.c). */
 double mfs_seconds(void);

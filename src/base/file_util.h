@@ -22,4 +22,8 @@
 int mfs_read_file(const char *path, size_t max_bytes, char **buf, size_t *len,
 		  mfs_error *err);
 
+/* The same for a descriptor already open (its offset is left alone):
+ * every error above but open()'s. */
+int mfs_read_fd(int fd, size_t max_bytes, char **buf, size_t *len, mfs_error *err);
+
 #endif

@@ -207,9 +207,9 @@ static void shut_down(daemon_ctx *d, const char *why)
 	mfs_fs_stop_accepting(d->fs);
 	/* No more reloads; stopped while the FUSE loop still runs, so a
 	 * reload's notification to the kernel can never wait on a loop that
-	 * has ended. */
-	mfs_reloader_free(d->reloader);
-	d->reloader = NULL;
+	 * has ended.  Freed once the loop is over: a control file write may
+	 * still reach it (and is refused). */
+	mfs_reloader_stop(d->reloader);
 	mfs_sched_stop(d->sched, DRAIN_NS);
 	mfs_fs_cancel_reads(d->fs, EINTR);
 	uint64_t t0 = mfs_now_ns();
@@ -344,13 +344,17 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 	}
 	mfs_registry_conf rc_ = { .repository = repo, .sched = d->sched, .engine_threads = threads,
 				  .route = { .device = d->opts.device,
-					     .opencl_device = d->opts.opencl_device } };
+					     .opencl_device = d->opts.opencl_device },
+				  .backend_dir = d->opts.backend_dir };
 	if (mfs_registry_new(&rc_, &d->reg, &err) < 0) {
 		fprintf(stderr, "modelfs: %s\n", err.msg);
 		goto out;
 	}
 	/* Watches the repository, then loads it (hot reload: reloader.h). */
 	mfs_reloader_conf rlc = { .repository = repo, .registry = d->reg,
+				  .mode = d->opts.model_control,
+				  .load_models = d->opts.load_models,
+				  .n_load_models = d->opts.n_load_models,
 				  .poll_secs = d->opts.poll_secs, .quiet_ms = d->opts.reload_quiet_ms };
 	int failed = mfs_reloader_new(&rlc, &d->reloader, &err);
 	if (failed < 0) {
@@ -367,6 +371,7 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 		.request_ttl_ns = (uint64_t)d->opts.request_ttl_secs * 1000000000ull,
 		.max_requests = d->opts.max_requests,
 		.read_deadline_ns = (uint64_t)(d->opts.request_ttl_secs > 60 ? d->opts.request_ttl_secs : 60) * 1000000000ull,
+		.control = d->opts.model_control == MFS_CONTROL_EXPLICIT ? d->reloader : NULL,
 	};
 	if (mfs_fs_new(&fc, &d->fs, &err) < 0) {
 		fprintf(stderr, "modelfs: %s\n", err.msg);

@@ -17,10 +17,12 @@
 #include "config.h"
 #include "engine.h"
 #include "file_util.h"
+#include "backend_worker.h"
 #include "device_router.h"
 #include "log.h"
 #include "model_load.h"
 #include "repo.h"
+#include "warmup.h"
 
 /* Inputs larger than this are refused (the daemon's --max-request-bytes
  * default). */
@@ -29,7 +31,7 @@
 static const char usage_text[] =
 	"usage: modelfs run REPOSITORY/MODEL [--version N] NAME=FILE... [--out DIR]\n"
 	"                   [--format EXT] [--threads N] [--device cpu|opencl|auto]\n"
-	"                   [--opencl-device N|TEXT]\n"
+	"                   [--opencl-device N|TEXT] [--backend-dir DIR]\n"
 	"\n"
 	"Run MODEL of REPOSITORY once on the input files and write each output to\n"
 	"DIR/OUTPUT.EXT, without mounting anything.\n"
@@ -43,6 +45,8 @@ static const char usage_text[] =
 	"  --device D     engine when the config's instance_group does not choose:\n"
 	"                 cpu, opencl, or auto (time both, keep the faster; default)\n"
 	"  --opencl-device N|TEXT  OpenCL device by index or name substring\n"
+	"  --backend-dir DIR  where custom backends (libmodelfs_NAME.so) are looked for\n"
+	"                 when not in the model's version directory\n"
 	"  -h, --help     show this text\n"
 	"\n"
 	"Exit status: 0 on success; 1 if the model or a file failed (one line on\n"
@@ -56,6 +60,7 @@ typedef struct run_args {
 	const char *format;
 	int threads;
 	mfs_route_opts route;        /* --device, --opencl-device */
+	const char *backend_dir;     /* --backend-dir */
 	const char **names, **files;
 	int n_inputs;
 } run_args;
@@ -141,6 +146,10 @@ static int parse_args(int argc, char **argv, run_args *a)
 			if (!(v = opt_value(argc, argv, &i, "--opencl-device")) || !*v)
 				return usage_error("--opencl-device needs an index or a name%s", "");
 			a->route.opencl_device = v;
+		} else if (is_opt(arg, "--backend-dir")) {
+			if (!(v = opt_value(argc, argv, &i, "--backend-dir")) || !*v)
+				return usage_error("--backend-dir needs a directory%s", "");
+			a->backend_dir = v;
 		} else if (is_opt(arg, "--threads")) {
 			if (!(v = opt_value(argc, argv, &i, "--threads")) ||
 			    !parse_positive(v, 4096, &n))
@@ -430,6 +439,26 @@ static int write_outputs(const run_args *a, const mfs_loaded_version *lv,
 	return 0;
 }
 
+/* A custom backend's one run: a worker process, as the daemon would use
+ * (backend_worker.h), so a crashing backend is reported, not inherited. */
+static int run_backend(const mfs_loaded_version *lv, const mfs_tensor *inputs,
+		       mfs_tensor *outputs, mfs_error *err)
+{
+	mfs_worker_spec spec = {
+		.program = "/proc/self/exe", .library = lv->backend_library,
+		.model_name = lv->model_name, .version = lv->version,
+		.version_dir = lv->version_dir, .instance = 0, .config = &lv->config,
+	};
+	mfs_worker *w;
+	int rc = mfs_worker_new(&spec, &w, err);
+
+	if (rc)
+		return rc;
+	rc = mfs_worker_run(w, inputs, outputs, err);
+	mfs_worker_free(w);
+	return rc;
+}
+
 static int run(const run_args *a, mfs_error *err)
 {
 	mfs_loaded_version *lv = NULL;
@@ -437,7 +466,8 @@ static int run(const run_args *a, mfs_error *err)
 	mfs_exec *ex = NULL;
 	mfs_placement placement;
 	int64_t version = 0;
-	int n_in, n_out, fmt, rc;
+	int n_in, n_out, fmt, rc, n_samples = 0;
+	mfs_warmup_sample *samples = NULL;
 	bool ran = false;
 
 	fmt = a->format ? mfs_format_from_ext(a->format)
@@ -451,11 +481,12 @@ static int run(const run_args *a, mfs_error *err)
 		return rc;
 	if (a->threads > 0)
 		mfs_engine_set_threads(a->threads);
-	rc = mfs_load_version(a->repo, a->model, version, &lv, err);
+	rc = mfs_load_version(a->repo, a->model, version, a->backend_dir, &lv, err);
 	if (rc)
 		return rc;
-	n_in = mfs_graph_n_inputs(lv->graph);
-	n_out = mfs_graph_n_outputs(lv->graph);
+	/* A custom backend has no graph: its tensors are the config's. */
+	n_in = lv->graph ? mfs_graph_n_inputs(lv->graph) : lv->config.n_inputs;
+	n_out = lv->graph ? mfs_graph_n_outputs(lv->graph) : lv->config.n_outputs;
 	inputs = calloc((size_t)n_in + 1, sizeof(*inputs));
 	outputs = calloc((size_t)n_out + 1, sizeof(*outputs));
 	if (!inputs || !outputs) {
@@ -465,12 +496,27 @@ static int run(const run_args *a, mfs_error *err)
 	rc = decode_inputs(a, lv, inputs, err);
 	if (rc)
 		goto out;
-	rc = mfs_route(lv->graph, &lv->config, &a->route, &placement, err);
+	if (lv->backend_library) {
+		rc = run_backend(lv, inputs, outputs, err);
+		if (rc)
+			goto out;
+		ran = true;
+		rc = write_outputs(a, lv, outputs, (mfs_format)fmt, err);
+		goto out;
+	}
+	/* The model's warm-up (warmup.h) runs as in the daemon: a sample
+	 * that fails fails the load here too. */
+	rc = mfs_warmup_prepare(&lv->config, lv->graph, lv->version_dir, &samples, &n_samples, err);
+	if (rc == 0)
+		rc = mfs_route(lv->graph, &lv->config, &a->route, n_samples ? samples[0].inputs : NULL,
+			       n_samples ? samples[0].def->name : NULL, &placement, err);
 	if (rc == 0) {
 		mfs_log_debug("model '%s': running on %s (%s)", a->model, placement.device,
 			     placement.note);
 		rc = mfs_exec_new(lv->graph, placement.backend, &ex, err);
 	}
+	if (rc == 0)
+		rc = mfs_warmup_run(ex, lv->graph, samples, n_samples, err);
 	if (rc == 0)
 		rc = mfs_exec_run(ex, inputs, outputs, err);
 	if (rc) {
@@ -486,6 +532,7 @@ out:
 		mfs_tensor_release(&outputs[i]);
 	free(inputs);
 	free(outputs);
+	mfs_warmup_samples_free(samples, n_samples);
 	mfs_exec_free(ex);
 	mfs_loaded_version_free(lv);
 	mfs_router_shutdown();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "worker_serve.h"
 
 /* OpenMP threads (oneDNN's and our kernels') spin after every parallel
  * region by default.  A server shares its cores with its clients, other
@@ -23,6 +24,10 @@ static void prefer_passive_openmp(char **argv)
 
 int main(int argc, char **argv)
 {
+	/* A custom backend's worker process (backend_worker.h): the daemon
+	 * starts its own binary in this mode, never a fork of itself. */
+	if (argc == 2 && strcmp(argv[1], MFS_WORKER_FLAG) == 0)
+		return mfs_worker_serve(MFS_WORKER_FD);
 	prefer_passive_openmp(argv);
 	if (argc > 1 && strcmp(argv[1], "run") == 0)
 		return mfs_cmd_run(argc - 1, argv + 1);

@@ -6,9 +6,11 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "log.h"
 #include "membudget.h"
+#include "repo.h"
 
 void mfs_options_init(mfs_options *o)
 {
@@ -26,6 +28,10 @@ void mfs_options_init(mfs_options *o)
 void mfs_options_release(mfs_options *o)
 {
 	free(o->opencl_device);
+	free(o->backend_dir);
+	for (int i = 0; i < o->n_load_models; i++)
+		free(o->load_models[i]);
+	free(o->load_models);
 	free(o->fuse_opts);
 	free(o->repository);
 	free(o->mountpoint);
@@ -45,7 +51,14 @@ const char *mfs_options_usage(void)
 	       "  -f                        stay in the foreground (default: daemonize)\n"
 	       "  --device=cpu|opencl|auto  engine for models whose config does not choose (auto)\n"
 	       "  --opencl-device=N|TEXT    OpenCL device by index or name substring\n"
-	       "  --poll-secs=N             notice repository changes within N s by polling, not inotify (0)\n"
+	       "  --backend-dir=DIR         custom backends (libmodelfs_NAME.so) not in a model's\n"
+	       "                            version directory are looked for here (none)\n"
+	       "  --model-control=MODE      poll: follow the repository; none: load all at start,\n"
+	       "                            watch nothing; explicit: load what --load-model names\n"
+	       "                            and what is loaded through MODEL/control (poll)\n"
+	       "  --load-model=NAME         explicit mode: load NAME at start (repeatable)\n"
+	       "  --poll-secs=N             poll mode: notice repository changes within N s by\n"
+	       "                            polling, not inotify (0)\n"
 	       "  --reload-quiet-ms=N       act on a repository change after N ms of quiet (250)\n"
 	       "  --threads=N               compute threads (number of cores)\n"
 	       "  --max-request-bytes=N     largest request accepted, K/M/G suffixes (1G)\n"
@@ -124,7 +137,8 @@ static int append_fuse_opt(mfs_options *o, const char *opt, mfs_error *err)
 /* Options that take a value; the value is given with '=' or as the next
  * argument, or as `-o name=value` (see split_mount_opts). */
 static const char *const valued[] = {
-	"device", "opencl-device", "poll-secs", "reload-quiet-ms", "threads",
+	"device", "opencl-device", "backend-dir", "model-control", "load-model", "poll-secs",
+	"reload-quiet-ms", "threads",
 	"max-request-bytes", "max-json-bytes", "max-memory", "request-ttl-secs",
 	"max-requests", "log-level", NULL
 };
@@ -166,6 +180,34 @@ static int set_valued(mfs_options *o, const char *name, const char *val,
 		o->opencl_device = strdup(val);
 		if (!o->opencl_device)
 			return mfs_fail(err, ENOMEM, "out of memory");
+	} else if (strcmp(name, "backend-dir") == 0) {
+		/* Absolute now: the daemon changes its directory to / when it
+		 * detaches, and a worker must find the library from anywhere. */
+		char *abs = *val ? realpath(val, NULL) : NULL;
+		struct stat st;
+		if (!abs || stat(abs, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			int e = abs ? ENOTDIR : errno;
+			free(abs);
+			return mfs_fail(err, EINVAL, "--backend-dir '%s': %s", val,
+					*val ? strerror(e) : "empty value");
+		}
+		free(o->backend_dir);
+		o->backend_dir = abs;
+	} else if (strcmp(name, "model-control") == 0) {
+		int m = mfs_control_mode_parse(val);
+		if (m < 0)
+			return mfs_fail(err, EINVAL, "--model-control: expected none, poll or explicit, got '%s'", val);
+		o->model_control = (mfs_control_mode)m;
+	} else if (strcmp(name, "load-model") == 0) {
+		if (!mfs_repo_model_name_ok(val))
+			return mfs_fail(err, EINVAL, "--load-model: '%s' is not a model name ([A-Za-z0-9._-], not starting with '.')", val);
+		char **l = realloc(o->load_models, (size_t)(o->n_load_models + 1) * sizeof(*l));
+		if (!l)
+			return mfs_fail(err, ENOMEM, "out of memory");
+		o->load_models = l;
+		if (!(l[o->n_load_models] = strdup(val)))
+			return mfs_fail(err, ENOMEM, "out of memory");
+		o->n_load_models++;
 	} else if (strcmp(name, "poll-secs") == 0) {
 		if (!parse_int(val, 86400, &n))
 			return mfs_fail(err, EINVAL, "--poll-secs: expected seconds (0-86400), got '%s'", val);
@@ -290,6 +332,14 @@ int mfs_options_parse(mfs_options *o, int argc, char **argv, mfs_error *err)
 			return mfs_fail(err, EINVAL, "unknown option '%s' (see --help)", a);
 		}
 	}
+	/* Triton's rules: models named at start only where nothing else
+	 * loads; polling only where something is followed. */
+	if (o->n_load_models > 0 && o->model_control != MFS_CONTROL_EXPLICIT)
+		return mfs_fail(err, EINVAL, "--load-model needs --model-control=explicit (in %s mode every model is loaded)",
+				mfs_control_mode_name(o->model_control));
+	if (o->poll_secs > 0 && o->model_control != MFS_CONTROL_POLL)
+		return mfs_fail(err, EINVAL, "--poll-secs needs --model-control=poll (%s mode watches nothing)",
+				mfs_control_mode_name(o->model_control));
 	if (!o->repository)
 		return mfs_fail(err, EINVAL, "missing REPOSITORY and MOUNTPOINT (see --help)");
 	if (!o->mountpoint)

@@ -13,11 +13,16 @@
 
 #include "device_router.h"
 #include "error.h"
+#include "model_control.h"
 
 typedef struct mfs_options {
 	bool foreground;              /* -f */
 	mfs_device_choice device;     /* --device */
 	char *opencl_device;          /* --opencl-device (NULL = first GPU) */
+	char *backend_dir;            /* --backend-dir, made absolute (NULL = none) */
+	mfs_control_mode model_control;   /* --model-control (poll) */
+	char **load_models;           /* --load-model, each time given (explicit mode) */
+	int n_load_models;
 	int poll_secs;                /* --poll-secs (0 = inotify) */
 	int reload_quiet_ms;          /* --reload-quiet-ms */
 	int threads;                  /* --threads (0 = number of cores) */

@@ -165,7 +165,8 @@ static void set_opencl(mfs_placement *p, mfs_backend *b)
 }
 
 int mfs_route(const mfs_graph *graph, const mfs_model_config *cfg,
-	      const mfs_route_opts *opts, mfs_placement *p, mfs_error *err)
+	      const mfs_route_opts *opts, const mfs_tensor *sample,
+	      const char *sample_name, mfs_placement *p, mfs_error *err)
 {
 	mfs_instance_kind kind = config_kind(cfg);
 	mfs_device_choice dev = opts ? opts->device : MFS_DEVICE_AUTO;
@@ -205,28 +206,38 @@ int mfs_route(const mfs_graph *graph, const mfs_model_config *cfg,
 	}
 	p->opencl_name[0] = '\0';
 	n_in = mfs_graph_n_inputs(graph);
-	in = calloc((size_t)n_in + 1, sizeof(*in));
-	if (!in)
-		return mfs_fail(err, ENOMEM, "out of memory");
-	rc = warmup_inputs(graph, in, err);
-	if (rc) {
-		free(in);
-		return rc;
+	if (!sample) {
+		in = calloc((size_t)n_in + 1, sizeof(*in));
+		if (!in)
+			return mfs_fail(err, ENOMEM, "out of memory");
+		rc = warmup_inputs(graph, in, err);
+		if (rc) {
+			free(in);
+			return rc;
+		}
 	}
-	rc = time_engine(graph, mfs_backend_cpu(), in, &p->cpu_ms, err);
+	char on[160] = "";
+	if (sample)
+		snprintf(on, sizeof(on), " on warm-up sample '%s'", sample_name ? sample_name : "?");
+	rc = time_engine(graph, mfs_backend_cpu(), sample ? sample : in, &p->cpu_ms, err);
 	if (!rc) {
-		if (time_engine(graph, ocl, in, &p->opencl_ms, &oerr)) {
-			snprintf(p->note, sizeof(p->note), "auto: cpu %.3f ms (opencl failed: %s)",
-				 p->cpu_ms, oerr.msg);
+		if (time_engine(graph, ocl, sample ? sample : in, &p->opencl_ms, &oerr)) {
+			snprintf(p->note, sizeof(p->note), "auto: cpu %.3f ms%s (opencl failed: %s)",
+				 p->cpu_ms, on, oerr.msg);
 		} else {
 			const char *name = mfs_backend_name(ocl);
 			p->measured = true;
 			if (p->opencl_ms < p->cpu_ms)
 				set_opencl(p, ocl);
-			snprintf(p->note, sizeof(p->note), "auto: cpu %.3f ms, opencl %.3f ms (%s)",
-				 p->cpu_ms, p->opencl_ms,
+			snprintf(p->note, sizeof(p->note), "auto: cpu %.3f ms, opencl %.3f ms%s (%s)",
+				 p->cpu_ms, p->opencl_ms, on,
 				 strncmp(name, "opencl:", 7) ? name : name + 7);
 		}
+	} else if (sample) {
+		/* The user's own sample does not run: that is the model's
+		 * failure to load, not a guess that missed. */
+		mfs_error_prefix(err, "warm-up sample '%s' failed on the cpu: ",
+				 sample_name ? sample_name : "?");
 	} else {
 		/* Made-up inputs cannot feed a model whose input is a shape, an
 		 * index or a count (Reshape's shape, OneHot's depth): the model
@@ -238,7 +249,7 @@ int mfs_route(const mfs_graph *graph, const mfs_model_config *cfg,
 		mfs_error_clear(err);
 		rc = 0;
 	}
-	for (int i = 0; i < n_in; i++)
+	for (int i = 0; in && i < n_in; i++)
 		mfs_tensor_release(&in[i]);
 	free(in);
 	return rc;

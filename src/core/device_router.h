@@ -5,12 +5,16 @@
  *   KIND_GPU              any          OpenCL (a load error if no device)
  *   KIND_AUTO / none      cpu          CPU
  *   KIND_AUTO / none      opencl       OpenCL (a load error if no device)
- *   KIND_AUTO / none      auto         both timed on a warm-up input (zeros,
- *                                      variable dims 1), the faster kept
+ *   KIND_AUTO / none      auto         both timed on a warm-up input, the
+ *                                      faster kept
  *
- * With auto and no OpenCL device, the CPU is chosen and the note says why;
- * so it is when the made-up warm-up input cannot run (an input that is a
- * shape or a count): the warm-up never fails a load.
+ * The warm-up input is the config's first model_warmup sample when it has
+ * one (warmup.h); otherwise it is made up (floats 0.5, other types zeros,
+ * variable dims 1).  With auto and no OpenCL device, the CPU is chosen
+ * and the note says why; so it is when the made-up warm-up input cannot
+ * run (an input that is a shape or a count): that never fails a load.  A
+ * given sample that fails on the CPU does fail it (the sample is the
+ * user's, and the registry would run it anyway).
  * The OpenCL device (--opencl-device selects it) is opened once per process
  * and shared by every model and instance (each execution context has its
  * own queue).  Used by the daemon's registry and by `modelfs run`.
@@ -44,11 +48,14 @@ typedef struct mfs_placement {
 	char note[320];                /* "auto: cpu 1.234 ms, opencl 5.678 ms" */
 } mfs_placement;
 
-/* Choose the engine for graph under cfg's instance_group.  Errors (no
- * OpenCL device for KIND_GPU, a failed warm-up run of a forced engine)
- * name the reason; the caller prefixes the model. */
+/* Choose the engine for graph under cfg's instance_group.  sample: the
+ * engine's inputs (graph order) to time on, NULL to make some up;
+ * sample_name names it in the note.  Errors (no OpenCL device for
+ * KIND_GPU, a given sample that fails on the CPU) name the reason; the
+ * caller prefixes the model. */
 int mfs_route(const mfs_graph *graph, const mfs_model_config *cfg,
-	      const mfs_route_opts *opts, mfs_placement *out, mfs_error *err);
+	      const mfs_route_opts *opts, const mfs_tensor *sample,
+	      const char *sample_name, mfs_placement *out, mfs_error *err);
 
 /* The shared OpenCL backend for selector (opened on first use). */
 int mfs_router_opencl(const char *selector, mfs_backend **out, mfs_error *err);

@@ -1,6 +1,8 @@
 /* infer_json.c - see infer_json.h. */
 #include "infer_json.h"
 
+#include "classify.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@ void mfs_infer_req_release(mfs_infer_req *req)
 		mfs_tensor_release(&req->inputs[i]);
 	free(req->inputs);
 	free(req->want);
+	free(req->classify);
 	free(req->id);
 	memset(req, 0, sizeof(*req));
 }
@@ -54,7 +57,7 @@ static int binary_requested(mfs_jspan params, bool *yes, mfs_error *err)
 struct parse_ctx {
 	const mfs_model_config *cfg;
 	mfs_infer_req *out;
-	mfs_jspan id, inputs, outputs;
+	mfs_jspan id, inputs, outputs, parameters;
 	bool seen_params;
 };
 
@@ -114,9 +117,10 @@ static int request_member(void *vctx, const char *key, mfs_jspan val, mfs_error 
 	struct parse_ctx *ctx = vctx;
 	mfs_jspan *slot = strcmp(key, "id") == 0 ? &ctx->id :
 			  strcmp(key, "inputs") == 0 ? &ctx->inputs :
-			  strcmp(key, "outputs") == 0 ? &ctx->outputs : NULL;
+			  strcmp(key, "outputs") == 0 ? &ctx->outputs :
+			  strcmp(key, "parameters") == 0 ? &ctx->parameters : NULL;
 	if (!slot)
-		return 0;   /* "parameters" and what KServe may add */
+		return 0;   /* what KServe may add */
 	if (slot->p)
 		return mfs_fail(err, EINVAL, "request is not JSON: duplicate key \"%s\"", key);
 	*slot = val;
@@ -153,10 +157,51 @@ static int parse_outputs(struct parse_ctx *ctx, mfs_error *err)
 				rc = mfs_fail(err, EINVAL, "output '%s': binary data is not supported", name);
 				break;
 			}
+			json_t *k = json_object_get(p, "classification");
+			if (k) {
+				const mfs_io_config *io = &cfg->outputs[idx];
+				if (!json_is_integer(k) || json_integer_value(k) < 1) {
+					rc = mfs_fail(err, EINVAL, "output '%s': \"classification\" must be a "
+						      "positive integer", name);
+					break;
+				}
+				rc = mfs_classify_check(name, io->dtype,
+							io->rank + (cfg->max_batch_size > 0), err);
+				if (rc)
+					break;
+				ctx->out->classify[idx] = json_integer_value(k);
+			}
 			ctx->out->want[idx] = true;
 		}
 	}
 	json_decref(outputs);
+	return rc;
+}
+
+/* The request's "parameters": Triton's "priority" and "timeout" (µs),
+ * whole numbers from 0; other keys are KServe's or a client's own. */
+static int parse_parameters(struct parse_ctx *ctx, mfs_error *err)
+{
+	static const char *const keys[] = { "priority", "timeout" };
+	int64_t *dest[] = { &ctx->out->priority, &ctx->out->timeout_us };
+	if (!ctx->parameters.p)
+		return 0;
+	json_t *p = mfs_json_load(ctx->parameters, "\"parameters\"", err);
+	if (!p)
+		return err->code == ENOMEM ? -ENOMEM : -EINVAL;
+	int rc = 0;
+	if (!json_is_object(p))
+		rc = mfs_fail(err, EINVAL, "\"parameters\" must be an object");
+	for (int i = 0; rc == 0 && i < 2; i++) {
+		json_t *v = json_object_get(p, keys[i]);
+		if (!v)
+			continue;
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			rc = mfs_fail(err, EINVAL, "parameter \"%s\" must be a whole number from 0", keys[i]);
+		else
+			*dest[i] = json_integer_value(v);
+	}
+	json_decref(p);
 	return rc;
 }
 
@@ -176,7 +221,8 @@ int mfs_infer_parse(const mfs_model_config *cfg, const char *text,
 	out->n_outputs = cfg->n_outputs;
 	out->inputs = calloc((size_t)cfg->n_inputs + 1, sizeof(mfs_tensor));
 	out->want = calloc((size_t)cfg->n_outputs + 1, sizeof(bool));
-	if (!out->inputs || !out->want) {
+	out->classify = calloc((size_t)cfg->n_outputs + 1, sizeof(int64_t));
+	if (!out->inputs || !out->want || !out->classify) {
 		rc = mfs_fail(err, ENOMEM, "out of memory");
 		goto out;
 	}
@@ -198,6 +244,8 @@ int mfs_infer_parse(const mfs_model_config *cfg, const char *text,
 		if (rc < 0)
 			goto out;
 	}
+	if ((rc = parse_parameters(&ctx, err)) < 0)
+		goto out;
 	if (!ctx.inputs.p || *ctx.inputs.p != '[') {
 		rc = mfs_fail(err, EINVAL, "request has no \"inputs\" array");
 		goto out;
@@ -223,8 +271,8 @@ static char *quoted(const char *s)
 
 char *mfs_infer_response(const mfs_model_config *cfg, const char *model,
 			 int64_t version, const mfs_infer_req *req,
-			 const mfs_tensor *const *outs, size_t *len,
-			 mfs_error *err)
+			 const mfs_tensor *const *outs, const mfs_labels *const *labels,
+			 size_t *len, mfs_error *err)
 {
 	/* Spliced from the .json encoder's objects (each already starts with
 	 * its "name"): a document tree of a large output would cost 25-30x
@@ -252,7 +300,10 @@ char *mfs_infer_response(const mfs_model_config *cfg, const char *model,
 	for (int i = 0; i < cfg->n_outputs; i++) {
 		if (!req->want[i])
 			continue;
-		if (mfs_tensor_encode(MFS_FMT_JSON, outs[i], cfg->outputs[i].name, &enc[n],
+		if (req->classify[i] ?
+		    mfs_classify_json(outs[i], cfg->outputs[i].name, req->classify[i],
+				      labels ? labels[i] : NULL, &enc[n], &elen[n], err) < 0 :
+		    mfs_tensor_encode(MFS_FMT_JSON, outs[i], cfg->outputs[i].name, &enc[n],
 				      &elen[n], err) < 0)
 			goto out;
 		while (elen[n] && enc[n][elen[n] - 1] == '\n')

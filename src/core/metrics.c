@@ -59,6 +59,15 @@ void mfs_stats_add_request(mfs_stats *s, bool ok, uint64_t total_ns,
 	pthread_mutex_unlock(&s->lock);
 }
 
+void mfs_stats_add_refused(mfs_stats *s, bool timed_out, uint64_t waited_ns)
+{
+	pthread_mutex_lock(&s->lock);
+	add(&s->fail, waited_ns);
+	add(timed_out ? &s->timed_out : &s->rejected, waited_ns);
+	s->last_inference_ms = wall_ms();
+	pthread_mutex_unlock(&s->lock);
+}
+
 void mfs_stats_add_execution(mfs_stats *s, int batch_size, uint64_t input_ns,
 			     uint64_t infer_ns, uint64_t output_ns)
 {
@@ -90,7 +99,7 @@ json_t *mfs_stats_to_json(const char *model, int64_t version, mfs_stats *live)
 	mfs_stats_snapshot(live, &s);
 	snprintf(vbuf, sizeof(vbuf), "%" PRId64, version);
 	mfs_duration zero = { 0, 0 };
-	json_t *inf = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	json_t *inf = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 				"success", dur_json(&s.success),
 				"fail", dur_json(&s.fail),
 				"queue", dur_json(&s.queue),
@@ -98,7 +107,9 @@ json_t *mfs_stats_to_json(const char *model, int64_t version, mfs_stats *live)
 				"compute_infer", dur_json(&s.compute_infer),
 				"compute_output", dur_json(&s.compute_output),
 				"cache_hit", dur_json(&zero),
-				"cache_miss", dur_json(&zero));
+				"cache_miss", dur_json(&zero),
+				"rejected", dur_json(&s.rejected),
+				"timed_out", dur_json(&s.timed_out));
 	json_t *batches = json_array();
 	for (int b = 1; b <= MFS_STATS_MAX_BATCH; b++) {
 		const mfs_batch_stat *bs = &s.batch[b];
@@ -159,7 +170,7 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
 
 enum field {
 	F_SUCCESS, F_FAILURE, F_COUNT, F_EXEC, F_REQ_US, F_QUEUE_US,
-	F_IN_US, F_INFER_US, F_OUT_US,
+	F_IN_US, F_INFER_US, F_OUT_US, F_REJECTED, F_TIMED_OUT,
 };
 
 static const struct {
@@ -168,6 +179,8 @@ static const struct {
 } counters[] = {
 	{ "nv_inference_request_success", "Number of successful inference requests, all batch sizes", F_SUCCESS },
 	{ "nv_inference_request_failure", "Number of failed inference requests, all batch sizes", F_FAILURE },
+	{ "nv_inference_request_rejected", "Number of inference requests refused because the queue was full (max_queue_size); also counted as failures", F_REJECTED },
+	{ "nv_inference_request_timeout", "Number of inference requests that waited in the queue past their timeout and were rejected; also counted as failures", F_TIMED_OUT },
 	{ "nv_inference_count", "Number of inferences performed (does not include cached requests)", F_COUNT },
 	{ "nv_inference_exec_count", "Number of model executions performed (does not include cached requests)", F_EXEC },
 	{ "nv_inference_request_duration_us", "Cumulative inference request duration in microseconds (includes cached requests)", F_REQ_US },
@@ -189,6 +202,8 @@ static uint64_t field_value(const mfs_stats *s, enum field f)
 	case F_IN_US: return s->compute_input.ns / 1000;
 	case F_INFER_US: return s->compute_infer.ns / 1000;
 	case F_OUT_US: return s->compute_output.ns / 1000;
+	case F_REJECTED: return s->rejected.count;
+	case F_TIMED_OUT: return s->timed_out.count;
 	}
 	return 0;
 }

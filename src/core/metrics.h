@@ -29,6 +29,10 @@ typedef struct mfs_batch_stat {
 typedef struct mfs_stats {
 	pthread_mutex_t lock;
 	mfs_duration success, fail, queue;
+	/* Requests the queue policy failed (also in fail): refused because
+	 * the queue was full, and failed after waiting past their timeout
+	 * (ns: the time they waited). */
+	mfs_duration rejected, timed_out;
 	mfs_duration compute_input, compute_infer, compute_output;
 	uint64_t inference_count;      /* batch items inferred (Triton) */
 	uint64_t execution_count;      /* runs of the model */
@@ -46,6 +50,11 @@ void mfs_stats_add_request(mfs_stats *s, bool ok, uint64_t total_ns,
 			   uint64_t queue_ns, uint64_t input_ns,
 			   uint64_t infer_ns, uint64_t output_ns,
 			   uint64_t batch_items);
+
+/* A request the queue policy failed: refused at a full queue
+ * (timed_out false, waited_ns 0) or timed out after waiting waited_ns.
+ * Counted as a failure too. */
+void mfs_stats_add_refused(mfs_stats *s, bool timed_out, uint64_t waited_ns);
 
 /* One run of the model on a batch of batch_size rows (1 without batching). */
 void mfs_stats_add_execution(mfs_stats *s, int batch_size, uint64_t input_ns,

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "repo.h"
 
@@ -55,13 +56,93 @@ void mfs_loaded_version_free(mfs_loaded_version *v)
 		return;
 	free(v->model_name);
 	free(v->model_path);
+	free(v->version_dir);
+	free(v->backend_library);
+	for (int i = 0; v->labels && i < v->config.n_outputs; i++)
+		mfs_labels_free(v->labels[i]);
+	free(v->labels);
 	mfs_config_release(&v->config);
 	mfs_graph_free(v->graph);
 	free(v);
 }
 
+/* Every output's label_filename, from the model directory (Triton's
+ * place for it: shared by the versions). */
+static int load_labels(mfs_loaded_version *v, const char *repo_root, mfs_error *err)
+{
+	const mfs_model_config *c = &v->config;
+
+	v->labels = calloc((size_t)c->n_outputs + 1, sizeof(*v->labels));
+	if (!v->labels)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	for (int i = 0; i < c->n_outputs; i++) {
+		char *path;
+		int rc;
+
+		if (!c->outputs[i].label_filename)
+			continue;
+		if (asprintf(&path, "%s/%s/%s", repo_root, v->model_name,
+			     c->outputs[i].label_filename) < 0)
+			return mfs_fail(err, ENOMEM, "out of memory");
+		rc = mfs_labels_load(path, &v->labels[i], err);
+		free(path);
+		if (rc) {
+			mfs_error_prefix(err, "model '%s' version %lld: output '%s': ", v->model_name,
+					 (long long)v->version, c->outputs[i].name);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* A custom backend's library: the version directory first (a model may
+ * carry its own build), then --backend-dir. */
+static int find_backend_library(mfs_loaded_version *v, const char *backend_dir,
+				mfs_error *err)
+{
+	char *file = NULL, *path = NULL;
+	int rc = 0;
+
+	if (asprintf(&file, "libmodelfs_%s.so", v->config.backend) < 0)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	if (asprintf(&path, "%s/%s", v->version_dir, file) < 0)
+		path = NULL;
+	else if (access(path, F_OK) != 0 && backend_dir) {
+		free(path);
+		if (asprintf(&path, "%s/%s", backend_dir, file) < 0)
+			path = NULL;
+	}
+	if (!path)
+		rc = mfs_fail(err, ENOMEM, "out of memory");
+	else if (access(path, F_OK) != 0)
+		rc = mfs_fail(err, ENOENT, "model '%s' version %lld: backend '%s': %s is not in %s%s%s",
+			      v->model_name, (long long)v->version, v->config.backend, file,
+			      v->version_dir, backend_dir ? " nor in --backend-dir " : " and no --backend-dir is set",
+			      backend_dir ? backend_dir : "");
+	if (rc == 0)
+		v->backend_library = path;
+	else
+		free(path);
+	free(file);
+	return rc;
+}
+
+static int load_custom_backend(mfs_loaded_version *v, const char *backend_dir,
+			       mfs_error *err)
+{
+	int rc = mfs_config_complete_declared(&v->config, v->model_name, err);
+
+	if (rc) {
+		mfs_error_prefix(err, "model '%s' version %lld: ", v->model_name,
+				 (long long)v->version);
+		return rc;
+	}
+	return find_backend_library(v, backend_dir, err);
+}
+
 int mfs_load_version(const char *repo_root, const char *model_name,
-		     int64_t version, mfs_loaded_version **out, mfs_error *err)
+		     int64_t version, const char *backend_dir,
+		     mfs_loaded_version **out, mfs_error *err)
 {
 	double t0 = now_seconds();
 	mfs_loaded_version *v;
@@ -84,6 +165,22 @@ int mfs_load_version(const char *repo_root, const char *model_name,
 	rc = mfs_load_config(repo_root, model_name, &v->config, err);
 	if (rc)
 		goto fail;
+	if (asprintf(&v->version_dir, "%s/%s/%lld", repo_root, model_name,
+		     (long long)version) < 0) {
+		v->version_dir = NULL;
+		rc = mfs_fail(err, ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (mfs_config_custom_backend(&v->config)) {
+		rc = load_custom_backend(v, backend_dir, err);
+		if (rc == 0)
+			rc = load_labels(v, repo_root, err);
+		if (rc)
+			goto fail;
+		v->load_seconds = now_seconds() - t0;
+		*out = v;
+		return 0;
+	}
 	file = v->config.default_model_filename ? v->config.default_model_filename
 						: "model.onnx";
 	if (asprintf(&v->model_path, "%s/%s/%lld/%s", repo_root, model_name,
@@ -117,6 +214,9 @@ int mfs_load_version(const char *repo_root, const char *model_name,
 				 (long long)version);
 		goto fail;
 	}
+	rc = load_labels(v, repo_root, err);
+	if (rc)
+		goto fail;
 	v->load_seconds = now_seconds() - t0;
 	*out = v;
 	return 0;

@@ -7,14 +7,18 @@
 #include "registry.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_worker.h"
 #include "engine.h"
 #include "log.h"
+#include "queue_policy.h"
 #include "repo.h"
+#include "warmup.h"
 
 typedef struct vrecord {
 	int64_t version;
@@ -36,6 +40,8 @@ struct mfs_registry {
 	char *repository;
 	mfs_sched *sched;
 	mfs_route_opts route;      /* route.opencl_device owned */
+	char *backend_dir;         /* owned; NULL: none */
+	char *worker_program;      /* owned */
 	model *models;             /* sorted by name */
 	int n_models;
 	bool drain;                /* atomic: unloads let bound requests run */
@@ -72,6 +78,15 @@ int mfs_registry_new(const mfs_registry_conf *conf, mfs_registry **out,
 		free(r);
 		return mfs_fail(err, ENOMEM, "out of memory");
 	}
+	r->worker_program = strdup(conf->worker_program ? conf->worker_program : "/proc/self/exe");
+	if (!r->worker_program || (conf->backend_dir && !(r->backend_dir = strdup(conf->backend_dir)))) {
+		free(r->worker_program);
+		free((char *)r->route.opencl_device);
+		pthread_mutex_destroy(&r->lock);
+		free(r->repository);
+		free(r);
+		return mfs_fail(err, ENOMEM, "out of memory");
+	}
 	if (conf->engine_threads > 0)
 		mfs_engine_set_threads(conf->engine_threads);
 	*out = r;
@@ -84,6 +99,8 @@ static int run_instance(void *ctx, int instance, const mfs_tensor *inputs,
 			mfs_tensor *outputs, mfs_error *err)
 {
 	mfs_version *v = ctx;
+	if (v->workers)
+		return mfs_worker_run(v->workers[instance], inputs, outputs, err);
 	return mfs_exec_run(v->execs[instance], inputs, outputs, err);
 }
 
@@ -96,6 +113,9 @@ static void version_free(mfs_version *v)
 	for (int i = 0; i < v->n_execs; i++)
 		mfs_exec_free(v->execs[i]);
 	free(v->execs);
+	for (int i = 0; i < v->n_workers; i++)
+		mfs_worker_free(v->workers[i]);
+	free(v->workers);
 	if (v->lv)
 		mfs_loaded_version_free(v->lv);
 	mfs_stats_release(&v->stats);
@@ -132,8 +152,89 @@ static int instance_count(const mfs_model_config *c)
 /* Build a served version from a loaded one (takes lv). */
 int64_t mfs_registry_queue_limit(const mfs_model_config *c)
 {
-	return c->dynamic_batching.max_queue_size > 0 ? c->dynamic_batching.max_queue_size
-						       : MFS_DEFAULT_MAX_QUEUE_SIZE;
+	return c->dynamic_batching.default_queue_policy.max_queue_size > 0
+		       ? c->dynamic_batching.default_queue_policy.max_queue_size
+		       : MFS_DEFAULT_MAX_QUEUE_SIZE;
+}
+
+/* ONNX: model_warmup's samples (warmup.h) checked before anything runs;
+ * the engine chosen (device_router.h: KIND_AUTO times both on a warm-up,
+ * the first sample when there is one); one execution context per
+ * instance, each warmed before the version is READY (as Triton does). */
+static int compile_instances(mfs_registry *r, mfs_version *v, int n, const char *label,
+			     mfs_error *err)
+{
+	mfs_loaded_version *lv = v->lv;
+	mfs_warmup_sample *samples = NULL;
+	int rc, n_samples = 0;
+
+	v->n_graph_inputs = mfs_graph_n_inputs(lv->graph);
+	v->n_graph_outputs = mfs_graph_n_outputs(lv->graph);
+	rc = mfs_warmup_prepare(v->config, lv->graph, lv->version_dir, &samples, &n_samples, err);
+	if (rc < 0) {
+		mfs_error_prefix(err, "%s: ", label);
+		return rc;
+	}
+	rc = mfs_route(lv->graph, v->config, &r->route, n_samples ? samples[0].inputs : NULL,
+		       n_samples ? samples[0].def->name : NULL, &v->placement, err);
+	if (rc < 0) {
+		mfs_error_prefix(err, "%s: ", label);
+		goto out;
+	}
+	snprintf(v->device, sizeof(v->device), "%s", v->placement.device);
+	uint64_t warm_t0 = mfs_now_ns();
+	v->execs = calloc((size_t)n, sizeof(*v->execs));
+	if (!v->execs) {
+		rc = mfs_fail(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	for (; v->n_execs < n; v->n_execs++) {
+		rc = mfs_exec_new(lv->graph, v->placement.backend, &v->execs[v->n_execs], err);
+		if (rc == 0)
+			rc = mfs_warmup_run(v->execs[v->n_execs], lv->graph, samples, n_samples, err);
+		if (rc < 0) {
+			if (v->execs[v->n_execs])
+				v->n_execs++;   /* freed with the version */
+			mfs_error_prefix(err, "%s: ", label);
+			goto out;
+		}
+	}
+	if (n_samples > 0)
+		mfs_log_info("%s: warm-up: %d sample(s) ran on %d instance(s) in %.3f s", label,
+			     n_samples, n, (double)(mfs_now_ns() - warm_t0) / 1e9);
+out:
+	mfs_warmup_samples_free(samples, n_samples);
+	return rc;
+}
+
+/* A custom backend: one worker process per instance (backend_worker.h),
+ * each one's init run now so that a bad library fails the load. */
+static int start_workers(mfs_registry *r, mfs_version *v, int n, mfs_error *err)
+{
+	mfs_loaded_version *lv = v->lv;
+
+	v->n_graph_inputs = v->config->n_inputs;    /* no graph: the config's order */
+	v->n_graph_outputs = v->config->n_outputs;
+	snprintf(v->placement.device, sizeof(v->placement.device), "cpu");
+	v->placement.kind = "KIND_CPU";
+	v->placement.cpu_ms = v->placement.opencl_ms = -1;
+	snprintf(v->placement.note, sizeof(v->placement.note), "backend '%s' (%s), %d worker process%s",
+		 v->config->backend, lv->backend_library, n, n == 1 ? "" : "es");
+	v->workers = calloc((size_t)n, sizeof(*v->workers));
+	if (!v->workers)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	for (; v->n_workers < n; v->n_workers++) {
+		mfs_worker_spec spec = {
+			.program = r->worker_program, .library = lv->backend_library,
+			.model_name = lv->model_name, .version = lv->version,
+			.version_dir = lv->version_dir, .instance = v->n_workers,
+			.config = v->config,
+		};
+		int rc = mfs_worker_new(&spec, &v->workers[v->n_workers], err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
 }
 
 static int version_new(mfs_registry *r, mfs_loaded_version *lv,
@@ -150,41 +251,28 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 	v->version = lv->version;
 	v->load_seconds = lv->load_seconds;
 	v->refs = 1;
-	v->n_graph_inputs = mfs_graph_n_inputs(lv->graph);
-	v->n_graph_outputs = mfs_graph_n_outputs(lv->graph);
 	snprintf(v->device, sizeof(v->device), "cpu");
 	int r_ = 0;
+	int n = instance_count(v->config);
 	char label[256];
 	snprintf(label, sizeof(label), "model '%s' version %" PRId64, lv->model_name, lv->version);
 	if (!(v->model_name = strdup(lv->model_name))) {
 		r_ = mfs_fail(err, ENOMEM, "out of memory");
 		goto fail;
 	}
-	/* The engine (device_router.h): KIND_AUTO times both on a warm-up. */
-	r_ = mfs_route(lv->graph, v->config, &r->route, &v->placement, err);
-	if (r_ < 0) {
-		mfs_error_prefix(err, "%s: ", label);
+	r_ = lv->backend_library ? start_workers(r, v, n, err) : compile_instances(r, v, n, label, err);
+	if (r_ < 0)
 		goto fail;
-	}
-	snprintf(v->device, sizeof(v->device), "%s", v->placement.device);
-	int n = instance_count(v->config);
-	v->execs = calloc((size_t)n, sizeof(*v->execs));
-	if (!v->execs) {
-		r_ = mfs_fail(err, ENOMEM, "out of memory");
-		goto fail;
-	}
-	for (; v->n_execs < n; v->n_execs++) {
-		r_ = mfs_exec_new(lv->graph, v->placement.backend, &v->execs[v->n_execs], err);
-		if (r_ < 0) {
-			mfs_error_prefix(err, "%s: ", label);
-			goto fail;
-		}
-	}
 	const mfs_model_config *c = v->config;
 	int preferred = 0;
 	for (int i = 0; i < c->dynamic_batching.n_preferred_batch_size; i++)
 		if (c->dynamic_batching.preferred_batch_size[i] > preferred)
 			preferred = c->dynamic_batching.preferred_batch_size[i];
+	mfs_queue_level *levels = NULL;
+	int n_levels = 0, default_level = 1;
+	r_ = mfs_queue_policy_levels(c, &levels, &n_levels, &default_level, err);
+	if (r_ < 0)
+		goto fail;
 	mfs_queue_conf qc = {
 		.label = label,
 		.instances = n,
@@ -194,6 +282,9 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 						 c->dynamic_batching.max_queue_delay_us : 0) * 1000u,
 		.preferred_batch_size = preferred,
 		.max_queue_size = mfs_registry_queue_limit(c),
+		.levels = levels,
+		.n_levels = n_levels,
+		.default_level = default_level,
 		.stats = &v->stats,
 	};
 	mfs_runner runner = {
@@ -202,6 +293,7 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 		.n_outputs = v->n_graph_outputs,
 	};
 	r_ = mfs_sched_queue_new(r->sched, &qc, &runner, &v->queue, err);
+	free(levels);
 	if (r_ < 0)
 		goto fail;
 	*out = v;
@@ -342,7 +434,7 @@ int mfs_registry_load_version(mfs_registry *r, const char *name,
 
 	mfs_loaded_version *lv = NULL;
 	mfs_version *v = NULL;
-	int rc = mfs_load_version(r->repository, name, version, &lv, err);
+	int rc = mfs_load_version(r->repository, name, version, r->backend_dir, &lv, err);
 	if (rc == 0)
 		rc = version_new(r, lv, &v, err);
 	mfs_version *old = NULL;
@@ -455,6 +547,31 @@ int mfs_registry_unload_model(mfs_registry *r, const char *name,
 	pthread_mutex_unlock(&r->lock);
 	if (!m)
 		return -ENOENT;
+	for (int i = 0; i < n; i++)
+		retire(r, vs[i], reason);
+	free(vs);
+	return 0;
+}
+
+int mfs_registry_list_unloaded(mfs_registry *r, const char *name,
+			       int64_t version, const char *reason)
+{
+	pthread_mutex_lock(&r->lock);
+	model *m = add_model(r, name);
+	mfs_version **vs = NULL;
+	int n = 0;
+	if (m) {
+		vs = m->served;
+		n = m->n_served;
+		m->served = NULL;
+		m->n_served = 0;
+		while (m->n_states > 0)
+			drop_state(m, m->states[0].version);
+		set_state(m, version, MFS_VS_UNAVAILABLE, reason, "");
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!m)
+		return -ENOMEM;
 	for (int i = 0; i < n; i++)
 		retire(r, vs[i], reason);
 	free(vs);
@@ -651,6 +768,8 @@ void mfs_registry_free(mfs_registry *r)
 	free(r->models);
 	pthread_mutex_destroy(&r->lock);
 	free((char *)r->route.opencl_device);
+	free(r->backend_dir);
+	free(r->worker_program);
 	free(r->repository);
 	free(r);
 }

@@ -57,8 +57,10 @@ typedef struct mfs_version {
 	/* Private. */
 	int refs;                      /* atomic */
 	bool unloaded;                 /* atomic; set once by unload */
-	struct mfs_exec **execs;
+	struct mfs_exec **execs;       /* ONNX models: one per instance */
 	int n_execs;
+	struct mfs_worker **workers;   /* custom backends: one per instance */
+	int n_workers;
 } mfs_version;
 
 typedef struct mfs_registry_conf {
@@ -66,6 +68,8 @@ typedef struct mfs_registry_conf {
 	mfs_sched *sched;
 	int engine_threads;            /* passed to mfs_engine_set_threads; 0 = leave */
 	mfs_route_opts route;          /* --device, --opencl-device (copied) */
+	const char *backend_dir;       /* --backend-dir, absolute; NULL: none (copied) */
+	const char *worker_program;    /* binary with the --backend-worker mode; NULL: /proc/self/exe */
 } mfs_registry_conf;
 
 int mfs_registry_new(const mfs_registry_conf *conf, mfs_registry **out,
@@ -96,6 +100,13 @@ int mfs_registry_unload_version(mfs_registry *r, const char *model,
 /* Unload every version and forget the model.  -ENOENT if unknown. */
 int mfs_registry_unload_model(mfs_registry *r, const char *model,
 			      const char *reason);
+
+/* Explicit model control: unload every version of model (draining as
+ * mfs_registry_unload_model does) but keep the model listed, with one
+ * UNAVAILABLE entry for version (the one a load would serve) and reason
+ * ("not loaded", "unloaded").  Adds the model when unknown. */
+int mfs_registry_list_unloaded(mfs_registry *r, const char *model,
+			       int64_t version, const char *reason);
 
 /* Hot reload: from now on an unload (or a replacing load) lets requests
  * already bound to the leaving version run on it (it is freed when the

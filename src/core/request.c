@@ -14,9 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "classify.h"
 #include "log.h"
 #include "membudget.h"
 #include "metrics.h"
+#include "queue_policy.h"
 
 enum { W_NEW = 0, W_QUEUED, W_CANCELLED, W_WOKEN };
 
@@ -26,6 +28,7 @@ typedef struct input_slot {
 	char *filename;            /* as written: "INPUT0.npy"; NULL for tensors */
 	char *blob;                /* the file's bytes, to read back */
 	size_t blob_len;
+	char *link;                /* committed by symlink: its text (for readlink), else NULL */
 	int graph_idx;
 	mfs_shape model_shape;     /* t's shape as the graph sees it (config reshape) */
 } input_slot;
@@ -83,6 +86,8 @@ struct mfs_request {
 	staged_file *staged;       /* dot files: kept as written, never decoded */
 	int n_staged;
 	uint64_t charged;          /* bytes counted in the daemon's --max-memory budget */
+	int64_t priority;          /* chosen by .priority or infer's "priority"; 0: the default */
+	int64_t timeout_us;        /* chosen by .timeout or infer's "timeout"; 0: the default */
 };
 
 bool mfs_request_name_ok(const char *name)
@@ -293,8 +298,10 @@ static void clear_slot(input_slot *s)
 	mfs_tensor_release(&s->t);
 	free(s->filename);
 	free(s->blob);
+	free(s->link);
 	s->filename = NULL;
 	s->blob = NULL;
+	s->link = NULL;
 	s->blob_len = 0;
 	s->present = false;
 }
@@ -344,6 +351,13 @@ static void unlock_and_run(mfs_request *r)
 /* Move the slots into the run and queue it (lock held). */
 static int submit_locked(mfs_request *r, mfs_error *err)
 {
+	/* A .timeout written under another .priority may not hold now. */
+	if (mfs_queue_check_timeout(r->cfg, r->v->model_name, r->priority, r->timeout_us, err) < 0) {
+		mfs_error_prefix(err, "the request is not queued: ");
+		return record(r, -EINVAL, err);
+	}
+	r->job.priority = (int)r->priority;
+	r->job.timeout_ns = (uint64_t)r->timeout_us * 1000u;
 	release_run_in(r);
 	for (int i = 0; i < r->n_in; i++) {
 		input_slot *s = &r->in[i];
@@ -392,8 +406,69 @@ static int find_staged(const mfs_request *r, const char *name)
 	return -1;
 }
 
+/* The request-directory files that set the request's queue parameters
+ * rather than hold a tensor (SPEC.md section 4). */
+enum { PARAM_NONE, PARAM_PRIORITY, PARAM_TIMEOUT };
+
+static int param_of(const char *filename)
+{
+	return strcmp(filename, ".priority") == 0 ? PARAM_PRIORITY :
+	       strcmp(filename, ".timeout") == 0 ? PARAM_TIMEOUT : PARAM_NONE;
+}
+
+/* Parse and check a parameter file's bytes against the model's queue
+ * policy (lock held; r->priority is the priority a timeout is checked
+ * for).  0 and *value, or -EINVAL with err naming the file. */
+static int parse_param_locked(mfs_request *r, int param, const void *buf, size_t len,
+			      int64_t *value, mfs_error *err)
+{
+	bool prio = param == PARAM_PRIORITY;
+	int rc = mfs_queue_parse_param(prio ? "'.priority'" : "'.timeout' (µs)", buf, len,
+				       prio ? MFS_MAX_PRIORITY_LEVELS : MFS_MAX_QUEUE_TIMEOUT_US,
+				       value, err);
+	if (rc < 0)
+		return rc;
+	rc = prio ? mfs_queue_check_priority(r->cfg, r->v->model_name, *value, err)
+		  : mfs_queue_check_timeout(r->cfg, r->v->model_name, r->priority, *value, err);
+	if (rc < 0)
+		mfs_error_prefix(err, "%s: ", prio ? "'.priority'" : "'.timeout'");
+	return rc;
+}
+
+int mfs_request_check_param(mfs_request *r, const char *filename, const void *buf,
+			    size_t len, mfs_error *err)
+{
+	int param = param_of(filename);
+	int64_t value;
+	if (param == PARAM_NONE)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	int rc = parse_param_locked(r, param, buf, len, &value, err);
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+int mfs_request_set_queue_params(mfs_request *r, int64_t priority, int64_t timeout_us,
+				 mfs_error *err)
+{
+	pthread_mutex_lock(&r->lock);
+	int rc = mfs_queue_check_priority(r->cfg, r->v->model_name, priority, err);
+	if (rc == 0)
+		rc = mfs_queue_check_timeout(r->cfg, r->v->model_name, priority, timeout_us, err);
+	if (rc == 0) {
+		r->priority = priority;
+		r->timeout_us = timeout_us;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
 static void drop_staged(mfs_request *r, int i)
 {
+	if (param_of(r->staged[i].name) == PARAM_PRIORITY)
+		r->priority = 0;
+	else if (param_of(r->staged[i].name) == PARAM_TIMEOUT)
+		r->timeout_us = 0;
 	free(r->staged[i].name);
 	free(r->staged[i].blob);
 	r->staged[i] = r->staged[--r->n_staged];
@@ -409,6 +484,10 @@ static int stage_locked(mfs_request *r, const char *filename, const void *buf,
 		return record(r, mfs_fail(err, EFBIG, "'%s': the request's files would be %" PRIu64
 					  " bytes, more than --max-request-bytes=%" PRIu64,
 					  filename, others + len, r->max_bytes), err);
+	int param = param_of(filename);
+	int64_t value = 0;
+	if (param != PARAM_NONE && parse_param_locked(r, param, buf, len, &value, err) < 0)
+		return record(r, -EINVAL, err);
 	char *blob = malloc(len ? len : 1);
 	if (!blob)
 		return mfs_fail(err, ENOMEM, "out of memory");
@@ -431,11 +510,39 @@ static int stage_locked(mfs_request *r, const char *filename, const void *buf,
 	free(r->staged[i].blob);
 	r->staged[i].blob = blob;
 	r->staged[i].len = len;
+	if (param == PARAM_PRIORITY)
+		r->priority = value;
+	else if (param == PARAM_TIMEOUT)
+		r->timeout_us = value;
 	return 0;
 }
 
 static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 			 size_t len, mfs_error *err);
+static int commit_owned_locked(mfs_request *r, const char *filename, char *blob,
+			       size_t len, const char *link, mfs_error *err);
+
+int mfs_request_commit_link(mfs_request *r, const char *filename, const char *link,
+			    char *buf, size_t len, mfs_error *err)
+{
+	pthread_mutex_lock(&r->lock);
+	r->last_use = mfs_now_ns();
+	int rc = commit_owned_locked(r, filename, buf, len, link, err);
+	recharge_locked(r);
+	unlock_and_run(r);
+	return rc;
+}
+
+char *mfs_request_input_link(mfs_request *r, const char *filename)
+{
+	pthread_mutex_lock(&r->lock);
+	char *link = NULL;
+	for (int i = 0; i < r->n_in && !link; i++)
+		if (r->in[i].present && r->in[i].link && strcmp(r->in[i].filename, filename) == 0)
+			link = strdup(r->in[i].link);
+	pthread_mutex_unlock(&r->lock);
+	return link;
+}
 
 int mfs_request_commit_file(mfs_request *r, const char *filename,
 			    const void *buf, size_t len, mfs_error *err)
@@ -514,10 +621,25 @@ int mfs_request_check_file_name(mfs_request *r, const char *filename, mfs_error 
 	return rc;
 }
 
+/* The file's bytes are kept (to read back); a .npy tensor is a view into
+ * them rather than a second copy. */
 static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 			 size_t len, mfs_error *err)
 {
+	char *blob = malloc(len ? len : 1);
+	if (!blob)
+		return record(r, mfs_fail(err, ENOMEM, "out of memory"), err);
+	if (len)
+		memcpy(blob, buf, len);
+	return commit_owned_locked(r, filename, blob, len, NULL, err);
+}
+
+/* commit_locked on bytes the request takes over (freed on failure). */
+static int commit_owned_locked(mfs_request *r, const char *filename, char *blob,
+			       size_t len, const char *link, mfs_error *err)
+{
 	int fmt, idx;
+	char *fname = NULL, *link_copy = NULL;
 	char name[256];
 	int rc = input_of_file(r, filename, &idx, &fmt, name, err);
 	if (rc < 0)
@@ -539,18 +661,12 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 	mfs_config_input_spec(r->cfg, idx, &spec);
 	mfs_tensor t = { 0 };
 	uint64_t t0 = mfs_now_ns();
-	/* The file's bytes are kept (to read back); a .npy tensor is a view
-	 * into them rather than a second copy. */
-	char *blob = malloc(len ? len : 1);
-	char *fname = strdup(filename);
-	if (!blob || !fname) {
-		free(blob);
-		free(fname);
+	fname = strdup(filename);
+	link_copy = link ? strdup(link) : NULL;
+	if (!fname || (link && !link_copy)) {
 		rc = record(r, mfs_fail(err, ENOMEM, "out of memory"), err);
 		goto out;
 	}
-	if (len)
-		memcpy(blob, buf, len);
 	rc = mfs_tensor_decode_view((mfs_format)fmt, blob, len, &spec, &t, err);
 	if (rc == 0 && r->cfg->max_batch_size > 0 && t.shape.rank > 0 &&
 	    t.shape.dims[0] > r->cfg->max_batch_size) {
@@ -565,8 +681,6 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 			mfs_tensor_release(&t);
 	}
 	if (rc < 0) {
-		free(blob);
-		free(fname);
 		if (rc != -ENOMEM)
 			rc = -EINVAL;
 		err->code = -rc;
@@ -581,7 +695,9 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 	s->filename = fname;
 	s->blob = blob;
 	s->blob_len = len;
+	s->link = link_copy;
 	s->model_shape = model_shape;
+	fname = blob = link_copy = NULL;
 	r->decode_ns += mfs_now_ns() - t0;
 	if (!r->have_fmt) {
 		r->have_fmt = true;
@@ -591,6 +707,9 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 	if (all_present(r))
 		rc = submit_locked(r, err);
 out:
+	free(blob);
+	free(fname);
+	free(link_copy);
 	return rc;
 }
 
@@ -706,9 +825,21 @@ mfs_file_kind mfs_request_find_file(mfs_request *r, const char *filename,
 			info->fmt = (mfs_format)f;
 			return info->kind = MFS_FILE_OUTPUT;
 		}
+		/* "OUTPUT.top5.txt": the classification view. */
+		char *dot = strrchr(base, '.');
+		int64_t k = f == MFS_FMT_TXT && dot ? mfs_classify_parse_topk(dot + 1, strlen(dot + 1)) : 0;
+		if (k > 0 && k <= MFS_VIEW_TOPK_MAX) {
+			*dot = '\0';
+			if ((info->idx = output_index(r, base)) >= 0) {
+				info->fmt = MFS_VIEW_TOPK(k);
+				return info->kind = MFS_FILE_OUTPUT;
+			}
+		}
 	}
 	pthread_mutex_lock(&r->lock);
 	info->size = file_size_locked(r, filename);
+	input_slot *s = slot_by_file(r, filename);
+	info->link = s && s->link;
 	pthread_mutex_unlock(&r->lock);
 	if (info->size >= 0)
 		info->kind = MFS_FILE_INPUT;
@@ -758,6 +889,19 @@ static void missing_inputs(const mfs_request *r, char *buf, size_t size)
 		if (!r->in[i].present && !r->cfg->inputs[i].optional && at < size)
 			at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? " " : "",
 					       r->cfg->inputs[i].name);
+}
+
+/* The top-K view of output idx (lock held); not cached: it is a few
+ * lines, and a K is rarely read twice. */
+static int classify_locked(mfs_request *r, int idx, mfs_format view, char **buf, size_t *len,
+			   mfs_error *err)
+{
+	const mfs_labels *labels = r->v->lv->labels ? r->v->lv->labels[idx] : NULL;
+	int rc = mfs_classify_text(&r->run_out[r->out_graph_idx[idx]], r->cfg->outputs[idx].name,
+				   MFS_VIEW_K(view), labels, buf, len, err);
+	if (rc && err->code != ENOMEM)
+		mfs_error_prefix(err, "model '%s' request '%s': ", r->v->model_name, r->name);
+	return rc;
 }
 
 /* Encode output idx in fmt into the cache, unless it is there; with
@@ -816,11 +960,18 @@ int mfs_request_read_output(mfs_request *r, uint64_t run, int idx, mfs_format fm
 		break;
 	}
 	case MFS_REQ_FAILED:
-		rc = -EIO;
+		/* A request that waited past its queue timeout says so. */
 		*err = r->error;
-		err->code = EIO;
+		err->code = r->error.code == ETIMEDOUT ? ETIMEDOUT : EIO;
+		rc = -err->code;
 		break;
 	case MFS_REQ_DONE:
+		if (MFS_VIEW_IS_TOPK(fmt)) {
+			rc = classify_locked(r, idx, fmt, buf, len, err);
+			if (rc)
+				r->error = *err;   /* for $req/error; the caller logs it */
+			break;
+		}
 		rc = encode_locked(r, idx, fmt, true, err);
 		if (rc == 0) {
 			/* The encoding goes to the reader, not a copy of it (a
@@ -850,7 +1001,14 @@ int64_t mfs_request_output_size(mfs_request *r, int idx, mfs_format fmt)
 	int64_t n = -1;
 	mfs_error err;
 	pthread_mutex_lock(&r->lock);
-	if (r->state == MFS_REQ_DONE && encode_locked(r, idx, fmt, false, &err) == 0)
+	if (r->state == MFS_REQ_DONE && MFS_VIEW_IS_TOPK(fmt)) {
+		char *buf;
+		size_t len;
+		if (classify_locked(r, idx, fmt, &buf, &len, &err) == 0) {
+			n = (int64_t)len;
+			free(buf);
+		}
+	} else if (r->state == MFS_REQ_DONE && encode_locked(r, idx, fmt, false, &err) == 0)
 		n = (int64_t)r->enc[idx * MFS_FMT_COUNT + (int)fmt].len;
 	recharge_locked(r);
 	pthread_mutex_unlock(&r->lock);

@@ -69,11 +69,21 @@ typedef enum mfs_file_kind {
 	MFS_FILE_OUTPUT,        /* "OUTPUT.EXT" of a config output: idx and fmt are set */
 } mfs_file_kind;
 
+/* "OUTPUT.topK.txt", the classification view of an output (classify.h,
+ * SPEC.md section 4), is told apart from the tensor formats by its "fmt"
+ * value, past them, so the filesystem carries it as it carries a format.
+ * K from 1 to MFS_VIEW_TOPK_MAX; a larger K is no file. */
+#define MFS_VIEW_TOPK_MAX (1 << 30)
+#define MFS_VIEW_TOPK(k) ((mfs_format)(MFS_FMT_COUNT + (k)))
+#define MFS_VIEW_IS_TOPK(fmt) ((int)(fmt) > (int)MFS_FMT_COUNT)
+#define MFS_VIEW_K(fmt) ((int64_t)(fmt) - MFS_FMT_COUNT)
+
 typedef struct mfs_file_info {
 	mfs_file_kind kind;
 	int idx;                /* MFS_FILE_OUTPUT: config output index */
-	mfs_format fmt;         /* MFS_FILE_OUTPUT */
+	mfs_format fmt;         /* MFS_FILE_OUTPUT: a format, or MFS_VIEW_TOPK(K) */
 	int64_t size;           /* MFS_FILE_INPUT: bytes as written */
+	bool link;              /* MFS_FILE_INPUT: committed by a symlink (commit_link) */
 } mfs_file_info;
 
 mfs_file_kind mfs_request_find_file(mfs_request *r, const char *filename,
@@ -91,9 +101,21 @@ uint64_t mfs_request_room(mfs_request *r, const char *filename);
  *   -EFBIG   the request's inputs exceed max_bytes
  *   -EBUSY   the request is queued or running
  *   -EAGAIN  the model's queue is full (the request is FAILED)
+ *   -EINVAL  also: a .priority or .timeout the queue policy refuses
  * Committing to a DONE or FAILED request starts a new run. */
 int mfs_request_commit_file(mfs_request *r, const char *filename,
 			    const void *buf, size_t len, mfs_error *err);
+
+/* Commit an input whose bytes the caller read from the target of a
+ * symlink the client made ("NAME.EXT" -> link): as commit_file, but the
+ * request takes buf over (malloc'd; freed on failure too) instead of
+ * copying it, and keeps link for readlink (mfs_request_input_link) and
+ * mfs_file_info.link while the input is present. */
+int mfs_request_commit_link(mfs_request *r, const char *filename, const char *link,
+			    char *buf, size_t len, mfs_error *err);
+/* The symlink text of a present input committed by commit_link (a
+ * malloc'd copy), or NULL. */
+char *mfs_request_input_link(mfs_request *r, const char *filename);
 
 /* May filename be created in the request?  0 for an input's "NAME.EXT"
  * and for a temporary (a dot file); -ENOENT (kept for $req/error and
@@ -113,6 +135,21 @@ int mfs_request_rename_file(mfs_request *r, const char *from, const char *to,
  * dtype UNDEFINED) are moved into the request.  Same errors as above. */
 int mfs_request_submit_tensors(mfs_request *r, mfs_tensor *tensors,
 			       mfs_error *err);
+
+/* The request's place in the queue (SPEC.md section 4).  The files
+ * "$req/.priority" and "$req/.timeout" (µs) set them when committed
+ * (mfs_request_commit_file, as any dot file; removing them restores the
+ * default); the infer file calls mfs_request_set_queue_params.  Both
+ * check the value against the model's queue policy (queue_policy.h):
+ * -EINVAL with err saying why (priority not a level, a timeout where
+ * allow_timeout_override is false, not a number).
+ * mfs_request_check_param is that check alone for the bytes written so
+ * far to filename (0 for any other file): the filesystem asks it at each
+ * write so that bash's echo sees the error. */
+int mfs_request_check_param(mfs_request *r, const char *filename, const void *buf,
+			    size_t len, mfs_error *err);
+int mfs_request_set_queue_params(mfs_request *r, int64_t priority, int64_t timeout_us,
+				 mfs_error *err);
 
 /* Record an error found outside the request (a write refused by the
  * filesystem) for $req/error, and log it once. */
@@ -138,7 +175,10 @@ uint64_t mfs_request_run_id(mfs_request *r);
  *   -EINPROGRESS queued or running: wait (mfs_request_wait) and retry
  *   -ENODATA     inputs are missing (err names them; kept for $req/error)
  *   -EIO         the run failed (err says why)
- *   -ESTALE      run was replaced: new inputs were committed after it */
+ *   -ETIMEDOUT   the request waited in the queue past its timeout (REJECT)
+ *   -ESTALE      run was replaced: new inputs were committed after it
+ *   -EINVAL      a top-K view of an output that cannot be classified
+ *                (kept for $req/error) */
 int mfs_request_read_output(mfs_request *r, uint64_t run, int idx, mfs_format fmt,
 			    char **buf, size_t *len, mfs_error *err);
 

@@ -14,14 +14,23 @@
 
 #include "log.h"
 
+/* One priority level: its jobs in order (seg 0), then those that waited
+ * past their timeout under DELAY (seg 1). */
+typedef struct level {
+	mfs_queue_level conf;
+	mfs_job *head[2], *tail[2];
+	int64_t queued;
+} level;
+
 struct mfs_queue {
 	mfs_sched *sched;
 	mfs_queue *next_q;            /* the scheduler's list */
 	char *label;
 	mfs_queue_conf conf;
 	mfs_runner runner;
-	mfs_job *head, *tail;         /* FIFO */
-	int64_t queued;               /* jobs in the FIFO */
+	level *levels;                /* conf.n_levels; level 1 first */
+	int64_t queued;               /* jobs in all FIFOs */
+	int64_t timed;                /* of them, jobs with a deadline */
 	int running;                  /* runs in flight */
 	int running_jobs;
 	bool *busy;                   /* per instance */
@@ -93,14 +102,26 @@ int mfs_sched_queue_new(mfs_sched *s, const mfs_queue_conf *conf,
 	if (q->conf.preferred_batch_size <= 0 || q->conf.preferred_batch_size > q->conf.max_batch_size)
 		q->conf.preferred_batch_size = q->conf.max_batch_size;
 	q->runner = *runner;
+	if (!conf->levels || conf->n_levels < 1) {
+		q->conf.n_levels = 1;
+		q->conf.default_level = 1;
+	}
+	if (q->conf.default_level < 1 || q->conf.default_level > q->conf.n_levels)
+		q->conf.default_level = 1;
 	q->label = strdup(conf->label ? conf->label : "model");
 	q->busy = calloc((size_t)q->conf.instances, sizeof(bool));
-	if (!q->label || !q->busy) {
+	q->levels = calloc((size_t)q->conf.n_levels, sizeof(level));
+	if (!q->label || !q->busy || !q->levels) {
 		free(q->label);
 		free(q->busy);
+		free(q->levels);
 		free(q);
 		return mfs_fail(err, ENOMEM, "out of memory");
 	}
+	for (int i = 0; i < q->conf.n_levels; i++)
+		q->levels[i].conf = conf->levels && conf->n_levels >= 1 ? conf->levels[i]
+			: (mfs_queue_level){ .max_queue_size = conf->max_queue_size };
+	q->conf.levels = NULL;   /* copied into q->levels */
 	q->conf.label = q->label;
 	pthread_mutex_lock(&s->lock);
 	q->next_q = s->queues;
@@ -131,6 +152,119 @@ static int job_rows(const mfs_queue *q, const mfs_job *job, mfs_error *err)
 	return (int)rows;
 }
 
+/* ---- the FIFOs: levels in order, each its punctual then its late jobs ---- */
+
+static mfs_job *first_job(const mfs_queue *q)
+{
+	for (int l = 0; l < q->conf.n_levels; l++)
+		for (int g = 0; g < 2; g++)
+			if (q->levels[l].head[g])
+				return q->levels[l].head[g];
+	return NULL;
+}
+
+/* The job that runs after j. */
+static mfs_job *next_job(const mfs_queue *q, const mfs_job *j)
+{
+	if (j->next)
+		return j->next;
+	for (int l = j->level, g = j->seg + 1; l < q->conf.n_levels; l++, g = 0)
+		for (; g < 2; g++)
+			if (q->levels[l].head[g])
+				return q->levels[l].head[g];
+	return NULL;
+}
+
+static void push_job(mfs_queue *q, mfs_job *job, int seg)
+{
+	level *lv = &q->levels[job->level];
+	job->seg = seg;
+	job->next = NULL;
+	if (lv->tail[seg])
+		lv->tail[seg]->next = job;
+	else
+		lv->head[seg] = job;
+	lv->tail[seg] = job;
+}
+
+static mfs_job *pop_first(mfs_queue *q)
+{
+	mfs_job *job = first_job(q);
+	level *lv = &q->levels[job->level];
+	lv->head[job->seg] = job->next;
+	if (!job->next)
+		lv->tail[job->seg] = NULL;
+	job->next = NULL;
+	lv->queued--;
+	q->queued--;
+	if (job->deadline)
+		q->timed--;
+	return job;
+}
+
+/* Deal with the jobs of q that are late at now (lock held): under DELAY
+ * they move behind their level's punctual jobs; under REJECT they are
+ * taken off and prepended to *late (their done() is the caller's, with
+ * no lock held).  Returns the earliest deadline still ahead, or 0. */
+static uint64_t expire(mfs_queue *q, uint64_t now, mfs_job **late)
+{
+	uint64_t earliest = 0;
+	if (!q->timed)
+		return 0;
+	for (int l = 0; l < q->conf.n_levels; l++) {
+		level *lv = &q->levels[l];
+		mfs_job *prev = NULL, *j = lv->head[0];
+		while (j) {
+			mfs_job *next = j->next;
+			if (!j->deadline || j->deadline > now) {
+				if (j->deadline && (!earliest || j->deadline < earliest))
+					earliest = j->deadline;
+				prev = j;
+				j = next;
+				continue;
+			}
+			if (prev)
+				prev->next = next;
+			else
+				lv->head[0] = next;
+			if (lv->tail[0] == j)
+				lv->tail[0] = prev;
+			q->timed--;
+			j->deadline = 0;
+			if (lv->conf.delay_on_timeout) {
+				push_job(q, j, 1);
+			} else {
+				lv->queued--;
+				q->queued--;
+				j->next = *late;
+				*late = j;
+			}
+			j = next;
+		}
+	}
+	return earliest;
+}
+
+/* done() for jobs expire() rejected, with no lock held. */
+static void fail_late(mfs_queue *q, mfs_job *late)
+{
+	uint64_t now = mfs_now_ns();
+	while (late) {
+		mfs_job *next = late->next;
+		late->next = NULL;
+		late->status = -ETIMEDOUT;
+		mfs_fail(&late->err, ETIMEDOUT,
+			 "%s: the request timed out in the queue after %.3f ms (its timeout: %.3f ms, "
+			 "timeout_action REJECT)", q->label, (double)(now - late->t_enqueue) / 1e6,
+			 (double)late->timeout_ns / 1e6);
+		late->t_start = late->t_input = late->t_infer = late->t_end = now;
+		if (q->conf.stats)
+			mfs_stats_add_refused(q->conf.stats, true, now - late->t_enqueue);
+		late->done(late);
+		late = next;
+	}
+}
+
 static int submit(mfs_queue *q, mfs_job *job, bool may_run_here, mfs_error *err)
 {
 	mfs_sched *s = q->sched;
@@ -139,6 +273,11 @@ static int submit(mfs_queue *q, mfs_job *job, bool may_run_here, mfs_error *err)
 		return rows;
 	job->rows = rows;
 	job->next = NULL;
+	if (job->priority < 0 || job->priority > q->conf.n_levels)
+		return mfs_fail(err, EINVAL, "%s: priority %d is not a level of the queue (1..%d; 0: the default, %d)",
+				q->label, job->priority, q->conf.n_levels, q->conf.default_level);
+	job->level = (job->priority ? job->priority : q->conf.default_level) - 1;
+	level *lv = &q->levels[job->level];
 	job->status = 0;
 	mfs_error_clear(&job->err);
 	job->batch_size = 0;
@@ -150,20 +289,31 @@ static int submit(mfs_queue *q, mfs_job *job, bool may_run_here, mfs_error *err)
 		return mfs_fail(err, ESHUTDOWN, "%s is not taking requests (%s)", q->label,
 				s->stopping ? "the daemon is stopping" : "the version was unloaded");
 	}
-	if (q->conf.max_queue_size > 0 && q->queued >= q->conf.max_queue_size) {
+	if (lv->conf.max_queue_size > 0 && lv->queued >= lv->conf.max_queue_size) {
 		pthread_mutex_unlock(&s->lock);
-		return mfs_fail(err, EAGAIN, "%s: queue full (%lld requests waiting)", q->label,
-				(long long)q->conf.max_queue_size);
+		if (q->conf.stats)
+			mfs_stats_add_refused(q->conf.stats, false, 0);
+		if (q->conf.n_levels > 1)
+			return mfs_fail(err, EAGAIN, "%s: queue full (%lld requests waiting at priority %d, "
+					"max_queue_size)", q->label, (long long)lv->conf.max_queue_size,
+					job->level + 1);
+		return mfs_fail(err, EAGAIN, "%s: queue full (%lld requests waiting, max_queue_size)",
+				q->label, (long long)lv->conf.max_queue_size);
 	}
 	job->t_enqueue = mfs_now_ns();
-	job->here = may_run_here && !q->head && !q->conf.dynamic_batching && q->running < q->conf.instances &&
+	uint64_t timeout = job->timeout_ns ? job->timeout_ns : lv->conf.default_timeout_ns;
+	job->timeout_ns = timeout;
+	job->deadline = timeout ? job->t_enqueue + timeout : 0;
+	job->here = may_run_here && !q->queued && !q->conf.dynamic_batching && q->running < q->conf.instances &&
 		    q->run_ns && q->run_ns < RUN_HERE_NS;
-	if (q->tail)
-		q->tail->next = job;
-	else
-		q->head = job;
-	q->tail = job;
+	push_job(q, job, 0);
+	lv->queued++;
 	q->queued++;
+	if (job->deadline) {
+		q->timed++;
+		/* An idle thread must wake at the deadline. */
+		pthread_cond_signal(&s->work);
+	}
 	if (!job->here)
 		pthread_cond_signal(&s->work);
 	pthread_mutex_unlock(&s->lock);
@@ -203,8 +353,9 @@ static bool ready(mfs_queue *q, uint64_t now, int *n_jobs, uint64_t *deadline)
 		return true;
 	}
 	int rows = 0, n = 0;
-	for (mfs_job *j = q->head; j; j = j->next) {
-		if (rows + j->rows > q->conf.max_batch_size || (n && !compatible(q, q->head, j)))
+	mfs_job *head = first_job(q);
+	for (mfs_job *j = head; j; j = next_job(q, j)) {
+		if (rows + j->rows > q->conf.max_batch_size || (n && !compatible(q, head, j)))
 			break;
 		rows += j->rows;
 		n++;
@@ -215,7 +366,7 @@ static bool ready(mfs_queue *q, uint64_t now, int *n_jobs, uint64_t *deadline)
 	/* A job that did not fit (or does not match) means the batch cannot
 	 * grow any more: run it now. */
 	bool blocked = n < q->queued;
-	uint64_t due = q->head->t_enqueue + q->conf.max_queue_delay_ns;
+	uint64_t due = head->t_enqueue + q->conf.max_queue_delay_ns;
 	if (rows >= q->conf.preferred_batch_size || blocked || now >= due ||
 	    q->closed || q->sched->stopping)
 		return true;
@@ -345,14 +496,9 @@ static void run_batch(mfs_queue *q, mfs_job **jobs, int n, int instance)
 static int take_jobs(mfs_queue *pick, mfs_job **batch, int n_jobs)
 {
 	for (int j = 0; j < n_jobs; j++) {
-		batch[j] = pick->head;
-		pick->head = pick->head->next;
-		batch[j]->next = NULL;
+		batch[j] = pop_first(pick);
 		batch[j]->here = false;
 	}
-	if (!pick->head)
-		pick->tail = NULL;
-	pick->queued -= n_jobs;
 	int inst = 0;
 	while (pick->busy[inst])
 		inst++;
@@ -377,7 +523,7 @@ static void run_taken(mfs_sched *s, mfs_queue *pick, mfs_job **batch, int n_jobs
 	pick->running_jobs -= n_jobs;
 	pick->run_ns = pick->run_ns ? (pick->run_ns * 7 + d) / 8 : d;
 	/* Jobs left that this run's instance could serve, or other queues. */
-	bool more = pick->head || s->queues->next_q;
+	bool more = pick->queued || s->queues->next_q;
 	/* done() may free a job, and the queue may be freed as soon as
 	 * running reaches 0 and idle is signalled; so call done() on a
 	 * copy of the pointers while no lock is held, then signal, and do
@@ -397,14 +543,19 @@ void mfs_sched_run_here(mfs_queue *q)
 	mfs_job *job;
 
 	pthread_mutex_lock(&s->lock);
-	if (q->head && q->head->here) {
+	mfs_job *first = first_job(q);
+	if (first && first->here) {
 		if (q->running < q->conf.instances && !s->stopping && !q->closed) {
 			int inst = take_jobs(q, &job, 1);
 			run_taken(s, q, &job, 1, inst);
 		} else {
-			q->head->here = false;
+			first->here = false;
 			pthread_cond_signal(&s->work);
 		}
+	} else if (q->queued) {
+		/* Another job went ahead of it (a higher priority): a worker
+		 * takes them in order. */
+		pthread_cond_signal(&s->work);
 	}
 	pthread_mutex_unlock(&s->lock);
 }
@@ -420,10 +571,33 @@ static void *worker(void *arg)
 		uint64_t now = mfs_now_ns(), earliest = 0;
 		mfs_queue *pick = NULL;
 		int n_jobs = 0;
-		/* The queue whose head has waited longest, among those with a
-		 * free instance and a batch ready to go. */
+		/* Late jobs first: under REJECT they fail now. */
+		mfs_queue *late_q = NULL;
+		mfs_job *late = NULL;
+		for (mfs_queue *q = s->queues; q && !late; q = q->next_q) {
+			uint64_t due = expire(q, now, &late);
+			if (late)
+				late_q = q;
+			else if (due && (!earliest || due < earliest))
+				earliest = due;
+		}
+		if (late) {
+			/* done() with no lock; the queue cannot be freed
+			 * meanwhile: it counts as running. */
+			late_q->running_jobs++;
+			late_q->running++;
+			pthread_mutex_unlock(&s->lock);
+			fail_late(late_q, late);
+			pthread_mutex_lock(&s->lock);
+			late_q->running--;
+			late_q->running_jobs--;
+			pthread_cond_broadcast(&s->idle);
+			continue;
+		}
+		/* The queue whose first job has waited longest, among those
+		 * with a free instance and a batch ready to go. */
 		for (mfs_queue *q = s->queues; q; q = q->next_q) {
-			if (!q->head || q->running >= q->conf.instances)
+			if (!q->queued || q->running >= q->conf.instances)
 				continue;
 			int n;
 			uint64_t due = 0;
@@ -432,7 +606,7 @@ static void *worker(void *arg)
 					earliest = due;
 				continue;
 			}
-			if (!pick || q->head->t_enqueue < pick->head->t_enqueue) {
+			if (!pick || first_job(q)->t_enqueue < first_job(pick)->t_enqueue) {
 				pick = q;
 				n_jobs = n;
 			}
@@ -466,7 +640,7 @@ static void *worker(void *arg)
 		}
 		int inst = take_jobs(pick, batch, n_jobs);
 		/* Another worker may serve another instance or queue. */
-		if (pick->head || s->queues->next_q)
+		if (pick->queued || s->queues->next_q)
 			pthread_cond_signal(&s->work);
 		run_taken(s, pick, batch, n_jobs, inst);
 	}
@@ -478,9 +652,11 @@ static void *worker(void *arg)
 /* Take every queued job off q (lock held); returns the list. */
 static mfs_job *take_all(mfs_queue *q)
 {
-	mfs_job *list = q->head;
-	q->head = q->tail = NULL;
-	q->queued = 0;
+	mfs_job *list = NULL, **tail = &list;
+	while (q->queued) {
+		*tail = pop_first(q);
+		tail = &(*tail)->next;
+	}
 	return list;
 }
 
@@ -533,6 +709,7 @@ void mfs_sched_queue_free(mfs_queue *q)
 		}
 	pthread_mutex_unlock(&s->lock);
 	free(q->busy);
+	free(q->levels);
 	free(q->label);
 	free(q);
 }
@@ -540,7 +717,7 @@ void mfs_sched_queue_free(mfs_queue *q)
 static bool busy(mfs_sched *s)
 {
 	for (mfs_queue *q = s->queues; q; q = q->next_q)
-		if (q->head || q->running)
+		if (q->queued || q->running)
 			return true;
 	return false;
 }

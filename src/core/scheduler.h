@@ -9,6 +9,13 @@
  * most max_queue_delay for the batch to fill, then splits the outputs back
  * along the first dim.  FUSE threads only submit; models run only here.
  *
+ * Each queue has one FIFO per priority level (Triton's priority_levels;
+ * level 1 runs first) with its own policy (Triton's ModelQueuePolicy):
+ * how many jobs it holds, how long a job may wait, and whether a job that
+ * waited too long fails with ETIMEDOUT (REJECT) or waits on behind the
+ * level's punctual jobs (DELAY).  A late job is found by an idle compute
+ * thread at its deadline, or else when the next job is taken.
+ *
  * The runner does the actual work (mfs_exec_run on the instance's
  * execution context in the daemon, a fake in the unit tests).
  */
@@ -40,6 +47,8 @@ struct mfs_job {
 	 * (no scheduler lock held). */
 	void (*started)(mfs_job *job);
 	void *arg;
+	int priority;            /* 1 (first) .. the queue's levels; 0: its default level */
+	uint64_t timeout_ns;     /* longest wait in the queue; 0: the level's default */
 
 	/* Set by the scheduler before done(). */
 	int status;              /* 0, or a negative errno; err says why */
@@ -51,6 +60,8 @@ struct mfs_job {
 	/* Private to the scheduler. */
 	mfs_job *next;
 	int rows;
+	int level, seg;          /* the FIFO it waits in */
+	uint64_t deadline;       /* mfs_now_ns() past which it is late; 0: none */
 	bool here;               /* left for mfs_sched_run_here() */
 };
 
@@ -63,6 +74,13 @@ typedef struct mfs_runner {
 	int n_inputs, n_outputs;
 } mfs_runner;
 
+/* One priority level's policy. */
+typedef struct mfs_queue_level {
+	int64_t max_queue_size;       /* jobs waiting at this level; 0 = unbounded */
+	uint64_t default_timeout_ns;  /* longest wait; 0: none */
+	bool delay_on_timeout;        /* late: wait behind the level's others (DELAY), not fail (REJECT) */
+} mfs_queue_level;
+
 typedef struct mfs_queue_conf {
 	const char *label;            /* "add_sub v1", copied, for messages */
 	int instances;                /* >= 1 */
@@ -70,7 +88,12 @@ typedef struct mfs_queue_conf {
 	bool dynamic_batching;        /* merge jobs (needs max_batch_size > 0) */
 	uint64_t max_queue_delay_ns;
 	int preferred_batch_size;     /* run at once when this many rows wait; 0: max_batch_size */
-	int64_t max_queue_size;       /* queued jobs; 0 = unbounded */
+	/* Priority levels (copied); NULL: one level holding at most
+	 * max_queue_size jobs (0 = unbounded), no timeout. */
+	const mfs_queue_level *levels;
+	int n_levels;
+	int default_level;            /* 1 .. n_levels: a job of priority 0 */
+	int64_t max_queue_size;
 	mfs_stats *stats;             /* updated per run and per job; may be NULL */
 } mfs_queue_conf;
 
@@ -83,9 +106,11 @@ int mfs_sched_queue_new(mfs_sched *s, const mfs_queue_conf *conf,
 			mfs_error *err);
 
 /* Queue a job.  Returns 0, or (with err filled and done() NOT called):
- * -EAGAIN when the queue is full, -ESHUTDOWN when the queue is closed or
- * the scheduler is stopping, -EINVAL when a batched job's inputs disagree
- * on their first dim or exceed max_batch_size. */
+ * -EAGAIN when its level's queue is full, -ESHUTDOWN when the queue is
+ * closed or the scheduler is stopping, -EINVAL when a batched job's inputs
+ * disagree on their first dim or exceed max_batch_size, or its priority
+ * is not a level of the queue.  A job that waits past its timeout under
+ * REJECT gets done() with status -ETIMEDOUT. */
 int mfs_sched_submit(mfs_queue *q, mfs_job *job, mfs_error *err);
 /* The same, but a short run (the queue's recent runs took under 1 ms) for
  * an idle instance, without dynamic batching, is not handed to a compute

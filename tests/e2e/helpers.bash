@@ -180,3 +180,37 @@ use_shared_mount() {
 		T="$BATS_TEST_TMPDIR"
 	}
 }
+
+# index_state MODEL: "STATE|REASON" of MODEL's entry in MNT/.index.json
+# (its last version); nothing when the model is not listed.
+index_state() {
+	"$PY" -c '
+import json, sys
+for e in json.load(open(sys.argv[1])):
+    if e["name"] == sys.argv[2]:
+        print(e["state"] + "|" + e["reason"])' "$MNT/.index.json" "$1" | tail -1
+}
+
+# add_sub_answers [MODEL]: one request through a request directory of
+# MODEL (add_sub or a copy of it) gives add_sub's answer.
+add_sub_answers() {
+	local req
+	req=$(new_request "${1:-add_sub}") || return 1
+	seq 16 > "$req/INPUT0.txt" && seq 16 > "$req/INPUT1.txt" &&
+		[ "$(cat "$req/OUTPUT0.txt")" = "$(seq -s ' ' 2 2 32)" ]
+}
+
+# use_add_sub_repo_per_test: each test gets T, its own temporary
+# directory, and REPO, a fresh repository of add_sub alone (add_sub_repo);
+# whatever it mounted is unmounted and checked after it.  Call it after
+# `load helpers`, instead of writing setup and teardown.
+use_add_sub_repo_per_test() {
+	setup() {
+		T="$BATS_TEST_TMPDIR"
+		REPO="$T/repo"
+		add_sub_repo "$REPO"
+	}
+	teardown() {
+		unmount_repo
+	}
+}

@@ -11,6 +11,8 @@ import os
 import sys
 import threading
 
+from infer_session import infer
+
 mnt, model, n, stop, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 allow_enoent = "--allow-enoent" in sys.argv
 lock = threading.Lock()
@@ -23,18 +25,7 @@ def one(c, k):
     req = json.dumps({"inputs": [
         {"name": "INPUT0", "shape": [16], "datatype": "FP32", "data": a},
         {"name": "INPUT1", "shape": [16], "datatype": "FP32", "data": b}]}).encode()
-    fd = os.open(os.path.join(mnt, model, "infer"), os.O_RDWR)
-    try:
-        os.write(fd, req)
-        chunks = []
-        while True:
-            d = os.read(fd, 1 << 16)
-            if not d:
-                break
-            chunks.append(d)
-    finally:
-        os.close(fd)
-    r = json.loads(b"".join(chunks))
+    r = infer(os.path.join(mnt, model, "infer"), req)
     if "error" in r:
         if allow_enoent and "no model named" in r["error"]:
             # opened just before the model was removed: refused like ENOENT

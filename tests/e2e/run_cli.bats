@@ -151,3 +151,11 @@ values() { tr ' ' '\n' < "$1" | sed '/^$/d'; }
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"34 passed, 0 failed"* ]]
 }
+
+@test "run: models with If, Loop and Scan (bodies reading outer values) match the backend data" {
+	run "$PY" "$ROOT/tests/e2e/run_backend_cases.py" "$MODELFS" \
+		/usr/share/libonnx-testdata/data "$ROOT/tests/e2e/control-flow-cases.txt"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"6 passed, 0 failed"* ]]
+}

@@ -27,6 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* below libFuzzer's malloc limit: a huge tensor is an error, not
 	 * an out-of-memory finding */
 	mfs_engine_set_max_tensor_bytes((size_t)256 << 20);
+	/* a fuzzed trip count must not hang the target */
+	mfs_engine_set_max_iterations(1000);
 	if (onnx_model_load_buffer(data, size, NULL, &onnx, &err))
 		return 0;
 	if (mfs_graph_compile(onnx, "fuzz", &m, &err))

@@ -24,6 +24,7 @@ mk() { make --no-print-directory -s -C "$TOP" "$@" > "$T/make.log" 2>&1 || { cat
 		usr/share/man/man5/modelfs-repository.5 \
 		usr/lib/systemd/system/modelfs.service usr/lib/systemd/system/modelfs@.service \
 		usr/share/bash-completion/completions/modelfs \
+		usr/include/modelfs_backend.h \
 		usr/share/doc/modelfs/README.md usr/share/doc/modelfs/SPEC.md \
 		usr/share/doc/modelfs/DEPLOY.md \
 		usr/share/doc/modelfs/examples/add_sub/1/model.onnx \
@@ -40,6 +41,9 @@ mk() { make --no-print-directory -s -C "$TOP" "$@" > "$T/make.log" 2>&1 || { cat
 	grep -q '^ExecStart=/usr/bin/modelfs -f ' usr/lib/systemd/system/modelfs.service
 	grep -q '^ExecStart=/usr/bin/modelfs -f ' usr/lib/systemd/system/modelfs@.service
 	! grep -q '@' usr/lib/systemd/system/modelfs.service
+	# The installed backend header is all a custom backend needs.
+	cc -std=c99 -Wall -Werror -shared -fPIC -I usr/include "$TOP/examples/backends/preprocess.c" \
+		-o "$T/libmodelfs_preprocess.so" -lm
 	# An /etc/default/modelfs the admin changed is neither replaced nor removed.
 	echo 'MOUNTPOINT=/mine' >> etc/default/modelfs
 	mk install DESTDIR="$T/root" PREFIX=/usr
@@ -150,6 +154,8 @@ comp() {
 	[ "$(comp modelfs --poll)" = --poll-secs= ]
 	[ "$(comp modelfs --device o)" = opencl ]
 	[ "$(comp modelfs --log-level=d)" = debug ]
+	[ "$(comp modelfs --model-control=ex)" = explicit ]
+	[ "$(comp modelfs -o model_con)" = model_control= ]
 	[ -z "$(comp modelfs --threads "")" ]
 	[ "$(comp modelfs -o allow_other,pol)" = allow_other,poll_secs= ]
 	[ "$(comp modelfs -o max_request_b)" = max_request_bytes= ]

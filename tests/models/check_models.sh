@@ -9,7 +9,9 @@
 #   of export on two cores: docs/PERFORMANCE.md has the measurements;
 #   all: every model of export_models.py at opsets 13 and 17 (ResNet-18/50,
 #   MobileNetV2, encoder, BERT-like with attention mask, GPT-2-like decoder;
-#   `make check-models-all`).
+#   `make check-models-all`), and the control-flow exports of
+#   torch.jit.script: greedy (a GPT-2-like greedy decoder, a Loop over
+#   tokens) and branch (an If).
 #
 # For each model, run the reference input through `modelfs run` and
 # compare every output with PyTorch's: max|diff| <= 1e-3 * max|ref|
@@ -36,7 +38,7 @@ BASE="resnet18 mobilenet_v2 encoder resnet50 bert gpt2"
 if [ $# -eq 0 ]; then
 	MODELS=$QUICK
 elif [ "$*" = all ]; then
-	MODELS="$BASE $(for m in $BASE; do printf '%s_op17 ' "$m"; done)"
+	MODELS="$BASE $(for m in $BASE; do printf '%s_op17 ' "$m"; done)greedy branch"
 else
 	MODELS="$*"
 fi

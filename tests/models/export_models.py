@@ -18,6 +18,15 @@ build/models/; not committed: large, regenerated at test time):
                 dynamic batch and sequence; causal mask sliced from a
                 lower-triangular buffer (Slice) and applied with Where,
                 positions from Range
+  greedy/       greedy decoding with a small GPT-2-like decoder (d=64, 2
+                layers): torch.jit.script's loop over 8 new tokens becomes
+                a Loop (trip count: the max_new input) whose body runs
+                the scripted decoder on the growing token sequence (a
+                carried value) and reads the weights from the outer graph;
+                output: the prompt and its 8 new tokens
+  branch/       torch.jit.script's data-dependent `if` (If): a ReLU MLP
+                or a scaled linear layer by the sign of the input's sum,
+                both branches reading outer-graph weights
 
 The names above are exported at ONNX opset 13; NAME_op17 is the same model
 (same weights, same input) at opset 17, where nn.LayerNorm becomes
@@ -49,6 +58,8 @@ import torchvision
 QUICK = ["resnet18", "mobilenet_v2", "encoder", "bert_op17", "gpt2_op17"]
 BASE = ["resnet18", "mobilenet_v2", "encoder", "resnet50", "bert", "gpt2"]
 ALL = BASE + [n + "_op17" for n in BASE]
+# control flow (torch.jit.script); exported at opset 13 only
+SCRIPTED = ["greedy", "branch"]
 
 
 class Encoder(torch.nn.Module):
@@ -195,6 +206,78 @@ class Gpt2(torch.nn.Module):
         return torch.matmul(self.lnf(x), self.wte.weight.t())
 
 
+class ScriptedGpt2(Gpt2):
+    """Gpt2 as torch.jit.script takes it (no unpacking of a tensor).
+    Scripted, not traced: a traced decoder inside the loop would carry
+    its traced sequence length into the export (positions, mask and
+    reshapes fixed to it)."""
+
+    def forward(self, ids):
+        b, s = ids.size(0), ids.size(1)
+        dh = self.d // self.heads
+        pos = torch.arange(0, s, dtype=torch.long).unsqueeze(0)
+        x = self.wte(ids) + self.wpe(pos)
+        causal = self.bias[:, :, :s, :s]
+        neg = torch.tensor(-1e4, dtype=torch.float32)
+        for m in self.blocks:
+            h = m.ln1(x)
+            qkv = m.attn(h).reshape(b, s, 3, self.heads, dh).permute(2, 0, 3, 1, 4)
+            att = torch.matmul(qkv[0], qkv[1].transpose(2, 3)) / math.sqrt(dh)
+            att = torch.softmax(torch.where(causal, att, neg), dim=-1)
+            ctx = torch.matmul(att, qkv[2]).transpose(1, 2).reshape(b, s, self.d)
+            x = x + m.proj(ctx)
+            x = x + m.fc2(torch.nn.functional.gelu(m.fc(m.ln2(x)), approximate="tanh"))
+        return torch.matmul(self.lnf(x), self.wte.weight.t())
+
+
+class Greedy(torch.nn.Module):
+    """Greedy decoding: max_new tokens, each the argmax of the decoder's
+    last logits, appended to the sequence.  The loop runs over an input
+    count, so it exports as an ONNX Loop (a constant count would be
+    unrolled)."""
+    def __init__(self, decoder):
+        super().__init__()
+        self.decoder = decoder
+
+    def forward(self, ids, max_new):
+        for _ in range(int(max_new)):
+            logits = self.decoder(ids)
+            nxt = torch.argmax(logits[:, -1, :], dim=-1, keepdim=True)
+            ids = torch.cat([ids, nxt], dim=1)
+        return ids
+
+
+class Branch(torch.nn.Module):
+    """A data-dependent branch (ONNX If) between two small networks."""
+
+    def __init__(self):
+        super().__init__()
+        self.a1 = torch.nn.Linear(32, 64)
+        self.a2 = torch.nn.Linear(64, 16)
+        self.b = torch.nn.Linear(32, 16)
+
+    def forward(self, x):
+        if bool(x.sum() > 0):
+            y = self.a2(torch.relu(self.a1(x)))
+        else:
+            y = self.b(x) * 2.0
+        return y
+
+
+def build_scripted(name, rng):
+    """(script module, {input name: example input}, output name)."""
+    if name == "greedy":
+        dec = ScriptedGpt2(vocab=100, d=64, heads=2, layers=2, ctx=64)
+        dec.wte.weight.data *= 10  # sharper logits: no near-ties in argmax
+        dec.eval()
+        ids = rng.integers(0, 100, (1, 8), dtype=np.int64)
+        return (torch.jit.script(Greedy(dec)),
+                {"input_ids": ids, "max_new": np.array(8, dtype=np.int64)}, "tokens")
+    m = Branch().eval()
+    x = rng.standard_normal((4, 32), dtype=np.float32) + 0.5   # sum > 0
+    return torch.jit.script(m), {"x": x}, "y"
+
+
 def calibrate_batchnorm(m, rng):
     """Fresh BatchNorm layers (mean 0, var 1) let a deep random network's
     activations shrink to nothing (MobileNetV2's logits come out ~1e-9),
@@ -240,6 +323,8 @@ def build(name):
         m = Gpt2()
         x = rng.integers(0, 1000, (1, 64), dtype=np.int64)
         return m, {"input_ids": x}, "logits"
+    if name in SCRIPTED:
+        return build_scripted(name, rng)
     raise SystemExit("unknown model %s" % name)
 
 
@@ -306,6 +391,10 @@ def export(outdir, name):
         ref_xs = xs
     dyn = {n: {0: "batch"} for n in inputs}
     dyn[out_name] = {0: "batch"}
+    if base == "greedy":
+        # a fixed prompt length would let the exporter fold the loop
+        # body's positions and shapes to the first iteration's
+        dyn = {"input_ids": {0: "batch", 1: "seq"}, out_name: {0: "batch", 1: "seq"}}
     if base == "gpt2":
         dyn = {"input_ids": {0: "batch", 1: "seq"}, out_name: {0: "batch", 1: "seq"}}
     with torch.no_grad():
@@ -335,7 +424,7 @@ def main(argv):
     outdir = argv[1] if len(argv) > 1 else "build/models"
     names = argv[2:] or QUICK
     if names == ["all"]:
-        names = ALL
+        names = ALL + SCRIPTED
     torch.set_num_threads(2)
     t0 = time.monotonic()
     for n in names:

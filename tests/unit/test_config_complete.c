@@ -261,6 +261,68 @@ static void test_version_policy(void **state)
 	mfs_config_release(&c);
 }
 
+/* A custom backend's config: nothing to complete from, so everything
+ * must be declared (docs/BACKENDS.md). */
+static void declared_fails(const char *pbtxt, const char *msg)
+{
+	mfs_model_config c;
+	mfs_error err;
+
+	mfs_config_init(&c);
+	assert_int_equal(mfs_config_parse_pbtxt(pbtxt, strlen(pbtxt), "config.pbtxt", &c, &err), 0);
+	assert_int_equal(mfs_config_complete_declared(&c, "m", &err), -EINVAL);
+	if (!strstr(err.msg, msg))
+		fail_msg("'%s' does not contain '%s'", err.msg, msg);
+	mfs_config_release(&c);
+}
+
+static void test_custom_backend_declares_everything(void **state)
+{
+	(void)state;
+	static const char ok[] =
+		"backend: \"x\" max_batch_size: 4\n"
+		"input [ { name: \"A\" data_type: TYPE_UINT8 dims: [ -1, 3 ] } ]\n"
+		"output [ { name: \"B\" data_type: TYPE_FP32 dims: [ 3 ] } ]\n";
+	mfs_model_config c;
+	mfs_error err;
+
+	mfs_config_init(&c);
+	assert_int_equal(mfs_config_parse_pbtxt(ok, strlen(ok), "config.pbtxt", &c, &err), 0);
+	assert_true(mfs_config_custom_backend(&c));
+	assert_int_equal(mfs_config_complete_declared(&c, "m", &err), 0);
+	assert_string_equal(c.name, "m");
+	assert_null(c.platform);
+	assert_int_equal(c.inputs[0].graph_index, 0);
+	assert_int_equal(c.outputs[0].graph_index, 0);
+	assert_int_equal(c.n_instance_groups, 1);
+	mfs_config_release(&c);
+
+	declared_fails("backend: \"x\" input [ { name: \"A\" dims: [ 1 ] } ] "
+		       "output [ { name: \"B\" data_type: TYPE_FP32 dims: [ 1 ] } ]",
+		       "input 'A' needs a data_type");
+	declared_fails("backend: \"x\" input [ { name: \"A\" data_type: TYPE_FP32 dims: [ 1 ] } ] "
+		       "output [ { name: \"B\" data_type: TYPE_FP32 } ]",
+		       "output 'B' needs dims");
+	declared_fails("backend: \"x\" input [ { name: \"A\" data_type: TYPE_FP32 dims: [ 1 ] "
+		       "reshape { shape: [ 1 ] } } ] output [ { name: \"B\" data_type: TYPE_FP32 dims: [ 1 ] } ]",
+		       "reshape is not supported with a custom backend");
+	declared_fails("backend: \"x\" output [ { name: \"B\" data_type: TYPE_FP32 dims: [ 1 ] } ]",
+		       "must list its inputs and outputs");
+	declared_fails("platform: \"onnxruntime_onnx\" backend: \"x\" "
+		       "input [ { name: \"A\" data_type: TYPE_FP32 dims: [ 1 ] } ] "
+		       "output [ { name: \"B\" data_type: TYPE_FP32 dims: [ 1 ] } ]",
+		       "platform 'onnxruntime_onnx' and backend 'x' cannot both be given");
+	declared_fails("backend: \"x\" instance_group [ { kind: KIND_GPU } ] "
+		       "input [ { name: \"A\" data_type: TYPE_FP32 dims: [ 1 ] } ] "
+		       "output [ { name: \"B\" data_type: TYPE_FP32 dims: [ 1 ] } ]",
+		       "instance_group kind KIND_GPU: backend 'x' runs in a worker process");
+	declared_fails("backend: \"x\" model_warmup [ { name: \"w\" inputs { key: \"A\" value: "
+		       "{ data_type: TYPE_FP32 dims: [ 1 ] zero_data: true } } } ] "
+		       "input [ { name: \"A\" data_type: TYPE_FP32 dims: [ 1 ] } ] "
+		       "output [ { name: \"B\" data_type: TYPE_FP32 dims: [ 1 ] } ]",
+		       "model_warmup is not supported with backend 'x'");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -271,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_disagreements),
 		cmocka_unit_test(test_batch_one_model),
 		cmocka_unit_test(test_version_policy),
+		cmocka_unit_test(test_custom_backend_declares_everything),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

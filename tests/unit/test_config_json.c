@@ -65,7 +65,7 @@ static void test_triton_form(void **state)
 	assert_int_equal(c.instance_groups[0].count, 2);
 	assert_int_equal(c.instance_groups[0].kind, MFS_KIND_GPU);
 	assert_int_equal(c.dynamic_batching.max_queue_delay_us, 50);
-	assert_int_equal(c.dynamic_batching.max_queue_size, 10);
+	assert_int_equal(c.dynamic_batching.default_queue_policy.max_queue_size, 10);
 	assert_string_equal(c.default_model_filename, "m.onnx");
 	assert_int_equal(c.n_parameters, 2);
 	assert_string_equal(c.parameters[1].key, "b");

@@ -243,6 +243,22 @@ static void test_errors_name_field_and_line(void **state)
 		    "config.pbtxt: dynamic_batching needs max_batch_size > 0");
 	parse_fails("max_batch_size: 4 dynamic_batching { preferred_batch_size: 8 }",
 		    "config.pbtxt: dynamic_batching: preferred_batch_size 8 exceeds max_batch_size 4");
+	parse_fails("max_batch_size: 4 dynamic_batching { default_queue_policy { timeout_action: DROP } }",
+		    "config.pbtxt:1: field 'timeout_action' in default_queue_policy: unknown value 'DROP'");
+	parse_fails("max_batch_size: 4 dynamic_batching { priority_levels: 2 }",
+		    "config.pbtxt: dynamic_batching: default_priority_level must be 1..2 (priority_levels), not 0");
+	parse_fails("max_batch_size: 4 dynamic_batching { default_priority_level: 1 }",
+		    "config.pbtxt: dynamic_batching: default_priority_level 1 needs priority_levels");
+	parse_fails("max_batch_size: 4 dynamic_batching { priority_levels: 2 default_priority_level: 1\n"
+		    "priority_queue_policy { key: 3 value { } } }",
+		    "config.pbtxt: dynamic_batching: priority_queue_policy for level 3, but priority_levels is 2");
+	parse_fails("max_batch_size: 4 dynamic_batching { priority_levels: 2 default_priority_level: 1\n"
+		    "priority_queue_policy { key: 1 } priority_queue_policy { key: 1 } }",
+		    "config.pbtxt:2: priority_queue_policy for level 1 given twice");
+	parse_fails("max_batch_size: 4 dynamic_batching { priority_queue_policy { value { } } }",
+		    "config.pbtxt:1: priority_queue_policy entry without a key (its priority level)");
+	parse_fails("max_batch_size: 4 dynamic_batching { default_queue_policy { default_timeout_microseconds: -1 } }",
+		    "config.pbtxt:1: field 'default_timeout_microseconds' in default_queue_policy: -1 is out of range [0, 1000000000000]");
 	parse_fails("default_model_filename: \"../x.onnx\"",
 		    "config.pbtxt:1: default_model_filename '../x.onnx' must be a file name, not a path");
 	parse_fails("input name: \"a\"", "config.pbtxt:1: expected ':' after field 'input'");

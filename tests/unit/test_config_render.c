@@ -55,7 +55,10 @@ static void test_full_form(void **state)
 		"version_policy { specific { versions: [1, 3] } }\n"
 		"instance_group [ { count: 2 kind: KIND_CPU }, { kind: KIND_GPU } ]\n"
 		"dynamic_batching { preferred_batch_size: [2, 4] max_queue_delay_microseconds: 100\n"
-		"                   default_queue_policy { max_queue_size: 7 } }\n"
+		"                   default_queue_policy { max_queue_size: 7 timeout_action: DELAY\n"
+		"                     default_timeout_microseconds: 5000 allow_timeout_override: true }\n"
+		"                   priority_levels: 2 default_priority_level: 2\n"
+		"                   priority_queue_policy { key: 1 value { max_queue_size: 3 } } }\n"
 		"default_model_filename: \"net.onnx\"\n"
 		"parameters { key: \"k\" value { string_value: \"v\" } }\n");
 	assert_json_is(j,
@@ -68,7 +71,12 @@ static void test_full_form(void **state)
 		" \"output\": [{\"name\": \"c\", \"data_type\": \"TYPE_BOOL\", \"dims\": [-1]}],"
 		" \"instance_group\": [{\"count\": 2, \"kind\": \"KIND_CPU\"}, {\"count\": 1, \"kind\": \"KIND_GPU\"}],"
 		" \"dynamic_batching\": {\"preferred_batch_size\": [2, 4], \"max_queue_delay_microseconds\": 100,"
-		"                      \"default_queue_policy\": {\"max_queue_size\": 7}},"
+		"                      \"default_queue_policy\": {\"max_queue_size\": 7, \"timeout_action\": \"DELAY\","
+		"                        \"default_timeout_microseconds\": 5000, \"allow_timeout_override\": true},"
+		"                      \"priority_levels\": 2, \"default_priority_level\": 2,"
+		"                      \"priority_queue_policy\": {\"1\": {\"max_queue_size\": 3,"
+		"                        \"timeout_action\": \"REJECT\", \"default_timeout_microseconds\": 0,"
+		"                        \"allow_timeout_override\": false}}},"
 		" \"default_model_filename\": \"net.onnx\","
 		" \"parameters\": {\"k\": {\"string_value\": \"v\"}}}");
 	/* Triton's field order, for people reading the file. */
@@ -108,7 +116,9 @@ static void test_round_trip(void **state)
 		"name: \"r\" max_batch_size: 3\n"
 		"input { name: \"x\" data_type: TYPE_INT64 dims: [-1, 5] reshape { shape: [ ] } }\n"
 		"output { name: \"y\" data_type: TYPE_FP16 }\n"
-		"dynamic_batching { }\n"
+		"dynamic_batching { priority_levels: 3 default_priority_level: 2\n"
+		"  priority_queue_policy { key: 3 value { timeout_action: DELAY default_timeout_microseconds: 9 } }\n"
+		"  priority_queue_policy { key: 1 value { allow_timeout_override: true } } }\n"
 		"parameters { key: \"p\" value { string_value: \"caf\\u00e9\" } }\n");
 	char *text = json_dumps(j, JSON_INDENT(2));
 	mfs_model_config c;

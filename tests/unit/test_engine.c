@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <omp.h>
 
 #include "graph.h"
 
@@ -242,7 +243,26 @@ static int bcast_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
+/* TThreads: a copy that records the OpenMP threads it was given and
+ * those its prepare saw. */
+static int threads_at_run, threads_at_prepare;
+
+static int threads_prepare(mfs_op_ctx *ctx)
+{
+	(void)ctx;
+	threads_at_prepare = omp_get_max_threads();
+	return 0;
+}
+
+static int threads_run(mfs_op_ctx *ctx)
+{
+	threads_at_run = omp_get_max_threads();
+	return copy_run(ctx);
+}
+
 static const mfs_op_def test_ops[] = {
+	{ .domain = "test", .op_type = "TThreads", .since_version = 1,
+	  .infer = same_infer, .prepare = threads_prepare, .run = threads_run },
 	{ .domain = "test", .op_type = "TBcast", .since_version = 1,
 	  .flags = MFS_OP_NHWC_OK, .infer = bcast_infer, .run = bcast_run },
 	{ .domain = "test", .op_type = "TBias", .since_version = 1,
@@ -1352,6 +1372,51 @@ static void test_real_missing_file(void **state)
 }
 
 /* Overlapping runs share the threads instead of each taking all. */
+/* A node of work up to the grain runs on one thread, a larger one on all
+ * of the run's (node_threads.h); prepare sees the same
+ * count as run; the run's count is back when the run ends; grain 0 turns
+ * the cap off. */
+static void test_node_threads_applied(void **state)
+{
+	(void)state;
+	static const int64_t dyn[] = { -1, 1000 }, small[] = { 1, 1000 }, large[] = { 64, 1000 };
+	static float xs[64 * 1000];
+	mfs_error err;
+	mfs_exec *e;
+	mfs_tensor in, out;
+	int was = omp_get_max_threads();
+
+	for (int pass = 0; pass < 2; pass++) {
+		onnx_model *o = gb_new(13);
+		gb_input(o, "x", MFS_DT_FLOAT, 2, dyn);
+		gb_output(o, "y");
+		tnode(o, "TThreads", "t", "x", "y");
+		mfs_graph *m = compile_ok(o);
+		setenv("MFS_THREAD_GRAIN", pass ? "0" : "65536", 1);
+		assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+		omp_set_num_threads(4);
+		/* 1000 elements: 16000 multiply-adds of work, under one grain */
+		in = f32(2, small, xs);
+		threads_at_run = threads_at_prepare = 0;
+		assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+		assert_int_equal(threads_at_run, pass ? 4 : 1);
+		assert_int_equal(threads_at_prepare, threads_at_run);
+		assert_int_equal(omp_get_max_threads(), 4);
+		mfs_tensor_release(&out);
+		mfs_tensor_release(&in);
+		/* 64000 elements, not a product: all of the run's 4 */
+		in = f32(2, large, xs);
+		assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+		assert_int_equal(threads_at_run, 4);
+		mfs_tensor_release(&out);
+		mfs_tensor_release(&in);
+		mfs_exec_free(e);
+		mfs_graph_free(m);
+	}
+	unsetenv("MFS_THREAD_GRAIN");
+	omp_set_num_threads(was);
+}
+
 static void test_thread_share(void **state)
 {
 	(void)state;
@@ -1396,6 +1461,7 @@ int main(void)
 		cmocka_unit_test_setup(test_real_cnn_layouts_agree, setup),
 		cmocka_unit_test_setup(test_real_missing_file, setup),
 		cmocka_unit_test(test_thread_share),
+		cmocka_unit_test_setup(test_node_threads_applied, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

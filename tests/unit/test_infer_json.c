@@ -99,7 +99,7 @@ static void test_response(void **state)
 	((int64_t *)z.data)[1] = 42;
 	const mfs_tensor *outs[2] = { &y, &z };
 	size_t len;
-	char *text = mfs_infer_response(&c, "m", 3, &req, outs, &len, &err);
+	char *text = mfs_infer_response(&c, "m", 3, &req, outs, NULL, &len, &err);
 	assert_non_null(text);
 	assert_int_equal(strlen(text), len);
 	json_error_t jerr;

@@ -56,7 +56,7 @@ static void test_no_config(void **state)
 	char want[128];
 
 	mfs_error_clear(&err);
-	if (mfs_load_version(root, "add", 1, &v, &err))
+	if (mfs_load_version(root, "add", 1, NULL, &v, &err))
 		fail_msg("%s", err.msg);
 	assert_string_equal(v->model_name, "add");
 	assert_int_equal(v->version, 1);
@@ -89,7 +89,7 @@ static void test_partial_config_and_custom_file(void **state)
 	    "input { name: \"y\" data_type: TYPE_FP32 dims: [3, 4, 5] }\n"
 	    "default_model_filename: \"net.onnx\"\n");
 	copy_model("add/1/net.onnx");
-	if (mfs_load_version(root, "add", 1, &v, &err))
+	if (mfs_load_version(root, "add", 1, NULL, &v, &err))
 		fail_msg("%s", err.msg);
 	assert_string_equal(v->config.inputs[0].name, "y");
 	assert_int_equal(v->config.inputs[0].graph_index, 1);
@@ -107,7 +107,7 @@ static void expect_error(int64_t version, int code, const char *want_fmt)
 	char want[512];
 
 	snprintf(want, sizeof(want), want_fmt, root);
-	assert_int_equal(mfs_load_version(root, "add", version, &v, &err), -code);
+	assert_int_equal(mfs_load_version(root, "add", version, NULL, &v, &err), -code);
 	assert_null(v);
 	assert_string_equal(err.msg, want);
 }
@@ -139,7 +139,7 @@ static void test_errors_name_model_version_file(void **state)
 	 * version and file. */
 	mfs_loaded_version *v;
 	mfs_error err;
-	assert_true(mfs_load_version(root, "add", 3, &v, &err) < 0);
+	assert_true(mfs_load_version(root, "add", 3, NULL, &v, &err) < 0);
 	assert_null(v);
 	assert_true(strncmp(err.msg, "model 'add' version 3: ", 23) == 0);
 	assert_non_null(strstr(err.msg, "model.onnx"));

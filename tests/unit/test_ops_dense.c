@@ -12,9 +12,15 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <omp.h>
 
 #include "ops/dense_util.h"
 #include "op.h"
+
+/* OpenBLAS' thread count (from its cblas.h, whose complex.h would take the
+ * name I from the tests below) */
+void openblas_set_num_threads(int n);
+int openblas_get_num_threads(void);
 
 /* ---- a hand-built node --------------------------------------------------- */
 
@@ -422,6 +428,63 @@ static void test_sgemm_measured(void **st)
 		for (int i = 0; i < M * N; i++)
 			assert_true(fabsf(c[i] - want[i]) <= 1e-4f * (1 + fabsf(want[i])));
 	}
+}
+
+/* OpenBLAS kept at one thread (as the engine keeps it), its products split
+ * over four OpenMP threads by rows or by columns of C: every transpose,
+ * leading dimensions wider than the extents, ragged last blocks. */
+static void test_sgemm_split(void **st)
+{
+	(void)st;
+	static const int64_t shapes[][3] = { { 203, 37, 300 }, { 29, 301, 250 }, { 64, 64, 160 } };
+	int64_t chunk;
+	bool by_rows;
+
+	assert_int_equal(mfs_sgemm_split(8, 8, 8, 4, &chunk, &by_rows), 1);
+	assert_int_equal(mfs_sgemm_split(1000, 10, 1000, 4, &chunk, &by_rows), 4);
+	assert_true(by_rows && chunk % 16 == 0 && chunk * 3 < 1000 && chunk * 4 >= 1000);
+	assert_int_equal(mfs_sgemm_split(10, 1000, 1000, 64, &chunk, &by_rows), 16);
+	assert_true(!by_rows && chunk == 64);
+
+	int omp_was = omp_get_max_threads(), blas_was = openblas_get_num_threads();
+	setenv("MFS_GEMM", "openblas", 1);
+	openblas_set_num_threads(1);
+	omp_set_num_threads(4);
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], pad = 3;
+		assert_true(mfs_sgemm_split(M, N, K, 4, &chunk, &by_rows) > 1);
+		for (int t = 0; t < 4; t++) {
+			bool ta = t & 1, tb = t & 2;
+			int64_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+			float *a = malloc(sizeof(float) * (size_t)((ta ? K : M) * lda));
+			float *b = malloc(sizeof(float) * (size_t)((tb ? N : K) * ldb));
+			float *c = malloc(sizeof(float) * (size_t)(M * ldc));
+			assert_non_null(a); assert_non_null(b); assert_non_null(c);
+			for (int64_t i = 0; i < (ta ? K : M) * lda; i++)
+				a[i] = (float)((i * 7) % 13) / 6.0f - 1.0f;
+			for (int64_t i = 0; i < (tb ? N : K) * ldb; i++)
+				b[i] = (float)((i * 5) % 11) / 5.0f - 1.0f;
+			for (int64_t i = 0; i < M * ldc; i++)
+				c[i] = (float)(i % 5);
+			mfs_sgemm(ta, tb, M, N, K, 1.5f, a, lda, b, ldb, 0.5f, c, ldc);
+			for (int64_t i = 0; i < M; i++)
+				for (int64_t j = 0; j < ldc; j++) {
+					float old = (float)((i * ldc + j) % 5), want = old;
+					if (j < N) {
+						double acc = 0;
+						for (int64_t p = 0; p < K; p++)
+							acc += (double)(ta ? a[p * lda + i] : a[i * lda + p]) *
+							       (tb ? b[j * ldb + p] : b[p * ldb + j]);
+						want = (float)(1.5 * acc + 0.5 * old);
+					}
+					assert_true(fabsf(c[i * ldc + j] - want) <= 1e-3f * (1 + fabsf(want)));
+				}
+			free(a); free(b); free(c);
+		}
+	}
+	unsetenv("MFS_GEMM");
+	omp_set_num_threads(omp_was);
+	openblas_set_num_threads(blas_was);
 }
 
 static void test_matmul_openblas(void **st)
@@ -2011,6 +2074,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_openblas),
 		cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_sgemm_measured),
+		cmocka_unit_test(test_sgemm_split),
 		cmocka_unit_test(test_gemm_bad),
 		cmocka_unit_test(test_gemm_int_matmul_double),
 		cmocka_unit_test(test_conv_onednn),

@@ -103,6 +103,26 @@ static void test_daemon_options_as_mount_options(void **state)
 	assert_string_equal(o.fuse_opts, "rw,allow_other,nodev");
 	mfs_options_release(&o);
 
+	/* --backend-dir: made absolute (the daemon leaves its directory when
+	 * it detaches); one that is not a directory is an error naming it. */
+	char *argv_bd[] = { "modelfs", "-o", "backend_dir=/usr/../usr/lib,allow_other", "r", "m" };
+	assert_int_equal(parse(&o, &err, 5, argv_bd), 0);
+	assert_string_equal(o.backend_dir, "/usr/lib");
+	assert_string_equal(o.fuse_opts, "allow_other");
+	mfs_options_release(&o);
+	char *argv_bd2[] = { "modelfs", "--backend-dir", ".", "r", "m" };
+	assert_int_equal(parse(&o, &err, 5, argv_bd2), 0);
+	assert_int_equal(o.backend_dir[0], '/');
+	mfs_options_release(&o);
+	char *argv_bd3[] = { "modelfs", "--backend-dir=/nonexistent/backends", "r", "m" };
+	assert_int_equal(parse(&o, &err, 4, argv_bd3), -EINVAL);
+	assert_non_null(strstr(err.msg, "--backend-dir '/nonexistent/backends': No such file or directory"));
+	mfs_options_release(&o);
+	char *argv_bd4[] = { "modelfs", "--backend-dir=/etc/passwd", "r", "m" };
+	assert_int_equal(parse(&o, &err, 4, argv_bd4), -EINVAL);
+	assert_non_null(strstr(err.msg, "Not a directory"));
+	mfs_options_release(&o);
+
 	/* Only daemon options: no FUSE options left. */
 	char *argv2[] = { "modelfs", "-oreload_quiet_ms=10", "r", "m" };
 	assert_int_equal(parse(&o, &err, 4, argv2), 0);
@@ -118,6 +138,44 @@ static void test_daemon_options_as_mount_options(void **state)
 	char *argv4[] = { "modelfs", "-o", "poll_secs", "r", "m" };
 	assert_int_equal(parse(&o, &err, 5, argv4), -EINVAL);
 	assert_non_null(strstr(err.msg, "poll_secs=VALUE"));
+	mfs_options_release(&o);
+}
+
+/* Triton's --model-control-mode and --load-model (model_control.h). */
+static void test_model_control(void **state)
+{
+	(void)state;
+	mfs_options o;
+	mfs_error err;
+	char *argv0[] = { "modelfs", "r", "m" };
+	assert_int_equal(parse(&o, &err, 3, argv0), 0);
+	assert_int_equal(o.model_control, MFS_CONTROL_POLL);   /* today's behaviour */
+	assert_int_equal(o.n_load_models, 0);
+	mfs_options_release(&o);
+
+	char *argv[] = { "modelfs", "--model-control=explicit", "--load-model=a", "--load-model",
+			 "b.v2", "-o", "load_model=c,allow_other", "r", "m" };
+	assert_int_equal(parse(&o, &err, 9, argv), 0);
+	assert_int_equal(o.model_control, MFS_CONTROL_EXPLICIT);
+	assert_int_equal(o.n_load_models, 3);
+	assert_string_equal(o.load_models[0], "a");
+	assert_string_equal(o.load_models[1], "b.v2");
+	assert_string_equal(o.load_models[2], "c");
+	assert_string_equal(o.fuse_opts, "allow_other");
+	mfs_options_release(&o);
+
+	char *argv2[] = { "modelfs", "-o", "model_control=none", "r", "m" };
+	assert_int_equal(parse(&o, &err, 5, argv2), 0);
+	assert_int_equal(o.model_control, MFS_CONTROL_NONE);
+	mfs_options_release(&o);
+	char *argv3[] = { "modelfs", "--model-control=poll", "--poll-secs=3", "r", "m" };
+	assert_int_equal(parse(&o, &err, 5, argv3), 0);
+	assert_int_equal(o.poll_secs, 3);
+	mfs_options_release(&o);
+	/* the order of the options does not matter */
+	char *argv4[] = { "modelfs", "--load-model=x", "r", "m", "--model-control", "explicit" };
+	assert_int_equal(parse(&o, &err, 6, argv4), 0);
+	assert_int_equal(o.n_load_models, 1);
 	mfs_options_release(&o);
 }
 
@@ -146,6 +204,12 @@ static void test_errors_name_the_option(void **state)
 		{ 4, { "modelfs", "--poll-secs=-1", "r", "m" }, "--poll-secs" },
 		{ 4, { "modelfs", "r", "m", "extra" }, "extra" },
 		{ 3, { "modelfs", "r", "--threads" }, "--threads" },
+		{ 4, { "modelfs", "--model-control=watch", "r", "m" }, "expected none, poll or explicit" },
+		{ 4, { "modelfs", "--load-model=a", "r", "m" }, "--load-model needs --model-control=explicit" },
+		{ 5, { "modelfs", "--model-control=explicit", "--load-model=.hidden", "r", "m" }, "not a model name" },
+		{ 5, { "modelfs", "--model-control=explicit", "--load-model=a/b", "r", "m" }, "not a model name" },
+		{ 5, { "modelfs", "--model-control=none", "--poll-secs=5", "r", "m" }, "--poll-secs needs --model-control=poll" },
+		{ 5, { "modelfs", "--model-control=explicit", "--poll-secs=5", "r", "m" }, "explicit mode watches nothing" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		assert_int_equal(parse(&o, &err, cases[i].argc, cases[i].argv), -EINVAL);
@@ -182,6 +246,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_every_option),
 		cmocka_unit_test(test_daemon_options_as_mount_options),
+		cmocka_unit_test(test_model_control),
 		cmocka_unit_test(test_errors_name_the_option),
 		cmocka_unit_test(test_help_and_version_win),
 	};

@@ -161,7 +161,7 @@ static void test_queue_limit_default(void **state)
 	memset(&c, 0, sizeof(c));
 	assert_int_equal(mfs_registry_queue_limit(&c), MFS_DEFAULT_MAX_QUEUE_SIZE);
 	assert_true(MFS_DEFAULT_MAX_QUEUE_SIZE > 0);
-	c.dynamic_batching.max_queue_size = 7;
+	c.dynamic_batching.default_queue_policy.max_queue_size = 7;
 	assert_int_equal(mfs_registry_queue_limit(&c), 7);
 }
 

@@ -290,6 +290,80 @@ static void test_loader_thread(void **state)
 	mfs_reloader_free(rl);
 }
 
+/* "STATE reason" of model's newest entry; "" when not listed. */
+static void state_of(fixture *f, const char *model, char *buf, size_t size)
+{
+	mfs_model_info mi;
+	buf[0] = '\0';
+	if (mfs_registry_model_snapshot(f->reg, model, &mi) < 0)
+		return;
+	if (mi.n_versions > 0)
+		snprintf(buf, size, "%s %s", mfs_vstate_name(mi.versions[mi.n_versions - 1].state),
+			 mi.versions[mi.n_versions - 1].reason);
+	mfs_model_info_release(&mi);
+}
+
+/* Explicit model control (model_control.h): only what is named loads;
+ * the rest is listed "not loaded"; control commands load and unload on
+ * the loader thread and return when done; nothing is watched. */
+static void test_explicit_control(void **state)
+{
+	fixture *f = *state;
+	mfs_error err;
+	mfs_reloader *rl;
+	char st[512];
+	tmp_sh("cp -r %s/add_sub %s/other", f->repo, f->repo);
+	tmp_sh("sed -i 's/name: \"add_sub\"/name: \"other\"/' %s/other/config.pbtxt", f->repo);
+	char *named[] = { "nosuch" };
+	mfs_reloader_conf c = { .repository = f->repo, .registry = f->reg, .quiet_ms = 20,
+				.mode = MFS_CONTROL_EXPLICIT, .load_models = named, .n_load_models = 1,
+				.changed = on_change, .ctx = f };
+	mfs_error_clear(&err);
+	assert_int_equal(mfs_reloader_new(&c, &rl, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "--load-model=nosuch"));
+	named[0] = "other";
+	assert_int_equal(mfs_reloader_new(&c, &rl, &err), 0);
+	state_of(f, "other", st, sizeof(st));
+	assert_true(strncmp(st, "READY", 5) == 0);
+	state_of(f, "add_sub", st, sizeof(st));
+	assert_string_equal(st, "UNAVAILABLE not loaded");
+	assert_int_equal(current(f), 0);
+	/* before the loader runs, a command is refused rather than left waiting */
+	assert_int_equal(mfs_reloader_control(rl, "add_sub", MFS_CONTROL_LOAD, &err), -ESHUTDOWN);
+	assert_int_equal(mfs_reloader_run(rl, &err), 0);
+
+	assert_int_equal(mfs_reloader_control(rl, "add_sub", MFS_CONTROL_LOAD, &err), 0);
+	assert_int_equal(current(f), 1);   /* READY when the call returns */
+	assert_string_equal(f->last, "add_sub");
+	assert_int_equal(mfs_reloader_control(rl, "add_sub", MFS_CONTROL_UNLOAD, &err), 0);
+	state_of(f, "add_sub", st, sizeof(st));
+	assert_string_equal(st, "UNAVAILABLE unloaded");
+	assert_int_equal(current(f), 0);
+	assert_int_equal(mfs_reloader_control(rl, "add_sub", MFS_CONTROL_UNLOAD, &err), 0);
+	assert_int_equal(mfs_reloader_control(rl, "nosuch", MFS_CONTROL_LOAD, &err), -ENOENT);
+	assert_int_equal(mfs_reloader_control(rl, "nosuch", MFS_CONTROL_UNLOAD, &err), -ENOENT);
+	/* a load that fails: EIO, the reason in the state, not loaded */
+	tmp_sh("echo garbage > %s/add_sub/1/model.onnx", f->repo);
+	assert_int_equal(mfs_reloader_control(rl, "add_sub", MFS_CONTROL_LOAD, &err), -EIO);
+	state_of(f, "add_sub", st, sizeof(st));
+	assert_true(strncmp(st, "UNAVAILABLE", 11) == 0);
+	assert_non_null(strstr(st, "model.onnx"));
+	/* nothing watched: a new model is not seen until a rescan */
+	tmp_sh("cp -r %s/other %s/third", f->repo, f->repo);
+	sleep_ms(200);
+	state_of(f, "third", st, sizeof(st));
+	assert_string_equal(st, "");
+	mfs_reloader_rescan(rl);
+	for (int i = 0; i < 300 && !st[0]; i++) {
+		sleep_ms(10);
+		state_of(f, "third", st, sizeof(st));
+	}
+	assert_string_equal(st, "UNAVAILABLE not loaded");
+	mfs_reloader_stop(rl);
+	assert_int_equal(mfs_reloader_control(rl, "other", MFS_CONTROL_UNLOAD, &err), -ESHUTDOWN);
+	mfs_reloader_free(rl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +372,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_watcher_poll, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconcile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_thread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_explicit_control, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,12 +12,14 @@
 
 #include <cmocka.h>
 
+#include "metrics.h"
 #include "scheduler.h"
 
 typedef struct fake {
 	pthread_mutex_t lock;
 	int running, max_running, runs;
 	int batch_rows[256];
+	float first[256];          /* each run's first input value: which job ran */
 	int sleep_ms;
 	bool fail;
 } fake;
@@ -32,6 +34,8 @@ static int fake_run(void *ctx, int instance, const mfs_tensor *in, mfs_tensor *o
 		f->max_running = f->running;
 	if (f->runs < 256)
 		f->batch_rows[f->runs] = in[0].shape.rank ? (int)in[0].shape.dims[0] : 1;
+	if (f->runs < 256)
+		f->first[f->runs] = ((const float *)in[0].data)[0];
 	f->runs++;
 	pthread_mutex_unlock(&f->lock);
 	if (f->sleep_ms)
@@ -355,6 +359,158 @@ static void test_stop_drains_then_fails(void **state)
 	free(f);
 }
 
+/* The queue policy tests: one instance held busy by jobs[0] while the
+ * others queue.  jobs[i] adds 1 to base i * 10; f->first[k] says which
+ * job the k-th run served. */
+typedef struct rig {
+	mfs_sched *s;
+	mfs_queue *q;
+	fake *f;
+	mfs_stats st;
+	tjob jobs[6];
+	int n;
+} rig;
+
+static void rig_start(rig *r, int threads, int sleep_ms, mfs_queue_conf qc, int n)
+{
+	mfs_error err;
+	memset(r, 0, sizeof(*r));
+	r->f = fake_new();
+	r->f->sleep_ms = sleep_ms;
+	r->n = n;
+	mfs_stats_init(&r->st);
+	qc.instances = 1;
+	qc.stats = &r->st;
+	assert_int_equal(mfs_sched_new(threads, &r->s, &err), 0);
+	r->q = queue(r->s, r->f, qc);
+	for (int i = 0; i < n; i++)
+		tjob_init(&r->jobs[i], 0, 2, (float)i * 10, false);
+	assert_int_equal(mfs_sched_submit(r->q, &r->jobs[0].job, &err), 0);
+	usleep(20000);   /* it is running */
+}
+
+/* Wait for the jobs (those with wait[i] when wait is given), free all. */
+static void rig_finish(rig *r, const bool *wait)
+{
+	for (int i = 0; i < r->n; i++)
+		if (!wait || wait[i])
+			tjob_wait(&r->jobs[i]);
+	for (int i = 0; i < r->n; i++)
+		tjob_free(&r->jobs[i]);
+	mfs_sched_queue_free(r->q);
+	mfs_sched_free(r->s);
+	mfs_stats_release(&r->st);
+	free(r->f);
+}
+
+/* Jobs queued behind a running one, at three priority levels (default
+ * 2), run level 1 first, each level in order. */
+static void test_priorities_served_in_order(void **state)
+{
+	(void)state;
+	mfs_error err;
+	mfs_queue_level levels[3] = { { .max_queue_size = 8 }, { .max_queue_size = 8 },
+				      { .max_queue_size = 8 } };
+	rig r;
+	rig_start(&r, 2, 40, (mfs_queue_conf){ .levels = levels, .n_levels = 3, .default_level = 2 }, 6);
+	/* priorities of jobs 1..5, submitted in this order; expected runs:
+	 * 0, 3, 5, 2, 4, 1 */
+	const int priority[6] = { 0, 3, 0, 1, 2, 1 };
+	const float ran[6] = { 0, 30, 50, 20, 40, 10 };
+	for (int i = 1; i < 6; i++) {
+		r.jobs[i].job.priority = priority[i];
+		assert_int_equal(mfs_sched_submit(r.q, &r.jobs[i].job, &err), 0);
+	}
+	/* A priority that is not a level is refused. */
+	tjob bad;
+	tjob_init(&bad, 0, 2, 0, false);
+	bad.job.priority = 4;
+	assert_int_equal(mfs_sched_submit(r.q, &bad.job, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "priority 4"));
+	tjob_free(&bad);
+	for (int i = 0; i < 6; i++)
+		tjob_wait(&r.jobs[i]);
+	assert_int_equal(r.f->runs, 6);
+	for (int i = 0; i < 6; i++)
+		assert_true(r.f->first[i] == ran[i]);
+	rig_finish(&r, NULL);
+}
+
+/* max_queue_size holds per level: a full level refuses, another takes. */
+static void test_queue_full_per_level(void **state)
+{
+	(void)state;
+	mfs_error err;
+	mfs_queue_level levels[2] = { { .max_queue_size = 1 }, { .max_queue_size = 1 } };
+	rig r;
+	rig_start(&r, 1, 60, (mfs_queue_conf){ .levels = levels, .n_levels = 2, .default_level = 2 }, 4);
+	r.jobs[1].job.priority = 1;
+	assert_int_equal(mfs_sched_submit(r.q, &r.jobs[1].job, &err), 0);
+	r.jobs[2].job.priority = 1;
+	assert_int_equal(mfs_sched_submit(r.q, &r.jobs[2].job, &err), -EAGAIN);
+	assert_non_null(strstr(err.msg, "queue full"));
+	assert_non_null(strstr(err.msg, "priority 1"));
+	assert_int_equal(mfs_sched_submit(r.q, &r.jobs[3].job, &err), 0);   /* level 2 */
+	const bool submitted[4] = { true, true, false, true };
+	for (int i = 0; i < 4; i++)
+		if (submitted[i])
+			tjob_wait(&r.jobs[i]);
+	assert_int_equal(r.st.rejected.count, 1);
+	assert_int_equal(r.st.fail.count, 1);
+	rig_finish(&r, submitted);
+}
+
+/* REJECT: a job that waits past its timeout fails with ETIMEDOUT at its
+ * deadline (an idle thread sees it while the instance is busy); one with
+ * its own longer timeout runs. */
+static void test_timeout_reject(void **state)
+{
+	(void)state;
+	mfs_error err;
+	mfs_queue_level level = { .max_queue_size = 8, .default_timeout_ns = 30000000 };
+	rig r;
+	rig_start(&r, 2, 300, (mfs_queue_conf){ .levels = &level, .n_levels = 1, .default_level = 1 }, 3);
+	uint64_t t0 = mfs_now_ns();
+	assert_int_equal(mfs_sched_submit(r.q, &r.jobs[1].job, &err), 0);
+	r.jobs[2].job.timeout_ns = 5000000000u;
+	assert_int_equal(mfs_sched_submit(r.q, &r.jobs[2].job, &err), 0);
+	tjob_wait(&r.jobs[1]);
+	uint64_t waited = mfs_now_ns() - t0;
+	assert_int_equal(r.jobs[1].job.status, -ETIMEDOUT);
+	assert_int_equal(r.jobs[1].job.err.code, ETIMEDOUT);
+	assert_non_null(strstr(r.jobs[1].job.err.msg, "timed out in the queue"));
+	assert_true(waited >= 30000000u);
+	assert_true(waited < 250000000u);   /* before the running job ended */
+	tjob_wait(&r.jobs[0]);
+	tjob_wait(&r.jobs[2]);
+	tjob_check(&r.jobs[0], 0);
+	tjob_check(&r.jobs[2], 20);
+	assert_int_equal(r.st.timed_out.count, 1);
+	assert_int_equal(r.st.success.count, 2);
+	rig_finish(&r, NULL);
+}
+
+/* DELAY: a late job is not failed; it runs after the level's punctual
+ * ones. */
+static void test_timeout_delay(void **state)
+{
+	(void)state;
+	mfs_error err;
+	mfs_queue_level level = { .max_queue_size = 8, .delay_on_timeout = true };
+	rig r;
+	rig_start(&r, 2, 100, (mfs_queue_conf){ .levels = &level, .n_levels = 1, .default_level = 1 }, 3);
+	r.jobs[1].job.timeout_ns = 10000000;   /* late long before the first ends */
+	assert_int_equal(mfs_sched_submit(r.q, &r.jobs[1].job, &err), 0);
+	assert_int_equal(mfs_sched_submit(r.q, &r.jobs[2].job, &err), 0);
+	for (int i = 0; i < 3; i++) {
+		tjob_wait(&r.jobs[i]);
+		tjob_check(&r.jobs[i], (float)i * 10);
+	}
+	assert_true(r.f->first[1] == 20);   /* the punctual one first */
+	assert_true(r.f->first[2] == 10);
+	rig_finish(&r, NULL);
+}
+
 static void test_run_failure_reaches_every_job(void **state)
 {
 	(void)state;
@@ -394,6 +550,10 @@ int main(void)
 		cmocka_unit_test(test_queue_full_and_close),
 		cmocka_unit_test(test_stop_drains_then_fails),
 		cmocka_unit_test(test_run_failure_reaches_every_job),
+		cmocka_unit_test(test_priorities_served_in_order),
+		cmocka_unit_test(test_queue_full_per_level),
+		cmocka_unit_test(test_timeout_reject),
+		cmocka_unit_test(test_timeout_delay),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,8 +25,10 @@ void mfs_config_init(mfs_model_config *c)
 
 static void io_release(mfs_io_config *io, int n)
 {
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		free(io[i].name);
+		free(io[i].label_filename);
+	}
 	free(io);
 }
 
@@ -42,12 +44,22 @@ void mfs_config_release(mfs_model_config *c)
 	free(c->version_policy.versions);
 	free(c->instance_groups);
 	free(c->dynamic_batching.preferred_batch_size);
+	free(c->dynamic_batching.level_policies);
 	free(c->default_model_filename);
 	for (int i = 0; i < c->n_parameters; i++) {
 		free(c->parameters[i].key);
 		free(c->parameters[i].value);
 	}
 	free(c->parameters);
+	for (int i = 0; i < c->n_warmups; i++) {
+		for (int k = 0; k < c->warmups[i].n_inputs; k++) {
+			free(c->warmups[i].inputs[k].name);
+			free(c->warmups[i].inputs[k].file);
+		}
+		free(c->warmups[i].inputs);
+		free(c->warmups[i].name);
+	}
+	free(c->warmups);
 	mfs_config_init(c);
 }
 

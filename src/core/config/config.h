@@ -26,6 +26,7 @@ typedef struct mfs_io_config {
 	int reshape_rank;
 	int64_t reshape[MFS_MAX_RANK];
 	bool optional;
+	char *label_filename;        /* outputs: labels file in the model directory; NULL = none */
 	int graph_index;             /* the graph's input/output number; -1 until completed */
 } mfs_io_config;
 
@@ -51,10 +52,53 @@ typedef struct mfs_parameter {
 	char *value;                 /* Triton: parameters { key: "k" value { string_value: "v" } } */
 } mfs_parameter;
 
+/* model_warmup (Triton's ModelWarmup): samples run at load; the version
+ * is READY only once every one ran (src/core/warmup.h). */
+typedef enum mfs_warmup_data {
+	MFS_WARMUP_ZERO = 0,         /* zero_data: true */
+	MFS_WARMUP_RANDOM,           /* random_data: true */
+	MFS_WARMUP_FILE,             /* input_data_file: raw bytes in VERSION/warmup/ */
+} mfs_warmup_data;
+
+typedef struct mfs_warmup_input {
+	char *name;                  /* the model input (the map's key) */
+	mfs_dtype dtype;
+	int rank;
+	int64_t dims[MFS_MAX_RANK];  /* every dim >= 1; batch dim NOT included */
+	mfs_warmup_data data;
+	char *file;                  /* MFS_WARMUP_FILE: a file name, no '/' */
+} mfs_warmup_input;
+
+typedef struct mfs_warmup {
+	char *name;                  /* required: messages name the sample */
+	int batch_size;              /* >= 1 (0 in the file means 1) */
+	int count;                   /* runs; >= 1 (0 in the file means 1) */
+	mfs_warmup_input *inputs; int n_inputs;
+} mfs_warmup;
+
+/* Triton's ModelQueuePolicy: what a queue of one priority level does. */
+typedef struct mfs_queue_policy {
+	bool timeout_delay;          /* timeout_action: DELAY (true) or REJECT (false) */
+	int64_t default_timeout_us;  /* 0: requests never time out in the queue */
+	bool allow_timeout_override; /* a request may set its own timeout */
+	int64_t max_queue_size;      /* 0: MFS_DEFAULT_MAX_QUEUE_SIZE (registry.h) */
+} mfs_queue_policy;
+
+/* One entry of priority_queue_policy (a map from level to policy). */
+typedef struct mfs_level_policy {
+	int64_t level;               /* 1 .. priority_levels */
+	mfs_queue_policy policy;
+} mfs_level_policy;
+
+/* Most priority levels a model may have (each is a queue). */
+#define MFS_MAX_PRIORITY_LEVELS 1024
+/* Longest queue timeout (about 11.6 days): deadlines in ns stay in 64 bits. */
+#define MFS_MAX_QUEUE_TIMEOUT_US 1000000000000LL
+
 typedef struct mfs_model_config {
 	char *name;
-	char *platform;              /* NULL or "onnxruntime_onnx" */
-	char *backend;               /* NULL, "onnxruntime" or "onnx" */
+	char *platform;              /* NULL or "onnxruntime_onnx" (never set with a custom backend) */
+	char *backend;               /* NULL, "onnxruntime", "onnx", or a custom backend's name */
 	int max_batch_size;
 	mfs_io_config *inputs;  int n_inputs;
 	mfs_io_config *outputs; int n_outputs;
@@ -68,10 +112,14 @@ typedef struct mfs_model_config {
 	struct {
 		int64_t max_queue_delay_us;
 		int *preferred_batch_size; int n_preferred_batch_size;
-		int64_t max_queue_size;      /* 0 = unbounded */
+		mfs_queue_policy default_queue_policy;
+		int priority_levels;         /* 0: one level, priorities unused */
+		int default_priority_level;  /* 1 .. priority_levels (0 when none) */
+		mfs_level_policy *level_policies; int n_level_policies;
 	} dynamic_batching;
 	char *default_model_filename;    /* NULL = "model.onnx" */
 	mfs_parameter *parameters; int n_parameters;
+	mfs_warmup *warmups; int n_warmups;
 } mfs_model_config;
 
 /* Zero-initialise with Triton's defaults. */
@@ -96,6 +144,17 @@ int mfs_config_load_file(const char *path, mfs_model_config *out,
  * max_batch_size > 0).  -EINVAL naming the field on disagreement. */
 int mfs_config_complete(mfs_model_config *c, const char *model_name,
 			const mfs_graph *graph, mfs_error *err);
+
+/* True when the config names a custom backend (docs/BACKENDS.md): a
+ * shared library serves the model, there is no ONNX graph. */
+bool mfs_config_custom_backend(const mfs_model_config *c);
+
+/* Complete a custom backend's config, which has no graph to complete it
+ * from: every input and output must be listed with data_type and dims
+ * (-EINVAL naming the first that is not); reshape is refused; graph
+ * indices follow the config's order. */
+int mfs_config_complete_declared(mfs_model_config *c, const char *model_name,
+				 mfs_error *err);
 
 /* Triton's JSON form of the config in effect (a new reference). */
 json_t *mfs_config_to_json(const mfs_model_config *c);

@@ -197,17 +197,43 @@ static int complete_side(mfs_model_config *c, mfs_io_config **arr, int *count,
 	return 0;
 }
 
-int mfs_config_complete(mfs_model_config *c, const char *model_name,
-			const mfs_graph *graph, mfs_error *err)
+bool mfs_config_custom_backend(const mfs_model_config *c)
 {
-	int rc;
+	return c->backend && strcmp(c->backend, "onnxruntime") != 0 &&
+	       strcmp(c->backend, "onnx") != 0;
+}
 
+static int complete_name(mfs_model_config *c, const char *model_name, mfs_error *err)
+{
 	if (c->name && strcmp(c->name, model_name) != 0)
 		return mfs_fail(err, EINVAL,
 				"config name '%s' does not match the model directory '%s'",
 				c->name, model_name);
 	if (!c->name && !(c->name = strdup(model_name)))
 		return mfs_fail(err, ENOMEM, "out of memory");
+	return 0;
+}
+
+static int complete_instances(mfs_model_config *c, mfs_error *err)
+{
+	if (c->n_instance_groups == 0) {
+		c->instance_groups = calloc(1, sizeof(*c->instance_groups));
+		if (!c->instance_groups)
+			return mfs_fail(err, ENOMEM, "out of memory");
+		c->instance_groups[0].count = 1;
+		c->instance_groups[0].kind = MFS_KIND_AUTO;
+		c->n_instance_groups = 1;
+	}
+	return 0;
+}
+
+int mfs_config_complete(mfs_model_config *c, const char *model_name,
+			const mfs_graph *graph, mfs_error *err)
+{
+	int rc = complete_name(c, model_name, err);
+
+	if (rc)
+		return rc;
 	if (!c->platform && !(c->platform = strdup("onnxruntime_onnx")))
 		return mfs_fail(err, ENOMEM, "out of memory");
 	if (!c->backend && !(c->backend = strdup("onnxruntime")))
@@ -220,13 +246,55 @@ int mfs_config_complete(mfs_model_config *c, const char *model_name,
 			   mfs_graph_n_outputs, mfs_graph_output, err);
 	if (rc)
 		return rc;
-	if (c->n_instance_groups == 0) {
-		c->instance_groups = calloc(1, sizeof(*c->instance_groups));
-		if (!c->instance_groups)
-			return mfs_fail(err, ENOMEM, "out of memory");
-		c->instance_groups[0].count = 1;
-		c->instance_groups[0].kind = MFS_KIND_AUTO;
-		c->n_instance_groups = 1;
-	}
+	return complete_instances(c, err);
+}
+
+static int check_declared(mfs_io_config *io, int index, const char *what, mfs_error *err)
+{
+	if (io->dtype == MFS_DT_UNDEFINED)
+		return mfs_fail(err, EINVAL, "%s '%s' needs a data_type (a custom backend has no graph to take it from)",
+				what, io->name);
+	if (!mfs_dtype_size(io->dtype))
+		return mfs_fail(err, EINVAL, "%s '%s': %s is not supported", what, io->name,
+				mfs_dtype_config_name(io->dtype));
+	if (io->rank < 0)
+		return mfs_fail(err, EINVAL, "%s '%s' needs dims (a custom backend has no graph to take them from)",
+				what, io->name);
+	if (io->has_reshape)
+		return mfs_fail(err, EINVAL, "%s '%s': reshape is not supported with a custom backend "
+				"(the backend takes the shape the config declares)", what, io->name);
+	io->graph_index = index;
 	return 0;
+}
+
+int mfs_config_complete_declared(mfs_model_config *c, const char *model_name,
+				 mfs_error *err)
+{
+	int rc = complete_name(c, model_name, err);
+
+	if (rc)
+		return rc;
+	if (c->platform)
+		return mfs_fail(err, EINVAL, "platform '%s' and backend '%s' cannot both be given",
+				c->platform, c->backend);
+	if (c->n_inputs == 0 || c->n_outputs == 0)
+		return mfs_fail(err, EINVAL, "a model served by backend '%s' must list its inputs and outputs",
+				c->backend);
+	for (int i = 0; i < c->n_inputs; i++)
+		if ((rc = check_declared(&c->inputs[i], i, "input", err)))
+			return rc;
+	for (int i = 0; i < c->n_outputs; i++)
+		if ((rc = check_declared(&c->outputs[i], i, "output", err)))
+			return rc;
+	/* Warm-up samples are run by the engine on a graph's inputs; a
+	 * backend's init is its warm-up. */
+	if (c->n_warmups > 0)
+		return mfs_fail(err, EINVAL, "model_warmup is not supported with backend '%s' "
+				"(its init runs at load, before the model is READY)", c->backend);
+	/* The ABI has no device: a backend runs where its worker runs. */
+	for (int i = 0; i < c->n_instance_groups; i++)
+		if (c->instance_groups[i].kind == MFS_KIND_GPU)
+			return mfs_fail(err, EINVAL, "instance_group kind KIND_GPU: backend '%s' runs in a "
+					"worker process on the CPU (KIND_CPU or KIND_AUTO)", c->backend);
+	return complete_instances(c, err);
 }

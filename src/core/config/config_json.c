@@ -93,8 +93,10 @@ static int value_to_node(jconv *jc, cfg_node *msg, const char *name,
 	return n->text ? 0 : no_memory(jc);
 }
 
-/* {"k": {"string_value": "v"}} -> entries {key: "k" value {...}}. */
-static int parameters_to_nodes(jconv *jc, cfg_node *root, json_t *map, int depth)
+/* A protobuf map in JSON, {"k": {...}}, -> entries name {key: "k"
+ * value {...}} as the text format writes it (parameters,
+ * dynamic_batching.priority_queue_policy, model_warmup.inputs). */
+static int map_to_nodes(jconv *jc, cfg_node *root, const char *name, json_t *map, int depth)
 {
 	const char *key;
 	json_t *v;
@@ -105,7 +107,7 @@ static int parameters_to_nodes(jconv *jc, cfg_node *root, json_t *map, int depth
 
 		if (++jc->nodes > CFG_MAX_NODES)
 			return mfs_fail(jc->err, EINVAL, "%s: too many fields", jc->source);
-		p = cfg_node_add(root, "parameters", strlen("parameters"), 0);
+		p = cfg_node_add(root, name, strlen(name), 0);
 		if (!p)
 			return no_memory(jc);
 		p->kind = CFG_MESSAGE;
@@ -113,11 +115,24 @@ static int parameters_to_nodes(jconv *jc, cfg_node *root, json_t *map, int depth
 		if (!k || !(k->text = strdup(key)))
 			return no_memory(jc);
 		k->kind = CFG_STRING;
-		rc = value_to_node(jc, p, "value", v, -1, depth + 1, "parameters");
+		rc = value_to_node(jc, p, "value", v, -1, depth + 1, name);
 		if (rc)
 			return rc;
 	}
 	return 0;
+}
+
+/* Is field key of msg (depth levels down) one of ModelConfig's maps? */
+static bool is_map(const cfg_node *msg, const char *key, int depth)
+{
+	if (depth == 0)
+		return strcmp(key, "parameters") == 0;
+	if (depth != 1)
+		return false;
+	return (strcmp(msg->name, "dynamic_batching") == 0 &&
+		strcmp(key, "priority_queue_policy") == 0) ||
+	       (strcmp(msg->name, "model_warmup") == 0 &&
+		strcmp(key, "inputs") == 0);
 }
 
 static int object_to_node(jconv *jc, json_t *obj, cfg_node *msg, int depth)
@@ -131,10 +146,10 @@ static int object_to_node(jconv *jc, json_t *obj, cfg_node *msg, int depth)
 	json_object_foreach(obj, key, v) {
 		int rc;
 
-		/* The map form only at the top (the list form goes through
-		 * value_to_node like any repeated message). */
-		if (depth == 0 && strcmp(key, "parameters") == 0 && json_is_object(v))
-			rc = parameters_to_nodes(jc, msg, v, depth);
+		/* The map form only where the schema has a map (the list form
+		 * goes through value_to_node like any repeated message). */
+		if (json_is_object(v) && is_map(msg, key, depth))
+			rc = map_to_nodes(jc, msg, key, v, depth);
 		else
 			rc = value_to_node(jc, msg, key, v, -1, depth, key);
 		if (rc)

@@ -4,6 +4,7 @@
  * turns proto3's int64-as-string back into numbers).  Only fields modelfs
  * implements are shown; config_json.c reads this output back unchanged.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "config.h"
@@ -39,6 +40,40 @@ static json_t *io_json(const mfs_io_config *io, bool is_input)
 	}
 	if (is_input)
 		json_object_set_new(o, "optional", json_boolean(io->optional));
+	else if (io->label_filename)
+		json_object_set_new(o, "label_filename", json_string(io->label_filename));
+	return o;
+}
+
+/* Triton prints model_warmup's inputs as a map: {"IN": {...}}. */
+static json_t *warmup_json(const mfs_warmup *w)
+{
+	json_t *o = json_object(), *ins = json_object();
+
+	if (!o || !ins) {
+		json_decref(o);
+		json_decref(ins);
+		return NULL;
+	}
+	json_object_set_new(o, "name", json_string(w->name));
+	json_object_set_new(o, "batch_size", json_integer(w->batch_size));
+	json_object_set_new(o, "count", json_integer(w->count));
+	for (int i = 0; i < w->n_inputs; i++) {
+		const mfs_warmup_input *wi = &w->inputs[i];
+		const char *dt = mfs_dtype_config_name(wi->dtype);
+		json_t *v = json_object();
+		if (!v)
+			break;
+		json_object_set_new(v, "data_type", json_string(dt ? dt : "TYPE_INVALID"));
+		json_object_set_new(v, "dims", dims_json(wi->dims, wi->rank));
+		if (wi->data == MFS_WARMUP_FILE)
+			json_object_set_new(v, "input_data_file", json_string(wi->file));
+		else
+			json_object_set_new(v, wi->data == MFS_WARMUP_RANDOM ? "random_data" : "zero_data",
+					    json_true());
+		json_object_set_new(ins, wi->name, v);
+	}
+	json_object_set_new(o, "inputs", ins);
 	return o;
 }
 
@@ -83,14 +118,24 @@ static const char *kind_name(mfs_instance_kind k)
 	return "KIND_AUTO";
 }
 
+/* Triton's ModelQueuePolicy as it prints it. */
+static json_t *queue_policy_json(const mfs_queue_policy *p)
+{
+	return json_pack("{s:s,s:I,s:b,s:I}",
+			 "timeout_action", p->timeout_delay ? "DELAY" : "REJECT",
+			 "default_timeout_microseconds", (json_int_t)p->default_timeout_us,
+			 "allow_timeout_override", p->allow_timeout_override,
+			 "max_queue_size", (json_int_t)p->max_queue_size);
+}
+
 static json_t *dynamic_batching_json(const mfs_model_config *c)
 {
-	json_t *o = json_object(), *a = json_array(), *q = json_object();
+	json_t *o = json_object(), *a = json_array(), *m = json_object();
 
-	if (!o || !a || !q) {
+	if (!o || !a || !m) {
 		json_decref(o);
 		json_decref(a);
-		json_decref(q);
+		json_decref(m);
 		return NULL;
 	}
 	for (int i = 0; i < c->dynamic_batching.n_preferred_batch_size; i++)
@@ -98,9 +143,17 @@ static json_t *dynamic_batching_json(const mfs_model_config *c)
 	json_object_set_new(o, "preferred_batch_size", a);
 	json_object_set_new(o, "max_queue_delay_microseconds",
 			    json_integer(c->dynamic_batching.max_queue_delay_us));
-	json_object_set_new(q, "max_queue_size",
-			    json_integer(c->dynamic_batching.max_queue_size));
-	json_object_set_new(o, "default_queue_policy", q);
+	json_object_set_new(o, "default_queue_policy",
+			    queue_policy_json(&c->dynamic_batching.default_queue_policy));
+	json_object_set_new(o, "priority_levels", json_integer(c->dynamic_batching.priority_levels));
+	json_object_set_new(o, "default_priority_level",
+			    json_integer(c->dynamic_batching.default_priority_level));
+	for (int i = 0; i < c->dynamic_batching.n_level_policies; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "%lld", (long long)c->dynamic_batching.level_policies[i].level);
+		json_object_set_new(m, key, queue_policy_json(&c->dynamic_batching.level_policies[i].policy));
+	}
+	json_object_set_new(o, "priority_queue_policy", m);
 	return o;
 }
 
@@ -112,7 +165,8 @@ json_t *mfs_config_to_json(const mfs_model_config *c)
 		return NULL;
 	json_object_set_new(o, "name", json_string(c->name ? c->name : ""));
 	json_object_set_new(o, "platform",
-			    json_string(c->platform ? c->platform : "onnxruntime_onnx"));
+			    json_string(c->platform ? c->platform :
+					mfs_config_custom_backend(c) ? "" : "onnxruntime_onnx"));
 	json_object_set_new(o, "backend",
 			    json_string(c->backend ? c->backend : "onnxruntime"));
 	json_object_set_new(o, "version_policy", version_policy_json(c));
@@ -153,5 +207,12 @@ json_t *mfs_config_to_json(const mfs_model_config *c)
 		json_object_set_new(a, c->parameters[i].key, v);
 	}
 	json_object_set_new(o, "parameters", a);
+
+	if (c->n_warmups > 0) {
+		a = json_array();
+		for (int i = 0; a && i < c->n_warmups; i++)
+			json_array_append_new(a, warmup_json(&c->warmups[i]));
+		json_object_set_new(o, "model_warmup", a);
+	}
 	return o;
 }

@@ -423,6 +423,24 @@ static int io_optional(conv *cv, const cfg_node *n, void *obj)
 	return get_bool(cv, n, &((mfs_io_config *)obj)->optional);
 }
 
+static int io_label_filename(conv *cv, const cfg_node *n, void *obj)
+{
+	mfs_io_config *io = obj;
+
+	if (get_string(cv, n, &io->label_filename))
+		return -EINVAL;
+	if (io->label_filename && !io->label_filename[0]) {
+		free(io->label_filename);   /* "": Triton's unset */
+		io->label_filename = NULL;
+	}
+	if (io->label_filename && (strchr(io->label_filename, '/') ||
+				   strcmp(io->label_filename, "..") == 0 ||
+				   strcmp(io->label_filename, ".") == 0))
+		return fail_at(cv, n, "label_filename '%s' must be a file name in the model directory (no '/')",
+			       io->label_filename);
+	return 0;
+}
+
 static int append_io(conv *cv, const cfg_node *n, mfs_io_config **arr, int *count,
 		     bool is_input)
 {
@@ -434,13 +452,14 @@ static int append_io(conv *cv, const cfg_node *n, mfs_io_config **arr, int *coun
 	static const field_def out_defs[] = {
 		{ "name", false, io_name }, { "data_type", false, io_data_type },
 		{ "dims", true, io_dims }, { "reshape", false, io_reshape },
+		{ "label_filename", false, io_label_filename },
 	};
 	static const char *const in_triton[] = {
 		"format", "is_shape_tensor", "allow_ragged_batch",
 		"is_non_linear_format_io", NULL,
 	};
 	static const char *const out_triton[] = {
-		"label_filename", "is_shape_tensor", "is_non_linear_format_io", NULL,
+		"is_shape_tensor", "is_non_linear_format_io", NULL,
 	};
 	const char *what = is_input ? "input" : "output";
 	mfs_io_config *io, *grown;
@@ -483,6 +502,11 @@ static int m_platform(conv *cv, const cfg_node *n, void *obj)
 
 	if (get_string(cv, n, &c->platform))
 		return -EINVAL;
+	/* "": Triton prints it for models a backend serves; it means unset. */
+	if (c->platform && !c->platform[0]) {
+		free(c->platform);
+		c->platform = NULL;
+	}
 	if (c->platform && strcmp(c->platform, "onnxruntime_onnx") != 0)
 		return fail_at(cv, n, "platform '%s' is not supported (modelfs runs ONNX models: onnxruntime_onnx)",
 			       c->platform);
@@ -495,9 +519,14 @@ static int m_backend(conv *cv, const cfg_node *n, void *obj)
 
 	if (get_string(cv, n, &c->backend))
 		return -EINVAL;
-	if (c->backend && strcmp(c->backend, "onnxruntime") != 0 &&
-	    strcmp(c->backend, "onnx") != 0)
-		return fail_at(cv, n, "backend '%s' is not supported (modelfs runs ONNX models: onnxruntime or onnx)",
+	/* Any other name is a custom backend, libmodelfs_<name>.so: the name
+	 * becomes part of a file name, so no '/' or '.' sneaks in. */
+	if (!c->backend)
+		return 0;
+	if (!c->backend[0] || strspn(c->backend, "abcdefghijklmnopqrstuvwxyz"
+				     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != strlen(c->backend) ||
+	    strlen(c->backend) > 64)
+		return fail_at(cv, n, "backend '%s' is not a backend name ([A-Za-z0-9_-], 1 to 64 characters)",
 			       c->backend);
 	return 0;
 }
@@ -662,7 +691,10 @@ static int m_instance_group(conv *cv, const cfg_node *n, void *obj)
 }
 
 /* dynamic_batching { max_queue_delay_microseconds preferred_batch_size
- *                    max_queue_size default_queue_policy { max_queue_size } } */
+ *   max_queue_size default_queue_policy { ... } priority_levels
+ *   default_priority_level priority_queue_policy { key value { ... } } }
+ * where a queue policy is Triton's ModelQueuePolicy: timeout_action,
+ * default_timeout_microseconds, allow_timeout_override, max_queue_size. */
 
 static int db_delay(conv *cv, const cfg_node *n, void *obj)
 {
@@ -689,20 +721,107 @@ static int db_preferred(conv *cv, const cfg_node *n, void *obj)
 	return 0;
 }
 
+static int qp_max_queue_size(conv *cv, const cfg_node *n, void *obj)
+{
+	return get_i64(cv, n, 0, INT64_MAX, &((mfs_queue_policy *)obj)->max_queue_size);
+}
+
+static int qp_timeout_action(conv *cv, const cfg_node *n, void *obj)
+{
+	static const enum_def actions[] = { { "REJECT", 0 }, { "DELAY", 1 } };
+	int v = 0;
+
+	if (get_enum(cv, n, actions, N_OF(actions), &v))
+		return -EINVAL;
+	((mfs_queue_policy *)obj)->timeout_delay = v == 1;
+	return 0;
+}
+
+static int qp_default_timeout(conv *cv, const cfg_node *n, void *obj)
+{
+	/* About 11 days: keeps the deadline's arithmetic in ns safe. */
+	return get_i64(cv, n, 0, MFS_MAX_QUEUE_TIMEOUT_US,
+		       &((mfs_queue_policy *)obj)->default_timeout_us);
+}
+
+static int qp_allow_override(conv *cv, const cfg_node *n, void *obj)
+{
+	return get_bool(cv, n, &((mfs_queue_policy *)obj)->allow_timeout_override);
+}
+
+static int queue_policy(conv *cv, const cfg_node *n, const char *what, mfs_queue_policy *p)
+{
+	static const field_def defs[] = {
+		{ "timeout_action", false, qp_timeout_action },
+		{ "default_timeout_microseconds", false, qp_default_timeout },
+		{ "allow_timeout_override", false, qp_allow_override },
+		{ "max_queue_size", false, qp_max_queue_size },
+	};
+	return conv_message(cv, n, what, defs, N_OF(defs), NULL, p);
+}
+
 static int db_queue_size(conv *cv, const cfg_node *n, void *obj)
 {
 	mfs_model_config *c = obj;
-	return get_i64(cv, n, 0, INT64_MAX, &c->dynamic_batching.max_queue_size);
+	return qp_max_queue_size(cv, n, &c->dynamic_batching.default_queue_policy);
 }
 
 static int db_queue_policy(conv *cv, const cfg_node *n, void *obj)
 {
-	static const field_def defs[] = { { "max_queue_size", false, db_queue_size } };
-	static const char *const triton[] = {
-		"timeout_action", "default_timeout_microseconds",
-		"allow_timeout_override", NULL,
+	mfs_model_config *c = obj;
+	return queue_policy(cv, n, "default_queue_policy", &c->dynamic_batching.default_queue_policy);
+}
+
+static int db_priority_levels(conv *cv, const cfg_node *n, void *obj)
+{
+	mfs_model_config *c = obj;
+	return get_int(cv, n, 0, MFS_MAX_PRIORITY_LEVELS, &c->dynamic_batching.priority_levels);
+}
+
+static int db_default_priority(conv *cv, const cfg_node *n, void *obj)
+{
+	mfs_model_config *c = obj;
+	return get_int(cv, n, 0, MFS_MAX_PRIORITY_LEVELS, &c->dynamic_batching.default_priority_level);
+}
+
+static int lp_key(conv *cv, const cfg_node *n, void *obj)
+{
+	return get_i64(cv, n, 1, MFS_MAX_PRIORITY_LEVELS, &((mfs_level_policy *)obj)->level);
+}
+
+static int lp_value(conv *cv, const cfg_node *n, void *obj)
+{
+	return queue_policy(cv, n, "priority_queue_policy value", &((mfs_level_policy *)obj)->policy);
+}
+
+static int db_priority_policy(conv *cv, const cfg_node *n, void *obj)
+{
+	static const field_def defs[] = {
+		{ "key", false, lp_key }, { "value", false, lp_value },
 	};
-	return conv_message(cv, n, "default_queue_policy", defs, N_OF(defs), triton, obj);
+	mfs_model_config *c = obj;
+	mfs_level_policy *grown, *p;
+	int rc;
+
+	if (c->dynamic_batching.n_level_policies >= MFS_MAX_PRIORITY_LEVELS)
+		return fail_at(cv, n, "too many priority_queue_policy entries");
+	grown = realloc(c->dynamic_batching.level_policies,
+			(size_t)(c->dynamic_batching.n_level_policies + 1) * sizeof(*grown));
+	if (!grown)
+		return no_memory(cv);
+	c->dynamic_batching.level_policies = grown;
+	p = &grown[c->dynamic_batching.n_level_policies++];
+	memset(p, 0, sizeof(*p));
+	rc = conv_message(cv, n, "priority_queue_policy", defs, N_OF(defs), NULL, p);
+	if (rc)
+		return rc;
+	if (!p->level)
+		return fail_at(cv, n, "priority_queue_policy entry without a key (its priority level)");
+	for (int i = 0; i < c->dynamic_batching.n_level_policies - 1; i++)
+		if (grown[i].level == p->level)
+			return fail_at(cv, n, "priority_queue_policy for level %lld given twice",
+				       (long long)p->level);
+	return 0;
 }
 
 static int m_dynamic_batching(conv *cv, const cfg_node *n, void *obj)
@@ -712,15 +831,34 @@ static int m_dynamic_batching(conv *cv, const cfg_node *n, void *obj)
 		{ "preferred_batch_size", true, db_preferred },
 		{ "max_queue_size", false, db_queue_size },
 		{ "default_queue_policy", false, db_queue_policy },
+		{ "priority_levels", false, db_priority_levels },
+		{ "default_priority_level", false, db_default_priority },
+		{ "priority_queue_policy", true, db_priority_policy },
 	};
-	static const char *const triton[] = {
-		"preserve_ordering", "priority_levels", "default_priority_level",
-		"priority_queue_policy", NULL,
-	};
+	static const char *const triton[] = { "preserve_ordering", NULL };
 	mfs_model_config *c = obj;
 
 	c->has_dynamic_batching = true;
 	return conv_message(cv, n, "dynamic_batching", defs, N_OF(defs), triton, obj);
+}
+
+/* Triton's rules between the priority fields. */
+static int check_priorities(conv *cv, const cfg_node *root, const mfs_model_config *c)
+{
+	int levels = c->dynamic_batching.priority_levels;
+	int def = c->dynamic_batching.default_priority_level;
+
+	if (levels == 0 && def != 0)
+		return fail_at(cv, root, "dynamic_batching: default_priority_level %d needs priority_levels", def);
+	if (levels > 0 && (def < 1 || def > levels))
+		return fail_at(cv, root, "dynamic_batching: default_priority_level must be 1..%d "
+			       "(priority_levels), not %d", levels, def);
+	for (int i = 0; i < c->dynamic_batching.n_level_policies; i++)
+		if (c->dynamic_batching.level_policies[i].level > levels)
+			return fail_at(cv, root, "dynamic_batching: priority_queue_policy for level %lld, "
+				       "but priority_levels is %d",
+				       (long long)c->dynamic_batching.level_policies[i].level, levels);
+	return 0;
 }
 
 static int m_default_model_filename(conv *cv, const cfg_node *n, void *obj)
@@ -790,9 +928,187 @@ static int m_parameters(conv *cv, const cfg_node *n, void *obj)
 	return 0;
 }
 
+/* model_warmup [ { name batch_size count inputs { key: "IN" value {
+ *     data_type dims zero_data | random_data | input_data_file } } } ] */
+
+static int wi_data_type(conv *cv, const cfg_node *n, void *obj)
+{
+	mfs_io_config io = { .rank = -1 };
+	int rc = io_data_type(cv, n, &io);
+	((mfs_warmup_input *)obj)->dtype = io.dtype;
+	return rc;
+}
+
+static int wi_dims(conv *cv, const cfg_node *n, void *obj)
+{
+	mfs_warmup_input *wi = obj;
+	int64_t v;
+
+	/* A sample is one concrete tensor: no variable dims. */
+	if (get_i64(cv, n, 1, INT64_MAX, &v))
+		return -EINVAL;
+	if (wi->rank == MFS_MAX_RANK)
+		return fail_at(cv, n, "dims: more than %d dims", MFS_MAX_RANK);
+	wi->dims[wi->rank++] = v;
+	return 0;
+}
+
+static int wi_zero(conv *cv, const cfg_node *n, void *obj)
+{
+	bool on = false;
+	(void)obj;   /* MFS_WARMUP_ZERO is the zero value: nothing to set */
+	return get_bool(cv, n, &on);
+}
+
+static int wi_random(conv *cv, const cfg_node *n, void *obj)
+{
+	bool on = false;
+	if (get_bool(cv, n, &on))
+		return -EINVAL;
+	if (on)
+		((mfs_warmup_input *)obj)->data = MFS_WARMUP_RANDOM;
+	return 0;
+}
+
+static int wi_file(conv *cv, const cfg_node *n, void *obj)
+{
+	mfs_warmup_input *wi = obj;
+	char *f = NULL;
+
+	if (get_string(cv, n, &f))
+		return -EINVAL;
+	if (!f)
+		return 0;
+	if (strchr(f, '/') || strcmp(f, ".") == 0 || strcmp(f, "..") == 0) {
+		int rc = fail_at(cv, n, "input_data_file '%s' must be a file name in the version's warmup/ folder, not a path", f);
+		free(f);
+		return rc;
+	}
+	free(wi->file);
+	wi->file = f;
+	wi->data = MFS_WARMUP_FILE;
+	return 0;
+}
+
+static int wi_value(conv *cv, const cfg_node *n, void *obj)
+{
+	static const field_def defs[] = {
+		{ "data_type", false, wi_data_type }, { "dims", true, wi_dims },
+		{ "zero_data", false, wi_zero }, { "random_data", false, wi_random },
+		{ "input_data_file", false, wi_file },
+	};
+	mfs_warmup_input *wi = obj;
+	const char *name = wi->name ? wi->name : "?";
+	/* Triton's oneof: exactly one of the three says where the data is. */
+	int given = 0;
+	for (int i = 0; n->kind == CFG_MESSAGE && i < n->n_children; i++) {
+		const cfg_node *f = &n->children[i];
+		if ((strcmp(f->name, "zero_data") == 0 || strcmp(f->name, "random_data") == 0 ||
+		     strcmp(f->name, "input_data_file") == 0) && !is_zero(f, cv->json))
+			given++;
+	}
+	int rc = conv_message(cv, n, "warm-up input", defs, N_OF(defs), NULL, obj);
+	if (rc)
+		return rc;
+	if (given != 1)
+		return fail_at(cv, n, "warm-up input '%s': give one of zero_data: true, random_data: true or input_data_file", name);
+	if (wi->dtype == MFS_DT_UNDEFINED)
+		return fail_at(cv, n, "warm-up input '%s': data_type is required", name);
+	return 0;
+}
+
+static int wi_key(conv *cv, const cfg_node *n, void *obj)
+{
+	return get_string(cv, n, &((mfs_warmup_input *)obj)->name);
+}
+
+static int mw_inputs(conv *cv, const cfg_node *n, void *obj)
+{
+	static const field_def defs[] = {
+		{ "key", false, wi_key }, { "value", false, wi_value },
+	};
+	mfs_warmup *w = obj;
+	mfs_warmup_input *grown, *wi;
+
+	if (w->n_inputs >= 1024)
+		return fail_at(cv, n, "too many warm-up inputs");
+	grown = realloc(w->inputs, (size_t)(w->n_inputs + 1) * sizeof(*grown));
+	if (!grown)
+		return no_memory(cv);
+	w->inputs = grown;
+	wi = &grown[w->n_inputs++];
+	memset(wi, 0, sizeof(*wi));
+	int rc = conv_message(cv, n, "model_warmup inputs", defs, N_OF(defs), NULL, wi);
+	if (rc)
+		return rc;
+	if (!wi->name)
+		return fail_at(cv, n, "warm-up input without a key (the model input's name)");
+	for (int i = 0; i < w->n_inputs - 1; i++)
+		if (strcmp(grown[i].name, wi->name) == 0)
+			return fail_at(cv, n, "warm-up input '%s' given twice", wi->name);
+	return 0;
+}
+
+static int mw_name(conv *cv, const cfg_node *n, void *obj)
+{
+	return get_string(cv, n, &((mfs_warmup *)obj)->name);
+}
+
+static int mw_batch_size(conv *cv, const cfg_node *n, void *obj)
+{
+	return get_int(cv, n, 0, INT32_MAX, &((mfs_warmup *)obj)->batch_size);
+}
+
+static int mw_count(conv *cv, const cfg_node *n, void *obj)
+{
+	/* A bound against a typo that would hold a load for hours. */
+	return get_int(cv, n, 0, 10000, &((mfs_warmup *)obj)->count);
+}
+
+static int m_model_warmup(conv *cv, const cfg_node *n, void *obj)
+{
+	static const field_def defs[] = {
+		{ "name", false, mw_name }, { "batch_size", false, mw_batch_size },
+		{ "inputs", true, mw_inputs }, { "count", false, mw_count },
+	};
+	mfs_model_config *c = obj;
+	mfs_warmup *grown, *w;
+
+	if (c->n_warmups >= 256)
+		return fail_at(cv, n, "too many warm-up samples");
+	grown = realloc(c->warmups, (size_t)(c->n_warmups + 1) * sizeof(*grown));
+	if (!grown)
+		return no_memory(cv);
+	c->warmups = grown;
+	w = &grown[c->n_warmups++];
+	memset(w, 0, sizeof(*w));
+	int rc = conv_message(cv, n, "model_warmup", defs, N_OF(defs), NULL, w);
+	if (rc)
+		return rc;
+	if (!w->name)
+		return fail_at(cv, n, "model_warmup without a name (messages name the sample)");
+	if (w->n_inputs == 0)
+		return fail_at(cv, n, "model_warmup '%s' has no inputs", w->name);
+	if (w->batch_size == 0)
+		w->batch_size = 1;
+	if (w->count == 0)
+		w->count = 1;
+	for (int i = 0; i < c->n_warmups - 1; i++)
+		if (strcmp(grown[i].name, w->name) == 0)
+			return fail_at(cv, n, "model_warmup '%s' given twice", w->name);
+	return 0;
+}
+
 /* Rules between fields, once all are read. */
 static int check_whole(conv *cv, const cfg_node *root, mfs_model_config *c)
 {
+	/* Triton's rule: a sample's batch fits the model's batching. */
+	for (int i = 0; i < c->n_warmups; i++)
+		if (c->warmups[i].batch_size > (c->max_batch_size > 0 ? c->max_batch_size : 1))
+			return fail_at(cv, root, "model_warmup '%s': batch_size %d exceeds %s %d",
+				       c->warmups[i].name, c->warmups[i].batch_size,
+				       c->max_batch_size > 0 ? "max_batch_size" : "1 (max_batch_size is 0:",
+				       c->max_batch_size > 0 ? c->max_batch_size : 1);
 	if (!c->has_dynamic_batching)
 		return 0;
 	if (c->max_batch_size == 0)
@@ -803,7 +1119,7 @@ static int check_whole(conv *cv, const cfg_node *root, mfs_model_config *c)
 				       "dynamic_batching: preferred_batch_size %d exceeds max_batch_size %d",
 				       c->dynamic_batching.preferred_batch_size[i],
 				       c->max_batch_size);
-	return 0;
+	return check_priorities(cv, root, c);
 }
 
 int cfg_tree_to_config(const cfg_node *root, const char *source, bool json,
@@ -821,11 +1137,12 @@ int cfg_tree_to_config(const cfg_node *root, const char *source, bool json,
 		{ "dynamic_batching", false, m_dynamic_batching },
 		{ "default_model_filename", false, m_default_model_filename },
 		{ "parameters", true, m_parameters },
+		{ "model_warmup", true, m_model_warmup },
 	};
 	static const char *const triton[] = {
 		"runtime", "batch_input", "batch_output", "optimization",
 		"sequence_batching", "ensemble_scheduling", "cc_model_filenames",
-		"metric_tags", "model_warmup", "model_operations",
+		"metric_tags", "model_operations",
 		"model_transaction_policy", "model_repository_agents",
 		"response_cache", NULL,
 	};

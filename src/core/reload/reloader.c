@@ -3,7 +3,10 @@
  * rl->lock guards the dirty list (model name -> time of its last change)
  * and the stop flag; the per-model record of what was loaded from which
  * files (signatures) is touched by one thread at a time: the caller of
- * mfs_reloader_new before the loader starts, then only the loader.
+ * mfs_reloader_new before the loader starts, then only the loader; so
+ * is the explicit mode's list of loaded models.  Control commands
+ * (mfs_reloader_control) are queued under rl->lock and run by the loader
+ * thread, which marks each done; the caller waits for that.
  */
 #include "reloader.h"
 
@@ -38,6 +41,16 @@ typedef struct mrec {
 	int n;
 } mrec;
 
+/* A control command, on its caller's stack while it waits. */
+typedef struct command {
+	const char *model;
+	mfs_control_verb verb;
+	int rc;
+	mfs_error err;
+	bool done;                 /* under lock */
+	struct command *next;
+} command;
+
 struct mfs_reloader {
 	mfs_reloader_conf conf;
 	char *repo;
@@ -52,6 +65,10 @@ struct mfs_reloader {
 	int n_dirty;
 	mrec *recs;                /* loader only */
 	int n_recs;
+	command *cmds, **cmds_tail;   /* under lock: waiting to run */
+	int n_waiting;             /* under lock: callers in mfs_reloader_control */
+	char **wanted;             /* loader only: explicit mode's loaded models */
+	int n_wanted;
 };
 
 static uint64_t mono_ns(void)
@@ -204,6 +221,61 @@ static unsigned long long version_sig(mfs_reloader *rl, const mfs_repo_entry *e,
 	return h;
 }
 
+/* ---- explicit mode: which models are loaded (loader only) ---- */
+
+static int wanted_index(mfs_reloader *rl, const char *name)
+{
+	for (int i = 0; i < rl->n_wanted; i++)
+		if (strcmp(rl->wanted[i], name) == 0)
+			return i;
+	return -1;
+}
+
+static bool is_wanted(mfs_reloader *rl, const char *name)
+{
+	return rl->conf.mode != MFS_CONTROL_EXPLICIT || wanted_index(rl, name) >= 0;
+}
+
+static int want(mfs_reloader *rl, const char *name)
+{
+	if (wanted_index(rl, name) >= 0)
+		return 0;
+	char **w = realloc(rl->wanted, (size_t)(rl->n_wanted + 1) * sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	rl->wanted = w;
+	if (!(w[rl->n_wanted] = strdup(name)))
+		return -ENOMEM;
+	rl->n_wanted++;
+	return 0;
+}
+
+static void unwant(mfs_reloader *rl, const char *name)
+{
+	int i = wanted_index(rl, name);
+	if (i < 0)
+		return;
+	free(rl->wanted[i]);
+	rl->wanted[i] = rl->wanted[--rl->n_wanted];
+}
+
+/* A repository model explicit mode has not loaded: listed UNAVAILABLE
+ * under its newest version with reason, unless it is listed so already
+ * (an earlier "unloaded" or a failed load's reason stays). */
+static void list_not_loaded(mfs_reloader *rl, const mfs_repo_entry *e, const char *reason)
+{
+	int64_t newest = e->versions[e->n_versions - 1];
+	mfs_model_info mi;
+	if (mfs_registry_model_snapshot(rl->conf.registry, e->name, &mi) == 0) {
+		bool listed = mi.current == 0 && mi.n_versions == 1 && mi.versions[0].version == newest;
+		mfs_model_info_release(&mi);
+		if (listed)
+			return;
+	}
+	mfs_registry_list_unloaded(rl->conf.registry, e->name, newest, reason);
+	drop_rec(rl, e->name);
+}
+
 /* ---- reconciling ---- */
 
 /* Unload the versions of name that are not in keep.  One still on the
@@ -261,6 +333,10 @@ int mfs_reloader_reconcile(mfs_reloader *rl, const char *name)
 		if (mfs_registry_unload_model(reg, name, "no version directories left") == 0)
 			mfs_log_info("model '%s': no version directories left, unloaded", name);
 		drop_rec(rl, name);
+		goto out;
+	}
+	if (!is_wanted(rl, name)) {
+		list_not_loaded(rl, &e, "not loaded");
 		goto out;
 	}
 	mfs_model_config cfg;
@@ -323,6 +399,98 @@ out:
 	return failed;
 }
 
+/* ---- control commands (loader thread) ---- */
+
+static int control_load(mfs_reloader *rl, const char *name, mfs_error *err)
+{
+	mfs_repo_entry e;
+	memset(&e, 0, sizeof(e));
+	if (!mfs_repo_model_name_ok(name) || mfs_repo_scan_model(rl->repo, name, &e, err) < 0)
+		return mfs_fail(err, ENOENT, "model '%s': not in the repository", name);
+	int n_versions = e.n_versions;
+	mfs_repo_entry_release(&e);
+	if (n_versions == 0)
+		return mfs_fail(err, ENOENT, "model '%s': no version directories, nothing to load", name);
+	if (want(rl, name) < 0)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	if (mfs_reloader_reconcile(rl, name) == 0)
+		return 0;
+	/* Failed: still loaded when an earlier load serves, else not. */
+	mfs_model_info mi;
+	if (mfs_registry_model_snapshot(rl->conf.registry, name, &mi) == 0) {
+		if (mi.current == 0)
+			unwant(rl, name);
+		mfs_model_info_release(&mi);
+	}
+	return mfs_fail(err, EIO, "model '%s': load failed (its status says why)", name);
+}
+
+static int control_unload(mfs_reloader *rl, const char *name, mfs_error *err)
+{
+	mfs_model_info mi;
+	if (mfs_registry_model_snapshot(rl->conf.registry, name, &mi) < 0)
+		return mfs_fail(err, ENOENT, "model '%s': not in the repository", name);
+	int64_t shown = mi.n_versions ? mi.versions[mi.n_versions - 1].version : 1;
+	bool loaded = wanted_index(rl, name) >= 0;
+	mfs_model_info_release(&mi);
+	if (!loaded)
+		return 0;   /* as Triton: unloading what is not loaded succeeds */
+	unwant(rl, name);
+	mfs_repo_entry e;
+	memset(&e, 0, sizeof(e));
+	if (mfs_repo_scan_model(rl->repo, name, &e, err) == 0 && e.n_versions > 0)
+		shown = e.versions[e.n_versions - 1];
+	mfs_repo_entry_release(&e);
+	mfs_registry_list_unloaded(rl->conf.registry, name, shown, "unloaded");
+	drop_rec(rl, name);
+	mfs_log_info("model '%s': unloaded through its control file", name);
+	return 0;
+}
+
+static void run_command(mfs_reloader *rl, command *c)
+{
+	mfs_error_clear(&c->err);
+	c->rc = c->verb == MFS_CONTROL_LOAD ? control_load(rl, c->model, &c->err)
+					    : control_unload(rl, c->model, &c->err);
+	if (rl->conf.changed)
+		rl->conf.changed(rl->conf.ctx, c->model);
+}
+
+int mfs_reloader_control(mfs_reloader *rl, const char *model, mfs_control_verb verb,
+			 mfs_error *err)
+{
+	command c = { .model = model, .verb = verb };
+	pthread_mutex_lock(&rl->lock);
+	if (rl->stop || !rl->running) {
+		pthread_mutex_unlock(&rl->lock);
+		return mfs_fail(err, ESHUTDOWN, "the daemon is stopping");
+	}
+	*rl->cmds_tail = &c;
+	rl->cmds_tail = &c.next;
+	rl->n_waiting++;
+	pthread_cond_broadcast(&rl->cond);
+	while (!c.done)
+		pthread_cond_wait(&rl->cond, &rl->lock);
+	rl->n_waiting--;
+	pthread_cond_broadcast(&rl->cond);
+	pthread_mutex_unlock(&rl->lock);
+	if (c.rc < 0 && err)
+		*err = c.err;
+	return c.rc;
+}
+
+/* Answer every queued command with why (lock held; stopping). */
+static void cancel_commands_locked(mfs_reloader *rl)
+{
+	for (command *c = rl->cmds; c; c = c->next) {
+		c->rc = mfs_fail(&c->err, ESHUTDOWN, "the daemon is stopping");
+		c->done = true;
+	}
+	rl->cmds = NULL;
+	rl->cmds_tail = &rl->cmds;
+	pthread_cond_broadcast(&rl->cond);
+}
+
 /* ---- the loader thread ---- */
 
 /* Poll mode: does the model directory change within quiet ns? */
@@ -346,6 +514,18 @@ static void *loader_thread(void *arg)
 	uint64_t quiet = (uint64_t)(rl->conf.quiet_ms > 0 ? rl->conf.quiet_ms : 0) * 1000000ull;
 	pthread_mutex_lock(&rl->lock);
 	while (!rl->stop) {
+		if (rl->cmds) {
+			/* A shell waits on each: before any debounced change. */
+			command *c = rl->cmds;
+			if (!(rl->cmds = c->next))
+				rl->cmds_tail = &rl->cmds;
+			pthread_mutex_unlock(&rl->lock);
+			run_command(rl, c);
+			pthread_mutex_lock(&rl->lock);
+			c->done = true;
+			pthread_cond_broadcast(&rl->cond);
+			continue;
+		}
 		if (rl->all) {
 			rl->all = false;
 			pthread_mutex_unlock(&rl->lock);
@@ -409,6 +589,7 @@ int mfs_reloader_new(const mfs_reloader_conf *conf, mfs_reloader **out, mfs_erro
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&rl->cond, &ca);
 	pthread_condattr_destroy(&ca);
+	rl->cmds_tail = &rl->cmds;
 	/* Leaving versions drain: no request fails because of a reload. */
 	mfs_registry_set_drain(conf->registry, true);
 
@@ -417,11 +598,22 @@ int mfs_reloader_new(const mfs_reloader_conf *conf, mfs_reloader **out, mfs_erro
 	int rc = mfs_repo_scan(rl->repo, &entries, &n, err);
 	if (rc < 0)
 		goto fail;
-	/* Watch before loading: a change made while loading is not lost. */
+	for (int k = 0; conf->mode == MFS_CONTROL_EXPLICIT && k < conf->n_load_models; k++) {
+		const char *name = conf->load_models[k];
+		bool found = false;
+		for (int i = 0; i < n; i++)
+			found |= strcmp(entries[i].name, name) == 0 && entries[i].n_versions > 0;
+		rc = found ? want(rl, name) : mfs_fail(err, ENOENT, "--load-model=%s: no model '%s' with a version directory in the repository", name, name);
+		if (rc < 0) {
+			mfs_repo_entries_free(entries, n);
+			goto fail;
+		}
+	}
+	/* Watch before loading: a change made while loading is not lost.
+	 * Only poll mode watches (model_control.h). */
 	mfs_watcher_conf wc = { .repository = rl->repo, .poll_secs = conf->poll_secs,
 				.changed = on_change, .ctx = rl };
-	rc = mfs_watcher_start(&wc, &rl->watcher, err);
-	if (rc < 0) {
+	if (conf->mode == MFS_CONTROL_POLL && (rc = mfs_watcher_start(&wc, &rl->watcher, err)) < 0) {
 		mfs_repo_entries_free(entries, n);
 		goto fail;
 	}
@@ -456,18 +648,37 @@ int mfs_reloader_run(mfs_reloader *rl, mfs_error *err)
 	return 0;
 }
 
-void mfs_reloader_free(mfs_reloader *rl)
+void mfs_reloader_stop(mfs_reloader *rl)
 {
 	if (!rl)
 		return;
 	/* The watcher first: nothing marks after this. */
 	mfs_watcher_stop(rl->watcher);
+	rl->watcher = NULL;
 	pthread_mutex_lock(&rl->lock);
 	rl->stop = true;
 	pthread_cond_broadcast(&rl->cond);
 	pthread_mutex_unlock(&rl->lock);
 	if (rl->running)
 		pthread_join(rl->thread, NULL);
+	rl->running = false;
+	/* Whoever still waits on a command is answered and gone before the
+	 * lock goes away. */
+	pthread_mutex_lock(&rl->lock);
+	cancel_commands_locked(rl);
+	while (rl->n_waiting > 0)
+		pthread_cond_wait(&rl->cond, &rl->lock);
+	pthread_mutex_unlock(&rl->lock);
+}
+
+void mfs_reloader_free(mfs_reloader *rl)
+{
+	if (!rl)
+		return;
+	mfs_reloader_stop(rl);
+	for (int i = 0; i < rl->n_wanted; i++)
+		free(rl->wanted[i]);
+	free(rl->wanted);
 	for (int i = 0; i < rl->n_dirty; i++)
 		free(rl->dirty[i].name);
 	free(rl->dirty);

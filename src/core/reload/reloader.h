@@ -13,11 +13,18 @@
  * next change to the model retries.  After each reconcile, changed(ctx,
  * model) is called on the loader thread with no lock held (the daemon
  * drops the kernel's cached entries there).
+ *
+ * The model control mode (model_control.h) says what is watched and what
+ * is loaded: poll watches; none and explicit watch nothing (SIGHUP's
+ * rescan still reconciles).  In explicit mode only the models named at
+ * start or loaded since through mfs_reloader_control are loaded; every
+ * other model of the repository is listed UNAVAILABLE ("not loaded").
  */
 #ifndef MFS_RELOADER_H
 #define MFS_RELOADER_H
 
 #include "error.h"
+#include "model_control.h"
 #include "registry.h"
 
 typedef struct mfs_reloader mfs_reloader;
@@ -25,7 +32,10 @@ typedef struct mfs_reloader mfs_reloader;
 typedef struct mfs_reloader_conf {
 	const char *repository;        /* absolute path */
 	mfs_registry *registry;
-	int poll_secs;                 /* 0: inotify */
+	mfs_control_mode mode;         /* poll (default), none, explicit */
+	char *const *load_models;      /* explicit: loaded at start (borrowed) */
+	int n_load_models;
+	int poll_secs;                 /* poll mode; 0: inotify */
 	int quiet_ms;
 	void (*changed)(void *ctx, const char *model);   /* may be NULL */
 	void *ctx;
@@ -34,7 +44,7 @@ typedef struct mfs_reloader_conf {
 /* Start watching, then load the whole repository (synchronously, on the
  * caller's thread).  Returns the number of versions (or configs) that
  * failed to load, or a negative errno when the repository cannot be read
- * or watched.  Changes are queued but not acted on until
+ * or watched, or (-ENOENT) a model of load_models is not in it.  Changes are queued but not acted on until
  * mfs_reloader_run. */
 int mfs_reloader_new(const mfs_reloader_conf *conf, mfs_reloader **out,
 		     mfs_error *err);
@@ -51,11 +61,26 @@ int mfs_reloader_run(mfs_reloader *rl, mfs_error *err);
  * queues the work for the loader thread; safe from any thread. */
 void mfs_reloader_rescan(mfs_reloader *rl);
 
+/* Explicit mode: load (or reload what changed of) model, or unload it,
+ * on the loader thread, and return once that is done, so that the model
+ * can be used as soon as this returns 0.  -ENOENT: no such model in the
+ * repository (load) or listed (unload); -EIO: the load failed (the
+ * reason is the model's state, and logged); -ESHUTDOWN: stopping.
+ * Unloading a model that is not loaded succeeds.  Any thread but the
+ * loader's. */
+int mfs_reloader_control(mfs_reloader *rl, const char *model,
+			 mfs_control_verb verb, mfs_error *err);
+
 /* Reconcile one model now, on the caller's thread (tests; the loader
  * thread uses the same).  Returns the number of failures. */
 int mfs_reloader_reconcile(mfs_reloader *rl, const char *model);
 
-/* Stop both threads (a load in progress finishes first) and free. */
+/* Stop both threads (a load in progress finishes first) and answer
+ * every control command still waiting (-ESHUTDOWN, as any later one);
+ * the reloader stays valid until freed.  Idempotent. */
+void mfs_reloader_stop(mfs_reloader *rl);
+
+/* Stop (as above) and free. */
 void mfs_reloader_free(mfs_reloader *rl);
 
 #endif

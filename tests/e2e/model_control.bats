@@ -1,0 +1,189 @@
+#!/usr/bin/env bats
+# Model control modes (issue 13; SPEC.md sections 1, 3 and 8;
+# docs/RELOAD.md): --model-control=poll|none|explicit, --load-model,
+# loading and unloading through MOUNT/MODEL/control, and .index.json.
+
+load helpers
+use_add_sub_repo_per_test
+
+state_is() { [ "$(index_state "$1")" = "$2" ]; }
+
+second_add_sub() {
+	cp -r "$REPO/add_sub" "$REPO/$1"
+	sed -i "s/name: \"add_sub\"/name: \"$1\"/" "$REPO/$1/config.pbtxt"
+}
+
+@test "explicit: every model listed UNAVAILABLE, not loaded; no request until loaded" {
+	second_add_sub other
+	mount_repo "$REPO" --model-control=explicit
+	ls "$MNT" | grep -qx add_sub
+	ls "$MNT" | grep -qx other
+	[ "$(index_state add_sub)" = "UNAVAILABLE|not loaded" ]
+	[ "$(index_state other)" = "UNAVAILABLE|not loaded" ]
+	grep -q '^UNAVAILABLE.*not loaded' "$MNT/add_sub/status"
+	ls "$MNT/add_sub" | grep -qx control
+	[ "$(stat -c %a "$MNT/add_sub/control")" = 200 ]
+	[ "$(py_errno "os.mkdir('$MNT/add_sub/requests/r1')")" = EAGAIN ]
+}
+
+@test "explicit: echo load returns once READY; unload; load again" {
+	mount_repo "$REPO" --model-control=explicit
+	echo load > "$MNT/add_sub/control"
+	# The very next line uses it: the write returned after the load.
+	add_sub_answers add_sub
+	[ "$(index_state add_sub | cut -d'|' -f1)" = READY ]
+	grep -q '^READY' "$MNT/add_sub/status"
+	# load on a loaded model: nothing changed on the disk, nothing reloads
+	echo load > "$MNT/add_sub/control"
+	add_sub_answers add_sub
+	[ "$(grep -c 'add_sub.*READY on' "$DAEMON_LOG")" = 1 ]
+	# ...and what changed is reloaded
+	touch "$REPO/add_sub/1/model.onnx"
+	echo load > "$MNT/add_sub/control"
+	[ "$(grep -c 'add_sub.*READY on' "$DAEMON_LOG")" = 2 ]
+	printf unload > "$MNT/add_sub/control"
+	[ "$(index_state add_sub)" = "UNAVAILABLE|unloaded" ]
+	[ "$(py_errno "os.mkdir('$MNT/add_sub/requests/r2')")" = EAGAIN ]
+	# unloading what is not loaded succeeds
+	echo unload > "$MNT/add_sub/control"
+	echo load > "$MNT/add_sub/control"
+	add_sub_answers add_sub
+}
+
+@test "explicit: requests in flight finish across unload and reload; new ones get EAGAIN" {
+	rm -rf "$REPO"
+	REPO=$(make_test_repo)
+	mount_repo "$REPO" --model-control=explicit --load-model=slow
+	slow_input "$T/x.npy"
+	mkdir "$MNT/slow/requests/a" "$MNT/slow/requests/b" "$MNT/slow/requests/later"
+	cp "$T/x.npy" "$MNT/slow/requests/a/x.npy"      # running
+	cp "$T/x.npy" "$MNT/slow/requests/b/x.npy"      # queued behind it
+	echo unload > "$MNT/slow/control"
+	[ "$(index_state slow)" = "UNAVAILABLE|unloaded" ]
+	[ "$(py_errno "os.mkdir('$MNT/slow/requests/new')")" = EAGAIN ]
+	# a request made before the unload still runs, inputs written after it
+	cp "$T/x.npy" "$MNT/slow/requests/later/x.npy"
+	cmp "$MNT/slow/requests/a/y.npy" "$T/x.npy"
+	cmp "$MNT/slow/requests/b/y.npy" "$T/x.npy"
+	cmp "$MNT/slow/requests/later/y.npy" "$T/x.npy"
+	# reload with a request in flight on the old load
+	echo load > "$MNT/slow/control"
+	mkdir "$MNT/slow/requests/c" "$MNT/slow/requests/d"
+	cp "$T/x.npy" "$MNT/slow/requests/c/x.npy"
+	touch "$REPO/slow/1/model.onnx"
+	echo load > "$MNT/slow/control"
+	cp "$T/x.npy" "$MNT/slow/requests/d/x.npy"
+	cmp "$MNT/slow/requests/c/y.npy" "$T/x.npy"
+	cmp "$MNT/slow/requests/d/y.npy" "$T/x.npy"
+	grep -q '^READY' "$MNT/slow/status"
+}
+
+@test "explicit: --load-model loads only the models it names" {
+	second_add_sub other
+	mount_repo "$REPO" --model-control=explicit --load-model=other -o load_model=add_sub
+	add_sub_answers add_sub
+	add_sub_answers other
+	unmount_repo
+	mount_repo "$REPO" -o model_control=explicit,load_model=other
+	add_sub_answers other
+	[ "$(index_state add_sub)" = "UNAVAILABLE|not loaded" ]
+}
+
+@test "explicit: a bad command, a failing load and another user's write fail with their errno" {
+	mkdir -p "$REPO/broken/1"
+	echo "not onnx" > "$REPO/broken/1/model.onnx"
+	mount_repo "$REPO" --model-control=explicit -o allow_other
+	run bash -c "echo reload-please > '$MNT/add_sub/control'"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Invalid argument"* ]]
+	grep -q "unknown command 'reload-please'" "$DAEMON_LOG"
+	run bash -c "echo load > '$MNT/broken/control'"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Input/output error"* ]]
+	[ "$(index_state broken | cut -d'|' -f1)" = UNAVAILABLE ]
+	index_state broken | grep -q 'model.onnx'
+	grep -q 'model.onnx' "$MNT/broken/status"
+	# reading it is refused; another user may not load or unload
+	[ "$(py_errno "open('$MNT/add_sub/control').read()")" = EACCES ]
+	if [ "$(id -u)" = 0 ]; then
+		chmod 755 "$(dirname "$MNT")"
+		run setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "echo load > '$MNT/add_sub/control'"
+		[ "$status" -ne 0 ]
+		[[ "$output" == *"Permission denied"* ]]
+		[ "$(index_state add_sub)" = "UNAVAILABLE|not loaded" ]
+	fi
+	# a model removed from the repository cannot be loaded
+	rm -rf "$REPO/add_sub"
+	[ "$(py_errno "with open('$MNT/add_sub/control', 'w') as f: f.write('load')")" = ENOENT ]
+}
+
+@test "explicit: no watching; SIGHUP lists new models, not loaded" {
+	mount_repo "$REPO" --model-control=explicit --load-model=add_sub
+	second_add_sub other
+	sleep 0.6
+	[ -z "$(index_state other)" ]
+	kill -HUP "$DAEMON_PID"
+	wait_until 5 state_is other "UNAVAILABLE|not loaded"
+	add_sub_answers add_sub
+	echo load > "$MNT/other/control"
+	add_sub_answers other
+}
+
+@test "none: every model loaded at start, no watching, SIGHUP rescans, no control file" {
+	mount_repo "$REPO" --model-control=none --reload-quiet-ms=50
+	add_sub_answers add_sub
+	[ ! -e "$MNT/add_sub/control" ]
+	second_add_sub other
+	sleep 0.6
+	[ ! -e "$MNT/other" ]
+	kill -HUP "$DAEMON_PID"
+	wait_until 5 test -e "$MNT/other/status"
+	wait_until 5 grep -q '^READY' "$MNT/other/status"
+	add_sub_answers other
+}
+
+@test "poll: the default, and as named, follows the repository" {
+	mount_repo "$REPO" --model-control=poll --reload-quiet-ms=50
+	[ ! -e "$MNT/add_sub/control" ]
+	run bash -c "echo load > '$MNT/add_sub/control'"
+	[ "$status" -ne 0 ]
+	second_add_sub other
+	wait_until 5 grep -q '^READY' "$MNT/other/status"
+	add_sub_answers other
+	unmount_repo
+	mount_repo "$REPO" --model-control=poll --poll-secs=1 --reload-quiet-ms=50
+	second_add_sub third
+	wait_until 5 grep -q '^READY' "$MNT/third/status"
+}
+
+@test ".index.json: every repository model with name, version, state and reason" {
+	mkdir -p "$REPO/broken/1"
+	echo "not onnx" > "$REPO/broken/1/model.onnx"
+	mount_repo "$REPO"
+	"$PY" - "$MNT/.index.json" <<'EOF'
+import json, sys
+idx = json.load(open(sys.argv[1]))
+by = {e["name"]: e for e in idx}
+assert sorted(by) == ["add_sub", "broken"], idx
+assert all(sorted(e) == ["name", "reason", "state", "version"] for e in idx), idx
+assert by["add_sub"]["version"] == "1" and by["add_sub"]["state"] == "READY", idx
+assert by["broken"]["state"] == "UNAVAILABLE" and "model.onnx" in by["broken"]["reason"], idx
+EOF
+}
+
+@test "option errors: --load-model without explicit, --poll-secs outside poll, unknown model" {
+	run "$MODELFS" -f --load-model=add_sub "$REPO" "$T"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--load-model needs --model-control=explicit"* ]]
+	run "$MODELFS" -f --model-control=none --poll-secs=5 "$REPO" "$T"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--poll-secs needs --model-control=poll"* ]]
+	run "$MODELFS" -f --model-control=sometimes "$REPO" "$T"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"expected none, poll or explicit"* ]]
+	mkdir "$T/mnt"
+	run "$MODELFS" -f --model-control=explicit --load-model=nosuch "$REPO" "$T/mnt"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"--load-model=nosuch: no model 'nosuch'"* ]]
+	! mountpoint -q "$T/mnt"
+}
