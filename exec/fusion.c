@@ -1,5 +1,6 @@
 /* fusion.c - Conv + activation -> FusedConv (see fusion.h), then the
- * rewrites of rewrite.h (LayerNorm, GELU, attention, Dense).
+ * rewrites of rewrite.h (LayerNorm, GELU, attention, Dense, the residual
+ * Conv + Add (+ Relu)).
  *
  * The pattern: a default-domain Conv node with one output, read by exactly
  * one node (and not a graph output), that node being
@@ -15,9 +16,8 @@
  *
  * Why on the ONNX graph, before compile: the rest of the engine (folding,
  * shapes, layouts, lifetimes) then sees an ordinary node and needs no
- * special case.  Residual adds (Conv -> Add -> Relu) are not fused here:
- * FusedConv's Z must have the output's exact shape, which is only known
- * after shape inference.
+ * special case.  Residual adds (Conv -> Add -> Relu) are
+ * exec/rewrite_residual.c's.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -159,7 +159,7 @@ int mfs_fuse_graph(onnx_model *m, mfs_error *err)
 	 * takes a Gelu node as its activation. */
 	int (*const passes[])(onnx_model *) = {
 		mfs_rewrite_layernorm, mfs_rewrite_gelu, mfs_rewrite_attention,
-		mfs_rewrite_dense,
+		mfs_rewrite_dense, mfs_rewrite_residual,
 	};
 	for (size_t p = 0; p < sizeof(passes) / sizeof(passes[0]); p++) {
 		int rc = passes[p](m);

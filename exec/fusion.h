@@ -8,7 +8,8 @@
  * its limits are in fusion.c.  Then the transformer rewrites (rewrite.h,
  * one exec/rewrite_*.c each): decomposed LayerNorm -> LayerNormalization,
  * GELU -> Gelu, MatMul / scale / mask / Softmax / MatMul -> Attention,
- * MatMul + bias (+ activation) -> Dense.  MFS_FUSE=0 in the environment turns the pass
+ * MatMul + bias (+ activation) -> Dense, Conv + Add (+ Relu) ->
+ * FusedConv with a residual input.  MFS_FUSE=0 in the environment turns the pass
  * off (to compare, or to rule it out).
  */
 #ifndef MFS_FUSION_H
