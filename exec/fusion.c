@@ -117,6 +117,20 @@ static int fuse_pair(onnx_node *conv, onnx_node *act_node, const char *act,
 	return 0;
 }
 
+/* Is pass name listed in MFS_FUSE_SKIP (comma-separated)? */
+static bool skipped(const char *name)
+{
+	const char *p = getenv("MFS_FUSE_SKIP");
+	size_t n = strlen(name);
+	while (p && *p) {
+		size_t len = strcspn(p, ",");
+		if (len == n && !strncmp(p, name, n))
+			return true;
+		p += len + (p[len] == ',');
+	}
+	return false;
+}
+
 int mfs_fuse_graph(onnx_model *m, mfs_error *err)
 {
 	const char *env = getenv("MFS_FUSE");
@@ -157,12 +171,18 @@ int mfs_fuse_graph(onnx_model *m, mfs_error *err)
 	}
 	/* The transformer rewrites (rewrite.h); GELU before Dense, which
 	 * takes a Gelu node as its activation. */
-	int (*const passes[])(onnx_model *) = {
-		mfs_rewrite_layernorm, mfs_rewrite_gelu, mfs_rewrite_attention,
-		mfs_rewrite_dense, mfs_rewrite_residual,
+	static const struct {
+		const char *name;
+		int (*run)(onnx_model *);
+	} passes[] = {
+		{ "layernorm", mfs_rewrite_layernorm }, { "gelu", mfs_rewrite_gelu },
+		{ "attention", mfs_rewrite_attention }, { "dense", mfs_rewrite_dense },
+		{ "residual", mfs_rewrite_residual },
 	};
 	for (size_t p = 0; p < sizeof(passes) / sizeof(passes[0]); p++) {
-		int rc = passes[p](m);
+		if (skipped(passes[p].name))
+			continue;
+		int rc = passes[p].run(m);
 		if (rc < 0)
 			return mfs_fail(err, ENOMEM, "out of memory while rewriting the graph");
 		fused += rc;

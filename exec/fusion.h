@@ -10,7 +10,9 @@
  * GELU -> Gelu, MatMul / scale / mask / Softmax / MatMul -> Attention,
  * MatMul + bias (+ activation) -> Dense, Conv + Add (+ Relu) ->
  * FusedConv with a residual input.  MFS_FUSE=0 in the environment turns the pass
- * off (to compare, or to rule it out).
+ * off (to compare, or to rule it out); MFS_FUSE_SKIP=name[,name...] leaves
+ * out only the rewrites named (layernorm, gelu, attention, dense, residual),
+ * for an A/B run of one of them.
  */
 #ifndef MFS_FUSION_H
 #define MFS_FUSION_H

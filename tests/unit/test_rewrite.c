@@ -416,7 +416,7 @@ static void check_residual(int v, int want)
 /* Conv + Add (+ Relu): fused when the sum's other operand fits and when
  * it broadcasts (either way; FusedConv's run-time path), on both of the
  * convolution's paths; not with a constant operand or a convolution
- * output read elsewhere, nor under MFS_FUSE=0. */
+ * output read elsewhere, nor under MFS_FUSE=0 or MFS_FUSE_SKIP=residual. */
 static void test_residual(void **st)
 {
 	(void)st;
@@ -432,6 +432,12 @@ static void test_residual(void **st)
 	setenv("MFS_FUSE", "0", 1);
 	assert_int_equal(residual_nodes(residual_model(0)), 0);
 	unsetenv("MFS_FUSE");
+	/* MFS_FUSE_SKIP leaves out the pass named, and only that one */
+	setenv("MFS_FUSE_SKIP", "dense,residual", 1);
+	assert_int_equal(residual_nodes(residual_model(0)), 0);
+	setenv("MFS_FUSE_SKIP", "residual1,dense", 1);
+	assert_int_equal(residual_nodes(residual_model(0)), 1);
+	unsetenv("MFS_FUSE_SKIP");
 }
 
 /* Near misses: an intermediate that is also a graph output, a bias that
