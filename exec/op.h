@@ -89,6 +89,12 @@ enum {
 	 * enclosing graphs.  Other operators' graph attributes are ignored,
 	 * like any attribute an operator does not read. */
 	MFS_OP_BODIES = 1u << 5,
+	/* With MFS_OP_NHWC_OK: reads NHWC in every input slot, whatever the
+	 * input's shape, not only where it has input 0's shape (FusedConv's
+	 * residual Z, whose channels and size differ from X's in a ResNet
+	 * bottleneck or a MobileNetV2 block: converting it would cost a
+	 * reorder there and push its producer and readers to plain). */
+	MFS_OP_NHWC_ANY_INPUT = 1u << 6,
 };
 
 typedef struct mfs_op_def {

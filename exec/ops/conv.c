@@ -821,5 +821,6 @@ MFS_OP(Conv, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = conv_i
        .run = conv_run, .release = conv_release);
 MFS_OP(Conv, 11, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = conv_infer, .prepare = conv_prepare,
        .run = conv_run, .release = conv_release);
-MFS_OP_DOMAIN("com.modelfs", FusedConv, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = conv_infer,
+MFS_OP_DOMAIN("com.modelfs", FusedConv, 1,
+	      .flags = MFS_OP_NHWC_OK | MFS_OP_NHWC_ANY_INPUT | MFS_OP_HALF_VIA_FLOAT, .infer = conv_infer,
 	      .prepare = conv_prepare, .run = conv_run, .release = conv_release);
