@@ -219,13 +219,16 @@ static onnx_node *conv(onnx_model *m, const char *name, const char *in, const ch
  *   4: 2-D, NHWC inside: x as [2, 3, 2, 4], a = Conv(x), Relu(Add(Conv(a),
  *      a)) into a last Conv, back to [2, 3, 8]
  *   5: Add(Conv(x), constant [3, 1])   a bias: left alone
+ *   7: as 4, the block widening 3 -> 6 channels with 1x1 convs: Z =
+ *      Conv6(x) and the fused Conv6(a) read a, 3 channels, so Z's shape
+ *      is not X's (kept NHWC all the same: MFS_OP_NHWC_ANY_INPUT)
  *   6: Relu(Add(Conv(x), x)) with Conv(x) also a graph output: left alone */
 static onnx_model *residual_model(int v)
 {
 	onnx_model *m = gb_new(13);
 	const int64_t axis0[1] = { 0 };
 	io(m, "y");
-	conv_weights(m, v == 4 ? 2 : 1);
+	conv_weights(m, v == 4 || v == 7 ? 2 : 1);
 	if (v == 6)
 		gb_output(m, "c");
 	switch (v) {
@@ -255,6 +258,29 @@ static onnx_model *residual_model(int v)
 		gb_node(m, "", "Add", "add", "b,a", "s");
 		gb_node(m, "", "Relu", "relu", "s", "r");
 		conv(m, "convc", "r", "c", 2);
+		gb_node(m, "", "Reshape", "out", "c,s3", "y");
+		break;
+	}
+	case 7: {
+		const int64_t s4[1] = { 4 }, s3[1] = { 3 };
+		const int64_t r4[4] = { 2, 3, 2, 4 }, r3[3] = { 2, 3, 8 };
+		const int64_t up[4] = { 6, 3, 1, 1 }, down[4] = { 3, 6, 1, 1 };
+		float wu[18], wd[18];
+		for (int i = 0; i < 18; i++) {
+			wu[i] = (float)((i * 5) % 7) / 7.0f - 0.4f;
+			wd[i] = (float)((i * 3) % 11) / 11.0f - 0.5f;
+		}
+		gb_init(m, "s4", MFS_DT_INT64, 1, s4, r4);
+		gb_init(m, "s3", MFS_DT_INT64, 1, s3, r3);
+		gb_init_f32(m, "wu", 4, up, wu);
+		gb_init_f32(m, "wd", 4, down, wd);
+		gb_node(m, "", "Reshape", "in", "x,s4", "xr");
+		conv(m, "conva", "xr", "a", 2);
+		gb_node(m, "", "Conv", "convz", "xr,wu", "z");
+		gb_node(m, "", "Conv", "convb", "a,wu", "b");
+		gb_node(m, "", "Add", "add", "b,z", "s");
+		gb_node(m, "", "Relu", "relu", "s", "r");
+		gb_node(m, "", "Conv", "convc", "r,wd", "c");
 		gb_node(m, "", "Reshape", "out", "c,s3", "y");
 		break;
 	}
@@ -386,18 +412,31 @@ static void test_dense(void **st)
 	unsetenv("MFS_DENSE");
 }
 
-/* FusedConv nodes with a residual input (Z) in m compiled. */
-static int residual_nodes(onnx_model *m)
+/* FusedConv nodes with a residual input (Z) in m compiled; *nhwc (when
+ * not NULL) gets how many of their Z are planned NHWC. */
+static int residual_nodes_nhwc(onnx_model *m, int *nhwc)
 {
 	mfs_error err;
 	mfs_graph *g;
 	int n = 0;
 	assert_int_equal(mfs_graph_compile(m, "rewrite", &g, &err), 0);
-	for (int i = 0; i < g->n_nodes; i++)
-		n += !strcmp(g->nodes[i].onnx->op_type, "FusedConv") &&
-		     g->nodes[i].onnx->n_inputs == 4 && *g->nodes[i].onnx->inputs[3];
+	if (nhwc)
+		*nhwc = 0;
+	for (int i = 0; i < g->n_nodes; i++) {
+		const mfs_node *nd = &g->nodes[i];
+		if (strcmp(nd->onnx->op_type, "FusedConv") || nd->n_in != 4 || nd->in[3] < 0)
+			continue;
+		n++;
+		if (nhwc && g->values[nd->in[3]].layout == MFS_LAYOUT_NHWC)
+			(*nhwc)++;
+	}
 	mfs_graph_free(g);
 	return n;
+}
+
+static int residual_nodes(onnx_model *m)
+{
+	return residual_nodes_nhwc(m, NULL);
 }
 
 static void check_residual(int v, int want)
@@ -425,10 +464,18 @@ static void test_residual(void **st)
 			setenv("MFS_CONV", "im2col", 1);
 		for (int v = 0; v <= 4; v++)
 			check_residual(v, 1);
+		check_residual(7, 1);
 		check_residual(5, 0);
 		check_residual(6, 0);
 	}
 	unsetenv("MFS_CONV");
+	/* Z stays NHWC between the convolutions, also when it is wider than
+	 * the fused convolution's X (7) */
+	int nhwc;
+	assert_int_equal(residual_nodes_nhwc(residual_model(4), &nhwc), 1);
+	assert_int_equal(nhwc, 1);
+	assert_int_equal(residual_nodes_nhwc(residual_model(7), &nhwc), 1);
+	assert_int_equal(nhwc, 1);
 	setenv("MFS_FUSE", "0", 1);
 	assert_int_equal(residual_nodes(residual_model(0)), 0);
 	unsetenv("MFS_FUSE");
