@@ -19,8 +19,10 @@
  * shape inference knows. */
 typedef struct mfs_io_desc {
 	char *name;
-	mfs_dtype dtype;
-	int rank;
+	mfs_dtype dtype;       /* of the tensors of a sequence or optional */
+	mfs_kind kind;         /* tensor, sequence or optional (tensor.h) */
+	mfs_kind elem_kind;    /* optional: of a tensor or of a sequence */
+	int rank;              /* -1 for a sequence or an optional */
 	int64_t dims[MFS_MAX_RANK];
 } mfs_io_desc;
 
@@ -48,6 +50,11 @@ int mfs_graph_n_outputs(const mfs_graph *m);
 const mfs_io_desc *mfs_graph_input(const mfs_graph *m, int i);
 const mfs_io_desc *mfs_graph_output(const mfs_graph *m, int i);
 
+/* Does the model have sequence or optional values (an input or output
+ * of those kinds, or a node that makes or reads them)?  Only the CPU
+ * backend runs those (docs/OPENCL.md). */
+bool mfs_graph_has_containers(const mfs_graph *m);
+
 /* The CPU backend: a static object, never freed.  Other backends come from
  * their own constructors (ocl_backend.h). */
 mfs_backend *mfs_backend_cpu(void);
@@ -68,6 +75,18 @@ void mfs_exec_free(mfs_exec *e);
  * errno) when an operator fails; err names the node. */
 int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 		 mfs_error *err);
+
+/* The most iterations one Loop node may run in one run; beyond it the
+ * node fails with -EFBIG.  Default: no limit (a model's own trip count
+ * or condition ends it); fuzzing lowers it, since a fuzzed trip count
+ * would otherwise hang the target.  mfs_engine_max_iterations is the
+ * limit in force on the calling thread: the smaller of the global one
+ * and the thread's own (mfs_engine_set_thread_max_iterations; 0 lifts
+ * it), which the device router sets around its warm-up runs: made-up
+ * inputs may never meet a data-dependent loop's exit condition. */
+void mfs_engine_set_max_iterations(int64_t n);
+void mfs_engine_set_thread_max_iterations(int64_t n);
+int64_t mfs_engine_max_iterations(void);
 
 /* Set the compute threads used by operators: one OpenMP team, which
  * OpenBLAS' products run on too (its own thread pool is kept at one

@@ -94,6 +94,7 @@ struct mfs_graph {
 	 * For a model's main graph n_formal == n_inputs. */
 	int n_formal;
 	int *outer_slot;
+	bool has_containers;   /* mfs_graph_has_containers (engine.h) */
 	int n_folded;          /* nodes folded away at compile (for tests) */
 	int n_nhwc;            /* values planned NHWC (for tests) */
 };
@@ -133,13 +134,6 @@ void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src,
  * 16 GiB; fuzzing lowers it. */
 void mfs_engine_set_max_tensor_bytes(size_t n);
 size_t mfs_engine_max_tensor_bytes(void);
-
-/* The most iterations one Loop node may run in one run; beyond it the
- * node fails with -EFBIG.  Default: no limit (a model's own trip count
- * or condition ends it); fuzzing lowers it, since a fuzzed trip count
- * would otherwise hang the target. */
-void mfs_engine_set_max_iterations(int64_t n);
-int64_t mfs_engine_max_iterations(void);
 
 /* Tests only: resolve operators through fn first (falling back to the
  * registry when it returns NULL); NULL restores the registry alone.  Not
