@@ -293,7 +293,7 @@ static int bind_inputs(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 		int rc;
 		if (!t || t->layout != MFS_LAYOUT_NHWC)
 			continue;
-		if (nhwc_ok && (k == 0 ||
+		if (nhwc_ok && (k == 0 || (nd->def->flags & MFS_OP_NHWC_ANY_INPUT) ||
 				(nhwc0 && mfs_shape_equal(&t->shape, &ctx->in[0]->shape))))
 			continue;
 		if ((rc = convert_input(e, ctx, k)))
@@ -369,7 +369,8 @@ static bool share_view(cpu_exec *e, const mfs_node *nd, const mfs_op_ctx *ctx)
 	if (!(nd->def->flags & MFS_OP_VIEW) || nd->n_out != 1 || !out0 || !in0 ||
 	    in0->kind != MFS_KIND_TENSOR || out0->kind != MFS_KIND_TENSOR ||
 	    in0->layout != MFS_LAYOUT_PLAIN || out0->layout != MFS_LAYOUT_PLAIN ||
-	    out0->dtype != in0->dtype || mfs_rt_bytes(out0) != in0->nbytes)
+	    out0->dtype != in0->dtype || mfs_rt_bytes(out0) != in0->nbytes ||
+	    (nd->def->may_view && !nd->def->may_view(ctx)))
 		return false;
 	o = nd->out[0];
 	/* a relabelled input (no temporary block) is still the value's own
