@@ -740,7 +740,7 @@ static int load_entry(mfs_registry *r, const mfs_repo_entry *e, int pass)
 	mfs_error_clear(&lerr);
 	if (e->n_versions == 0) {
 		if (pass == 0)
-			mfs_log_warn("model '%s': no version directories, nothing to serve", e->name);
+			mfs_repo_note_unversioned(e);
 		return 0;
 	}
 	int rc = mfs_load_config(r->repository, e->name, &cfg, &lerr);

@@ -671,8 +671,7 @@ int mfs_reloader_new(const mfs_reloader_conf *conf, mfs_reloader **out, mfs_erro
 		for (int i = 0; i < n; i++) {
 			if (entries[i].n_versions == 0) {
 				if (pass == 0)
-					mfs_log_warn("model '%s': no version directories, nothing to serve",
-						     entries[i].name);
+					mfs_repo_note_unversioned(&entries[i]);
 				continue;
 			}
 			if (is_ensemble(rl->repo, entries[i].name) == (pass == 1))
