@@ -10,6 +10,7 @@
  * order, growth padding and 64-byte alignment), so files round-trip.
  */
 #include "codec_impl.h"
+#include "hugemem.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -390,6 +391,7 @@ int mfs_codec_npy_encode(const mfs_tensor *t, const char *name, char **buf,
 	p = malloc(total);
 	if (!p)
 		return mfs_fail(err, ENOMEM, "out of memory writing %zu bytes", total);
+	mfs_hugemem_advise(p, total);
 	memcpy(p, npy_magic, 6);
 	p[6] = 1;
 	p[7] = 0;
