@@ -343,8 +343,13 @@ int fs_input_reclaim(handle *h)
 		return 0;
 	char *buf;
 	size_t len;
-	if (mfs_request_input_file(h->req, h->name, &buf, &len) < 0)
+	if (mfs_request_input_file(h->req, h->name, &buf, &len) < 0) {
+		mfs_error err;
+		mfs_fail(&err, ESTALE, "'%s': committed at a close() and consumed by its run since; "
+			 "open the file again to write a new input", h->name);
+		mfs_request_note_error(h->req, &err);
 		return -ESTALE;
+	}
 	mfs_membudget_force(len);
 	h->wbuf = buf;
 	h->wlen = h->wcap = len;
