@@ -487,12 +487,18 @@ static int run_making_outputs(cpu_exec *e, const mfs_node *nd,
 }
 
 /* Step 5b: the node's threads (node_threads.h), before prepare so that
- * the oneDNN primitives it builds are made for them. */
+ * the oneDNN primitives it builds are made for them.  A node that runs
+ * bodies (If, Loop, Scan: their outputs come at run) hands all of the
+ * run's threads to them: the bodies' own nodes choose theirs. */
 static void set_node_threads(const cpu_exec *e, const mfs_op_ctx *ctx)
 {
-	bool product;
-	int64_t work = mfs_node_work(ctx, &product);
-	int nt = mfs_node_threads(work, product, e->grain, e->run_threads);
+	int nt = e->run_threads;
+
+	if (!(ctx->def->flags & (MFS_OP_BODIES | MFS_OP_OUTPUTS_AT_RUN))) {
+		bool product;
+		int64_t work = mfs_node_work(ctx, &product);
+		nt = mfs_node_threads(work, product, e->grain, e->run_threads);
+	}
 	if (nt != omp_get_max_threads())
 		omp_set_num_threads(nt);
 }
@@ -510,6 +516,7 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 	if (rc)
 		goto out;
 	if (nd->def->flags & MFS_OP_OUTPUTS_AT_RUN) {
+		set_node_threads(e, &ctx);
 		if ((rc = run_making_outputs(e, nd, rt, &ctx)))
 			goto fail;
 		goto out;

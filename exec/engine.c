@@ -41,15 +41,23 @@ size_t mfs_engine_max_tensor_bytes(void)
 }
 
 static _Atomic int64_t max_iterations = INT64_MAX;
+static _Thread_local int64_t thread_max_iterations;   /* 0: none */
 
 void mfs_engine_set_max_iterations(int64_t n)
 {
 	atomic_store(&max_iterations, n);
 }
 
+void mfs_engine_set_thread_max_iterations(int64_t n)
+{
+	thread_max_iterations = n;
+}
+
 int64_t mfs_engine_max_iterations(void)
 {
-	return atomic_load(&max_iterations);
+	int64_t n = atomic_load(&max_iterations);
+	return thread_max_iterations > 0 && thread_max_iterations < n ?
+	       thread_max_iterations : n;
 }
 
 void mfs_engine_set_threads(int n)

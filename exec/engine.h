@@ -69,6 +69,18 @@ void mfs_exec_free(mfs_exec *e);
 int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 		 mfs_error *err);
 
+/* The most iterations one Loop node may run in one run; beyond it the
+ * node fails with -EFBIG.  Default: no limit (a model's own trip count
+ * or condition ends it); fuzzing lowers it, since a fuzzed trip count
+ * would otherwise hang the target.  mfs_engine_max_iterations is the
+ * limit in force on the calling thread: the smaller of the global one
+ * and the thread's own (mfs_engine_set_thread_max_iterations; 0 lifts
+ * it), which the device router sets around its warm-up runs: made-up
+ * inputs may never meet a data-dependent loop's exit condition. */
+void mfs_engine_set_max_iterations(int64_t n);
+void mfs_engine_set_thread_max_iterations(int64_t n);
+int64_t mfs_engine_max_iterations(void);
+
 /* Set the compute threads used by operators: one OpenMP team, which
  * OpenBLAS' products run on too (its own thread pool is kept at one
  * thread).  Runs

@@ -163,6 +163,9 @@ typedef struct scope_ref {
 	bool shape_static;
 	mfs_shape shape;
 	int slot;              /* the owning node's input index */
+	/* A constant of the enclosing graph (borrowed: it outlives the body,
+	 * whose node reads it), so the body folds and packs with it. */
+	const mfs_tensor *constant;
 } scope_ref;
 
 /* ---- compile state ---- */
@@ -262,6 +265,16 @@ static int add_outer_inputs(compiler *c)
 		mfs_io_desc *d = &m->inputs[m->n_inputs];
 		if (v->kind != MFS_VAL_UNDEFINED)
 			continue;   /* the body defines it: unreachable (free names) */
+		if (r->constant) {
+			v->kind = MFS_VAL_CONST;
+			v->constant = *r->constant;
+			v->constant.owns_data = false;
+			v->constant.layout = MFS_LAYOUT_PLAIN;
+			v->dtype = r->constant->dtype;
+			v->shape = r->constant->shape;
+			v->shape_static = true;
+			continue;
+		}
 		v->kind = MFS_VAL_INPUT;
 		v->dtype = r->dtype;
 		v->shape_static = r->shape_static;
@@ -812,6 +825,8 @@ static int compile_bodies(compiler *c, int ni)
 			refs[j].dtype = v->dtype;
 			refs[j].shape_static = v->shape_static;
 			refs[j].shape = v->shape;
+			if (v->kind == MFS_VAL_CONST && v->constant.data)
+				refs[j].constant = &v->constant;
 			for (int k = on->n_inputs; k < nd->n_in; k++)
 				if (nd->in[k] == id)
 					refs[j].slot = k;

@@ -134,13 +134,6 @@ void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src,
 void mfs_engine_set_max_tensor_bytes(size_t n);
 size_t mfs_engine_max_tensor_bytes(void);
 
-/* The most iterations one Loop node may run in one run; beyond it the
- * node fails with -EFBIG.  Default: no limit (a model's own trip count
- * or condition ends it); fuzzing lowers it, since a fuzzed trip count
- * would otherwise hang the target. */
-void mfs_engine_set_max_iterations(int64_t n);
-int64_t mfs_engine_max_iterations(void);
-
 /* Tests only: resolve operators through fn first (falling back to the
  * registry when it returns NULL); NULL restores the registry alone.  Not
  * thread-safe: set it before compiling. */

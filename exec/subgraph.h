@@ -8,7 +8,9 @@
  * read any value of the graphs around it.  Those reads become extra
  * inputs of the node (ctx->in[node->n_inputs ...]), so the enclosing
  * graph orders the node after their producers and keeps them alive until
- * it ran; the body sees them as inputs after its own.
+ * it ran; the body sees them as inputs after its own, except the
+ * enclosing graph's constants (weights), which the body compiles with as
+ * constants of its own (borrowed).
  *
  * An operator runs a body through an mfs_body_exec, made once per
  * execution context (in its prepare state) and run as often as it needs:

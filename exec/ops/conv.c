@@ -28,8 +28,8 @@
  * it: oneDNN 2.6 covers every FP32 group/depthwise/dilation/padding
  * combination they use), and (2) when MFS_CONV=im2col is set in the
  * environment (tests run both paths and compare; also a way out should
- * oneDNN misbehave on some CPU).  It stays on OpenBLAS (cblas_sgemm), so
- * it does not depend on oneDNN at all.
+ * oneDNN misbehave on some CPU).  It stays on OpenBLAS (cblas_sgemm on
+ * the OpenMP team, mfs_blas_sgemm), so it does not depend on oneDNN.
  * Per image and group: unfold X into col [C/group * prod(kernel),
  * prod(out)] and multiply W_g [M/group, C/group * prod(kernel)] by it with
  * one sgemm.  A 1x1 kernel with stride 1 and no padding uses X itself.
@@ -60,7 +60,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
 
 #include "dense_util.h"
 #include "log.h"
@@ -323,10 +322,9 @@ static void conv_im2col_plain(const conv_params *p, const float *x, const float 
 				im2col3(xg, col, p->cg, in, k, st, dl, pb, out);
 				src = col;
 			}
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-				    (int)p->mg, (int)p->osize, (int)kdim, 1.0f,
-				    wt + g * p->mg * kdim, (int)kdim, src, (int)p->osize,
-				    0.0f, yg, (int)p->osize);
+			mfs_blas_sgemm(false, false, p->mg, p->osize, kdim, 1.0f,
+				       wt + g * p->mg * kdim, kdim, src, p->osize, 0.0f, yg,
+				       p->osize);
 		}
 	}
 	if (bias) {

@@ -123,10 +123,20 @@ int mfs_check_layout(mfs_op_ctx *ctx, const mfs_tensor *t, const char *what);
 void mfs_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
 	       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
 	       float *c, int64_t ldc);
-/* How mfs_sgemm splits an OpenBLAS product over `threads` OpenMP threads
- * when OpenBLAS itself runs on one: blocks of *chunk rows of C (*by_rows)
- * or columns, at least SPLIT_MIN_WORK multiply-adds each (sgemm.c);
- * returns the number of blocks (1: not split). */
+/* OpenBLAS' cblas_sgemm / cblas_dgemm (row-major, same arguments as
+ * mfs_sgemm) on the engine's OpenMP team: when OpenBLAS runs on one thread
+ * (as the engine keeps it) and the caller is outside a parallel region,
+ * the product is split into blocks of C, one single-threaded call per
+ * thread (blas_team.c says why). */
+void mfs_blas_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+		    const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+		    float *c, int64_t ldc);
+void mfs_blas_dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+		    const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
+		    double *c, int64_t ldc);
+/* How they split a product over `threads` OpenMP threads: blocks of
+ * *chunk rows of C (*by_rows) or columns, at least 2^18 multiply-adds
+ * each; returns the number of blocks (1: not split). */
 int mfs_sgemm_split(int64_t m, int64_t n, int64_t k, int threads, int64_t *chunk, bool *by_rows);
 /* A monotonic clock in seconds, for choosing between kernels by timing
  * them (sgemm.c, dense.c). */

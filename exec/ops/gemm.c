@@ -5,10 +5,10 @@
  * broadcasts unidirectionally to [M, N].  The opset 1-6 `broadcast`
  * attribute only allowed what unidirectional broadcasting allows, so one
  * implementation serves every version.  FP32 via mfs_sgemm (dense_util.h), FP64 via
- * cblas_dgemm (Y is first filled with beta*C, then the product added with
- * BLAS beta = 1); int32/int64/uint32/uint64 via a plain loop.
+ * OpenBLAS' cblas_dgemm through mfs_blas_dgemm (Y is first filled with
+ * beta*C, then the product added with BLAS beta = 1);
+ * int32/int64/uint32/uint64 via a plain loop.
  */
-#include <cblas.h>
 #include <string.h>
 
 #include "dense_util.h"
@@ -145,9 +145,8 @@ static int gemm_run(mfs_op_ctx *ctx)
 					yd[i * g.n + j] = beta * cd[i * g.c_rs + j * g.c_cs];
 			bb = 1.0;
 		}
-		cblas_dgemm(CblasRowMajor, g.ta ? CblasTrans : CblasNoTrans,
-			    g.tb ? CblasTrans : CblasNoTrans, (int)g.m, (int)g.n, (int)g.k,
-			    alpha, a->data, lda, b->data, ldb, bb, yd, (int)g.n);
+		mfs_blas_dgemm(g.ta, g.tb, g.m, g.n, g.k, alpha, a->data, lda, b->data, ldb, bb,
+			       yd, g.n);
 		break;
 	}
 	case MFS_DT_INT32:

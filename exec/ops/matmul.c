@@ -4,7 +4,7 @@
  * the result), a 1-D second operand a column vector (a 1 appended, then
  * dropped); the leading "batch" dims broadcast.  FP32 goes to
  * mfs_sgemm (oneDNN's sgemm, or OpenBLAS: dense_util.h says why), FP64 to
- * cblas_dgemm; the integer types use a plain loop
+ * OpenBLAS' cblas_dgemm (mfs_blas_dgemm); the integer types use a plain loop
  * (wrapping arithmetic, as numpy does).
  *
  * When the second operand has no batch (rank <= 2, the usual weight matrix
@@ -12,7 +12,6 @@
  * one big [batch*M, K] matrix: one sgemm over all of it instead of one per
  * batch item.
  */
-#include <cblas.h>
 #include <string.h>
 
 #include "dense_util.h"
@@ -71,8 +70,8 @@ static void mm_one(mfs_dtype dt, const void *a, const void *b, void *c,
 			  n ? n : 1);
 		break;
 	case MFS_DT_DOUBLE:
-		cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,
-			    1.0, a, (int)(k ? k : 1), b, (int)(n ? n : 1), 0.0, c, (int)(n ? n : 1));
+		mfs_blas_dgemm(false, false, m, n, k, 1.0, a, k ? k : 1, b, n ? n : 1, 0.0, c,
+			       n ? n : 1);
 		break;
 	case MFS_DT_INT32:
 	case MFS_DT_UINT32:

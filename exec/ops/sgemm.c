@@ -1,6 +1,7 @@
 /* sgemm.c - mfs_sgemm (dense_util.h): every FP32 product of MatMul, Gemm,
  * ConvTranspose and the RNNs goes to oneDNN's dnnl_sgemm or OpenBLAS'
- * cblas_sgemm, whichever measured faster for that shape.
+ * cblas_sgemm (on the engine's OpenMP team: blas_team.c), whichever
+ * measured faster for that shape.
  *
  * Why per shape: neither library wins everywhere on this machine.  At the
  * encoder's M = 128 products dnnl_sgemm ran 1.5-2.3x OpenBLAS on two
@@ -20,20 +21,12 @@
 #include <string.h>
 #include <time.h>
 
-#include <cblas.h>
-
 #include "dense_util.h"
 
 enum { LIB_UNKNOWN, LIB_ONEDNN, LIB_OPENBLAS };
 
 #define TABLE 512            /* shapes remembered (open addressing) */
 #define MEASURE_MIN 65536    /* m * n * k below this: oneDNN, unmeasured */
-/* Splitting an OpenBLAS product over threads: at least this many
- * multiply-adds per thread (about 10 us on one core: less does not pay
- * for waking a sleeping thread), blocks of whole register tiles. */
-#define SPLIT_MIN_WORK (1 << 18)
-#define SPLIT_ROWS 16
-#define SPLIT_COLS 64
 
 typedef struct shape_key {
 	int64_t m, n, k;
@@ -88,64 +81,6 @@ static int lookup(const shape_key *k, int store)
 	return lib;
 }
 
-static void openblas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-		     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-		     float *c, int64_t ldc)
-{
-	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-		    (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-}
-
-int mfs_sgemm_split(int64_t m, int64_t n, int64_t k, int threads, int64_t *chunk, bool *by_rows)
-{
-	int64_t work = m * n * k, parts = work / SPLIT_MIN_WORK;
-	if (parts > threads)
-		parts = threads;
-	*by_rows = m >= n;
-	int64_t len = *by_rows ? m : n, unit = *by_rows ? SPLIT_ROWS : SPLIT_COLS;
-	if (parts < 2 || len < 2 * unit) {
-		*chunk = len;
-		return 1;
-	}
-	*chunk = ((len + parts - 1) / parts + unit - 1) / unit * unit;
-	return (int)((len + *chunk - 1) / *chunk);
-}
-
-/* OpenBLAS on the engine's OpenMP team.  The engine keeps OpenBLAS'
- * own pthread pool at one thread (mfs_engine_set_threads): on the 16-core
- * host its threads, spinning after each call, took the cores that the
- * next node's OpenMP threads needed (docs/PERFORMANCE.md, "16 cores,
- * threads").  So a product it runs is split here into blocks of rows of C
- * (or of columns, when C is wider than tall), one single-threaded
- * cblas_sgemm per OpenMP thread.  Inside a parallel region (attention's
- * heads) the product runs whole on the calling thread. */
-static void openblas_team(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-			  const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-			  float *c, int64_t ldc)
-{
-	int64_t chunk;
-	bool by_rows;
-	int parts = 1;
-
-	if (openblas_get_num_threads() == 1 && !omp_in_parallel())
-		parts = mfs_sgemm_split(m, n, k, omp_get_max_threads(), &chunk, &by_rows);
-	if (parts <= 1) {
-		openblas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-		return;
-	}
-	#pragma omp parallel for num_threads(parts) schedule(static, 1)
-	for (int t = 0; t < parts; t++) {
-		int64_t lo = (int64_t)t * chunk;
-		int64_t len = (by_rows ? m : n) - lo < chunk ? (by_rows ? m : n) - lo : chunk;
-		if (by_rows)
-			openblas(ta, tb, len, n, k, alpha, ta ? a + lo : a + lo * lda, lda, b, ldb,
-				 beta, c + lo * ldc, ldc);
-		else
-			openblas(ta, tb, m, len, k, alpha, a, lda, tb ? b + lo * ldb : b + lo, ldb,
-				 beta, c + lo, ldc);
-	}
-}
-
 static bool call(int lib, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
 		 const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
 		 float *c, int64_t ldc)
@@ -153,7 +88,7 @@ static bool call(int lib, bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
 	if (lib == LIB_ONEDNN)
 		return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
 				  beta, c, ldc) == dnnl_success;
-	openblas_team(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+	mfs_blas_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 	return true;
 }
 

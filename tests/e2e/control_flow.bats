@@ -25,6 +25,27 @@ setup_file() {
 	case_model "$REPO" loop_gpu test_loop11 KIND_GPU
 	case_model "$REPO" if test_if ""
 	case_model "$REPO" scan test_scan9_sum ""
+	# a while loop: i += step until i >= 100; the warm-up's made-up
+	# step of 0 would never end it
+	mkdir -p "$REPO/while/1"
+	"$PY" - "$REPO/while/1/model.onnx" <<'PYEOF'
+import sys
+import onnx
+from onnx import helper as h, TensorProto as T
+body = h.make_graph([
+    h.make_node("Add", ["i", "step"], ["i2"]),
+    h.make_node("Less", ["i2", "hundred"], ["more"]),
+], "body",
+    [h.make_tensor_value_info("n", T.INT64, []), h.make_tensor_value_info("c", T.BOOL, []),
+     h.make_tensor_value_info("i", T.INT64, [])],
+    [h.make_tensor_value_info("more", T.BOOL, []), h.make_tensor_value_info("i2", T.INT64, [])])
+g = h.make_graph([h.make_node("Loop", ["", "", "start"], ["end"], body=body)], "while",
+                 [h.make_tensor_value_info("start", T.INT64, []),
+                  h.make_tensor_value_info("step", T.INT64, [])],
+                 [h.make_tensor_value_info("end", T.INT64, [])],
+                 [h.make_tensor("hundred", T.INT64, [], [100])])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), sys.argv[1])
+PYEOF
 	mount_repo "$REPO"
 	export MNT DAEMON_PID DAEMON_LOG REPO
 }
@@ -103,4 +124,19 @@ os.write(f, b.getvalue()); os.close(f)"
 	# the instance still serves
 	run run_case loop test_loop11
 	[ "$output" = ok ]
+}
+
+@test "a while loop that made-up inputs never end: the warm-up gives up, the model loads and serves" {
+	run cat "$MNT/while/status"
+	echo "$output"
+	[[ "$output" == "READY 1 cpu auto: cpu, not timed"*"Loop"*"more than 10000 iterations"* ]]
+	local req
+	req=$(new_request while)
+	"$PY" -c "
+import numpy as np
+for n, v in (('start', np.array(3)), ('step', np.array(10))):
+    np.save('$req/' + n + '.npy', v)"
+	run "$PY" -c "import numpy as np; print(int(np.load('$req/end.npy')))"
+	echo "$output"
+	[ "$output" = 103 ]
 }

@@ -1417,6 +1417,69 @@ static void test_node_threads_applied(void **state)
 	omp_set_num_threads(was);
 }
 
+static const mfs_op_def *lookup_or_registry(const char *domain, const char *op, int64_t opset)
+{
+	const mfs_op_def *d = lookup(domain, op, opset);
+	return d ? d : mfs_op_find(domain, op, opset);
+}
+
+/* A node that runs a body (If) hands the run's threads on, whatever the
+ * node before it got: after a one-element TCopy (one thread), the If
+ * touches one element, but the TThreads in its branch, over a large value
+ * of the outer graph, gets all of the run's 4. */
+static void test_body_gets_run_threads(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13), *t = gb_new(13), *e = gb_new(13);
+	static const int64_t big[] = { 128, 1000 }, one[] = { 1 };
+	static float xs[128 * 1000];
+	uint8_t cv = 1;
+	float sv = 2;
+	mfs_error err;
+	mfs_exec *ex;
+	mfs_tensor in[3], out;
+	int was = omp_get_max_threads();
+	onnx_node *n;
+
+	mfs_graph_set_op_lookup(lookup_or_registry);
+	gb_input(o, "c", MFS_DT_BOOL, 0, NULL);
+	gb_input(o, "x", MFS_DT_FLOAT, 2, big);
+	gb_input(o, "s", MFS_DT_FLOAT, 1, one);
+	tnode(o, "TCopy", "small", "s", "s2");
+	tnode(t, "TThreads", "tt", "x", "tv");
+	gb_node(t, "", "ReduceSum", "rs", "tv", "tr");
+	gb_node(t, "", "Add", "ta", "tr,s2", "ty");
+	gb_output(t, "ty");
+	gb_node(e, "", "ReduceSum", "rs2", "x", "er");
+	gb_node(e, "", "Add", "ea", "er,s2", "ey");
+	gb_output(e, "ey");
+	n = gb_node(o, "", "If", "if", "c", "y");
+	gb_attr(n, "then_branch", ONNX_ATTR_GRAPH)->g = t->graph;
+	gb_attr(n, "else_branch", ONNX_ATTR_GRAPH)->g = e->graph;
+	t->graph = e->graph = NULL;
+	onnx_model_free(t);
+	onnx_model_free(e);
+	gb_output(o, "y");
+	mfs_graph *m = compile_ok(o);
+	setenv("MFS_THREAD_GRAIN", "65536", 1);
+	assert_int_equal(mfs_exec_new(m, NULL, &ex, &err), 0);
+	omp_set_num_threads(4);
+	in[0] = (mfs_tensor){ .dtype = MFS_DT_BOOL, .data = &cv, .nbytes = 1 };
+	in[1] = f32(2, big, xs);
+	in[2] = f32(1, one, &sv);
+	threads_at_run = 0;
+	if (mfs_exec_run(ex, in, &out, &err))
+		fail_msg("run failed: %s", err.msg);
+	assert_int_equal(threads_at_run, 4);
+	unsetenv("MFS_THREAD_GRAIN");
+	mfs_tensor_release(&out);
+	mfs_tensor_release(&in[1]);
+	mfs_tensor_release(&in[2]);
+	mfs_exec_free(ex);
+	mfs_graph_free(m);
+	omp_set_num_threads(was);
+}
+
 static void test_thread_share(void **state)
 {
 	(void)state;
@@ -1462,6 +1525,7 @@ int main(void)
 		cmocka_unit_test_setup(test_real_missing_file, setup),
 		cmocka_unit_test(test_thread_share),
 		cmocka_unit_test_setup(test_node_threads_applied, setup),
+		cmocka_unit_test_setup(test_body_gets_run_threads, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -432,7 +432,8 @@ static void test_sgemm_measured(void **st)
 
 /* OpenBLAS kept at one thread (as the engine keeps it), its products split
  * over four OpenMP threads by rows or by columns of C: every transpose,
- * leading dimensions wider than the extents, ragged last blocks. */
+ * leading dimensions wider than the extents, ragged last blocks; float
+ * through mfs_sgemm, double through mfs_blas_dgemm. */
 static void test_sgemm_split(void **st)
 {
 	(void)st;
@@ -483,6 +484,26 @@ static void test_sgemm_split(void **st)
 		}
 	}
 	unsetenv("MFS_GEMM");
+	/* the double product takes the same split: C = A B^T + 2 C */
+	{
+		enum { M = 90, N = 70, K = 120 };
+		static double a[M * K], b[N * K], c[M * N];
+		for (int i = 0; i < M * K; i++)
+			a[i] = (double)((i * 7) % 13) / 6.0 - 1.0;
+		for (int i = 0; i < N * K; i++)
+			b[i] = (double)((i * 5) % 11) / 5.0 - 1.0;
+		for (int i = 0; i < M * N; i++)
+			c[i] = (double)(i % 3);
+		assert_true(mfs_sgemm_split(M, N, K, 4, &chunk, &by_rows) > 1);
+		mfs_blas_dgemm(false, true, M, N, K, 1.0, a, K, b, K, 2.0, c, N);
+		for (int i = 0; i < M; i++)
+			for (int j = 0; j < N; j++) {
+				double want = 2.0 * (double)((i * N + j) % 3);
+				for (int p = 0; p < K; p++)
+					want += a[i * K + p] * b[j * K + p];
+				assert_true(fabs(c[i * N + j] - want) <= 1e-9 * (1 + fabs(want)));
+			}
+	}
 	omp_set_num_threads(omp_was);
 	openblas_set_num_threads(blas_was);
 }

@@ -101,11 +101,49 @@ static void test_if_reads_outer_scope(void **state)
 	assert_int_equal(g->n_nodes, 1);
 	assert_int_equal(g->nodes[0].n_in, 3);
 	assert_int_equal(g->nodes[0].n_bodies, 2);
+	/* then_branch binds x as an input; w, a constant of the main graph,
+	 * is a constant of the branch too (folding, packed weights) */
+	assert_int_equal(g->nodes[0].bodies[0]->n_formal, 0);
+	assert_int_equal(g->nodes[0].bodies[0]->n_inputs, 1);
+	assert_string_equal(g->nodes[0].bodies[0]->inputs[0].name, "x");
 	assert_int_equal(mfs_exec_new(g, NULL, &e, NULL), 0);
 	run_if(e, true, then_y);
 	run_if(e, false, else_y);
 	run_if(e, true, then_y);
 	mfs_exec_free(e);
+	mfs_graph_free(g);
+}
+
+/* The memory plan: a value made by a node and read only inside a body
+ * lives until the node with the body ran, not only until its producer. */
+static void test_outer_value_lifetime(void **state)
+{
+	onnx_model *o = gb_new(13), *t = gb_new(13), *e = gb_new(13);
+	onnx_node *n;
+	mfs_graph *g;
+	int id = -1;
+	(void)state;
+
+	gb_input(o, "c", MFS_DT_BOOL, 0, NULL);
+	gb_input(o, "x", MFS_DT_FLOAT, 1, d3);
+	gb_node(o, "", "Neg", "neg", "x", "nx");
+	gb_node(o, "", "Abs", "abs", "x", "ax");
+	gb_node(t, "", "Add", "add", "nx,nx", "ty");
+	gb_output(t, "ty");
+	gb_node(e, "", "Identity", "id", "ax", "ey");
+	gb_output(e, "ey");
+	n = gb_node(o, "", "If", "if", "c", "y");
+	attr_body(n, "then_branch", t);
+	attr_body(n, "else_branch", e);
+	gb_output(o, "y");
+	g = compile_ok(o);
+	assert_int_equal(g->n_nodes, 3);
+	assert_string_equal(g->nodes[2].onnx->op_type, "If");
+	for (int v = 0; v < g->n_values; v++)
+		if (!strcmp(g->values[v].name, "nx"))
+			id = v;
+	assert_true(id >= 0);
+	assert_int_equal(g->values[id].last_use, 2);
 	mfs_graph_free(g);
 }
 
@@ -368,6 +406,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_if_reads_outer_scope),
+		cmocka_unit_test(test_outer_value_lifetime),
 		cmocka_unit_test(test_undefined_outer_name),
 		cmocka_unit_test(test_graph_attr_of_other_ops_ignored),
 		cmocka_unit_test(test_loop_carried_and_scan),
