@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fs_internal.h"
+#include "bigbuf.h"
 #include "hugemem.h"
 #include "log.h"
 #include "membudget.h"
@@ -310,7 +311,7 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 			cap = whole;
 		char *nb = NULL;
 		if ((refused = mfs_membudget_take(cap - h->wcap, &err)) == 0 &&
-		    !(nb = realloc(h->wbuf, cap))) {
+		    !(nb = h->wbuf ? realloc(h->wbuf, cap) : mfs_bigbuf_alloc(cap))) {
 			mfs_membudget_give(cap - h->wcap);
 			refused = mfs_fail(&err, ENOMEM, "'%s': out of memory", h->name);
 		}

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigbuf.h"
 #include "classify.h"
 #include "log.h"
 #include "membudget.h"
@@ -143,7 +144,7 @@ static void release_run_in(mfs_request *r)
 	for (int i = 0; r->run_in && i < r->n_gin; i++) {
 		mfs_tensor_release(&r->run_in[i]);
 		if (r->run_blob) {
-			free(r->run_blob[i]);
+			mfs_bigbuf_free(r->run_blob[i]);
 			r->run_blob[i] = NULL;
 		}
 	}
@@ -155,7 +156,7 @@ static void free_request(mfs_request *r)
 	for (int i = 0; r->in && i < r->n_in; i++) {
 		mfs_tensor_release(&r->in[i].t);
 		free(r->in[i].filename);
-		free(r->in[i].blob);
+		mfs_bigbuf_free(r->in[i].blob);
 	}
 	release_run_in(r);
 	for (int i = 0; r->run_out && i < r->n_gout; i++)
@@ -297,7 +298,7 @@ static void clear_slot(input_slot *s)
 {
 	mfs_tensor_release(&s->t);
 	free(s->filename);
-	free(s->blob);
+	mfs_bigbuf_free(s->blob);
 	free(s->link);
 	s->filename = NULL;
 	s->blob = NULL;
