@@ -150,14 +150,13 @@ static void release_run_in(mfs_request *r)
 	}
 }
 
+static void clear_slot(input_slot *s);
+
 static void free_request(mfs_request *r)
 {
 	mfs_membudget_give(r->charged);
-	for (int i = 0; r->in && i < r->n_in; i++) {
-		mfs_tensor_release(&r->in[i].t);
-		free(r->in[i].filename);
-		mfs_bigbuf_free(r->in[i].blob);
-	}
+	for (int i = 0; r->in && i < r->n_in; i++)
+		clear_slot(&r->in[i]);
 	release_run_in(r);
 	for (int i = 0; r->run_out && i < r->n_gout; i++)
 		mfs_tensor_release(&r->run_out[i]);
