@@ -121,10 +121,11 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		fs_target_release(&p);
 		return;
 	}
-	/* An unknown name fails here, where every writer (bash's builtin
+	/* An unknown name, or a format that cannot hold the input (a
+	 * sequence as .npy), fails here, where every writer (bash's builtin
 	 * echo too) sees it, not only at close. */
 	mfs_error err;
-	if (info.kind == MFS_FILE_NONE && mfs_request_check_file_name(p.req, name, &err) < 0) {
+	if (info.kind != MFS_FILE_INPUT && mfs_request_check_file_name(p.req, name, &err) < 0) {
 		fuse_reply_err(freq, ENOENT);
 		fs_target_release(&p);
 		return;

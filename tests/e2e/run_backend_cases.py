@@ -31,27 +31,59 @@ def run_case(modelfs, case_dir, tmp):
     os.symlink(os.path.join(case_dir, "model.onnx"), os.path.join(repo, "m", "1", "model.onnx"))
     args = [modelfs, "run", os.path.join(repo, "m"), "--out", out, "--format", "pb"]
     for k, name in enumerate(inputs):
-        args.append("%s=%s" % (name, os.path.join(data, "input_%d.pb" % k)))
+        path = os.path.join(data, "input_%d.pb" % k)
+        if os.path.exists(path):   # an optional input may be left out
+            args.append("%s=%s" % (name, path))
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
         return "exit %d: %s" % (r.returncode, r.stderr.strip())
-    for k, name in enumerate(outputs):
-        want = onnx.TensorProto()
-        with open(os.path.join(data, "output_%d.pb" % k), "rb") as f:
-            want.ParseFromString(f.read())
-        got = onnx.TensorProto()
-        with open(os.path.join(out, name + ".pb"), "rb") as f:
-            got.ParseFromString(f.read())
-        w, g = numpy_helper.to_array(want), numpy_helper.to_array(got)
-        if w.shape != g.shape:
-            return "output %s: shape %s, expected %s" % (name, g.shape, w.shape)
-        if w.dtype.kind in "fc":
-            ok = np.allclose(g, w, rtol=1e-4, atol=1e-5, equal_nan=True)
-        else:
-            ok = np.array_equal(g, w)
-        if not ok:
-            return "output %s differs" % name
+    for k, o in enumerate(model.graph.output):
+        # a sequence or an optional is its ONNX message (SPEC.md section 6)
+        kind = o.type.WhichOneof("value")
+        w = read_value(os.path.join(data, "output_%d.pb" % k), kind)
+        g = read_value(os.path.join(out, o.name + ".pb"), kind)
+        why = differs(w, g)
+        if why:
+            return "output %s: %s" % (o.name, why)
     return None
+
+
+def read_value(path, kind):
+    """A .pb file as a numpy array, a list of them (a sequence), or
+    ("optional", value or None)."""
+    msg = {"sequence_type": onnx.SequenceProto,
+           "optional_type": onnx.OptionalProto}.get(kind, onnx.TensorProto)()
+    with open(path, "rb") as f:
+        msg.ParseFromString(f.read())
+    if kind == "sequence_type":
+        return numpy_helper.to_list(msg)
+    if kind == "optional_type":
+        return ("optional", numpy_helper.to_optional(msg))
+    return numpy_helper.to_array(msg)
+
+
+def differs(w, g):
+    if isinstance(w, tuple):
+        if (w[1] is None) != (g[1] is None):
+            return "optional %s a value, expected %s" % (
+                "without" if g[1] is None else "with",
+                "none" if w[1] is None else "one")
+        return differs(w[1], g[1]) if w[1] is not None else None
+    if isinstance(w, list):
+        if len(w) != len(g):
+            return "sequence of %d tensors, expected %d" % (len(g), len(w))
+        for i, (wi, gi) in enumerate(zip(w, g)):
+            why = differs(wi, gi)
+            if why:
+                return "tensor %d: %s" % (i, why)
+        return None
+    if w.shape != g.shape:
+        return "shape %s, expected %s" % (g.shape, w.shape)
+    if w.dtype.kind in "fc":
+        ok = np.allclose(g, w, rtol=1e-4, atol=1e-5, equal_nan=True)
+    else:
+        ok = np.array_equal(g, w)
+    return None if ok else "differs"
 
 
 def main():
