@@ -308,9 +308,11 @@ EXAMPLE_FILES := $(shell find examples -type f 2>/dev/null)
 # The folders install may have made that are not modelfs's own (on a
 # fresh Debian, /usr/local has none of them): uninstall removes those left
 # empty, children before parents, so that it leaves the tree as it was.
+# Not BINDIR or INCLUDEDIR: /usr/local/bin and /usr/local/include are
+# the FHS's and exist, empty, on a fresh Debian.
 parent = $(patsubst %/,%,$(dir $(1)))
 INSTALLED_DIRS := $(MANDIR)/man1 $(MANDIR)/man5 $(UNITDIR) $(call parent,$(UNITDIR)) \
-	$(COMPLETIONDIR) $(call parent,$(COMPLETIONDIR)) $(call parent,$(DOCDIR)) $(INCLUDEDIR)
+	$(COMPLETIONDIR) $(call parent,$(COMPLETIONDIR)) $(call parent,$(DOCDIR))
 
 .PHONY: install uninstall
 install: $(MODELFS)

@@ -38,6 +38,7 @@ typedef struct cpu_exec {
 	mfs_block **tmp_buf;
 	int max_in;
 	mfs_pool pool;
+	bool containers;           /* some node makes sequences or optionals */
 	mfs_exec_stats stats;
 	/* MFS_PROFILE=1 at mfs_exec_new: time every node, log a summary by
 	 * operator type when the context is freed */
@@ -164,6 +165,8 @@ static int cpu_exec_new(mfs_backend *b, const mfs_graph *m, void **out,
 		mfs_node_rt *rt = &e->nodes[i];
 		if (nd->n_in > e->max_in)
 			e->max_in = nd->n_in;
+		if (nd->def->flags & (MFS_OP_CONTAINERS | MFS_OP_OUTPUTS_AT_RUN))
+			e->containers = true;   /* a body may return one */
 		if (mfs_node_rt_init(rt, nd))
 			goto oom;
 		for (int k = 0; k < nd->n_out; k++)
@@ -205,6 +208,8 @@ static void cpu_exec_stats(void *ctx, mfs_exec_stats *out)
 
 static bool tensor_ok(const mfs_tensor *t)
 {
+	if (t->kind != MFS_KIND_TENSOR)
+		return mfs_dtype_size(t->dtype) != 0;   /* run() makes its items */
 	if (!mfs_dtype_size(t->dtype) || t->shape.rank < 0 ||
 	    t->shape.rank > MFS_MAX_RANK)
 		return false;
@@ -216,6 +221,10 @@ static bool tensor_ok(const mfs_tensor *t)
 
 static void release_value(cpu_exec *e, int v)
 {
+	if (e->vals[v].kind != MFS_KIND_TENSOR) {
+		mfs_tensor_release(&e->vals[v]);   /* owned items, no block */
+		return;
+	}
 	mfs_block_put(e->vbuf[v]);
 	e->vbuf[v] = NULL;
 	e->vals[v].data = NULL;
@@ -271,6 +280,12 @@ static int bind_inputs(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 		if (k < 64 && nd->in[k] >= 0 &&
 		    e->m->values[nd->in[k]].kind == MFS_VAL_CONST)
 			ctx->const_in |= (uint64_t)1 << k;
+		if (ctx->in[k] && ctx->in[k]->kind != MFS_KIND_TENSOR &&
+		    !(nd->def->flags & MFS_OP_CONTAINERS))
+			return mfs_node_fail(nd, ctx->err, EINVAL,
+					     "input %d ('%s') is a %s; the operator takes tensors",
+					     k, nd->onnx->inputs[k],
+					mfs_kind_name(ctx->in[k]->kind));
 	}
 	nhwc0 = in0_nhwc(nd, ctx);
 	for (int k = 0; k < nd->n_in; k++) {
@@ -352,6 +367,7 @@ static bool share_view(cpu_exec *e, const mfs_node *nd, const mfs_op_ctx *ctx)
 	int o;
 
 	if (!(nd->def->flags & MFS_OP_VIEW) || nd->n_out != 1 || !out0 || !in0 ||
+	    in0->kind != MFS_KIND_TENSOR || out0->kind != MFS_KIND_TENSOR ||
 	    in0->layout != MFS_LAYOUT_PLAIN || out0->layout != MFS_LAYOUT_PLAIN ||
 	    out0->dtype != in0->dtype || mfs_rt_bytes(out0) != in0->nbytes)
 		return false;
@@ -375,8 +391,8 @@ static int alloc_outputs(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 		mfs_tensor *t = ctx->out[k];
 		size_t bytes;
 		mfs_block *b;
-		if (!t)
-			continue;
+		if (!t || t->kind != MFS_KIND_TENSOR)
+			continue;   /* a container: run() builds it */
 		if (!mfs_tensor_bytes(t, &bytes) ||
 		    bytes > mfs_engine_max_tensor_bytes()) {
 			char sh[160];
@@ -444,8 +460,8 @@ static int run_making_outputs(cpu_exec *e, const mfs_node *nd,
 		mfs_tensor *t = ctx->out[k], made;
 		size_t bytes = 0;
 		mfs_block *b;
-		if (!t)
-			continue;
+		if (!t || (t->kind != MFS_KIND_TENSOR && t->owns_data))
+			continue;   /* a container: its items are the op's own */
 		if (!tensor_ok(t) || !mfs_tensor_bytes(t, &bytes) ||
 		    (bytes && !t->data) || t->nbytes != bytes) {
 			rc = mfs_fail(ctx->err, EIO, "operator made no valid output %d", k);
@@ -581,8 +597,11 @@ static int step_output(void *ctx, int i, mfs_tensor *dst, mfs_error *err)
 {
 	cpu_exec *e = ctx;
 	const mfs_tensor *src = &e->vals[e->m->output_ids[i]];
-	int rc = mfs_tensor_alloc(dst, src->dtype, &src->shape, err);
+	int rc;
 
+	if (src->kind != MFS_KIND_TENSOR)
+		return mfs_tensor_copy(dst, src, err);
+	rc = mfs_tensor_alloc(dst, src->dtype, &src->shape, err);
 	if (rc)
 		return rc;
 	if (src->layout == MFS_LAYOUT_NHWC && src->shape.rank == 4)
@@ -615,6 +634,12 @@ static int cpu_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs
 	rc = mfs_run_graph(m, &cpu_steps, e, outputs, err);
 	if (omp_get_max_threads() != e->run_threads)
 		omp_set_num_threads(e->run_threads);   /* the nodes changed it */
+	/* Containers have no block: free those the run left (graph outputs,
+	 * or what a failure cut short). */
+	for (int v = 0; e->containers && v < m->n_values; v++)
+		if (e->vals[v].kind != MFS_KIND_TENSOR &&
+		    m->values[v].kind == MFS_VAL_NODE)
+			release_value(e, v);
 	if (rc) {
 		/* Give back whatever the failed run still holds. */
 		for (int v = 0; v < m->n_values; v++)

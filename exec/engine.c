@@ -147,14 +147,77 @@ void mfs_exec_free(mfs_exec *e)
 	free(e);
 }
 
+static int check_tensor(const mfs_graph *m, const mfs_io_desc *d,
+			const mfs_tensor *t, mfs_error *err);
+
+/* A sequence or optional input: its kinds as declared, each of its
+ * tensors of the declared dtype and consistent. */
+static int check_container(const mfs_graph *m, const mfs_io_desc *d,
+			   const mfs_tensor *t, mfs_error *err)
+{
+	char got[64], want[64];
+	mfs_io_desc item = *d;
+
+	if (t->kind != d->kind ||
+	    (d->kind == MFS_KIND_OPTIONAL && t->elem_kind != d->elem_kind) ||
+	    (t->dtype != d->dtype && d->dtype != MFS_DT_UNDEFINED))
+		return mfs_fail(err, EINVAL,
+				"model '%s': input '%s' is a %s, the model expects a %s",
+				m->label, d->name,
+				mfs_type_format(t->kind, t->elem_kind, t->dtype,
+						got, sizeof(got)),
+				mfs_type_format(d->kind, d->elem_kind, d->dtype,
+						want, sizeof(want)));
+	if (t->n_items < 0 || (t->n_items && !t->items) ||
+	    (d->kind == MFS_KIND_OPTIONAL && t->n_items > 1))
+		return mfs_fail(err, EINVAL, "model '%s': input '%s' holds %d items",
+				m->label, d->name, t->n_items);
+	item.kind = d->kind == MFS_KIND_OPTIONAL ? d->elem_kind : MFS_KIND_TENSOR;
+	item.elem_kind = MFS_KIND_TENSOR;
+	for (int k = 0; k < t->n_items; k++) {
+		int rc = item.kind == MFS_KIND_TENSOR
+			 ? check_tensor(m, &item, &t->items[k], err)
+			 : check_container(m, &item, &t->items[k], err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int check_input(const mfs_graph *m, int i, const mfs_tensor *t,
 		       mfs_error *err)
 {
 	const mfs_io_desc *d = &m->inputs[i];
+	/* A body's input typed only at run (subgraph.h), or a value of the
+	 * enclosing scope (whose kind the enclosing graph checked), takes
+	 * a container as it comes. */
+	if (d->kind == MFS_KIND_TENSOR && t->kind != MFS_KIND_TENSOR &&
+	    (d->dtype == MFS_DT_UNDEFINED || i >= m->n_formal))
+		return 0;
+	/* an optional given its value itself (a Loop carrying what its
+	 * body returns): the operators that read optionals take that too */
+	if (d->kind == MFS_KIND_OPTIONAL && t->kind == d->elem_kind) {
+		mfs_io_desc value = *d;
+		value.kind = d->elem_kind;
+		value.elem_kind = MFS_KIND_TENSOR;
+		return value.kind == MFS_KIND_TENSOR ? check_tensor(m, &value, t, err)
+						     : check_container(m, &value, t, err);
+	}
+	if (d->kind != MFS_KIND_TENSOR || t->kind != MFS_KIND_TENSOR)
+		return check_container(m, d, t, err);
+	return check_tensor(m, d, t, err);
+}
+
+static int check_tensor(const mfs_graph *m, const mfs_io_desc *d,
+			const mfs_tensor *t, mfs_error *err)
+{
 	char got[160], want[160];
 	mfs_shape ws;
 	size_t esize = mfs_dtype_size(t->dtype), n = esize;
 
+	if (t->kind != MFS_KIND_TENSOR)
+		return mfs_fail(err, EINVAL, "model '%s': input '%s' holds a %s where a tensor belongs",
+				m->label, d->name, mfs_kind_name(t->kind));
 	/* UNDEFINED: a body's input typed only at run (subgraph.h) */
 	if (t->dtype != d->dtype && d->dtype != MFS_DT_UNDEFINED)
 		return mfs_fail(err, EINVAL,

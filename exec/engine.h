@@ -19,8 +19,10 @@
  * shape inference knows. */
 typedef struct mfs_io_desc {
 	char *name;
-	mfs_dtype dtype;
-	int rank;
+	mfs_dtype dtype;       /* of the tensors of a sequence or optional */
+	mfs_kind kind;         /* tensor, sequence or optional (tensor.h) */
+	mfs_kind elem_kind;    /* optional: of a tensor or of a sequence */
+	int rank;              /* -1 for a sequence or an optional */
 	int64_t dims[MFS_MAX_RANK];
 } mfs_io_desc;
 
@@ -47,6 +49,11 @@ int mfs_graph_n_inputs(const mfs_graph *m);     /* initializers excluded */
 int mfs_graph_n_outputs(const mfs_graph *m);
 const mfs_io_desc *mfs_graph_input(const mfs_graph *m, int i);
 const mfs_io_desc *mfs_graph_output(const mfs_graph *m, int i);
+
+/* Does the model have sequence or optional values (an input or output
+ * of those kinds, or a node that makes or reads them)?  Only the CPU
+ * backend runs those (docs/OPENCL.md). */
+bool mfs_graph_has_containers(const mfs_graph *m);
 
 /* The CPU backend: a static object, never freed.  Other backends come from
  * their own constructors (ocl_backend.h). */

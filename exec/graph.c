@@ -364,7 +364,7 @@ static int build_values(compiler *c)
 		 * carried values in scripted exports) */
 		if (vi->dtype == MFS_DT_UNDEFINED && !c->body)
 			return mfs_fail(c->err, ENOTSUP,
-					"graph input '%s' is not a tensor (sequence, map and optional inputs are not supported)",
+					"graph input '%s' is not a tensor, a sequence of tensors or an optional of either (maps, sparse tensors and nested sequences are not supported)",
 					vi->name);
 		if (!mfs_dtype_size(vi->dtype) && vi->dtype != MFS_DT_UNDEFINED)
 			return mfs_fail(c->err, ENOTSUP,
@@ -382,13 +382,18 @@ static int build_values(compiler *c)
 		if (!d->name)
 			return mfs_fail(c->err, ENOMEM, "out of memory");
 		d->dtype = vi->dtype;
+		d->kind = vi->kind;
+		d->elem_kind = vi->elem_kind;
 		/* A body's declared input shapes are not binding: exporters
 		 * write the traced shape of a Loop's carried value, which may
 		 * grow from one iteration to the next (onnxruntime does not
-		 * enforce them either).  Its shapes are inferred at run. */
-		d->rank = vi->has_shape && !c->body ? vi->rank : -1;
-		v->shape_static = vi->has_shape && !c->body;
-		v->shape.rank = vi->has_shape ? vi->rank : 0;
+		 * enforce them either).  Its shapes are inferred at run.  A
+		 * sequence's tensors have no declared shape (each has its
+		 * own): containers are never static either. */
+		d->rank = vi->has_shape && !c->body && vi->kind == MFS_KIND_TENSOR ?
+			  vi->rank : -1;
+		v->shape_static = d->rank >= 0;
+		v->shape.rank = d->rank >= 0 ? d->rank : 0;
 		for (int k = 0; k < d->rank; k++) {
 			d->dims[k] = vi->dims[k] >= 0 ? vi->dims[k] : -1;
 			v->shape.dims[k] = d->dims[k];
@@ -427,7 +432,7 @@ static bool input0_optional(const char *op)
 {
 	static const char *const ops[] = {
 		"Constant", "RandomNormal", "RandomUniform", "Loop", "Optional",
-		"SequenceEmpty", "Scan", NULL
+		"OptionalHasElement", "SequenceEmpty", "Scan", NULL
 	};
 	for (int i = 0; ops[i]; i++)
 		if (!strcmp(op, ops[i]))
@@ -648,7 +653,8 @@ static int check_inferred(const mfs_node *nd, mfs_tensor **out, mfs_error *err)
 	for (int k = 0; k < nd->n_out; k++) {
 		if (!out[k])
 			continue;
-		if (!mfs_dtype_size(out[k]->dtype) || !shape_valid(&out[k]->shape))
+		if (!mfs_dtype_size(out[k]->dtype) ||
+		    (out[k]->kind == MFS_KIND_TENSOR && !shape_valid(&out[k]->shape)))
 			return mfs_fail(err, EIO,
 					"%s '%s': operator inferred an invalid type or shape for output %d",
 					nd->onnx->op_type, onnx_node_label(nd->onnx), k);
@@ -700,6 +706,14 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 			tin[k].nbytes = (size_t)mfs_shape_numel(&v->shape) *
 					mfs_dtype_size(v->dtype);
 		}
+		/* as at run (cpu_backend.c, bind_inputs): a folded sequence
+		 * never reaches an operator that reads tensors only */
+		if (tin[k].kind != MFS_KIND_TENSOR &&
+		    !(nd->def->flags & MFS_OP_CONTAINERS))
+			return mfs_fail(c->err, EINVAL,
+					"%s '%s': input %d ('%s') is a %s; the operator takes tensors",
+					nd->onnx->op_type, onnx_node_label(nd->onnx), k,
+					nd->onnx->inputs[k], mfs_kind_name(tin[k].kind));
 		pin[k] = &tin[k];
 	}
 	for (int k = 0; k < nd->n_out; k++) {
@@ -723,6 +737,8 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 			mfs_value *v;
 			if (!pout[k])
 				continue;
+			if (tout[k].kind != MFS_KIND_TENSOR)
+				continue;   /* its items' shapes are data */
 			v = &m->values[nd->out[k]];
 			v->dtype = tout[k].dtype;
 			v->shape = tout[k].shape;
@@ -735,8 +751,8 @@ static int call_at_compile(compiler *c, mfs_node *nd, bool fold)
 		mfs_dtype dt;
 		mfs_shape sh;
 		double bytes;
-		if (!pout[k])
-			continue;
+		if (!pout[k] || tout[k].kind != MFS_KIND_TENSOR)
+			continue;   /* run() makes a container's items */
 		dt = tout[k].dtype;
 		sh = tout[k].shape;
 		bytes = (double)mfs_dtype_size(dt);
@@ -942,7 +958,15 @@ static int mark_outputs_and_dead(compiler *c)
 			return mfs_fail(c->err, ENOMEM, "out of memory");
 		}
 		d->dtype = vi->dtype != MFS_DT_UNDEFINED ? vi->dtype : v->dtype;
-		if (vi->has_shape && vi->rank >= 0 && vi->rank <= MFS_MAX_RANK) {
+		d->kind = vi->kind;
+		d->elem_kind = vi->elem_kind;
+		if (v->kind == MFS_VAL_CONST && v->constant.kind != MFS_KIND_TENSOR) {
+			d->kind = v->constant.kind;
+			d->elem_kind = v->constant.elem_kind;
+		}
+		if (d->kind != MFS_KIND_TENSOR) {
+			d->rank = -1;
+		} else if (vi->has_shape && vi->rank >= 0 && vi->rank <= MFS_MAX_RANK) {
 			d->rank = vi->rank;
 			for (int k = 0; k < d->rank; k++) {
 				d->dims[k] = vi->dims[k] >= 0 ? vi->dims[k] : -1;
@@ -1046,7 +1070,9 @@ static void plan_shapes(compiler *c)
 
 	for (int v = 0; v < m->n_values; v++) {
 		mfs_value *val = &m->values[v];
-		if (val->shape_static && val->dtype != MFS_DT_UNDEFINED) {
+		/* a folded container: its readers are not planned */
+		if (val->shape_static && val->dtype != MFS_DT_UNDEFINED &&
+		    val->constant.kind == MFS_KIND_TENSOR) {
 			val->plan_known = true;
 			val->plan_dtype = val->dtype;
 			val->plan_shape = val->shape;
@@ -1073,7 +1099,8 @@ static void plan_shapes(compiler *c)
 			continue;
 		for (int k = 0; k < nd->n_out; k++) {
 			mfs_value *v = nd->out[k] >= 0 ? &m->values[nd->out[k]] : NULL;
-			if (!v || v->plan_known || !shape_valid(&c->tout[k].shape) ||
+			if (!v || v->plan_known || c->tout[k].kind != MFS_KIND_TENSOR ||
+			    !shape_valid(&c->tout[k].shape) ||
 			    !mfs_dtype_size(c->tout[k].dtype))
 				continue;
 			v->plan_known = true;
@@ -1296,6 +1323,31 @@ void mfs_graph_free(mfs_graph *m)
 	free(m);
 }
 
+/* A pass-through (Identity, a VIEW; If, Loop and SequenceMap, which
+ * run bodies) carries a container only when the graph or another node
+ * makes one, so it does not count; a folded container (SequenceEmpty) is
+ * a constant read by a node that does. */
+static bool find_containers(const mfs_graph *m)
+{
+	for (int i = 0; i < m->n_inputs; i++)
+		if (m->inputs[i].kind != MFS_KIND_TENSOR)
+			return true;
+	for (int i = 0; i < m->n_outputs; i++)
+		if (m->outputs[i].kind != MFS_KIND_TENSOR)
+			return true;
+	for (int i = 0; i < m->n_nodes; i++) {
+		unsigned f = m->nodes[i].def->flags;
+		if ((f & MFS_OP_CONTAINERS) && !(f & (MFS_OP_VIEW | MFS_OP_BODIES)))
+			return true;
+	}
+	return false;
+}
+
+bool mfs_graph_has_containers(const mfs_graph *m)
+{
+	return m->has_containers;
+}
+
 /* The passes on one graph: a model's main graph (outer NULL) or a body
  * (outer: the enclosing-scope values it reads).  Errors are not prefixed
  * with the model: the caller does that once. */
@@ -1348,6 +1400,7 @@ static int compile_graph(onnx_graph *g, const onnx_model *model, bool body,
 		mfs_graph_free(m);
 		return rc > 0 ? -EIO : rc;
 	}
+	m->has_containers = find_containers(m);
 	*out = m;
 	return 0;
 }

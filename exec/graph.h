@@ -94,6 +94,7 @@ struct mfs_graph {
 	 * For a model's main graph n_formal == n_inputs. */
 	int n_formal;
 	int *outer_slot;
+	bool has_containers;   /* mfs_graph_has_containers (engine.h) */
 	int n_folded;          /* nodes folded away at compile (for tests) */
 	int n_nhwc;            /* values planned NHWC (for tests) */
 };

@@ -435,9 +435,16 @@ static int ocl_exec_new(mfs_backend *be, const mfs_graph *m, void **out,
 			mfs_error *err)
 {
 	ocl_backend_ctx *b = be->context;
-	ocl_exec *e = calloc(1, sizeof(*e));
+	ocl_exec *e;
 	cl_int st;
 
+	/* Containers live in host memory, item by item: the device's pool
+	 * of buffers has no place for them (docs/OPENCL.md). */
+	if (mfs_graph_has_containers(m))
+		return mfs_fail(err, ENOTSUP,
+				"model '%s': sequences and optionals run on the CPU engine only",
+				m->label);
+	e = calloc(1, sizeof(*e));
 	if (!e)
 		return mfs_fail(err, ENOMEM, "out of memory");
 	e->m = m;

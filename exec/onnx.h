@@ -42,6 +42,10 @@ typedef struct onnx_attr {
 	size_t s_len;
 	mfs_tensor t;            /* TENSOR */
 	struct onnx_graph *g;    /* GRAPH */
+	/* TYPE_PROTO: the type's kinds and dtype (UNDEFINED: a type the
+	 * engine has no values of, such as a map) */
+	mfs_kind tp_kind, tp_elem_kind;
+	mfs_dtype tp_dtype;
 	float *floats;  size_t n_floats;
 	int64_t *ints;  size_t n_ints;
 	char **strings; size_t n_strings;
@@ -57,10 +61,14 @@ typedef struct onnx_node {
 } onnx_node;
 
 /* A graph input/output/value_info.  dims[i] < 0 with dim_params[i] != NULL
- * is a symbolic dim; dims[i] < 0 without a name is unknown. */
+ * is a symbolic dim; dims[i] < 0 without a name is unknown.  A sequence
+ * or an optional has its kinds set, dtype of its tensors and no shape. */
 typedef struct onnx_value_info {
 	char *name;
-	mfs_dtype dtype;         /* UNDEFINED when the type is not a tensor */
+	mfs_dtype dtype;         /* UNDEFINED when the type is none of: a
+				    tensor, a sequence of tensors, an
+				    optional of either */
+	mfs_kind kind, elem_kind;
 	bool has_shape;
 	int rank;
 	int64_t dims[MFS_MAX_RANK];
@@ -121,6 +129,18 @@ int onnx_tensor_decode(const void *buf, size_t len, const char *base_dir,
 /* Encode a tensor as a TensorProto (raw_data); *buf is malloc'd. */
 int onnx_tensor_encode(const mfs_tensor *t, const char *name,
 		       void **buf, size_t *len, mfs_error *err);
+
+/* Decode a test-data .pb file holding a value of like->kind: a
+ * TensorProto, a SequenceProto (of tensors) or an OptionalProto (of a
+ * tensor or a sequence): the bytes do not say which, the model does.
+ * An empty sequence or optional takes like->dtype (and like->elem_kind)
+ * since its bytes need not carry them.  (onnx_value.c) */
+int onnx_value_decode(const void *buf, size_t len, const char *base_dir,
+		      const mfs_tensor *like, mfs_tensor *out, mfs_error *err);
+
+/* Encode any value as its ONNX message (the inverse); *buf is malloc'd. */
+int onnx_value_encode(const mfs_tensor *t, const char *name, void **buf,
+		      size_t *len, mfs_error *err);
 
 /* Free a node's contents (strings, attributes, subgraphs) and zero it;
  * for graph rewrites that remove a node (fusion.c).  The node itself

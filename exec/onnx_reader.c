@@ -254,12 +254,88 @@ static int parse_tensor_type(rd *c, const uint8_t *buf, size_t len,
 	return 0;
 }
 
+/* TypeProto: a tensor_type (1), a sequence_type (4) of tensors, or an
+ * optional_type (9) of a tensor or of a sequence of tensors; each of the
+ * two wrappers holds its element's TypeProto in field 1.  Anything else
+ * (maps, sparse tensors, sequences of sequences) sets *other: the graph
+ * then refuses the value by name. */
+static int parse_type(rd *c, const uint8_t *buf, size_t len,
+		      onnx_value_info *v, int depth, bool *other)
+{
+	pb_reader t = pb_reader_init(buf, len);
+	pb_field tf;
+	const char *why = NULL;
+	int rc;
+
+	while ((rc = pb_next(&t, &tf, &why)) > 0) {
+		rc = 0;
+		if (tf.num == 1) {
+			if (tf.wt != PB_WT_LEN)
+				return wrong_wire(c, "TypeProto", "tensor_type", &tf);
+			rc = parse_tensor_type(c, tf.data, tf.len, v);
+		} else if (tf.num == 4 || tf.num == 9) {
+			mfs_kind k = tf.num == 4 ? MFS_KIND_SEQUENCE : MFS_KIND_OPTIONAL;
+			pb_reader e;
+			pb_field ef;
+			if (tf.wt != PB_WT_LEN)
+				return wrong_wire(c, "TypeProto", "sequence_type", &tf);
+			if (depth == 0) {
+				v->kind = k;
+			} else if (depth == 1 && v->kind == MFS_KIND_OPTIONAL &&
+				   k == MFS_KIND_SEQUENCE) {
+				v->elem_kind = k;
+			} else {
+				*other = true;
+				continue;
+			}
+			e = pb_reader_init(tf.data, tf.len);
+			while ((rc = pb_next(&e, &ef, &why)) > 0) {
+				rc = 0;
+				if (ef.num != 1)
+					continue;
+				if (ef.wt != PB_WT_LEN)
+					return wrong_wire(c, "TypeProto", "elem_type", &ef);
+				if ((rc = parse_type(c, ef.data, ef.len, v, depth + 1,
+						     other)))
+					return rc;
+			}
+			if (rc < 0)
+				return malformed(c, "TypeProto", why);
+		} else if (tf.num == 5 || tf.num == 7 || tf.num == 8) {
+			*other = true;    /* map, opaque, sparse_tensor */
+		}
+		if (rc)
+			return rc;
+	}
+	if (rc < 0)
+		return malformed(c, "TypeProto", why);
+	return 0;
+}
+
+/* A TypeProto on its own (an attribute of type TYPE_PROTO, Optional's
+ * 'type'): its kinds and dtype; dtype UNDEFINED when it is of no kind the
+ * engine has. */
+static int parse_type_attr(rd *c, const uint8_t *buf, size_t len, onnx_attr *a)
+{
+	onnx_value_info v = { 0 };
+	bool other = false;
+	int rc = parse_type(c, buf, len, &v, 0, &other);
+
+	a->tp_kind = v.kind;
+	a->tp_elem_kind = v.elem_kind;
+	a->tp_dtype = other ? MFS_DT_UNDEFINED : v.dtype;
+	for (int i = 0; i < MFS_MAX_RANK; i++)
+		free(v.dim_params[i]);
+	return rc;
+}
+
 static int parse_value_info(rd *c, const uint8_t *buf, size_t len,
 			    onnx_value_info *v)
 {
 	pb_reader r = pb_reader_init(buf, len);
 	pb_field f;
 	const char *why = NULL;
+	bool other = false;
 	int rc;
 
 	while ((rc = pb_next(&r, &f, &why)) > 0) {
@@ -269,29 +345,15 @@ static int parse_value_info(rd *c, const uint8_t *buf, size_t len,
 		} else if (f.num == 2) {
 			if (f.wt != PB_WT_LEN)
 				return wrong_wire(c, "ValueInfoProto", "type", &f);
-			/* TypeProto: only tensor_type (1) describes a tensor;
-			 * sequence/map/optional/sparse leave dtype UNDEFINED. */
-			pb_reader t = pb_reader_init(f.data, f.len);
-			pb_field tf;
-			while ((rc = pb_next(&t, &tf, &why)) > 0) {
-				rc = 0;
-				if (tf.num != 1)
-					continue;
-				if (tf.wt != PB_WT_LEN)
-					return wrong_wire(c, "TypeProto",
-							  "tensor_type", &tf);
-				rc = parse_tensor_type(c, tf.data, tf.len, v);
-				if (rc)
-					return rc;
-			}
-			if (rc < 0)
-				return malformed(c, "TypeProto", why);
+			rc = parse_type(c, f.data, f.len, v, 0, &other);
 		}
 		if (rc)
 			return rc;
 	}
 	if (rc < 0)
 		return malformed(c, "ValueInfoProto", why);
+	if (other)
+		v->dtype = MFS_DT_UNDEFINED;
 	return default_string(c, &v->name);
 }
 
@@ -470,10 +532,13 @@ static int read_attr_field(rd *c, const pb_field *f, onnx_attr *a, int64_t *type
 			return rc;
 		a->strings[a->n_strings++] = s;
 		return 0;
+	case AT_TP:
+		if (f->wt != PB_WT_LEN)
+			return wrong_wire(c, "AttributeProto", "tp", f);
+		return parse_type_attr(c, f->data, f->len, a);
 	case AT_REF_ATTR_NAME:
 	case AT_TENSORS:
 	case AT_GRAPHS:
-	case AT_TP:
 	case AT_TYPE_PROTOS:
 	case AT_SPARSE_TENSOR:
 	case AT_SPARSE_TENSORS:
@@ -515,6 +580,12 @@ static int check_attr_type(rd *c, onnx_attr *a, int64_t type, const bool *seen)
 		if (!a->g)
 			return mfs_fail(c->err, EINVAL,
 					"attribute '%s' of type GRAPH has no graph",
+					a->name);
+		break;
+	case ONNX_ATTR_TYPE_PROTO:
+		if (!seen[AT_TP])
+			return mfs_fail(c->err, EINVAL,
+					"attribute '%s' of type TYPE_PROTO has no type",
 					a->name);
 		break;
 	default:

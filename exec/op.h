@@ -89,6 +89,12 @@ enum {
 	 * enclosing graphs.  Other operators' graph attributes are ignored,
 	 * like any attribute an operator does not read. */
 	MFS_OP_BODIES = 1u << 5,
+	/* Reads or writes sequences and optionals (tensor.h: mfs_kind):
+	 * checks the kind of every input it is given and sets the kind of
+	 * its outputs in infer; a container output is not allocated by the
+	 * engine, run() builds it (mfs_container_init) and owns its items.
+	 * The engine refuses a container input to an operator without it. */
+	MFS_OP_CONTAINERS = 1u << 6,
 };
 
 typedef struct mfs_op_def {

@@ -119,10 +119,11 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		fs_target_release(&p);
 		return;
 	}
-	/* An unknown name fails here, where every writer (bash's builtin
+	/* An unknown name, or a format that cannot hold the input (a
+	 * sequence as .npy), fails here, where every writer (bash's builtin
 	 * echo too) sees it, not only at close. */
 	mfs_error err;
-	if (info.kind == MFS_FILE_NONE && mfs_request_check_file_name(p.req, name, &err) < 0) {
+	if (info.kind != MFS_FILE_INPUT && mfs_request_check_file_name(p.req, name, &err) < 0) {
 		fuse_reply_err(freq, ENOENT);
 		fs_target_release(&p);
 		return;
@@ -189,24 +190,56 @@ static bool fs_limits_is_json(const handle *h)
 	       mfs_format_split_filename(h->name, NULL) == MFS_FMT_JSON;
 }
 
-/* A write into MODEL/control is one command, done before the write
- * returns (a script uses the model on its next line); a failure is the
- * write's errno (bash's echo reports it), logged with its reason, which
- * the model's status also shows. */
+/* A control write waiting for its command (answered by the loader). */
+typedef struct control_reply {
+	fuse_req_t freq;
+	size_t size;
+	char model[128];
+} control_reply;
+
+static void control_reply_now(fuse_req_t freq, const char *model, size_t size, int rc,
+			      const mfs_error *err)
+{
+	if (rc < 0) {
+		mfs_log_error("model '%s': control: %s", model, err->msg);
+		fuse_reply_err(freq, -rc);
+	} else {
+		fuse_reply_write(freq, size);
+	}
+}
+
+/* Loader thread, once the command is done (or refused at shutdown). */
+static void control_done(void *ctx, int rc, const mfs_error *err)
+{
+	control_reply *c = ctx;
+	control_reply_now(c->freq, c->model, c->size, rc, err);
+	free(c);
+}
+
+/* A write into MODEL/control is one command, answered once it is done
+ * (a script uses the model on its next line): the FUSE thread hands it
+ * to the loader thread and goes back to serving, so loads never hold the
+ * mount's workers.  A failure is the write's errno (bash's echo reports
+ * it), logged with its reason, which the model's status also shows. */
 static void control_write(mfs_fs *fs, fuse_req_t freq, handle *h, const char *buf, size_t size)
 {
 	mfs_control_verb verb;
 	mfs_error err;
 	mfs_error_clear(&err);
 	int rc = mfs_control_parse(buf, size, &verb, &err);
-	if (rc == 0)
-		rc = mfs_reloader_control(fs->conf.control, h->model, verb, &err);
-	if (rc < 0) {
-		mfs_log_error("model '%s': control: %s", h->model, err.msg);
-		fuse_reply_err(freq, -rc);
-		return;
+	control_reply *c = NULL;
+	if (rc == 0 && !(c = calloc(1, sizeof(*c))))
+		rc = mfs_fail(&err, ENOMEM, "out of memory");
+	if (rc == 0) {
+		c->freq = freq;
+		c->size = size;
+		snprintf(c->model, sizeof(c->model), "%s", h->model);
+		rc = mfs_reloader_control_async(fs->conf.control, h->model, verb, control_done, c, &err);
+		if (rc == 0)
+			return;
+		free(c);
 	}
-	fuse_reply_write(freq, size);
+	control_reply_now(freq, h->model, size, rc, &err);
 }
 
 void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,

@@ -1,8 +1,8 @@
 /* If: runs then_branch or else_branch by a boolean scalar and returns the
  * branch's outputs (opsets 1-19: one line, the later versions only widen
  * the types, sequences and optionals included).  The branches read the
- * enclosing graph's values by name (exec/subgraph.h).  Tensor outputs
- * only; the branches may give outputs of different shapes. */
+ * enclosing graph's values by name (exec/subgraph.h).  The branches may
+ * give outputs of different shapes, and sequences or optionals. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,5 +116,5 @@ static int if_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(If, 1, .flags = MFS_OP_OUTPUTS_AT_RUN | MFS_OP_BODIES, .infer = if_infer,
+MFS_OP(If, 1, .flags = MFS_OP_OUTPUTS_AT_RUN | MFS_OP_BODIES | MFS_OP_CONTAINERS, .infer = if_infer,
        .run = if_run, .release = if_release);

@@ -3,9 +3,9 @@
  * stacking K scan outputs along a new first axis (opsets 1-19: one line;
  * 11 and 13 changed only shape inference and types, 16 added optional
  * types).  M and cond are optional: without M the loop runs until the
- * body's condition turns false.  Tensors only (sequences and optionals
- * are refused by their types).  The body reads the enclosing graph's
- * values by name (exec/subgraph.h). */
+ * body's condition turns false.  Carried values may be sequences and
+ * optionals (passed on as they are); a scan output must be a tensor.
+ * The body reads the enclosing graph's values by name (exec/subgraph.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,6 +133,9 @@ static int loop_state_new(mfs_op_ctx *ctx, const mfs_graph *body, int n,
 static int append_row(mfs_op_ctx *ctx, scan_acc *a, const mfs_tensor *t,
 		      int k, int64_t iter)
 {
+	if (t->kind != MFS_KIND_TENSOR)   /* ONNX stacks tensors only */
+		return mfs_op_fail(ctx, EINVAL, "scan output %d is a %s, not a tensor",
+				   k, mfs_kind_name(t->kind));
 	if (iter == 0) {
 		a->dtype = t->dtype;
 		a->row = t->shape;
@@ -312,5 +315,5 @@ static int loop_run(mfs_op_ctx *ctx)
 	return rc;
 }
 
-MFS_OP(Loop, 1, .flags = MFS_OP_OUTPUTS_AT_RUN | MFS_OP_BODIES, .infer = loop_infer,
+MFS_OP(Loop, 1, .flags = MFS_OP_OUTPUTS_AT_RUN | MFS_OP_BODIES | MFS_OP_CONTAINERS, .infer = loop_infer,
        .run = loop_run, .release = loop_release);

@@ -176,20 +176,75 @@ void mfs_tensor_release(mfs_tensor *t)
 {
 	if (!t)
 		return;
-	if (t->owns_data)
+	if (t->owns_data) {
 		free(t->data);
+		for (int i = 0; t->items && i < t->n_items; i++)
+			mfs_tensor_release(&t->items[i]);
+		free(t->items);
+	}
 	memset(t, 0, sizeof(*t));
+}
+
+int mfs_container_init(mfs_tensor *t, mfs_kind kind, mfs_kind elem_kind,
+		       mfs_dtype dtype, int n, mfs_error *err)
+{
+	if (n < 0 || kind == MFS_KIND_TENSOR ||
+	    (kind == MFS_KIND_OPTIONAL && n > 1))
+		return mfs_fail(err, EINVAL, "invalid %s of %d items",
+				mfs_kind_name(kind), n);
+	memset(t, 0, sizeof(*t));
+	t->kind = kind;
+	t->elem_kind = kind == MFS_KIND_OPTIONAL ? elem_kind : MFS_KIND_TENSOR;
+	t->dtype = dtype;
+	t->owns_data = true;
+	t->items = calloc((size_t)n + 1, sizeof(*t->items));
+	if (!t->items)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	t->n_items = n;
+	return 0;
 }
 
 int mfs_tensor_copy(mfs_tensor *dst, const mfs_tensor *src, mfs_error *err)
 {
-	int rc = mfs_tensor_alloc(dst, src->dtype, &src->shape, err);
+	int rc;
+
+	if (src->kind != MFS_KIND_TENSOR) {
+		rc = mfs_container_init(dst, src->kind, src->elem_kind, src->dtype,
+					src->n_items, err);
+		for (int i = 0; !rc && i < src->n_items; i++)
+			rc = mfs_tensor_copy(&dst->items[i], &src->items[i], err);
+		if (rc)
+			mfs_tensor_release(dst);
+		return rc;
+	}
+	rc = mfs_tensor_alloc(dst, src->dtype, &src->shape, err);
 	if (rc)
 		return rc;
 	dst->layout = src->layout;
 	if (src->nbytes)
 		memcpy(dst->data, src->data, src->nbytes);
 	return 0;
+}
+
+const char *mfs_kind_name(mfs_kind k)
+{
+	switch (k) {
+	case MFS_KIND_SEQUENCE: return "sequence";
+	case MFS_KIND_OPTIONAL: return "optional";
+	default: return "tensor";
+	}
+}
+
+char *mfs_type_format(mfs_kind kind, mfs_kind elem_kind, mfs_dtype dt,
+		      char *buf, size_t size)
+{
+	const char *n = mfs_dtype_onnx_name(dt);
+
+	if (kind == MFS_KIND_OPTIONAL && elem_kind == MFS_KIND_SEQUENCE)
+		snprintf(buf, size, "optional(sequence(%s))", n);
+	else
+		snprintf(buf, size, "%s(%s)", mfs_kind_name(kind), n);
+	return buf;
 }
 
 float mfs_half_to_float(uint16_t h)

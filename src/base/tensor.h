@@ -63,13 +63,30 @@ typedef enum mfs_layout {
 	MFS_LAYOUT_NHWC = 1,   /* rank-4 data stored N,H,W,C; shape still NCHW */
 } mfs_layout;
 
+/* What a value is.  ONNX graphs pass tensors, and (opset 11+) sequences
+ * of tensors and optionals: a value that holds a tensor or a sequence, or
+ * nothing.  They share mfs_tensor so that every slot of the engine, the
+ * codecs and the request path carries any of them; a tensor is the zero
+ * value, so code that knows only tensors is unchanged. */
+typedef enum mfs_kind {
+	MFS_KIND_TENSOR = 0,
+	MFS_KIND_SEQUENCE,     /* items[0..n_items): tensors of dtype, any
+				  shapes (n_items may be 0) */
+	MFS_KIND_OPTIONAL,     /* n_items 0 (no value) or 1: items[0] is a
+				  tensor or (elem_kind SEQUENCE) a sequence */
+} mfs_kind;
+
 typedef struct mfs_tensor {
-	mfs_dtype dtype;
-	mfs_shape shape;       /* logical (ONNX) shape */
+	mfs_dtype dtype;       /* for a sequence or an optional: of its tensors */
+	mfs_shape shape;       /* logical (ONNX) shape; rank 0 for containers */
 	mfs_layout layout;     /* how data is stored; PLAIN outside the engine */
 	void *data;            /* numel * dtype_size bytes; may be NULL if numel 0 */
 	size_t nbytes;
-	bool owns_data;        /* mfs_tensor_release() frees data */
+	bool owns_data;        /* mfs_tensor_release() frees data (and items) */
+	mfs_kind kind;
+	mfs_kind elem_kind;    /* OPTIONAL: what it holds, known when empty */
+	int n_items;           /* SEQUENCE, OPTIONAL: data and nbytes stay 0 */
+	struct mfs_tensor *items;
 } mfs_tensor;
 
 /* Bytes of data for t's dtype and shape (dims must be >= 0): false when
@@ -82,8 +99,20 @@ int mfs_tensor_alloc(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
 		     mfs_error *err);
 /* Free owned data and reset to an empty tensor; safe on a zeroed tensor. */
 void mfs_tensor_release(mfs_tensor *t);
-/* Deep copy (dst owns its data). */
+/* Deep copy (dst owns its data, and its items for a container). */
 int mfs_tensor_copy(mfs_tensor *dst, const mfs_tensor *src, mfs_error *err);
+
+/* Make t an empty container of kind (SEQUENCE or OPTIONAL) with room for
+ * n zeroed items, owning them; t's previous contents are not freed.  For
+ * an OPTIONAL, elem_kind says what it holds.  0 or -ENOMEM/-EINVAL. */
+int mfs_container_init(mfs_tensor *t, mfs_kind kind, mfs_kind elem_kind,
+		       mfs_dtype dtype, int n, mfs_error *err);
+/* "tensor", "sequence", "optional" (for messages). */
+const char *mfs_kind_name(mfs_kind k);
+/* "sequence(float)", "optional(sequence(int64))", "tensor(float)" into
+ * buf (always NUL-terminated); returns buf. */
+char *mfs_type_format(mfs_kind kind, mfs_kind elem_kind, mfs_dtype dt,
+		      char *buf, size_t size);
 
 /* IEEE half and bfloat16 conversions. */
 float mfs_half_to_float(uint16_t h);

@@ -4,6 +4,7 @@
  * the CPU engine, write each output to DIR/OUTPUT.EXT.  Every failure is
  * one line, "modelfs run: <model>: <reason>", and exit status 1 (2 for a
  * command line that cannot be understood). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -37,7 +38,8 @@ static const char usage_text[] =
 	"DIR/OUTPUT.EXT, without mounting anything.\n"
 	"\n"
 	"  NAME=FILE      input NAME read from FILE; the extension names the format:\n"
-	"                 .npy .json .txt .raw .pb (see SPEC.md section 6)\n"
+	"                 .npy .json .txt .raw .pb (see SPEC.md section 6); a sequence\n"
+	"                 input may be a directory of 0.EXT, 1.EXT, ...\n"
 	"  --version N    run version N (default: the latest the version policy serves)\n"
 	"  --out DIR      write outputs into DIR, created if missing (default: .)\n"
 	"  --format EXT   write outputs as EXT (default: the first input's format)\n"
@@ -238,6 +240,28 @@ static const char *file_ext(const char *path)
 	return dot ? dot + 1 : "";
 }
 
+/* The format of an input file; of a sequence directory, that of its
+ * first tensor (0.EXT). */
+static int input_format(const char *path)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *de;
+	int fmt = -1;
+
+	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+		return mfs_format_from_ext(file_ext(path));
+	if (!(d = opendir(path)))
+		return -1;
+	while ((de = readdir(d)))
+		if (strncmp(de->d_name, "0.", 2) == 0) {
+			fmt = mfs_format_from_ext(file_ext(de->d_name));
+			break;
+		}
+	closedir(d);
+	return fmt;
+}
+
 /* The version to run: --version if the policy serves it, else the
  * highest it serves. */
 static int pick_version(const run_args *a, int64_t *out, mfs_error *err)
@@ -321,6 +345,133 @@ static const char *reason(const char *msg, const char *model)
 	return msg;
 }
 
+/* ---- sequences and optionals (SPEC.md section 6) ---- */
+
+/* A directory of tensor files 0.EXT, 1.EXT, ... (each in its own format)
+ * into a sequence of io's tensors. */
+static int read_sequence_dir(const char *dir, const mfs_io_config *io,
+			     mfs_tensor *t, mfs_error *err)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char **names = NULL;
+	int n = 0, rc = 0;
+
+	if (!d)
+		return mfs_fail(err, errno, "%s: %s", dir, strerror(errno));
+	while (!rc && (de = readdir(d))) {
+		char *end;
+		long k;
+		if (de->d_name[0] == '.')
+			continue;
+		k = strtol(de->d_name, &end, 10);
+		if (end == de->d_name || *end != '.' || k < 0 || k > 100000) {
+			rc = mfs_fail(err, EINVAL,
+				      "%s: '%s' is not named INDEX.EXT (0.npy, 1.npy, ...)",
+				      dir, de->d_name);
+			break;
+		}
+		if (k >= n) {
+			char **nn = realloc(names, (size_t)(k + 1) * sizeof(*nn));
+			if (!nn) {
+				rc = mfs_fail(err, ENOMEM, "out of memory");
+				break;
+			}
+			memset(nn + n, 0, (size_t)(k + 1 - n) * sizeof(*nn));
+			names = nn;
+			n = (int)k + 1;
+		}
+		if (names[k]) {
+			rc = mfs_fail(err, EINVAL, "%s: tensor %ld is given twice", dir, k);
+			break;
+		}
+		if (!(names[k] = strdup(de->d_name)))
+			rc = mfs_fail(err, ENOMEM, "out of memory");
+	}
+	closedir(d);
+	for (int k = 0; !rc && k < n; k++)
+		if (!names[k])
+			rc = mfs_fail(err, EINVAL, "%s: tensor %d is missing (%d.EXT)", dir, k, k);
+	if (!rc)
+		rc = mfs_container_init(t, MFS_KIND_SEQUENCE, MFS_KIND_TENSOR, io->dtype,
+					n, err);
+	for (int k = 0; !rc && k < n; k++) {
+		char path[4096], item[300], *buf;
+		mfs_tensor_spec spec = { .name = item, .dtype = io->dtype, .rank = -1 };
+		size_t len = 0;
+		int fmt = mfs_format_from_ext(file_ext(names[k]));
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[k]);
+		snprintf(item, sizeof(item), "%s/%s", io->name, names[k]);
+		if (fmt < 0) {
+			rc = mfs_fail(err, EINVAL, "%s: unknown format '.%s'", path,
+				      file_ext(names[k]));
+			break;
+		}
+		if ((rc = read_file(path, &buf, &len, err)))
+			break;
+		rc = mfs_tensor_decode((mfs_format)fmt, buf, len, &spec, &t->items[k], err);
+		free(buf);
+		if (rc)
+			mfs_error_prefix(err, "%s: ", path);
+	}
+	for (int k = 0; k < n; k++)
+		free(names[k]);
+	free(names);
+	if (rc)
+		mfs_tensor_release(t);
+	return rc;
+}
+
+/* A sequence or optional input from path: a .pb file holds the ONNX
+ * message (SequenceProto, OptionalProto); a directory is a sequence; a
+ * tensor file is an optional's tensor. */
+static int read_container(const char *path, const mfs_io_config *io,
+			  mfs_tensor *t, mfs_error *err)
+{
+	mfs_kind want = io->kind == MFS_KIND_OPTIONAL ? io->elem_kind : io->kind;
+	struct stat st;
+	int rc;
+
+	if (strcmp(file_ext(path), "pb") == 0 && stat(path, &st) == 0 &&
+	    S_ISREG(st.st_mode)) {
+		mfs_tensor like = { .kind = io->kind, .elem_kind = io->elem_kind,
+				    .dtype = io->dtype };
+		char *buf;
+		size_t len = 0;
+		if ((rc = read_file(path, &buf, &len, err)))
+			return rc;
+		rc = onnx_value_decode(buf, len, NULL, &like, t, err);
+		free(buf);
+		if (rc)
+			mfs_error_prefix(err, "%s: ", path);
+		return rc;
+	}
+	if (io->kind == MFS_KIND_OPTIONAL) {
+		rc = mfs_container_init(t, MFS_KIND_OPTIONAL, io->elem_kind, io->dtype, 1,
+					err);
+		t = rc ? NULL : &t->items[0];
+	} else {
+		rc = 0;
+	}
+	if (!rc && want == MFS_KIND_SEQUENCE) {
+		rc = read_sequence_dir(path, io, t, err);
+	} else if (!rc) {
+		mfs_tensor_spec spec = { .name = io->name, .dtype = io->dtype, .rank = -1 };
+		int fmt = mfs_format_from_ext(file_ext(path));
+		char *buf;
+		size_t len = 0;
+		if (fmt < 0)
+			return mfs_fail(err, EINVAL, "%s: unknown format '.%s'", path,
+					file_ext(path));
+		if ((rc = read_file(path, &buf, &len, err)))
+			return rc;
+		rc = mfs_tensor_decode((mfs_format)fmt, buf, len, &spec, t, err);
+		free(buf);
+	}
+	return rc;
+}
+
 static int decode_inputs(const run_args *a, const mfs_loaded_version *lv,
 			 mfs_tensor *inputs, mfs_error *err)
 {
@@ -351,6 +502,14 @@ static int decode_inputs(const run_args *a, const mfs_loaded_version *lv,
 		t = &inputs[c->inputs[i].graph_index];
 		if (t->dtype != MFS_DT_UNDEFINED)
 			return mfs_fail(err, EINVAL, "input '%s' given twice", name);
+		if (c->inputs[i].kind != MFS_KIND_TENSOR) {
+			rc = read_container(a->files[k], &c->inputs[i], t, err);
+			if (rc) {
+				mfs_tensor_release(t);
+				return rc;
+			}
+			continue;
+		}
 		fmt = mfs_format_from_ext(file_ext(a->files[k]));
 		if (fmt < 0)
 			return mfs_fail(err, EINVAL,
@@ -381,12 +540,82 @@ static int decode_inputs(const run_args *a, const mfs_loaded_version *lv,
 		if (!c->inputs[i].optional)
 			return mfs_fail(err, EINVAL, "missing input '%s' (give %s=FILE)",
 					c->inputs[i].name, c->inputs[i].name);
-		/* An optional input left out: an empty tensor of its type. */
+		/* An optional input left out: an optional without a value, or
+		 * an empty tensor of its type. */
+		if (c->inputs[i].kind == MFS_KIND_OPTIONAL) {
+			int rc = mfs_container_init(t, MFS_KIND_OPTIONAL,
+						    c->inputs[i].elem_kind,
+						    c->inputs[i].dtype, 0, err);
+			if (rc)
+				return rc;
+			continue;
+		}
 		t->dtype = c->inputs[i].dtype;
 		t->shape.rank = 1;
 		t->shape.dims[0] = 0;
 	}
 	return 0;
+}
+
+static int write_tensor(const char *dir, const char *name, const mfs_tensor *t,
+			mfs_format fmt, mfs_error *err)
+{
+	char path[4096], *buf;
+	size_t len;
+	int rc = mfs_tensor_encode(fmt, t, name, &buf, &len, err);
+
+	if (rc)
+		return rc;
+	snprintf(path, sizeof(path), "%s/%s.%s", dir, name, mfs_format_ext(fmt));
+	rc = write_file(path, buf, len, err);
+	free(buf);
+	return rc;
+}
+
+/* A sequence or optional output (SPEC.md section 6): as .pb, its ONNX
+ * message in NAME.pb; else a sequence is the directory NAME/ of 0.EXT,
+ * 1.EXT, ... (stale higher numbers removed), an optional its value's
+ * form, or nothing when it has none (a stale NAME.EXT is removed). */
+static int write_container(const char *dir, const char *name, const mfs_tensor *t,
+			   mfs_format fmt, mfs_error *err)
+{
+	char path[4096];
+	int rc = 0;
+
+	if (fmt == MFS_FMT_PB) {
+		void *buf;
+		size_t len;
+		if ((rc = onnx_value_encode(t, name, &buf, &len, err)))
+			return rc;
+		snprintf(path, sizeof(path), "%s/%s.pb", dir, name);
+		rc = write_file(path, buf, len, err);
+		free(buf);
+		return rc;
+	}
+	if (t->kind == MFS_KIND_OPTIONAL) {
+		if (t->n_items)
+			return t->items[0].kind == MFS_KIND_TENSOR
+			       ? write_tensor(dir, name, &t->items[0], fmt, err)
+			       : write_container(dir, name, &t->items[0], fmt, err);
+		snprintf(path, sizeof(path), "%s/%s.%s", dir, name, mfs_format_ext(fmt));
+		unlink(path);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (mkdir(path, 0777) != 0 && errno != EEXIST)
+		return mfs_fail(err, errno, "%s: %s", path, strerror(errno));
+	for (int k = 0; !rc && k < t->n_items; k++) {
+		char item[32];
+		snprintf(item, sizeof(item), "%d", k);
+		rc = write_tensor(path, item, &t->items[k], fmt, err);
+	}
+	for (int k = t->n_items; !rc; k++) {
+		char stale[4200];
+		snprintf(stale, sizeof(stale), "%s/%d.%s", path, k, mfs_format_ext(fmt));
+		if (unlink(stale) != 0)
+			break;
+	}
+	return rc;
 }
 
 static int write_outputs(const run_args *a, const mfs_loaded_version *lv,
@@ -413,26 +642,24 @@ static int write_outputs(const run_args *a, const mfs_loaded_version *lv,
 	}
 	for (int i = 0; i < c->n_outputs; i++) {
 		mfs_tensor t = outputs[c->outputs[i].graph_index];
-		char path[4096], *buf;
-		size_t len;
 		int rc;
 
 		if (strchr(c->outputs[i].name, '/') || strcmp(c->outputs[i].name, ".") == 0 ||
 		    strcmp(c->outputs[i].name, "..") == 0)
 			return mfs_fail(err, EINVAL, "output '%s' cannot be a file name",
 					c->outputs[i].name);
+		if (t.kind != MFS_KIND_TENSOR) {
+			rc = write_container(dir, c->outputs[i].name, &t, fmt, err);
+			if (rc)
+				return rc;
+			continue;
+		}
 		rc = mfs_config_output_from_model(c, i, &outputs[c->outputs[i].graph_index].shape,
 						  &t.shape, err);
 		if (rc)
 			return rc;
 		t.owns_data = false;
-		rc = mfs_tensor_encode(fmt, &t, c->outputs[i].name, &buf, &len, err);
-		if (rc)
-			return rc;
-		snprintf(path, sizeof(path), "%s/%s.%s", dir, c->outputs[i].name,
-			 mfs_format_ext(fmt));
-		rc = write_file(path, buf, len, err);
-		free(buf);
+		rc = write_tensor(dir, c->outputs[i].name, &t, fmt, err);
 		if (rc)
 			return rc;
 	}
@@ -471,7 +698,7 @@ static int run(const run_args *a, mfs_error *err)
 	bool ran = false;
 
 	fmt = a->format ? mfs_format_from_ext(a->format)
-			: a->n_inputs ? mfs_format_from_ext(file_ext(a->files[0]))
+			: a->n_inputs ? input_format(a->files[0])
 				      : MFS_FMT_NPY;
 	if (fmt < 0)
 		return mfs_fail(err, EINVAL, "%s: unknown format '.%s' (npy, json, txt, raw, pb)",

@@ -190,6 +190,16 @@ int mfs_route(const mfs_graph *graph, const mfs_model_config *cfg,
 		snprintf(p->note, sizeof(p->note), "%s", kind == MFS_KIND_CPU ? "KIND_CPU" : "--device=cpu");
 		return 0;
 	}
+	if (mfs_graph_has_containers(graph)) {
+		/* the OpenCL engine has no sequences or optionals
+		 * (docs/OPENCL.md): the CPU, whatever was asked */
+		set_cpu(p);
+		snprintf(p->note, sizeof(p->note),
+			 "%s: cpu (sequences and optionals run on the CPU engine only)",
+			 kind == MFS_KIND_GPU ? "KIND_GPU" :
+			 dev == MFS_DEVICE_OPENCL ? "--device=opencl" : "auto");
+		return 0;
+	}
 	if (kind == MFS_KIND_GPU || dev == MFS_DEVICE_OPENCL) {
 		rc = mfs_router_opencl(sel, &ocl, err);
 		if (rc) {

@@ -98,18 +98,36 @@ static int parse_input(void *vctx, size_t i, mfs_jspan val, mfs_error *err)
 	if (binary || !parts.data.p)
 		return mfs_fail(err, EINVAL, "input '%s': only JSON \"data\" is supported (no binary extension)", name);
 	mfs_tensor_spec spec;
-	mfs_tensor *t = &ctx->out->inputs[idx];
+	mfs_tensor *t = &ctx->out->inputs[idx], value;
+	const mfs_io_config *io = &cfg->inputs[idx];
+	if (io->kind != MFS_KIND_TENSOR && !(io->kind == MFS_KIND_OPTIONAL &&
+					      io->elem_kind == MFS_KIND_TENSOR))
+		return mfs_fail(err, ENOTSUP,
+				"input '%s' is a sequence: the infer file carries tensors only (write %s.pb in a request directory)",
+				name, name);
 	mfs_config_input_spec(cfg, idx, &spec);
-	if ((rc = mfs_json_tensor_decode(&parts, &spec, t, err)) < 0) {
+	if ((rc = mfs_json_tensor_decode(&parts, &spec, &value, err)) < 0) {
 		mfs_error_prefix(err, "input '%s': ", name);
 		return rc;
 	}
 	/* The check's message names the input itself. */
-	if ((rc = mfs_tensor_check(t, &spec, err)) < 0) {
-		mfs_tensor_release(t);
-		memset(t, 0, sizeof(*t));
+	if ((rc = mfs_tensor_check(&value, &spec, err)) < 0) {
+		mfs_tensor_release(&value);
+		return rc;
 	}
-	return rc;
+	if (io->kind == MFS_KIND_TENSOR) {
+		*t = value;
+		return 0;
+	}
+	/* an optional given: it holds this tensor */
+	if ((rc = mfs_container_init(t, MFS_KIND_OPTIONAL, MFS_KIND_TENSOR,
+				     value.dtype, 1, err)) < 0) {
+		mfs_tensor_release(&value);
+		memset(t, 0, sizeof(*t));
+		return rc;
+	}
+	t->items[0] = value;
+	return 0;
 }
 
 static int request_member(void *vctx, const char *key, mfs_jspan val, mfs_error *err)
@@ -298,12 +316,24 @@ char *mfs_infer_response(const mfs_model_config *cfg, const char *model,
 	hl = strlen(head);
 	total = hl + 3;   /* "]}\n" */
 	for (int i = 0; i < cfg->n_outputs; i++) {
+		const mfs_tensor *o = outs[i];
 		if (!req->want[i])
 			continue;
+		if (o->kind == MFS_KIND_OPTIONAL && o->elem_kind == MFS_KIND_TENSOR) {
+			if (!o->n_items)
+				continue;   /* no value: left out of "outputs" */
+			o = &o->items[0];
+		}
+		if (o->kind != MFS_KIND_TENSOR) {
+			mfs_fail(err, ENOTSUP,
+				 "output '%s' is a sequence: the infer file carries tensors only (read %s.pb in a request directory)",
+				 cfg->outputs[i].name, cfg->outputs[i].name);
+			goto out;
+		}
 		if (req->classify[i] ?
-		    mfs_classify_json(outs[i], cfg->outputs[i].name, req->classify[i],
+		    mfs_classify_json(o, cfg->outputs[i].name, req->classify[i],
 				      labels ? labels[i] : NULL, &enc[n], &elen[n], err) < 0 :
-		    mfs_tensor_encode(MFS_FMT_JSON, outs[i], cfg->outputs[i].name, &enc[n],
+		    mfs_tensor_encode(MFS_FMT_JSON, o, cfg->outputs[i].name, &enc[n],
 				      &elen[n], err) < 0)
 			goto out;
 		while (elen[n] && enc[n][elen[n] - 1] == '\n')

@@ -149,14 +149,13 @@ static void release_run_in(mfs_request *r)
 	}
 }
 
+static void clear_slot(input_slot *s);
+
 static void free_request(mfs_request *r)
 {
 	mfs_membudget_give(r->charged);
-	for (int i = 0; r->in && i < r->n_in; i++) {
-		mfs_tensor_release(&r->in[i].t);
-		free(r->in[i].filename);
-		free(r->in[i].blob);
-	}
+	for (int i = 0; r->in && i < r->n_in; i++)
+		clear_slot(&r->in[i]);
 	release_run_in(r);
 	for (int i = 0; r->run_out && i < r->n_gout; i++)
 		mfs_tensor_release(&r->run_out[i]);
@@ -375,7 +374,12 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 				s->blob_len = 0;
 			}
 			s->t = (mfs_tensor){ 0 };
-		}
+		} else if (r->cfg->inputs[i].kind == MFS_KIND_OPTIONAL &&
+			   mfs_container_init(&r->run_in[s->graph_idx], MFS_KIND_OPTIONAL,
+					      r->cfg->inputs[i].elem_kind,
+					      r->cfg->inputs[i].dtype, 0, err) < 0) {
+			return record(r, -ENOMEM, err);
+		}   /* an optional left out: one without a value */
 		clear_slot(s);
 	}
 	r->state = MFS_REQ_QUEUED;
@@ -606,6 +610,9 @@ static int input_of_file(mfs_request *r, const char *filename, int *idx, int *fm
 	if (*idx < 0)
 		return record(r, mfs_fail(err, ENOENT, "'%s': model '%s' has no input named '%s'",
 					  filename, r->v->model_name, name), err);
+	if (mfs_value_format_ok((mfs_format)*fmt, r->cfg->inputs[*idx].kind,
+				r->cfg->inputs[*idx].elem_kind, name, err) < 0)
+		return record(r, -EINVAL, err);
 	return 0;
 }
 
@@ -667,15 +674,20 @@ static int commit_owned_locked(mfs_request *r, const char *filename, char *blob,
 		rc = record(r, mfs_fail(err, ENOMEM, "out of memory"), err);
 		goto out;
 	}
-	rc = mfs_tensor_decode_view((mfs_format)fmt, blob, len, &spec, &t, err);
+	if (r->cfg->inputs[idx].kind != MFS_KIND_TENSOR)
+		rc = mfs_value_decode((mfs_format)fmt, blob, len, &spec,
+				      r->cfg->inputs[idx].kind,
+				      r->cfg->inputs[idx].elem_kind, &t, err);
+	else
+		rc = mfs_tensor_decode_view((mfs_format)fmt, blob, len, &spec, &t, err);
 	if (rc == 0 && r->cfg->max_batch_size > 0 && t.shape.rank > 0 &&
 	    t.shape.dims[0] > r->cfg->max_batch_size) {
 		rc = mfs_fail(err, EINVAL, "input '%s': batch of %" PRId64 " exceeds max_batch_size %d",
 			      name, t.shape.dims[0], r->cfg->max_batch_size);
 		mfs_tensor_release(&t);
 	}
-	mfs_shape model_shape;
-	if (rc == 0) {
+	mfs_shape model_shape = t.shape;
+	if (rc == 0 && t.kind == MFS_KIND_TENSOR) {
 		rc = mfs_config_input_to_model(r->cfg, idx, &t.shape, &model_shape, err);
 		if (rc < 0)
 			mfs_tensor_release(&t);
@@ -914,8 +926,8 @@ static int encode_locked(mfs_request *r, int idx, mfs_format fmt, bool need_byte
 		return 0;
 	free(c->buf);
 	c->buf = NULL;
-	int rc = mfs_tensor_encode(fmt, &r->run_out[r->out_graph_idx[idx]], r->cfg->outputs[idx].name,
-				   &c->buf, &c->len, err);
+	int rc = mfs_value_encode(fmt, &r->run_out[r->out_graph_idx[idx]], r->cfg->outputs[idx].name,
+				  &c->buf, &c->len, err);
 	if (rc == 0)
 		c->valid = true;
 	return rc;
@@ -984,10 +996,12 @@ int mfs_request_read_output(mfs_request *r, uint64_t run, int idx, mfs_format fm
 			if (!*buf)
 				rc = mfs_fail(err, ENOMEM, "out of memory");
 		} else {
-			/* An output that does not fit the asked format (FP16 as
-			 * text is fine; this is for real encoder failures). */
+			/* An output that does not fit the asked format (a
+			 * sequence as .npy; FP16 as text is fine): for
+			 * $req/error too. */
 			rc = -EIO;
 			err->code = EIO;
+			r->error = *err;
 		}
 		break;
 	}

@@ -78,6 +78,59 @@ second_add_sub() {
 	grep -q '^READY' "$MNT/slow/status"
 }
 
+@test "explicit: loads in progress do not hold the mount (more of them than FUSE threads)" {
+	rm -rf "$REPO"
+	REPO=$(make_test_repo)
+	cat >> "$REPO/slow/config.pbtxt" <<'EOF'
+model_warmup { name: "w" count: 3
+  inputs { key: "x" value { data_type: TYPE_FP32 dims: [256, 1024] zero_data: true } } }
+EOF
+	local i pids=()
+	for i in $(seq 1 10); do
+		cp -r "$REPO/slow" "$REPO/slow$i"
+	done
+	mount_repo "$REPO" --model-control=explicit --load-model=add_sub
+	for i in $(seq 1 10); do
+		echo load > "$MNT/slow$i/control" &
+		pids+=($!)
+	done
+	sleep 0.5
+	# ten writes wait for their loads, one after the other; the eight
+	# FUSE threads still answer everyone else at once
+	timeout 2 cat "$MNT/add_sub/status" | grep -q '^READY'
+	req=$(new_request add_sub)
+	seq 16 > "$req/INPUT0.txt"
+	seq 16 > "$req/INPUT1.txt"
+	[ "$(timeout 2 cat "$req/OUTPUT0.txt")" = "$(seq -s ' ' 2 2 32)" ]
+	[ "$(index_state slow10 | cut -d'|' -f1)" != READY ]
+	for i in "${pids[@]}"; do wait "$i"; done
+	for i in $(seq 1 10); do [ "$(index_state slow$i | cut -d'|' -f1)" = READY ]; done
+}
+
+@test "explicit: stopping with loads queued answers them and exits cleanly" {
+	rm -rf "$REPO"
+	REPO=$(make_test_repo)
+	cat >> "$REPO/slow/config.pbtxt" <<'EOF'
+model_warmup { name: "w" count: 5
+  inputs { key: "x" value { data_type: TYPE_FP32 dims: [256, 1024] zero_data: true } } }
+EOF
+	local i pids=() failed=0
+	for i in 1 2 3 4; do cp -r "$REPO/slow" "$REPO/slow$i"; done
+	mount_repo "$REPO" --model-control=explicit
+	for i in 1 2 3 4; do
+		(echo load > "$MNT/slow$i/control") 2>"$T/err$i" &
+		pids+=($!)
+	done
+	sleep 0.3
+	kill -TERM "$DAEMON_PID"
+	for i in "${pids[@]}"; do wait "$i" || failed=$((failed + 1)); done
+	# the load running finishes; the ones still queued are refused
+	[ "$failed" -ge 1 ]
+	grep -q "Cannot send after transport endpoint shutdown" "$T"/err*
+	daemon_finished_cleanly
+	DAEMON_PID=
+}
+
 @test "explicit: --load-model loads only the models it names" {
 	second_add_sub other
 	mount_repo "$REPO" --model-control=explicit --load-model=other -o load_model=add_sub

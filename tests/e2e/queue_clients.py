@@ -63,7 +63,7 @@ def read_tree(name, req, x):
         done("%s=%s" % (name, errno.errorcode[e.errno]))
 
 
-def run_infer(name, x, priority, timeout):
+def infer_body(x, priority, timeout):
     params = {}
     if priority is not None:
         params["priority"] = priority
@@ -71,7 +71,11 @@ def run_infer(name, x, priority, timeout):
         params["timeout"] = timeout
     body = {"inputs": [{"name": "x", "shape": list(x.shape), "datatype": "FP32",
                         "data": x.ravel().tolist()}], "parameters": params}
-    r = infer(os.path.join(model_dir, "infer"), json.dumps(body).encode())
+    return json.dumps(body).encode()
+
+
+def run_infer(name, x, body):
+    r = infer(os.path.join(model_dir, "infer"), body)
     if "error" in r:
         done("%s=error:%s" % (name, r["error"]))
     else:
@@ -89,34 +93,41 @@ def wait_running(req):
     sys.exit("the blocker never ran")
 
 
+# Everything is made before the blocker runs, so that the requests reach
+# the queue while it runs.
+clients = []
+for spec in specs:
+    parts = spec.split(":")
+    c = {"name": parts[0], "infer": False, "priority": None, "timeout": None,
+         "x": rng.random((1, 256, 1024), dtype=np.float32)}
+    for p in parts[1:]:
+        if p == "infer":
+            c["infer"] = True
+        elif p.startswith("priority="):
+            c["priority"] = int(p[9:])
+        elif p.startswith("timeout="):
+            c["timeout"] = int(p[8:])
+    if c["infer"]:
+        c["body"] = infer_body(c["x"], c["priority"], c["timeout"])
+    clients.append(c)
 xb = rng.random((8, 256, 1024), dtype=np.float32)
 breq = tree_request(blocker, xb, None, None)
 wait_running(breq)
 threads = [threading.Thread(target=read_tree, args=(blocker, breq, xb))]
 threads[0].start()
-for spec in specs:
-    parts = spec.split(":")
-    name, use_infer, priority, timeout = parts[0], False, None, None
-    for p in parts[1:]:
-        if p == "infer":
-            use_infer = True
-        elif p.startswith("priority="):
-            priority = int(p[9:])
-        elif p.startswith("timeout="):
-            timeout = int(p[8:])
-    x = rng.random((1, 256, 1024), dtype=np.float32)
-    if use_infer:
-        t = threading.Thread(target=run_infer, args=(name, x, priority, timeout))
+for c in clients:
+    if c["infer"]:
+        t = threading.Thread(target=run_infer, args=(c["name"], c["x"], c["body"]))
         t.start()
         # The session is queued once its first read went in.
         time.sleep(0.3)
     else:
         try:
-            req = tree_request(name, x, priority, timeout)
+            req = tree_request(c["name"], c["x"], c["priority"], c["timeout"])
         except OSError as e:
-            done("%s=%s" % (name, errno.errorcode[e.errno]))
+            done("%s=%s" % (c["name"], errno.errorcode[e.errno]))
             continue
-        t = threading.Thread(target=read_tree, args=(name, req, x))
+        t = threading.Thread(target=read_tree, args=(c["name"], req, c["x"]))
         t.start()
     threads.append(t)
 for t in threads:

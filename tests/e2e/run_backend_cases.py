@@ -22,6 +22,9 @@ BFLOAT16 within 1e-3 + 8e-3 |want|; NaN matches NaN, infinities exactly;
 integers and booleans exactly.  As there, a UINT16 tensor of the data where
 the model declares BFLOAT16 is bfloat16 bits (ONNX's generator wrote them
 so); `modelfs run` reads such an input .pb the same way (SPEC section 6).
+A sequence or optional output is its ONNX message (SequenceProto,
+OptionalProto: SPEC section 6): the same kind, count and presence, and
+each tensor by the rule above.
 
 Prints one line per failing case, then per folder "node: X/T passed (L
 listed, F failed)" (T: the cases in the folder), and ends with "N passed,
@@ -45,13 +48,6 @@ TP = onnx.TensorProto
 TOLERANCE = {TP.FLOAT: (1e-5, 1e-3), TP.DOUBLE: (1e-5, 1e-3),
              TP.FLOAT16: (1e-3, 4e-3), TP.BFLOAT16: (1e-3, 8e-3)}
 CASE_TIMEOUT = 60
-
-
-def read_pb(path):
-    t = TP()
-    with open(path, "rb") as f:
-        t.ParseFromString(f.read())
-    return t
 
 
 def bf16_values(t):
@@ -92,11 +88,47 @@ def compare(name, got, want, declared):
     return None
 
 
+def compare_value(name, kind, got_path, want_path, declared):
+    """compare() for an output of any kind (ONNX type oneof name)."""
+    msg = {"sequence_type": onnx.SequenceProto,
+           "optional_type": onnx.OptionalProto}.get(kind, TP)
+    got, want = msg(), msg()
+    with open(got_path, "rb") as f:
+        got.ParseFromString(f.read())
+    with open(want_path, "rb") as f:
+        want.ParseFromString(f.read())
+    return compare_message(name, got, want, declared)
+
+
+def compare_message(name, got, want, declared):
+    if isinstance(want, TP):
+        return compare(name, got, want, declared)
+    if isinstance(want, onnx.SequenceProto):
+        w = list(want.tensor_values) or list(want.sequence_values)
+        g = list(got.tensor_values) or list(got.sequence_values)
+        if len(g) != len(w):
+            return "output %s: a sequence of %d, expected %d" % (name, len(g), len(w))
+        for i, (gi, wi) in enumerate(zip(g, w)):
+            why = compare_message("%s[%d]" % (name, i), gi, wi, None)
+            if why:
+                return why
+        return None
+    # OptionalProto: with a value or without, as expected
+    fields = ("tensor_value", "sequence_value", "optional_value")
+    w = [getattr(want, f) for f in fields if want.HasField(f)]
+    g = [getattr(got, f) for f in fields if got.HasField(f)]
+    if len(g) != len(w):
+        return "output %s: an optional %s a value, expected %s" % (
+            name, "with" if g else "without", "one" if w else "none")
+    return compare_message(name, g[0], w[0], None) if w else None
+
+
 def run_case(modelfs, device, case_dir, tmp):
     model = onnx.load(os.path.join(case_dir, "model.onnx"), load_external_data=False)
     inits = {i.name for i in model.graph.initializer}
     inputs = [i.name for i in model.graph.input if i.name not in inits]
-    outputs = [(o.name, o.type.tensor_type.elem_type) for o in model.graph.output]
+    outputs = [(o.name, o.type.WhichOneof("value"), o.type.tensor_type.elem_type)
+               for o in model.graph.output]
     repo = os.path.join(tmp, "repo")
     shutil.rmtree(repo, ignore_errors=True)
     os.makedirs(os.path.join(repo, "m", "1"))
@@ -113,21 +145,20 @@ def run_case(modelfs, device, case_dir, tmp):
                 "--out", out, "--format", "pb"]
         for k, name in enumerate(inputs):
             path = os.path.join(data, "input_%d.pb" % k)
-            if not os.path.exists(path):
-                break   # optional trailing inputs left out
-            args.append("%s=%s" % (name, path))
+            if os.path.exists(path):   # an optional input may be left out
+                args.append("%s=%s" % (name, path))
         try:
             r = subprocess.run(args, capture_output=True, text=True, timeout=CASE_TIMEOUT)
         except subprocess.TimeoutExpired:
             return "%s: timed out after %ds" % (s, CASE_TIMEOUT)
         if r.returncode != 0:
             return "%s: exit %d: %s" % (s, r.returncode, r.stderr.strip())
-        for k, (name, declared) in enumerate(outputs):
+        for k, (name, kind, declared) in enumerate(outputs):
             path = os.path.join(out, name + ".pb")
             if not os.path.exists(path):
                 return "%s: no output %s" % (s, name)
-            why = compare(name, read_pb(path), read_pb(os.path.join(data, "output_%d.pb" % k)),
-                          declared)
+            why = compare_value(name, kind, path, os.path.join(data, "output_%d.pb" % k),
+                                declared)
             if why:
                 return "%s: %s" % (s, why)
     return None

@@ -39,6 +39,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 /* fuse_kernel.h (not installed by libfuse): the stable wire layout. */
 enum {
 	OP_LOOKUP = 1, OP_FORGET = 2, OP_GETATTR = 3, OP_SETATTR = 4,
+	OP_READLINK = 5, OP_SYMLINK = 6,
 	OP_MKDIR = 9, OP_UNLINK = 10, OP_RMDIR = 11, OP_RENAME = 12,
 	OP_OPEN = 14, OP_READ = 15, OP_WRITE = 16, OP_RELEASE = 18,
 	OP_FSYNC = 20, OP_FLUSH = 25, OP_INIT = 26, OP_OPENDIR = 27,
@@ -231,7 +232,8 @@ static int fz_send(fz *z, uint32_t opcode, uint64_t nodeid, const void *a,
 		fprintf(stderr, "fuse fuzz: op %u node %llu (%zu bytes) -> %d, id %llu\n", opcode,
 			(unsigned long long)nodeid, total, err, (unsigned long long)id);
 	if (err == 0) {
-		if (opcode == OP_LOOKUP || opcode == OP_MKDIR || opcode == OP_CREATE)
+		if (opcode == OP_LOOKUP || opcode == OP_MKDIR || opcode == OP_CREATE ||
+		    opcode == OP_SYMLINK)
 			remember_node(z, id);
 		if (opcode == OP_CREATE)
 			remember_fh(z, id2);

@@ -3,7 +3,8 @@
  * without a kernel (fuse_fuzz_common.h).  After INIT and the lookups of
  * add_sub/requests, each input is a program: one byte picks an operation
  * (mkdir, lookup, create, open, write, flush, release, read, unlink,
- * rmdir, rename, getattr, setattr/truncate, readdir, forget, fsync), the
+ * rmdir, rename, getattr, setattr/truncate, readdir, forget, fsync,
+ * symlink to one of a few files or to raw bytes, readlink), the
  * next bytes pick its node, handle, name, offset and data from what the
  * daemon gave out so far.  No input may crash, leak, hang a request, or
  * get a reply of the wrong length. */
@@ -32,6 +33,33 @@ static const char *pick_name(fz_in *in, char *buf, size_t cap)
 	return buf;
 }
 
+/* What a symlink may point to: a good add_sub input, files that are not
+ * regular, a file of 0 bytes that /proc says more of, a relative path,
+ * nothing; or (1 in 8) raw bytes. */
+static const char *pick_target(fz_in *in, char *buf, size_t cap)
+{
+	static char good[64];
+	if (!good[0]) {
+		snprintf(good, sizeof(good), "/tmp/mfs-fuzz-link.XXXXXX");
+		int fd = mkstemp(good);
+		if (fd < 0)
+			abort();
+		static const char text[] = "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n";
+		if (write(fd, text, sizeof(text) - 1) != (ssize_t)(sizeof(text) - 1))
+			abort();
+		close(fd);
+	}
+	const char *const targets[] = { good, "/dev/null", "/tmp", "/proc/self/status", "x.txt", "" };
+	unsigned b = fz_byte(in);
+	if ((b & 7) != 7)
+		return targets[b % 6];
+	const uint8_t *p;
+	size_t n = fz_chunk(in, &p, cap - 1);
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	return buf;
+}
+
 static uint64_t pick(fz_in *in, const uint64_t *ids, int n)
 {
 	unsigned b = fz_byte(in);
@@ -50,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_lookup(&z, 1, "add_sub");
 	fz_lookup(&z, z.nodes[z.n_nodes - 1], "requests");
 	for (int steps = 0; in.n && steps < 64; steps++) {
-		unsigned op = fz_byte(&in) % 16;
+		unsigned op = fz_byte(&in) % 18;
 		uint64_t node = pick(&in, z.nodes, z.n_nodes);
 		const char *name = pick_name(&in, nb, sizeof(nb));
 		switch (op) {
@@ -159,6 +187,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			break;
 		}
+		case 16: {
+			const char *to = pick_target(&in, nb2, sizeof(nb2));
+			size_t a = strlen(name) + 1, b = strlen(to) + 1;
+			char *both = malloc(a + b);
+			memcpy(both, name, a);
+			memcpy(both + a, to, b);
+			fz_send(&z, OP_SYMLINK, node, NULL, 0, both, a + b);
+			free(both);
+			break;
+		}
+		case 17:
+			fz_send(&z, OP_READLINK, node, NULL, 0, NULL, 0);
+			break;
 		default: {
 			if (!z.n_fhs)
 				break;

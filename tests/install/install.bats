@@ -68,8 +68,11 @@ mk() { make --no-print-directory -s -C "$TOP" "$@" > "$T/make.log" 2>&1 || { cat
 @test "make install then make uninstall leave a Debian /usr/local as it was, folders too" {
 	# What a fresh Debian 12 has under /usr/local and /etc (base-files):
 	# none of the folders install makes (docs/FRESH.md found them left).
-	mkdir -p "$T/root/usr/local/bin" "$T/root/usr/local/lib" \
-		"$T/root/usr/local/share/man" "$T/root/etc/default"
+	# The FHS's /usr/local folders exist, empty, and must stay.
+	for d in bin etc games include lib man sbin share/man src; do
+		mkdir -p "$T/root/usr/local/$d"
+	done
+	mkdir -p "$T/root/etc/default"
 	(cd "$T/root" && find . | sort) > "$T/before"
 	mk install DESTDIR="$T/root"
 	[ -d "$T/root/usr/local/share/man/man5" ] && [ -d "$T/root/usr/local/lib/systemd/system" ]

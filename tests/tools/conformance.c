@@ -91,15 +91,21 @@ static char *read_file(const char *path, size_t *len)
 	return buf;
 }
 
-static int load_pb(const char *path, const char *dir, mfs_tensor *t, mfs_error *err)
+/* Read a TensorProto, or the SequenceProto / OptionalProto that the
+ * model's input or output d declares. */
+static int load_pb(const char *path, const char *dir, const mfs_io_desc *d,
+		   mfs_tensor *t, mfs_error *err)
 {
 	size_t len = 0;
 	char *buf = read_file(path, &len);
+	mfs_tensor like = { .kind = d ? d->kind : MFS_KIND_TENSOR,
+			    .elem_kind = d ? d->elem_kind : MFS_KIND_TENSOR,
+			    .dtype = d ? d->dtype : MFS_DT_UNDEFINED };
 	int rc;
 
 	if (!buf)
 		return mfs_fail(err, errno ? errno : EIO, "cannot read %s", path);
-	rc = onnx_tensor_decode(buf, len, dir, t, NULL, err);
+	rc = onnx_value_decode(buf, len, dir, &like, t, err);
 	free(buf);
 	return rc;
 }
@@ -115,13 +121,26 @@ static bool close_enough(double got, double want, bool exact)
 	return fabs(got - want) <= 1e-5 + 1e-3 * fabs(want);
 }
 
-/* Compare one output; describe the first difference in msg. */
-/* The type and shape of output k. */
+/* The type and shape of output k (of a sequence or optional: of each of
+ * its tensors). */
 static int compare_type_shape(const mfs_tensor *got, const mfs_tensor *want,
 			      int k, char *msg, size_t size)
 {
 	char sg[128], sw[128];
 
+	if (got->kind != want->kind || got->n_items != want->n_items) {
+		snprintf(msg, size, "output %d: a %s of %d items, expected a %s of %d",
+			 k, mfs_kind_name(got->kind), got->n_items,
+			 mfs_kind_name(want->kind), want->n_items);
+		return MISMATCH;
+	}
+	for (int i = 0; i < want->n_items; i++) {
+		int r = compare_type_shape(&got->items[i], &want->items[i], k, msg, size);
+		if (r != PASS)
+			return r;
+	}
+	if (want->kind != MFS_KIND_TENSOR)
+		return PASS;
 	if (got->dtype != want->dtype) {
 		snprintf(msg, size, "output %d: dtype %s, expected %s", k,
 			 mfs_dtype_onnx_name(got->dtype), mfs_dtype_onnx_name(want->dtype));
@@ -136,6 +155,7 @@ static int compare_type_shape(const mfs_tensor *got, const mfs_tensor *want,
 	return PASS;
 }
 
+/* Compare one output; describe the first difference in msg. */
 static int compare(const mfs_tensor *got, const mfs_tensor *want, int k,
 		   char *msg, size_t size)
 {
@@ -145,6 +165,11 @@ static int compare(const mfs_tensor *got, const mfs_tensor *want, int k,
 
 	if (compare_type_shape(got, want, k, msg, size) != PASS)
 		return MISMATCH;
+	for (int i = 0; i < want->n_items; i++)
+		if (compare(&got->items[i], &want->items[i], k, msg, size) != PASS)
+			return MISMATCH;
+	if (want->kind != MFS_KIND_TENSOR)
+		return PASS;
 	/* FP16 results are computed in FP32 and rounded: allow FP16's own
 	 * precision; BF16's is one 2^-8 step (ONNX 1.12's reference truncates
 	 * to bfloat16 where we round to nearest). */
@@ -228,10 +253,18 @@ static int run_case(const char *case_dir, char *msg, size_t size)
 		memset(want, 0, sizeof(want));
 		memset(got, 0, sizeof(got));
 		for (; loaded_in < n_in; loaded_in++) {
+			const mfs_io_desc *d = mfs_graph_input(model, loaded_in);
 			snprintf(path, sizeof(path), "%s/input_%d.pb", set_dir, loaded_in);
+			if (stat(path, &st) != 0 && d->kind == MFS_KIND_OPTIONAL) {
+				/* an optional input left out: one without a value */
+				if (mfs_container_init(&in[loaded_in], MFS_KIND_OPTIONAL,
+						       d->elem_kind, d->dtype, 0, &err))
+					break;
+				continue;
+			}
 			if (stat(path, &st) != 0)
 				break; /* optional trailing inputs absent */
-			if (load_pb(path, set_dir, &in[loaded_in], &err)) {
+			if (load_pb(path, set_dir, d, &in[loaded_in], &err)) {
 				snprintf(msg, size, "input %d: %s", loaded_in, err.msg);
 				result = ERROR;
 				break;
@@ -240,7 +273,8 @@ static int run_case(const char *case_dir, char *msg, size_t size)
 		}
 		for (; result == PASS && loaded_want < n_out; loaded_want++) {
 			snprintf(path, sizeof(path), "%s/output_%d.pb", set_dir, loaded_want);
-			if (load_pb(path, set_dir, &want[loaded_want], &err)) {
+			if (load_pb(path, set_dir, mfs_graph_output(model, loaded_want),
+				    &want[loaded_want], &err)) {
 				snprintf(msg, size, "output %d: %s", loaded_want, err.msg);
 				result = ERROR;
 				break;

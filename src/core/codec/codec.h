@@ -69,6 +69,20 @@ int mfs_tensor_check(const mfs_tensor *t, const mfs_tensor_spec *spec,
 int mfs_tensor_prefix_check(mfs_format fmt, const void *buf, size_t len,
 			    mfs_error *err);
 
+/* Sequences and optionals in one file (codec_value.c, SPEC.md section
+ * 6): fmt .pb is the ONNX message; an optional of a tensor may be any
+ * tensor format, an empty file meaning no value.  mfs_value_format_ok
+ * fails (EINVAL, naming name) when fmt cannot hold a value of that kind;
+ * decode checks the tensors' dtype against spec->dtype; for a tensor
+ * both are mfs_tensor_decode / mfs_tensor_encode. */
+int mfs_value_format_ok(mfs_format fmt, mfs_kind kind, mfs_kind elem_kind,
+			const char *name, mfs_error *err);
+int mfs_value_decode(mfs_format fmt, const void *buf, size_t len,
+		     const mfs_tensor_spec *spec, mfs_kind kind, mfs_kind elem_kind,
+		     mfs_tensor *out, mfs_error *err);
+int mfs_value_encode(mfs_format fmt, const mfs_tensor *t, const char *name,
+		     char **buf, size_t *len, mfs_error *err);
+
 /* Encode t; *buf is malloc'd and owned by the caller. */
 int mfs_tensor_encode(mfs_format fmt, const mfs_tensor *t, const char *name,
 		      char **buf, size_t *len, mfs_error *err);

@@ -28,6 +28,10 @@ typedef struct mfs_io_config {
 	bool optional;
 	char *label_filename;        /* outputs: labels file in the model directory; NULL = none */
 	int graph_index;             /* the graph's input/output number; -1 until completed */
+	/* A sequence or optional (tensor.h), as the graph declares it: the
+	 * config has no syntax for them (CONFIG.md), completion copies them;
+	 * dtype is then of the tensors, rank -1 (each tensor its own shape). */
+	mfs_kind kind, elem_kind;
 } mfs_io_config;
 
 typedef enum mfs_version_policy_kind {

@@ -72,6 +72,33 @@ static int strip_batch(const mfs_model_config *c, const char *what,
 	return 0;
 }
 
+/* A sequence or optional of the graph: Triton's config cannot say so,
+ * so the graph's kind is taken; what the config may say is its tensors'
+ * data_type and dims [-1] (any shape: each tensor has its own).  An
+ * optional input may be left out (optional: true).  Batching would have
+ * to cut every tensor of a sequence: refused. */
+static int complete_container(const mfs_model_config *c, mfs_io_config *io,
+			      const char *what, const mfs_io_desc *g, mfs_error *err)
+{
+	char kind[64];
+
+	mfs_type_format(g->kind, g->elem_kind, g->dtype, kind, sizeof(kind));
+	if (c->max_batch_size > 0)
+		return mfs_fail(err, EINVAL,
+				"%s '%s' is a %s: max_batch_size must be 0 (a sequence is not batched)",
+				what, g->name, kind);
+	if (io->has_reshape || (io->rank >= 0 && !(io->rank == 1 && io->dims[0] == -1)))
+		return mfs_fail(err, EINVAL,
+				"%s '%s' is a %s: its config entry may give dims [-1] only, and no reshape",
+				what, io->name, kind);
+	io->kind = g->kind;
+	io->elem_kind = g->elem_kind;
+	io->rank = -1;
+	if (g->kind == MFS_KIND_OPTIONAL && strcmp(what, "input") == 0)
+		io->optional = true;
+	return 0;
+}
+
 static int check_io(mfs_model_config *c, mfs_io_config *io, const char *what,
 		    const mfs_io_desc *g, mfs_error *err)
 {
@@ -91,6 +118,8 @@ static int check_io(mfs_model_config *c, mfs_io_config *io, const char *what,
 				"%s '%s': the config says data_type %s, the graph has %s",
 				what, io->name, mfs_dtype_config_name(io->dtype),
 				mfs_dtype_config_name(g->dtype));
+	if (g->kind != MFS_KIND_TENSOR)
+		return complete_container(c, io, what, g, err);
 	rc = strip_batch(c, what, g, gdims, &grank, err);
 	if (rc)
 		return rc;

@@ -31,7 +31,12 @@ static json_t *io_json(const mfs_io_config *io, bool is_input)
 		return NULL;
 	json_object_set_new(o, "name", json_string(io->name ? io->name : ""));
 	json_object_set_new(o, "data_type", json_string(dt ? dt : "TYPE_INVALID"));
-	json_object_set_new(o, "dims", dims_json(io->dims, io->rank > 0 ? io->rank : 0));
+	if (io->kind != MFS_KIND_TENSOR) {
+		static const int64_t any[1] = { -1 };   /* CONFIG.md: sequences */
+		json_object_set_new(o, "dims", dims_json(any, 1));
+	} else {
+		json_object_set_new(o, "dims", dims_json(io->dims, io->rank > 0 ? io->rank : 0));
+	}
 	if (io->has_reshape) {
 		json_t *r = json_object();
 		if (r)

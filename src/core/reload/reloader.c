@@ -5,8 +5,9 @@
  * files (signatures) is touched by one thread at a time: the caller of
  * mfs_reloader_new before the loader starts, then only the loader; so
  * is the explicit mode's list of loaded models.  Control commands
- * (mfs_reloader_control) are queued under rl->lock and run by the loader
- * thread, which marks each done; the caller waits for that.
+ * (mfs_reloader_control_async) are queued under rl->lock and run by the
+ * loader thread, which calls each one's done() with no lock held and
+ * frees it; stopping calls done() of those never run.
  */
 #include "reloader.h"
 
@@ -41,13 +42,12 @@ typedef struct mrec {
 	int n;
 } mrec;
 
-/* A control command, on its caller's stack while it waits. */
+/* A queued control command. */
 typedef struct command {
-	const char *model;
+	char *model;
 	mfs_control_verb verb;
-	int rc;
-	mfs_error err;
-	bool done;                 /* under lock */
+	mfs_control_done done;
+	void *ctx;
 	struct command *next;
 } command;
 
@@ -66,7 +66,6 @@ struct mfs_reloader {
 	mrec *recs;                /* loader only */
 	int n_recs;
 	command *cmds, **cmds_tail;   /* under lock: waiting to run */
-	int n_waiting;             /* under lock: callers in mfs_reloader_control */
 	char **wanted;             /* loader only: explicit mode's loaded models */
 	int n_wanted;
 };
@@ -447,48 +446,87 @@ static int control_unload(mfs_reloader *rl, const char *name, mfs_error *err)
 	return 0;
 }
 
+/* Run c, tell its caller, free it (loader thread, no lock held). */
 static void run_command(mfs_reloader *rl, command *c)
 {
-	mfs_error_clear(&c->err);
-	c->rc = c->verb == MFS_CONTROL_LOAD ? control_load(rl, c->model, &c->err)
-					    : control_unload(rl, c->model, &c->err);
+	mfs_error err;
+	mfs_error_clear(&err);
+	int rc = c->verb == MFS_CONTROL_LOAD ? control_load(rl, c->model, &err)
+					     : control_unload(rl, c->model, &err);
 	if (rl->conf.changed)
 		rl->conf.changed(rl->conf.ctx, c->model);
+	c->done(c->ctx, rc, &err);
+	free(c->model);
+	free(c);
+}
+
+int mfs_reloader_control_async(mfs_reloader *rl, const char *model, mfs_control_verb verb,
+			       mfs_control_done done, void *ctx, mfs_error *err)
+{
+	command *c = calloc(1, sizeof(*c));
+	if (!c || !(c->model = strdup(model))) {
+		free(c);
+		return mfs_fail(err, ENOMEM, "out of memory");
+	}
+	c->verb = verb;
+	c->done = done;
+	c->ctx = ctx;
+	pthread_mutex_lock(&rl->lock);
+	bool refused = rl->stop || !rl->running;
+	if (!refused) {
+		*rl->cmds_tail = c;
+		rl->cmds_tail = &c->next;
+		pthread_cond_broadcast(&rl->cond);
+	}
+	pthread_mutex_unlock(&rl->lock);
+	if (refused) {
+		free(c->model);
+		free(c);
+		return mfs_fail(err, ESHUTDOWN, "the daemon is stopping");
+	}
+	return 0;
+}
+
+/* mfs_reloader_control: the caller's wait for its command. */
+typedef struct waiter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int rc;
+	mfs_error err;
+} waiter;
+
+static void wake(void *ctx, int rc, const mfs_error *err)
+{
+	waiter *w = ctx;
+	pthread_mutex_lock(&w->lock);
+	w->rc = rc;
+	w->err = *err;
+	w->done = true;
+	/* Signalled under the lock: once it is let go, the waiter may be gone. */
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
 }
 
 int mfs_reloader_control(mfs_reloader *rl, const char *model, mfs_control_verb verb,
 			 mfs_error *err)
 {
-	command c = { .model = model, .verb = verb };
-	pthread_mutex_lock(&rl->lock);
-	if (rl->stop || !rl->running) {
-		pthread_mutex_unlock(&rl->lock);
-		return mfs_fail(err, ESHUTDOWN, "the daemon is stopping");
+	waiter w = { .done = false };
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	int rc = mfs_reloader_control_async(rl, model, verb, wake, &w, err);
+	if (rc == 0) {
+		pthread_mutex_lock(&w.lock);
+		while (!w.done)
+			pthread_cond_wait(&w.cond, &w.lock);
+		pthread_mutex_unlock(&w.lock);
+		rc = w.rc;
+		if (rc < 0 && err)
+			*err = w.err;
 	}
-	*rl->cmds_tail = &c;
-	rl->cmds_tail = &c.next;
-	rl->n_waiting++;
-	pthread_cond_broadcast(&rl->cond);
-	while (!c.done)
-		pthread_cond_wait(&rl->cond, &rl->lock);
-	rl->n_waiting--;
-	pthread_cond_broadcast(&rl->cond);
-	pthread_mutex_unlock(&rl->lock);
-	if (c.rc < 0 && err)
-		*err = c.err;
-	return c.rc;
-}
-
-/* Answer every queued command with why (lock held; stopping). */
-static void cancel_commands_locked(mfs_reloader *rl)
-{
-	for (command *c = rl->cmds; c; c = c->next) {
-		c->rc = mfs_fail(&c->err, ESHUTDOWN, "the daemon is stopping");
-		c->done = true;
-	}
-	rl->cmds = NULL;
-	rl->cmds_tail = &rl->cmds;
-	pthread_cond_broadcast(&rl->cond);
+	pthread_mutex_destroy(&w.lock);
+	pthread_cond_destroy(&w.cond);
+	return rc;
 }
 
 /* ---- the loader thread ---- */
@@ -522,8 +560,6 @@ static void *loader_thread(void *arg)
 			pthread_mutex_unlock(&rl->lock);
 			run_command(rl, c);
 			pthread_mutex_lock(&rl->lock);
-			c->done = true;
-			pthread_cond_broadcast(&rl->cond);
 			continue;
 		}
 		if (rl->all) {
@@ -662,13 +698,21 @@ void mfs_reloader_stop(mfs_reloader *rl)
 	if (rl->running)
 		pthread_join(rl->thread, NULL);
 	rl->running = false;
-	/* Whoever still waits on a command is answered and gone before the
-	 * lock goes away. */
+	/* Commands never run are answered (new ones are refused now). */
 	pthread_mutex_lock(&rl->lock);
-	cancel_commands_locked(rl);
-	while (rl->n_waiting > 0)
-		pthread_cond_wait(&rl->cond, &rl->lock);
+	command *c = rl->cmds;
+	rl->cmds = NULL;
+	rl->cmds_tail = &rl->cmds;
 	pthread_mutex_unlock(&rl->lock);
+	while (c) {
+		command *next = c->next;
+		mfs_error err;
+		int rc = mfs_fail(&err, ESHUTDOWN, "the daemon is stopping");
+		c->done(c->ctx, rc, &err);
+		free(c->model);
+		free(c);
+		c = next;
+	}
 }
 
 void mfs_reloader_free(mfs_reloader *rl)

@@ -62,12 +62,21 @@ int mfs_reloader_run(mfs_reloader *rl, mfs_error *err);
 void mfs_reloader_rescan(mfs_reloader *rl);
 
 /* Explicit mode: load (or reload what changed of) model, or unload it,
- * on the loader thread, and return once that is done, so that the model
- * can be used as soon as this returns 0.  -ENOENT: no such model in the
- * repository (load) or listed (unload); -EIO: the load failed (the
- * reason is the model's state, and logged); -ESHUTDOWN: stopping.
- * Unloading a model that is not loaded succeeds.  Any thread but the
- * loader's. */
+ * on the loader thread; done(ctx, rc, err) is called there once it is
+ * done (after the changed callback), so the model can be used as soon as
+ * rc is 0.  rc: 0; -ENOENT: no such model in the repository (load) or
+ * listed (unload); -EIO: the load failed (the reason is the model's
+ * state, and logged); -ESHUTDOWN: stopping (done is then called by
+ * mfs_reloader_stop's caller).  Unloading a model that is not loaded
+ * succeeds.  Returns 0 when queued (done will be called exactly once),
+ * or -ESHUTDOWN / -ENOMEM (done will not be).  Any thread. */
+typedef void (*mfs_control_done)(void *ctx, int rc, const mfs_error *err);
+int mfs_reloader_control_async(mfs_reloader *rl, const char *model,
+			       mfs_control_verb verb, mfs_control_done done,
+			       void *ctx, mfs_error *err);
+
+/* The same, waiting for it; returns done's rc.  Not on the loader
+ * thread (nor in a changed callback). */
 int mfs_reloader_control(mfs_reloader *rl, const char *model,
 			 mfs_control_verb verb, mfs_error *err);
 
