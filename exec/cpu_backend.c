@@ -369,7 +369,8 @@ static bool share_view(cpu_exec *e, const mfs_node *nd, const mfs_op_ctx *ctx)
 	if (!(nd->def->flags & MFS_OP_VIEW) || nd->n_out != 1 || !out0 || !in0 ||
 	    in0->kind != MFS_KIND_TENSOR || out0->kind != MFS_KIND_TENSOR ||
 	    in0->layout != MFS_LAYOUT_PLAIN || out0->layout != MFS_LAYOUT_PLAIN ||
-	    out0->dtype != in0->dtype || mfs_rt_bytes(out0) != in0->nbytes)
+	    out0->dtype != in0->dtype || mfs_rt_bytes(out0) != in0->nbytes ||
+	    (nd->def->may_view && !nd->def->may_view(ctx)))
 		return false;
 	o = nd->out[0];
 	/* a relabelled input (no temporary block) is still the value's own

@@ -640,7 +640,8 @@ static bool share_view(ocl_exec *e, const mfs_node *nd, const mfs_op_ctx *ctx)
 	if (!(nd->def->flags & MFS_OP_VIEW) || nd->n_in < 1 || nd->in[0] < 0 ||
 	    !ctx->out[0] || (nd->n_out != 1 && ctx->out[1]) ||
 	    ctx->out[0]->dtype != ctx->in[0]->dtype ||
-	    mfs_rt_bytes(ctx->out[0]) != mfs_rt_bytes(ctx->in[0]))
+	    mfs_rt_bytes(ctx->out[0]) != mfs_rt_bytes(ctx->in[0]) ||
+	    (nd->def->may_view && !nd->def->may_view(ctx)))
 		return false;
 	src = &e->vals[nd->in[0]];
 	dst = &e->vals[nd->out[0]];

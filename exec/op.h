@@ -106,6 +106,11 @@ typedef struct mfs_op_def {
 	int (*prepare)(mfs_op_ctx *ctx);
 	int (*run)(mfs_op_ctx *ctx);
 	void (*release)(void *state);
+	/* For an MFS_OP_VIEW operator whose output is its input only for
+	 * some inputs (Dropout: not in training mode): false when this run
+	 * must compute.  Asked by the backends before they alias; NULL means
+	 * always a view. */
+	bool (*may_view)(const mfs_op_ctx *ctx);
 } mfs_op_def;
 
 #define MFS_OP_DOMAIN(dom, name, ver, ...)                                   \

@@ -283,6 +283,61 @@ static void test_refusals(void **state)
 	assert_non_null(strstr(err.msg, "shape attribute is required"));
 }
 
+/* Dropout in training mode draws numpy's stream (exec/ops/mt19937.h):
+ * with seed 0 and ratio 0.6 numpy keeps elements 1 and 2 of 4
+ * (np.random.seed(0); np.random.uniform(0, 1, 4) >= 0.6), scaled by 2.5;
+ * with training_mode false the output is the input. */
+static void test_dropout_training(void **state)
+{
+	onnx_model *o = gb_new(13);
+	int64_t dims[1] = { 4 }, none[1] = { 0 };
+	float x[4] = { 1, 2, 3, 4 }, ratio = 0.6f;
+	bool on = true;
+	mfs_tensor in[2] = {
+		{ .dtype = MFS_DT_FLOAT, .shape = { .rank = 1, .dims = { 4 } },
+		  .data = x, .nbytes = sizeof(x) },
+		{ .dtype = MFS_DT_BOOL, .shape = { .rank = 0 }, .data = &on, .nbytes = 1 },
+	};
+	mfs_tensor y[2];
+	mfs_graph *g = NULL;
+	mfs_exec *e = NULL;
+	mfs_error err;
+	onnx_node *n;
+	(void)state;
+
+	gb_input(o, "x", MFS_DT_FLOAT, 1, dims);
+	gb_input(o, "t", MFS_DT_BOOL, 0, none);
+	gb_init_f32(o, "r", 0, none, &ratio);
+	n = gb_node(o, "", "Dropout", "d", "x,r,t", "y,mask");
+	attr_int(n, "seed", 0);
+	gb_output(o, "y");
+	gb_output(o, "mask");
+	if (mfs_graph_compile(o, "m", &g, &err) || mfs_exec_new(g, NULL, &e, &err))
+		fail_msg("failed: %s", err.msg);
+	for (int run = 0; run < 2; run++) {   /* seeded: the same mask each run */
+		if (mfs_exec_run(e, in, y, &err))
+			fail_msg("run: %s", err.msg);
+		const float *v = y[0].data;
+		const bool *m = y[1].data;
+		/* scale: float(1 / (1 - 0.6f)), a hair above 2.5 */
+		assert_true(v[0] == 0.0f && v[3] == 0.0f);
+		assert_true(fabsf(v[1] - 5.0f) < 1e-5f && fabsf(v[2] - 7.5f) < 1e-5f);
+		assert_true(!m[0] && m[1] && m[2] && !m[3]);
+		assert_true(y[0].data != x);
+		mfs_tensor_release(&y[0]);
+		mfs_tensor_release(&y[1]);
+	}
+	on = false;
+	if (mfs_exec_run(e, in, y, &err))
+		fail_msg("run: %s", err.msg);
+	assert_memory_equal(y[0].data, x, sizeof(x));
+	assert_true(((const bool *)y[1].data)[0] && ((const bool *)y[1].data)[3]);
+	mfs_tensor_release(&y[0]);
+	mfs_tensor_release(&y[1]);
+	mfs_exec_free(e);
+	mfs_graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_bernoulli),
 		cmocka_unit_test(test_multinomial),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_dropout_training),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
