@@ -11,6 +11,11 @@
   cnn/      small CNN on 1x28x28 images (Conv, BatchNormalization, Relu,
             MaxPool, Flatten, Gemm): "image" FP32[1,28,28] -> "logits"
             FP32[10].  max_batch_size 16.
+  pipeline/ an ensemble (platform "ensemble") of three steps:
+            pipeline_preprocess ("pixels" UINT8[28,28] -> "image"
+            FP32[1,28,28], scaled to [-1, 1]), cnn, pipeline_softmax
+            ("logits" -> "probabilities"), with labels.txt naming the
+            ten classes (probabilities.top1.txt says "score index label").  max_batch_size 16 everywhere.
 
 Each model gets config.pbtxt, 1/model.onnx (opset 13) and samples/ with
 input files in several formats plus the PyTorch/NumPy reference outputs
@@ -252,12 +257,114 @@ output [
     save_npy(os.path.join(s, "expected", "logits.npy"), y)
 
 
+def save_onnx(d, nodes, inputs, outputs, initializers=()):
+    g = helper.make_graph(nodes, os.path.basename(d), inputs, outputs,
+                          initializer=list(initializers))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)],
+                          producer_name="modelfs examples/make_examples.py")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    os.makedirs(os.path.join(d, "1"), exist_ok=True)
+    onnx.save(m, os.path.join(d, "1", "model.onnx"))
+
+
+def pipeline():
+    """The ensemble: its two ONNX steps beside cnn, its config and labels."""
+    pre = os.path.join(HERE, "pipeline_preprocess")
+    save_onnx(pre, [
+        helper.make_node("Cast", ["pixels"], ["f"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["f", "scale"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "offset"], ["centred"]),
+        helper.make_node("Unsqueeze", ["centred", "channel_axis"], ["image"]),
+    ], [helper.make_tensor_value_info("pixels", TensorProto.UINT8, ["batch", 28, 28])],
+       [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 1, 28, 28])],
+       [helper.make_tensor("scale", TensorProto.FLOAT, [], [2.0 / 255.0]),
+        helper.make_tensor("offset", TensorProto.FLOAT, [], [-1.0]),
+        helper.make_tensor("channel_axis", TensorProto.INT64, [1], [1])])
+    write(os.path.join(pre, "config.pbtxt"), """\
+# The pipeline's first step: 8-bit grey pixels to the CNN's input,
+# scaled to [-1, 1] with a channel dim.
+name: "pipeline_preprocess"
+max_batch_size: 16
+dynamic_batching { }
+input [ { name: "pixels", data_type: TYPE_UINT8, dims: [ 28, 28 ] } ]
+output [ { name: "image", data_type: TYPE_FP32, dims: [ 1, 28, 28 ] } ]
+""")
+    post = os.path.join(HERE, "pipeline_softmax")
+    save_onnx(post, [helper.make_node("Softmax", ["logits"], ["probabilities"], axis=-1)],
+              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
+              [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["batch", 10])])
+    write(os.path.join(post, "config.pbtxt"), """\
+# The pipeline's last step: the CNN's logits to probabilities.
+name: "pipeline_softmax"
+max_batch_size: 16
+dynamic_batching { }
+input [ { name: "logits", data_type: TYPE_FP32, dims: [ 10 ] } ]
+output [ { name: "probabilities", data_type: TYPE_FP32, dims: [ 10 ] } ]
+""")
+    d = os.path.join(HERE, "pipeline")
+    # An ensemble's version directory is empty (Triton's layout); git
+    # keeps it through this file, which the repository scan ignores.
+    write(os.path.join(d, "1", ".keep"), "")
+    write(os.path.join(d, "config.pbtxt"), """\
+# preprocess -> cnn -> softmax, run inside the daemon: the intermediate
+# tensors ("image", "logits") never leave it.  Triton's ensemble fields.
+name: "pipeline"
+platform: "ensemble"
+max_batch_size: 16
+input [ { name: "pixels", data_type: TYPE_UINT8, dims: [ 28, 28 ] } ]
+output [
+  { name: "probabilities", data_type: TYPE_FP32, dims: [ 10 ], label_filename: "labels.txt" },
+  { name: "logits", data_type: TYPE_FP32, dims: [ 10 ] }
+]
+ensemble_scheduling {
+  step [
+    {
+      model_name: "pipeline_preprocess"
+      model_version: -1
+      input_map { key: "pixels" value: "pixels" }
+      output_map { key: "image" value: "image" }
+    },
+    {
+      model_name: "cnn"
+      model_version: -1
+      input_map { key: "image" value: "image" }
+      output_map { key: "logits" value: "logits" }
+    },
+    {
+      model_name: "pipeline_softmax"
+      model_version: -1
+      input_map { key: "logits" value: "logits" }
+      output_map { key: "probabilities" value: "probabilities" }
+    }
+  ]
+}
+""")
+    write(os.path.join(d, "labels.txt"), "".join(
+        w + "\n" for w in ("zero", "one", "two", "three", "four", "five", "six",
+                           "seven", "eight", "nine")))
+    s = os.path.join(d, "samples")
+    rng = np.random.default_rng(12)
+    px = rng.integers(0, 256, size=(1, 28, 28), dtype=np.uint8)
+    save_npy(os.path.join(s, "pixels.npy"), px)
+    save_txt(os.path.join(s, "pixels.txt"), px)
+    torch.manual_seed(2)
+    model = CNN().eval()
+    x = (px.astype(np.float32) * np.float32(2.0 / 255.0) + np.float32(-1.0))[:, None]
+    with torch.no_grad():
+        logits = model(torch.from_numpy(x)).numpy()
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    save_npy(os.path.join(s, "expected", "logits.npy"), logits)
+    save_npy(os.path.join(s, "expected", "probabilities.npy"), e / e.sum(axis=1, keepdims=True))
+
+
 def main():
     torch.use_deterministic_algorithms(True)
     add_sub()
     mlp()
     cnn()
-    for m in ("add_sub", "mlp", "cnn"):
+    pipeline()
+    for m in ("add_sub", "mlp", "cnn", "pipeline_preprocess", "pipeline_softmax"):
         g = onnx.load(os.path.join(HERE, m, "1", "model.onnx")).graph
         print("%-8s %s" % (m, " ".join(sorted({n.op_type for n in g.node}))))
     return 0

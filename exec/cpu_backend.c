@@ -293,7 +293,7 @@ static int bind_inputs(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 		int rc;
 		if (!t || t->layout != MFS_LAYOUT_NHWC)
 			continue;
-		if (nhwc_ok && (k == 0 ||
+		if (nhwc_ok && (k == 0 || (nd->def->flags & MFS_OP_NHWC_ANY_INPUT) ||
 				(nhwc0 && mfs_shape_equal(&t->shape, &ctx->in[0]->shape))))
 			continue;
 		if ((rc = convert_input(e, ctx, k)))

@@ -1,5 +1,6 @@
 /* fusion.c - Conv + activation -> FusedConv (see fusion.h), then the
- * rewrites of rewrite.h (LayerNorm, GELU, attention, Dense).
+ * rewrites of rewrite.h (LayerNorm, GELU, attention, Dense, the residual
+ * Conv + Add (+ Relu)).
  *
  * The pattern: a default-domain Conv node with one output, read by exactly
  * one node (and not a graph output), that node being
@@ -15,9 +16,8 @@
  *
  * Why on the ONNX graph, before compile: the rest of the engine (folding,
  * shapes, layouts, lifetimes) then sees an ordinary node and needs no
- * special case.  Residual adds (Conv -> Add -> Relu) are not fused here:
- * FusedConv's Z must have the output's exact shape, which is only known
- * after shape inference.
+ * special case.  Residual adds (Conv -> Add -> Relu) are
+ * exec/rewrite_residual.c's.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -117,6 +117,20 @@ static int fuse_pair(onnx_node *conv, onnx_node *act_node, const char *act,
 	return 0;
 }
 
+/* Is pass name listed in MFS_FUSE_SKIP (comma-separated)? */
+static bool skipped(const char *name)
+{
+	const char *p = getenv("MFS_FUSE_SKIP");
+	size_t n = strlen(name);
+	while (p && *p) {
+		size_t len = strcspn(p, ",");
+		if (len == n && !strncmp(p, name, n))
+			return true;
+		p += len + (p[len] == ',');
+	}
+	return false;
+}
+
 int mfs_fuse_graph(onnx_model *m, mfs_error *err)
 {
 	const char *env = getenv("MFS_FUSE");
@@ -157,12 +171,18 @@ int mfs_fuse_graph(onnx_model *m, mfs_error *err)
 	}
 	/* The transformer rewrites (rewrite.h); GELU before Dense, which
 	 * takes a Gelu node as its activation. */
-	int (*const passes[])(onnx_model *) = {
-		mfs_rewrite_layernorm, mfs_rewrite_gelu, mfs_rewrite_attention,
-		mfs_rewrite_dense,
+	static const struct {
+		const char *name;
+		int (*run)(onnx_model *);
+	} passes[] = {
+		{ "layernorm", mfs_rewrite_layernorm }, { "gelu", mfs_rewrite_gelu },
+		{ "attention", mfs_rewrite_attention }, { "dense", mfs_rewrite_dense },
+		{ "residual", mfs_rewrite_residual },
 	};
 	for (size_t p = 0; p < sizeof(passes) / sizeof(passes[0]); p++) {
-		int rc = passes[p](m);
+		if (skipped(passes[p].name))
+			continue;
+		int rc = passes[p].run(m);
 		if (rc < 0)
 			return mfs_fail(err, ENOMEM, "out of memory while rewriting the graph");
 		fused += rc;

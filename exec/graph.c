@@ -1130,7 +1130,7 @@ static bool demote(mfs_value *v)
  * whose input 0 is NHWC, since they write in input 0's layout) and every
  * reader accepts it without a conversion: an NHWC_OK reader takes NHWC in
  * slot 0, and in another slot only when its input 0 is NHWC with the same
- * shape; and the reader's infer() accepts the planned layouts (operators
+ * shape or the reader says MFS_OP_NHWC_ANY_INPUT; and the reader's infer() accepts the planned layouts (operators
  * say there what they cannot do, e.g. an elementwise op with an NHWC input
  * and a plain broadcast operand).  Graph outputs stay plain.  Candidates
  * start optimistic and are demoted until nothing changes (each step only
@@ -1171,7 +1171,7 @@ static void plan_layouts(compiler *c)
 				mfs_value *v = nd->in[k] >= 0 ? &m->values[nd->in[k]] : NULL;
 				if (!v || v->layout != MFS_LAYOUT_NHWC)
 					continue;
-				if (ok && (k == 0 ||
+				if (ok && (k == 0 || (nd->def->flags & MFS_OP_NHWC_ANY_INPUT) ||
 					   (in0_nhwc && mfs_shape_equal(&v->plan_shape,
 									&in0->plan_shape))))
 					any = true;

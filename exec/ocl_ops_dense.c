@@ -395,6 +395,14 @@ int ocl_op_conv(ocl_run *r)
 	}
 	if ((rc = conv_geometry(ctx, x, w, &j)))
 		return rc;
+	/* The kernels add Z of the output's own shape; FusedConv's broadcast
+	 * Z (exec/ops/conv.c, the residual rewrite's run-time fallback) is
+	 * left to the host. */
+	if (j.hasz && (y->shape.rank != 4 || y->shape.dims[0] != j.p.n ||
+		       y->shape.dims[1] != j.p.m || y->shape.dims[2] != j.p.oh ||
+		       y->shape.dims[3] != j.p.ow ||
+		       !mfs_shape_equal(&ctx->in[3]->shape, &y->shape)))
+		return OCL_HOST;
 	/* Decided before any buffer is taken: OCL_HOST must come first. */
 	nb = j.p.group > 1 ? 1 : conv_chunk_images(&j);
 	if (!nb)

@@ -95,6 +95,12 @@ enum {
 	 * engine, run() builds it (mfs_container_init) and owns its items.
 	 * The engine refuses a container input to an operator without it. */
 	MFS_OP_CONTAINERS = 1u << 6,
+	/* With MFS_OP_NHWC_OK: reads NHWC in every input slot, whatever the
+	 * input's shape, not only where it has input 0's shape (FusedConv's
+	 * residual Z, whose channels and size differ from X's in a ResNet
+	 * bottleneck or a MobileNetV2 block: converting it would cost a
+	 * reorder there and push its producer and readers to plain). */
+	MFS_OP_NHWC_ANY_INPUT = 1u << 7,
 };
 
 typedef struct mfs_op_def {

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "fs_internal.h"
+#include "bigbuf.h"
+#include "hugemem.h"
 #include "log.h"
 #include "membudget.h"
 #include "metrics.h"
@@ -281,6 +283,12 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 			fuse_reply_err(freq, h->refused);
 			return;
 		}
+		int rc = fs_input_reclaim(h);
+		if (rc < 0) {
+			pthread_mutex_unlock(&h->lock);
+			fuse_reply_err(freq, -rc);
+			return;
+		}
 		max = mfs_request_room(h->req, h->name);
 	}
 	mfs_error err;
@@ -304,11 +312,12 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 			cap = whole;
 		char *nb = NULL;
 		if ((refused = mfs_membudget_take(cap - h->wcap, &err)) == 0 &&
-		    !(nb = realloc(h->wbuf, cap))) {
+		    !(nb = h->wbuf ? realloc(h->wbuf, cap) : mfs_bigbuf_alloc(cap))) {
 			mfs_membudget_give(cap - h->wcap);
 			refused = mfs_fail(&err, ENOMEM, "'%s': out of memory", h->name);
 		}
 		if (nb) {
+			mfs_hugemem_advise(nb + h->wcap, cap - h->wcap);   /* the part not yet touched */
 			h->wbuf = nb;
 			h->wcap = cap;
 		}
@@ -356,6 +365,56 @@ static void forget_refused(mfs_fs *fs, handle *h)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+/* A committed input of at least this size is handed to the request
+ * instead of copied: a 100 MB `cp` is held once.  Smaller ones are
+ * copied, so the shell's `exec 3>f; echo a >&3; echo b >&3` (a commit at
+ * each close of a dup, then more writes) keeps its bytes at no cost. */
+#define HANDOVER_BYTES (1u << 20)
+
+int fs_input_reclaim(handle *h)
+{
+	if (!h->handed)
+		return 0;
+	char *buf;
+	size_t len;
+	if (mfs_request_input_file(h->req, h->name, &buf, &len) < 0) {
+		mfs_error err;
+		mfs_fail(&err, ESTALE, "'%s': committed at a close() and consumed by its run since; "
+			 "open the file again to write a new input", h->name);
+		mfs_request_note_error(h->req, &err);
+		return -ESTALE;
+	}
+	mfs_membudget_force(len);
+	h->wbuf = buf;
+	h->wlen = h->wcap = len;
+	h->handed = false;
+	return 0;
+}
+
+/* Commit h's bytes (h->lock held), handing a large buffer over. */
+static int commit_bytes(handle *h, mfs_error *err)
+{
+	if (!h->wbuf || h->wlen < HANDOVER_BYTES)
+		return mfs_request_commit_file(h->req, h->name, h->wbuf ? h->wbuf : "", h->wlen, err);
+	if (h->wcap > h->wlen) {
+		/* The request keeps wlen bytes (and is charged so); shrinking
+		 * a large block is a page-table change, not a copy. */
+		char *nb = realloc(h->wbuf, h->wlen);
+		if (nb) {
+			mfs_membudget_give(h->wcap - h->wlen);
+			h->wbuf = nb;
+			h->wcap = h->wlen;
+		}
+	}
+	int rc = mfs_request_commit_take(h->req, h->name, &h->wbuf, h->wlen, err);
+	if (!h->wbuf) {
+		mfs_membudget_give(h->wcap);   /* the request charges it now */
+		h->wcap = 0;
+		h->handed = true;
+	}
+	return rc;
+}
+
 /* Commit an input file written on h; 0 or a negative errno.  At flush
  * (every close()) only once something was written: a shell's `>`
  * opens the file, dup2()s it and closes the first descriptor before the
@@ -372,7 +431,7 @@ static int commit_input(mfs_fs *fs, handle *h, bool final)
 	}
 	h->dirty = false;
 	h->written = false;
-	int rc = mfs_request_commit_file(h->req, h->name, h->wbuf ? h->wbuf : "", h->wlen, &err);
+	int rc = commit_bytes(h, &err);
 	bool created = h->created;
 	if (rc == 0)
 		h->created = false;
@@ -610,11 +669,16 @@ void fs_op_read(fuse_req_t freq, fuse_ino_t ino, size_t size, off_t off,
 	case H_INFER:
 		infer_read(fs, freq, h, size);
 		return;
-	case H_INPUT:
+	case H_INPUT: {
 		pthread_mutex_lock(&h->lock);
-		fs_reply_slice(freq, h->wbuf, h->wlen, size, off);
+		int rc = fs_input_reclaim(h);
+		if (rc < 0)
+			fuse_reply_err(freq, -rc);
+		else
+			fs_reply_slice(freq, h->wbuf, h->wlen, size, off);
 		pthread_mutex_unlock(&h->lock);
 		return;
+	}
 	default:
 		fuse_reply_err(freq, EISDIR);
 		return;

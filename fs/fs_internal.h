@@ -107,6 +107,8 @@ typedef struct handle {
 	bool dirty;                   /* changed since the last commit */
 	bool written;                 /* a write() came since the last commit */
 	bool created;                 /* H_INPUT made by create(): its node dies if the commit fails */
+	bool handed;                  /* H_INPUT: wbuf went to the request at its last commit
+					 (fs_input_reclaim gets the bytes back to write more) */
 	int refused;                  /* H_INPUT: errno that refused the file at a write (0: none) */
 	int fmt_in;                   /* H_INPUT: the format its name gives, -1 for a temporary */
 	/* H_INFER */
@@ -206,6 +208,13 @@ void fs_op_flush(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_release(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_fsync(fuse_req_t freq, fuse_ino_t ino, int datasync,
 		 struct fuse_file_info *fi);
+
+/* An input handle whose buffer went to the request at commit (h->handed)
+ * gets its bytes back before a write, read or size change (h->lock
+ * held): a copy from the request while it holds the input; once a run
+ * consumed it, -ESTALE (the bytes are the run's; open the file again).
+ * 0 when nothing was handed. */
+int fs_input_reclaim(handle *h);
 
 /* fs_link.c: inputs handed over by symlink. */
 void fs_op_symlink(fuse_req_t freq, const char *link, fuse_ino_t parent, const char *name);

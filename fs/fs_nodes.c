@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bigbuf.h"
 #include "fs_internal.h"
 #include "log.h"
 #include "membudget.h"
@@ -487,8 +488,10 @@ void fs_handle_free(mfs_fs *fs, handle *h)
 	pthread_mutex_unlock(&fs->hlock);
 	if (h->req)
 		mfs_request_put(h->req);
-	free(h->content);
-	free(h->wbuf);
+	/* An output's encoding and an input's write buffer are the large
+	 * ones: kept for the next request (bigbuf.h). */
+	mfs_bigbuf_free(h->content);
+	mfs_bigbuf_free(h->wbuf);
 	mfs_membudget_give(h->wcap);
 	for (size_t i = 0; i < h->n_ents; i++)
 		free(h->ents[i].name);

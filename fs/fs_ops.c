@@ -179,8 +179,14 @@ static int set_input_size(handle *h, off_t size)
 	if (size < 0)
 		return -EINVAL;
 	pthread_mutex_lock(&h->lock);
-	int rc = 0;
-	if ((uint64_t)size > h->wlen && (uint64_t)size > mfs_request_room(h->req, h->name)) {
+	int rc = size == 0 ? 0 : fs_input_reclaim(h);
+	if (size == 0 && h->handed) {
+		h->handed = false;   /* emptied: the handed bytes are not needed */
+		h->wlen = 0;
+	}
+	if (rc < 0) {
+		/* the bytes went to a run */
+	} else if ((uint64_t)size > h->wlen && (uint64_t)size > mfs_request_room(h->req, h->name)) {
 		rc = -EFBIG;
 	} else if ((size_t)size > h->wcap) {
 		/* The write buffer is charged to --max-memory like a write's. */

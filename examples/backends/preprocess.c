@@ -13,7 +13,7 @@
  * the input is one image [H,W,3] and the output [1,3,H,W].
  *
  * Built by the Makefile as build/examples/libmodelfs_preprocess.so;
- * examples/preprocess/ is a model that uses it. */
+ * examples/backends/preprocess/ is a model that uses it. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

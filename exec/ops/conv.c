@@ -46,14 +46,21 @@
  * residual add and activation, for the engine's fusion pass to target (as
  * ONNX Runtime's com.microsoft.FusedConv):
  *   Y = act(Conv(X, W, B) + Z)
- * inputs X, W, B (optional), Z (optional, the output's shape, plain or
- * NHWC); attributes: Conv's, plus activation ("" = none, "Relu",
- * "LeakyRelu", "Clip") and activation_params (floats: LeakyRelu alpha
- * (0.01); Clip min, max).  oneDNN applies Z and the activation as post-ops
+ * inputs X, W, B (optional), Z (optional, float, plain or NHWC);
+ * attributes: Conv's, plus activation ("" = none, "Relu", "LeakyRelu",
+ * "Clip") and activation_params (floats: LeakyRelu alpha (0.01); Clip
+ * min, max).  When Z has the convolution's output shape (the case the
+ * rewrites aim at), oneDNN applies Z and the activation as post-ops
  * (binary add, eltwise) while the output is still in cache; the im2col
- * path applies them in one pass after the product.  exec/fusion.c turns
- * Conv -> Relu/LeakyRelu/Clip into FusedConv before compile; nothing emits
- * Z yet (Conv -> Add -> Relu needs shapes to be sure Z fits).
+ * path applies them in one pass after the product.  Any other Z is added
+ * as ONNX Add would, numpy-style broadcast both ways (Y then has the
+ * broadcast shape): the convolution goes to a scratch buffer and the sum
+ * and activation follow in a separate pass.  That run-time case is what
+ * makes the fusion sound before shapes are known: the graph rewrites run
+ * on exports whose batch dim is symbolic, so they cannot prove that Z
+ * fits (exec/rewrite_residual.c).  Z is only read, never written, so it
+ * may have other readers.  exec/fusion.c turns Conv -> Relu/LeakyRelu/Clip
+ * into FusedConv, exec/rewrite_residual.c Conv -> Add (-> Relu).
  */
 #include <math.h>
 #include <stdio.h>
@@ -62,9 +69,13 @@
 
 
 #include "dense_util.h"
+#include "elementwise.h"
 #include "log.h"
 
 enum conv_act { ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_CLIP };
+
+/* The broadcast sum of the Z-apart case. */
+EW_BINARY_KERNEL(resid_add, float, float, x + y)
 
 typedef struct conv_params {
 	int64_t n, c, m, group, cg, mg;
@@ -72,6 +83,7 @@ typedef struct conv_params {
 	int64_t ksize, osize, isize;     /* prod(kernel), prod(out), prod(in) */
 	/* FusedConv only */
 	const mfs_tensor *z;             /* added before the activation */
+	bool z_apart;                    /* z does not have the conv's output shape */
 	enum conv_act act;
 	float act_a, act_b;              /* LeakyRelu alpha; Clip min, max */
 } conv_params;
@@ -80,7 +92,8 @@ typedef struct conv_state {
 	/* What the state was built for (rebuilt when any of it changes). */
 	mfs_shape xs, ws;
 	mfs_layout xl, yl, zl;
-	bool has_bias, has_z;
+	bool has_bias, has_z, z_apart;
+	mfs_shape zs, ys;                /* Z's and Y's shapes when z_apart */
 	bool forced_im2col;              /* MFS_CONV=im2col when built */
 	bool use_dnnl;
 	char why_im2col[160];
@@ -106,6 +119,10 @@ typedef struct conv_state {
 	/* im2col */
 	float *col;                      /* [cg*ksize, osize] */
 	float *xtmp, *ytmp, *ztmp;       /* plain copies for NHWC tensors */
+
+	/* Z apart (broadcast): the convolution's plain output, and plain
+	 * copies of an NHWC Z and Y of their own sizes. */
+	float *cbuf, *zatmp, *yatmp;
 } conv_state;
 
 static float act_apply(const conv_params *p, float v)
@@ -145,6 +162,16 @@ static int fused_params(mfs_op_ctx *ctx, conv_params *p)
 		return mfs_op_fail(ctx, EINVAL, "activation '%s' is not one of Relu, LeakyRelu, Clip", a);
 	}
 	return 0;
+}
+
+/* The convolution's own output shape [N, M, out...]. */
+static void conv_out_shape(const conv_params *p, mfs_shape *s)
+{
+	s->rank = 2 + p->w.nsp;
+	s->dims[0] = p->n;
+	s->dims[1] = p->m;
+	for (int i = 0; i < p->w.nsp; i++)
+		s->dims[2 + i] = p->w.out[i];
 }
 
 static int conv_params_get(mfs_op_ctx *ctx, conv_params *p)
@@ -192,21 +219,24 @@ static int conv_params_get(mfs_op_ctx *ctx, conv_params *p)
 	for (int i = 0; i < p->w.nsp; i++)
 		p->isize *= p->w.in[i];
 	p->z = NULL;
+	p->z_apart = false;
 	p->act = ACT_NONE;
 	if (strcmp(ctx->node->op_type, "FusedConv") == 0) {
 		if ((rc = fused_params(ctx, p)) < 0)
 			return rc;
 		p->z = ctx->n_in > 3 ? ctx->in[3] : NULL;
 		if (p->z) {
-			const mfs_shape *zs = &p->z->shape;
-			bool ok = p->z->dtype == MFS_DT_FLOAT && zs->rank == 2 + p->w.nsp &&
-				  zs->dims[0] == p->n && zs->dims[1] == p->m;
-			for (int i = 0; ok && i < p->w.nsp; i++)
-				ok = zs->dims[2 + i] == p->w.out[i];
-			if (!ok)
-				return mfs_op_fail(ctx, EINVAL, "Z must be float with the output's shape");
+			mfs_shape cs, bs;
+			conv_out_shape(p, &cs);
+			if (p->z->dtype != MFS_DT_FLOAT)
+				return mfs_op_fail(ctx, EINVAL, "Z must be float");
 			if ((rc = mfs_check_layout(ctx, p->z, "Z")) < 0)
 				return rc;
+			if (!mfs_shape_equal(&p->z->shape, &cs)) {
+				if ((rc = mfs_broadcast_shape(&cs, &p->z->shape, &bs, ctx->err)) < 0)
+					return rc;
+				p->z_apart = true;
+			}
 		}
 	}
 	return 0;
@@ -220,11 +250,11 @@ static int conv_infer(mfs_op_ctx *ctx)
 		return rc;
 	mfs_tensor *y = ctx->out[0];
 	y->dtype = MFS_DT_FLOAT;
-	y->shape.rank = 2 + p.w.nsp;
-	y->shape.dims[0] = p.n;
-	y->shape.dims[1] = p.m;
-	for (int i = 0; i < p.w.nsp; i++)
-		y->shape.dims[2 + i] = p.w.out[i];
+	conv_out_shape(&p, &y->shape);
+	if (p.z_apart) {
+		mfs_shape cs = y->shape;
+		return mfs_broadcast_shape(&cs, &p.z->shape, &y->shape, ctx->err);
+	}
 	return 0;
 }
 
@@ -524,7 +554,27 @@ static void conv_release(void *state)
 	free(s->xtmp);
 	free(s->ytmp);
 	free(s->ztmp);
+	free(s->cbuf);
+	free(s->zatmp);
+	free(s->yatmp);
 	free(s);
+}
+
+/* The buffers of the Z-apart pass (conv_state). */
+static int apart_alloc(mfs_op_ctx *ctx, conv_state *s, const conv_params *p)
+{
+	const mfs_tensor *z = ctx->in[3], *y = ctx->out[0];
+	size_t cn = (size_t)(p->n * p->m * p->osize);
+
+	s->zs = z->shape;
+	s->ys = y->shape;
+	if (!(s->cbuf = malloc(cn * sizeof(float) + 1)) ||
+	    (z->layout == MFS_LAYOUT_NHWC &&
+	     !(s->zatmp = malloc((size_t)mfs_shape_numel(&z->shape) * sizeof(float) + 1))) ||
+	    (y->layout == MFS_LAYOUT_NHWC &&
+	     !(s->yatmp = malloc((size_t)mfs_shape_numel(&y->shape) * sizeof(float) + 1))))
+		return mfs_op_fail(ctx, ENOMEM, "out of memory for the residual's buffers");
+	return 0;
 }
 
 static bool conv_force_im2col(void)
@@ -544,9 +594,17 @@ static int conv_prepare(mfs_op_ctx *ctx)
 
 	if (rc < 0)
 		return rc;
-	if (yl != MFS_LAYOUT_PLAIN && !(yl == MFS_LAYOUT_NHWC && p.w.nsp == 2))
+	if (yl != MFS_LAYOUT_PLAIN && !(yl == MFS_LAYOUT_NHWC && ctx->out[0]->shape.rank == 4))
 		return mfs_op_fail(ctx, EINVAL, "output layout %d is not supported for rank %d",
-				   (int)yl, 2 + p.w.nsp);
+				   (int)yl, ctx->out[0]->shape.rank);
+	bool z_apart = p.z_apart;
+	if (z_apart) {
+		/* The state is the plain convolution alone; the sum and the
+		 * activation are conv_run's second pass. */
+		p.z = NULL;
+		p.act = ACT_NONE;
+		yl = MFS_LAYOUT_PLAIN;
+	}
 	bool has_z = p.z != NULL;
 	mfs_layout zl = has_z ? p.z->layout : MFS_LAYOUT_PLAIN;
 	bool wconst = (ctx->const_in >> 1) & 1;
@@ -556,7 +614,9 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	}
 	if (s && mfs_shape_equal(&s->xs, &x->shape) && mfs_shape_equal(&s->ws, &wt->shape) &&
 	    s->xl == x->layout && s->yl == yl && s->has_bias == has_bias &&
-	    s->has_z == has_z && s->zl == zl &&
+	    s->has_z == has_z && s->zl == zl && s->z_apart == z_apart &&
+	    (!z_apart || (mfs_shape_equal(&s->zs, &ctx->in[3]->shape) &&
+			  mfs_shape_equal(&s->ys, &ctx->out[0]->shape))) &&
 	    s->forced_im2col == conv_force_im2col())
 		return 0;
 
@@ -566,7 +626,11 @@ static int conv_prepare(mfs_op_ctx *ctx)
 		free(s->xtmp);
 		free(s->ytmp);
 		free(s->ztmp);
+		free(s->cbuf);
+		free(s->zatmp);
+		free(s->yatmp);
 		s->col = s->xtmp = s->ytmp = s->ztmp = NULL;
+		s->cbuf = s->zatmp = s->yatmp = NULL;
 	} else {
 		s = calloc(1, sizeof(*s));
 		if (!s)
@@ -581,6 +645,9 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	s->has_bias = has_bias;
 	s->has_z = has_z;
 	s->zl = zl;
+	s->z_apart = z_apart;
+	if (z_apart && (rc = apart_alloc(ctx, s, &p)) < 0)
+		return rc;
 	s->use_dnnl = false;
 	s->forced_im2col = conv_force_im2col();
 	s->why_im2col[0] = 0;
@@ -620,24 +687,14 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	return 0;
 }
 
-static int conv_run(mfs_op_ctx *ctx)
+/* The convolution (with p's Z and activation) of x into ydata, stored
+ * in layout ylay, on the path s was built for. */
+static int conv_compute(mfs_op_ctx *ctx, conv_state *s, const conv_params *pp,
+			const mfs_tensor *x, const mfs_tensor *wt, const mfs_tensor *b,
+			float *ydata, mfs_layout ylay)
 {
-	const mfs_tensor *x = ctx->in[0], *wt = ctx->in[1];
-	const mfs_tensor *b = ctx->n_in > 2 ? ctx->in[2] : NULL;
-	mfs_tensor *y = ctx->out[0];
-	conv_state *s;
-	conv_params p;
+	const conv_params p = *pp;
 	int rc;
-
-	/* The engine calls prepare; run also works without it (tests, and a
-	 * shape change the engine did not announce). */
-	if ((rc = conv_prepare(ctx)) < 0)
-		return rc;
-	s = *ctx->state;
-	if ((rc = conv_params_get(ctx, &p)) < 0)
-		return rc;
-	if (p.n * p.m * p.osize == 0)
-		return 0;
 
 	if (s->use_dnnl) {
 		dnnl_status_t st;
@@ -659,7 +716,7 @@ static int conv_run(mfs_op_ctx *ctx)
 		if ((st = dnnl_memory_set_data_handle(s->xreorder.prim ? s->xplain_m : s->src_m,
 						      x->data)) != dnnl_success ||
 		    (st = dnnl_memory_set_data_handle(s->yreorder.prim ? s->yplain_m : s->dst_m,
-						      y->data)) != dnnl_success ||
+						      ydata)) != dnnl_success ||
 		    (b && (st = dnnl_memory_set_data_handle(s->bias_m, b->data)) != dnnl_success) ||
 		    (p.z && (st = dnnl_memory_set_data_handle(s->zreorder.prim ? s->zplain_m : s->z_m,
 							      p.z->data)) != dnnl_success) ||
@@ -673,12 +730,12 @@ static int conv_run(mfs_op_ctx *ctx)
 	}
 
 	const float *xp = x->data;
-	float *yp = y->data;
+	float *yp = ydata;
 	if (x->layout == MFS_LAYOUT_NHWC) {
 		mfs_nhwc_to_nchw(xp, s->xtmp, p.n, p.c, p.isize);
 		xp = s->xtmp;
 	}
-	if (y->layout == MFS_LAYOUT_NHWC)
+	if (ylay == MFS_LAYOUT_NHWC)
 		yp = s->ytmp;
 	conv_im2col_plain(&p, xp, wt->data, b ? b->data : NULL, yp, s->col);
 	if (p.z || p.act != ACT_NONE) {
@@ -692,8 +749,71 @@ static int conv_run(mfs_op_ctx *ctx)
 		for (int64_t i = 0; i < total; i++)
 			yp[i] = act_apply(&p, zp ? yp[i] + zp[i] : yp[i]);
 	}
+	if (ylay == MFS_LAYOUT_NHWC)
+		mfs_nchw_to_nhwc(yp, ydata, p.n, p.m, p.osize);
+	return 0;
+}
+
+
+/* Y = act(C + Z) broadcast, C the convolution's plain output in s->cbuf:
+ * the Z-apart case (header comment). */
+static void conv_add_apart(conv_state *s, const conv_params *p, mfs_tensor *y)
+{
+	mfs_tensor c = { .dtype = MFS_DT_FLOAT, .layout = MFS_LAYOUT_PLAIN, .data = s->cbuf };
+	mfs_tensor z = *p->z, yp = *y;
+
+	conv_out_shape(p, &c.shape);
+	c.nbytes = (size_t)mfs_shape_numel(&c.shape) * sizeof(float);
+	if (z.layout == MFS_LAYOUT_NHWC) {
+		mfs_nhwc_to_nchw(p->z->data, s->zatmp, z.shape.dims[0], z.shape.dims[1],
+				 z.shape.dims[2] * z.shape.dims[3]);
+		z.data = s->zatmp;
+		z.layout = MFS_LAYOUT_PLAIN;
+	}
+	if (y->layout == MFS_LAYOUT_NHWC) {
+		yp.data = s->yatmp;
+		yp.layout = MFS_LAYOUT_PLAIN;
+	}
+	const mfs_tensor *in[2] = { &c, &z };
+	ew_params ep = { 0 };
+	ew_apply(resid_add, in, 2, &yp, &ep);
+	int64_t total = mfs_shape_numel(&yp.shape);
+	float *yd = yp.data;
+	if (p->act != ACT_NONE) {
+		#pragma omp parallel for schedule(static) if (total >= EW_PAR_MIN)
+		for (int64_t i = 0; i < total; i++)
+			yd[i] = act_apply(p, yd[i]);
+	}
 	if (y->layout == MFS_LAYOUT_NHWC)
-		mfs_nchw_to_nhwc(yp, y->data, p.n, p.m, p.osize);
+		mfs_nchw_to_nhwc(yd, y->data, y->shape.dims[0], y->shape.dims[1],
+				 y->shape.dims[2] * y->shape.dims[3]);
+}
+
+static int conv_run(mfs_op_ctx *ctx)
+{
+	const mfs_tensor *x = ctx->in[0], *wt = ctx->in[1];
+	const mfs_tensor *b = ctx->n_in > 2 ? ctx->in[2] : NULL;
+	mfs_tensor *y = ctx->out[0];
+	conv_params p;
+	int rc;
+
+	/* The engine calls prepare; run also works without it (tests, and a
+	 * shape change the engine did not announce). */
+	if ((rc = conv_prepare(ctx)) < 0)
+		return rc;
+	if ((rc = conv_params_get(ctx, &p)) < 0)
+		return rc;
+	if (p.n * p.m * p.osize == 0)
+		return 0;
+	if (!p.z_apart)
+		return conv_compute(ctx, *ctx->state, &p, x, wt, b, y->data, y->layout);
+	conv_params q = p;
+	q.z = NULL;
+	q.act = ACT_NONE;
+	conv_state *s = *ctx->state;
+	if ((rc = conv_compute(ctx, s, &q, x, wt, b, s->cbuf, MFS_LAYOUT_PLAIN)) < 0)
+		return rc;
+	conv_add_apart(s, &p, y);
 	return 0;
 }
 
@@ -701,5 +821,6 @@ MFS_OP(Conv, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = conv_i
        .run = conv_run, .release = conv_release);
 MFS_OP(Conv, 11, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = conv_infer, .prepare = conv_prepare,
        .run = conv_run, .release = conv_release);
-MFS_OP_DOMAIN("com.modelfs", FusedConv, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = conv_infer,
+MFS_OP_DOMAIN("com.modelfs", FusedConv, 1,
+	      .flags = MFS_OP_NHWC_OK | MFS_OP_NHWC_ANY_INPUT | MFS_OP_HALF_VIA_FLOAT, .infer = conv_infer,
 	      .prepare = conv_prepare, .run = conv_run, .release = conv_release);

@@ -1,4 +1,5 @@
 #include "tensor.h"
+#include "hugemem.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -167,6 +168,7 @@ int mfs_tensor_alloc(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
 		if (!t->data)
 			return mfs_fail(err, ENOMEM, "out of memory allocating %zu bytes",
 					t->nbytes);
+		mfs_hugemem_advise(t->data, t->nbytes);
 		t->owns_data = true;
 	}
 	return 0;

@@ -36,6 +36,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "bigbuf.h"
 #include "commands.h"
 #include "fs.h"
 #include "log.h"
@@ -460,6 +461,7 @@ out:
 	mfs_registry_free(d->reg);
 	mfs_sched_free(d->sched);
 	mfs_router_shutdown();     /* after every engine context is gone */
+	mfs_bigbuf_drain();
 	if (d->stop_fd > 0)
 		close(d->stop_fd);
 	tell_parent(&notify_fd, (unsigned char)rc);

@@ -711,6 +711,13 @@ static int run(const run_args *a, mfs_error *err)
 	rc = mfs_load_version(a->repo, a->model, version, a->backend_dir, &lv, err);
 	if (rc)
 		return rc;
+	if (mfs_config_is_ensemble(&lv->config)) {
+		/* Its steps are other models, which only the daemon loads. */
+		rc = mfs_fail(err, EINVAL, "model '%s' is an ensemble: `modelfs run` runs one model; mount the repository to run an ensemble",
+			      a->model);
+		mfs_loaded_version_free(lv);
+		return rc;
+	}
 	/* A custom backend has no graph: its tensors are the config's. */
 	n_in = lv->graph ? mfs_graph_n_inputs(lv->graph) : lv->config.n_inputs;
 	n_out = lv->graph ? mfs_graph_n_outputs(lv->graph) : lv->config.n_outputs;

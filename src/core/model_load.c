@@ -171,6 +171,23 @@ int mfs_load_version(const char *repo_root, const char *model_name,
 		rc = mfs_fail(err, ENOMEM, "out of memory");
 		goto fail;
 	}
+	if (mfs_config_is_ensemble(&v->config)) {
+		/* A pipeline of other models: no file and no graph of its own
+		 * (ensemble_plan.h checks its steps); its outputs may have
+		 * labels like any model's. */
+		rc = mfs_config_complete_ensemble(&v->config, model_name, err);
+		if (rc) {
+			mfs_error_prefix(err, "model '%s' version %lld: ", model_name,
+					 (long long)version);
+			goto fail;
+		}
+		rc = load_labels(v, repo_root, err);
+		if (rc)
+			goto fail;
+		v->load_seconds = now_seconds() - t0;
+		*out = v;
+		return 0;
+	}
 	if (mfs_config_custom_backend(&v->config)) {
 		rc = load_custom_backend(v, backend_dir, err);
 		if (rc == 0)

@@ -18,7 +18,7 @@ typedef struct mfs_loaded_version {
 	char *model_path;          /* REPO/name/version/<default_model_filename>; NULL with a custom backend */
 	char *version_dir;         /* REPO/name/version */
 	mfs_model_config config;   /* completed: every input/output known */
-	mfs_graph *graph;          /* NULL with a custom backend */
+	mfs_graph *graph;          /* NULL with a custom backend, and for an ensemble (platform "ensemble") */
 	char *backend_library;     /* custom backend: its libmodelfs_<name>.so; else NULL */
 	mfs_labels **labels;       /* per config output: its label_filename's labels, or NULL */
 	double load_seconds;       /* wall time of read + compile */
@@ -31,6 +31,7 @@ int mfs_load_config(const char *repo_root, const char *model_name,
 		    mfs_model_config *cfg, mfs_error *err);
 
 /* Load one version: config, model file, compile, complete the config.
+ * An ensemble: its config only, completed without a graph.
  * With a custom backend: complete the config from its declarations and
  * find libmodelfs_<backend>.so in the version directory, else in
  * backend_dir (NULL: none); -ENOENT names both places when it is in

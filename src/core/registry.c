@@ -31,6 +31,8 @@ typedef struct model {
 	char *name;
 	mfs_version **served;      /* ascending by version; one reference each */
 	int n_served;
+	mfs_version **parked;      /* ensembles waiting for a step; one reference each */
+	int n_parked;
 	vrecord *states;           /* ascending; every version tried */
 	int n_states;
 } model;
@@ -45,6 +47,7 @@ struct mfs_registry {
 	model *models;             /* sorted by name */
 	int n_models;
 	bool drain;                /* atomic: unloads let bound requests run */
+	bool stopping;             /* mfs_registry_free: ensembles need no second look */
 	uint64_t n_loads, n_load_failures, n_unloads;   /* atomics */
 };
 
@@ -109,7 +112,9 @@ static void version_free(mfs_version *v)
 	/* The queue first: it waits for runs in flight on our contexts
 	 * (there are none once the last reference is gone, but a queue
 	 * closed by unload may still be finishing its bookkeeping). */
-	mfs_sched_queue_free(v->queue);
+	if (v->queue)
+		mfs_sched_queue_free(v->queue);
+	mfs_ensemble_plan_free(v->plan);
 	for (int i = 0; i < v->n_execs; i++)
 		mfs_exec_free(v->execs[i]);
 	free(v->execs);
@@ -155,6 +160,30 @@ int64_t mfs_registry_queue_limit(const mfs_model_config *c)
 	return c->dynamic_batching.default_queue_policy.max_queue_size > 0
 		       ? c->dynamic_batching.default_queue_policy.max_queue_size
 		       : MFS_DEFAULT_MAX_QUEUE_SIZE;
+}
+
+/* An ensemble: no engine and no queue, its steps' versions run it
+ * (ensemble.h); status and stats.json name the steps in the order they
+ * run. */
+static int plan_ensemble(mfs_registry *r, mfs_version *v, const char *label, mfs_error *err)
+{
+	int rc = mfs_ensemble_plan_new(v->config, &v->plan, err);
+	if (rc < 0) {
+		mfs_error_prefix(err, "%s: ", label);
+		return rc;
+	}
+	v->registry = r;
+	snprintf(v->device, sizeof(v->device), "ensemble");
+	snprintf(v->placement.device, sizeof(v->placement.device), "ensemble");
+	v->placement.cpu_ms = v->placement.opencl_ms = -1;
+	v->placement.kind = "";
+	size_t used = (size_t)snprintf(v->placement.note, sizeof(v->placement.note),
+				       "%d steps:", v->plan->n_steps);
+	for (int k = 0; k < v->plan->n_steps && used < sizeof(v->placement.note); k++)
+		used += (size_t)snprintf(v->placement.note + used, sizeof(v->placement.note) - used,
+					 "%s %s", k ? "," : "",
+					 v->config->steps[v->plan->order[k]].model_name);
+	return 0;
 }
 
 /* ONNX: model_warmup's samples (warmup.h) checked before anything runs;
@@ -251,6 +280,10 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 	v->version = lv->version;
 	v->load_seconds = lv->load_seconds;
 	v->refs = 1;
+	/* An ensemble's "graph" is its config (tensors in config order);
+	 * start_workers and compile_instances set their own. */
+	v->n_graph_inputs = lv->config.n_inputs;
+	v->n_graph_outputs = lv->config.n_outputs;
 	snprintf(v->device, sizeof(v->device), "cpu");
 	int r_ = 0;
 	int n = instance_count(v->config);
@@ -259,6 +292,13 @@ static int version_new(mfs_registry *r, mfs_loaded_version *lv,
 	if (!(v->model_name = strdup(lv->model_name))) {
 		r_ = mfs_fail(err, ENOMEM, "out of memory");
 		goto fail;
+	}
+	if (mfs_config_is_ensemble(v->config)) {
+		r_ = plan_ensemble(r, v, label, err);
+		if (r_ < 0)
+			goto fail;
+		*out = v;
+		return 0;
 	}
 	r_ = lv->backend_library ? start_workers(r, v, n, err) : compile_instances(r, v, n, label, err);
 	if (r_ < 0)
@@ -386,17 +426,140 @@ static void note_failure(model *m, int64_t version, const char *reason)
 
 /* Take v out of m->served (lock held); returns it with the registry's
  * reference, or NULL. */
-static mfs_version *unserve(model *m, int64_t version)
+static mfs_version *take(mfs_version **list, int *n, int64_t version)
 {
-	for (int i = 0; i < m->n_served; i++)
-		if (m->served[i]->version == version) {
-			mfs_version *v = m->served[i];
-			memmove(&m->served[i], &m->served[i + 1],
-				(size_t)(m->n_served - i - 1) * sizeof(*m->served));
-			m->n_served--;
+	for (int i = 0; i < *n; i++)
+		if (list[i]->version == version) {
+			mfs_version *v = list[i];
+			memmove(&list[i], &list[i + 1], (size_t)(*n - i - 1) * sizeof(*list));
+			(*n)--;
 			return v;
 		}
 	return NULL;
+}
+
+static mfs_version *unserve(model *m, int64_t version)
+{
+	mfs_version *v = take(m->served, &m->n_served, version);
+	return v ? v : take(m->parked, &m->n_parked, version);
+}
+
+/* Put v into list, ascending by version (room was made). */
+static void insert_sorted(mfs_version **list, int *n, mfs_version *v)
+{
+	int i = 0;
+	while (i < *n && list[i]->version < v->version)
+		i++;
+	memmove(&list[i + 1], &list[i], (size_t)(*n - i) * sizeof(*list));
+	list[i] = v;
+	(*n)++;
+}
+
+/* ---- ensembles (r->lock held) ---- */
+
+/* Can ensemble e serve now?  Every step model must have a READY version
+ * (the one the step names, or its current one) that is not itself an
+ * ensemble, and the steps must fit together (ensemble_plan.h).  false
+ * with the reason naming the step. */
+static bool steps_ready(mfs_registry *r, const mfs_version *e, char *why, size_t size)
+{
+	const mfs_model_config *c = e->config;
+	const mfs_model_config **cfgs = calloc((size_t)c->n_steps, sizeof(*cfgs));
+	if (!cfgs) {
+		snprintf(why, size, "out of memory");
+		return false;
+	}
+	bool ok = true;
+	for (int s = 0; ok && s < c->n_steps; s++) {
+		const mfs_ensemble_step *st = &c->steps[s];
+		model *sm = find_model(r, st->model_name);
+		const mfs_version *sv = NULL;
+		for (int i = 0; sm && i < sm->n_served; i++)
+			if (st->model_version <= 0 || sm->served[i]->version == st->model_version)
+				sv = sm->served[i];
+		if (!sv) {
+			const char *reason = sm && sm->n_states ? sm->states[sm->n_states - 1].reason : "";
+			if (!sm)
+				snprintf(why, size, "step %d (model '%s'): no model named '%s' is loaded",
+					 s, st->model_name, st->model_name);
+			else if (st->model_version > 0)
+				snprintf(why, size, "step %d (model '%s'): version %" PRId64 " is not READY",
+					 s, st->model_name, st->model_version);
+			else
+				snprintf(why, size, "step %d (model '%s'): it has no READY version%s%s", s,
+					 st->model_name, *reason ? ": " : "", reason);
+			ok = false;
+		} else if (sv->plan) {
+			snprintf(why, size, "step %d (model '%s') is an ensemble; nested ensembles are not supported",
+				 s, st->model_name);
+			ok = false;
+		} else {
+			cfgs[s] = sv->config;
+		}
+	}
+	mfs_error err;
+	if (ok && mfs_ensemble_plan_check_steps(e->plan, c, cfgs, &err) < 0) {
+		snprintf(why, size, "%s", err.msg);
+		ok = false;
+	}
+	free(cfgs);
+	return ok;
+}
+
+static bool same_state(const model *m, int64_t version, mfs_vstate st, const char *reason)
+{
+	for (int i = 0; i < m->n_states; i++)
+		if (m->states[i].version == version)
+			return m->states[i].state == st && strcmp(m->states[i].reason, reason) == 0;
+	return false;
+}
+
+/* After any load or unload: serve the ensembles whose steps are all
+ * there, park the others with the reason. */
+static void refresh_ensembles(mfs_registry *r)
+{
+	char why[MFS_ERROR_MSG_MAX];
+	if (r->stopping)
+		return;
+	for (int k = 0; k < r->n_models; k++) {
+		model *m = &r->models[k];
+		for (int i = 0; i < m->n_served; i++) {
+			mfs_version *v = m->served[i];
+			if (!v->plan || steps_ready(r, v, why, sizeof(why)))
+				continue;
+			mfs_version **p = realloc(m->parked, (size_t)(m->n_parked + 1) * sizeof(*p));
+			if (!p)
+				continue;   /* stays served; its requests fail naming the step */
+			m->parked = p;
+			take(m->served, &m->n_served, v->version);
+			insert_sorted(m->parked, &m->n_parked, v);
+			set_state(m, v->version, MFS_VS_UNAVAILABLE, why, "");
+			mfs_log_warn("ensemble '%s' version %" PRId64 ": UNAVAILABLE: %s", m->name,
+				     v->version, why);
+			i--;
+		}
+		for (int i = 0; i < m->n_parked; i++) {
+			mfs_version *v = m->parked[i];
+			if (!steps_ready(r, v, why, sizeof(why))) {
+				if (!same_state(m, v->version, MFS_VS_UNAVAILABLE, why)) {
+					set_state(m, v->version, MFS_VS_UNAVAILABLE, why, "");
+					mfs_log_warn("ensemble '%s' version %" PRId64 ": UNAVAILABLE: %s",
+						     m->name, v->version, why);
+				}
+				continue;
+			}
+			mfs_version **s = realloc(m->served, (size_t)(m->n_served + 1) * sizeof(*s));
+			if (!s)
+				continue;
+			m->served = s;
+			take(m->parked, &m->n_parked, v->version);
+			insert_sorted(m->served, &m->n_served, v);
+			set_state(m, v->version, MFS_VS_READY, v->placement.note, v->device);
+			mfs_log_info("ensemble '%s' version %" PRId64 ": READY (%s)", m->name, v->version,
+				     v->placement.note);
+			i--;
+		}
+	}
 }
 
 /* The second half of unloading, with no lock held: fail what is queued
@@ -413,7 +576,8 @@ static void retire(mfs_registry *r, mfs_version *v, const char *reason)
 		char why[512];
 		snprintf(why, sizeof(why), "version %" PRId64 " was unloaded before the request ran (%s)",
 			 v->version, reason ? reason : "unloaded");
-		mfs_sched_queue_close(v->queue, why);
+		if (v->queue)
+			mfs_sched_queue_close(v->queue, why);
 	}
 	__atomic_add_fetch(&r->n_unloads, 1, __ATOMIC_RELAXED);
 	mfs_log_info("model '%s' version %" PRId64 ": unloaded (%s) in %.3f s", v->model_name,
@@ -450,25 +614,25 @@ int mfs_registry_load_version(mfs_registry *r, const char *name,
 		old = v;
 		v = NULL;
 	} else {
-		mfs_version **s = realloc(m->served, (size_t)(m->n_served + 1) * sizeof(*s));
+		/* An ensemble starts parked: refresh_ensembles serves it
+		 * once its steps are there. */
+		mfs_version ***list = v->plan ? &m->parked : &m->served;
+		int *n = v->plan ? &m->n_parked : &m->n_served;
+		mfs_version **s = realloc(*list, (size_t)(*n + 1) * sizeof(*s));
 		if (!s) {
 			rc = mfs_fail(err, ENOMEM, "out of memory");
 			set_state(m, version, MFS_VS_UNAVAILABLE, err->msg, "");
 			old = v;
 			v = NULL;
 		} else {
-			m->served = s;
+			*list = s;
 			old = unserve(m, version);
-			int i = 0;
-			while (i < m->n_served && m->served[i]->version < version)
-				i++;
-			memmove(&s[i + 1], &s[i], (size_t)(m->n_served - i) * sizeof(*s));
-			s[i] = v;
-			m->n_served++;
+			insert_sorted(*list, n, v);
 			/* READY's reason says how the engine was chosen */
 			set_state(m, version, MFS_VS_READY, v->placement.note, v->device);
 		}
 	}
+	refresh_ensembles(r);
 	pthread_mutex_unlock(&r->lock);
 	if (old)
 		retire(r, old, "replaced by a new load");
@@ -478,8 +642,12 @@ int mfs_registry_load_version(mfs_registry *r, const char *name,
 		return rc;
 	}
 	__atomic_add_fetch(&r->n_loads, 1, __ATOMIC_RELAXED);
-	mfs_log_info("model '%s' version %" PRId64 ": READY on %s (loaded in %.3f s; %s)", name,
-		     version, v->device, v->load_seconds, v->placement.note);
+	if (v->plan)   /* READY or not: refresh_ensembles said which */
+		mfs_log_info("model '%s' version %" PRId64 ": loaded, an ensemble of %s", name,
+			     version, v->placement.note);
+	else
+		mfs_log_info("model '%s' version %" PRId64 ": READY on %s (loaded in %.3f s; %s)", name,
+			     version, v->device, v->load_seconds, v->placement.note);
 	return 0;
 }
 
@@ -514,6 +682,7 @@ int mfs_registry_unload_version(mfs_registry *r, const char *name,
 	mfs_version *v = m ? unserve(m, version) : NULL;
 	if (m)
 		drop_state(m, version);
+	refresh_ensembles(r);
 	pthread_mutex_unlock(&r->lock);
 	if (!v)
 		return -ENOENT;
@@ -521,8 +690,13 @@ int mfs_registry_unload_version(mfs_registry *r, const char *name,
 	return 0;
 }
 
-static void model_release(model *m, mfs_version ***out, int *n)
+/* The model's versions, served and parked, each with the registry's
+ * reference, go to the caller; the rest is freed. */
+static void model_release(model *m, mfs_version ***out, int *n,
+			  mfs_version ***parked, int *n_parked)
 {
+	*parked = m->parked;
+	*n_parked = m->n_parked;
 	*out = m->served;
 	*n = m->n_served;
 	for (int i = 0; i < m->n_states; i++)
@@ -534,23 +708,72 @@ static void model_release(model *m, mfs_version ***out, int *n)
 int mfs_registry_unload_model(mfs_registry *r, const char *name,
 			      const char *reason)
 {
-	mfs_version **vs = NULL;
-	int n = 0;
+	mfs_version **vs = NULL, **ps = NULL;
+	int n = 0, np = 0;
 	pthread_mutex_lock(&r->lock);
 	model *m = find_model(r, name);
 	if (m) {
-		model_release(m, &vs, &n);
+		model_release(m, &vs, &n, &ps, &np);
 		int i = (int)(m - r->models);
 		memmove(&r->models[i], &r->models[i + 1], (size_t)(r->n_models - i - 1) * sizeof(model));
 		r->n_models--;
+		refresh_ensembles(r);
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (!m)
 		return -ENOENT;
 	for (int i = 0; i < n; i++)
 		retire(r, vs[i], reason);
+	for (int i = 0; i < np; i++)
+		retire(r, ps[i], reason);
 	free(vs);
+	free(ps);
 	return 0;
+}
+
+/* Load one repository entry's versions as its policy selects, when it
+ * belongs to this pass (0: models, 1: ensembles); the failures. */
+static int load_entry(mfs_registry *r, const mfs_repo_entry *e, int pass)
+{
+	mfs_model_config cfg;
+	mfs_error lerr;
+	mfs_error_clear(&lerr);
+	if (e->n_versions == 0) {
+		if (pass == 0)
+			mfs_repo_note_unversioned(e);
+		return 0;
+	}
+	int rc = mfs_load_config(r->repository, e->name, &cfg, &lerr);
+	if (rc < 0) {
+		if (pass == 1)
+			return 0;
+		/* Show the failure on the version that would be served. */
+		pthread_mutex_lock(&r->lock);
+		model *m = add_model(r, e->name);
+		if (m)
+			set_state(m, e->versions[e->n_versions - 1], MFS_VS_UNAVAILABLE, lerr.msg, "");
+		pthread_mutex_unlock(&r->lock);
+		mfs_log_error("model '%s': %s", e->name, lerr.msg);
+		return 1;
+	}
+	if (mfs_config_is_ensemble(&cfg) != (pass == 1)) {
+		mfs_config_release(&cfg);
+		return 0;
+	}
+	int64_t *vs = malloc((size_t)e->n_versions * sizeof(*vs));
+	if (!vs) {
+		mfs_config_release(&cfg);
+		return 1;
+	}
+	memcpy(vs, e->versions, (size_t)e->n_versions * sizeof(*vs));
+	int nv = mfs_config_apply_version_policy(&cfg, vs, e->n_versions);
+	mfs_config_release(&cfg);
+	int failed = 0;
+	for (int k = 0; k < nv; k++)
+		if (mfs_registry_load_version(r, e->name, vs[k], &lerr) < 0)
+			failed++;
+	free(vs);
+	return failed;
 }
 
 int mfs_registry_list_unloaded(mfs_registry *r, const char *name,
@@ -558,23 +781,29 @@ int mfs_registry_list_unloaded(mfs_registry *r, const char *name,
 {
 	pthread_mutex_lock(&r->lock);
 	model *m = add_model(r, name);
-	mfs_version **vs = NULL;
-	int n = 0;
+	mfs_version **vs = NULL, **ps = NULL;
+	int n = 0, np = 0;
 	if (m) {
 		vs = m->served;
 		n = m->n_served;
-		m->served = NULL;
-		m->n_served = 0;
+		ps = m->parked;
+		np = m->n_parked;
+		m->served = m->parked = NULL;
+		m->n_served = m->n_parked = 0;
 		while (m->n_states > 0)
 			drop_state(m, m->states[0].version);
 		set_state(m, version, MFS_VS_UNAVAILABLE, reason, "");
+		refresh_ensembles(r);
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (!m)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++)
 		retire(r, vs[i], reason);
+	for (int i = 0; i < np; i++)
+		retire(r, ps[i], reason);
 	free(vs);
+	free(ps);
 	return 0;
 }
 
@@ -585,40 +814,11 @@ int mfs_registry_load_all(mfs_registry *r, mfs_error *err)
 	int rc = mfs_repo_scan(r->repository, &entries, &n, err);
 	if (rc < 0)
 		return rc;
-	for (int i = 0; i < n; i++) {
-		mfs_repo_entry *e = &entries[i];
-		mfs_model_config cfg;
-		mfs_error lerr;
-		mfs_error_clear(&lerr);
-		if (e->n_versions == 0) {
-			mfs_log_warn("model '%s': no version directories, nothing to serve", e->name);
-			continue;
-		}
-		if (mfs_load_config(r->repository, e->name, &cfg, &lerr) < 0) {
-			/* Show the failure on the version that would be served. */
-			pthread_mutex_lock(&r->lock);
-			model *m = add_model(r, e->name);
-			if (m)
-				set_state(m, e->versions[e->n_versions - 1], MFS_VS_UNAVAILABLE, lerr.msg, "");
-			pthread_mutex_unlock(&r->lock);
-			mfs_log_error("model '%s': %s", e->name, lerr.msg);
-			failed++;
-			continue;
-		}
-		int64_t *vs = malloc((size_t)e->n_versions * sizeof(*vs));
-		if (!vs) {
-			mfs_config_release(&cfg);
-			failed++;
-			continue;
-		}
-		memcpy(vs, e->versions, (size_t)e->n_versions * sizeof(*vs));
-		int nv = mfs_config_apply_version_policy(&cfg, vs, e->n_versions);
-		mfs_config_release(&cfg);
-		for (int k = 0; k < nv; k++)
-			if (mfs_registry_load_version(r, e->name, vs[k], &lerr) < 0)
-				failed++;
-		free(vs);
-	}
+	/* Ensembles after the models they run, so that they start READY
+	 * rather than passing through UNAVAILABLE. */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < n; i++)
+			failed += load_entry(r, &entries[i], pass);
 	mfs_repo_entries_free(entries, n);
 	return failed;
 }
@@ -758,6 +958,9 @@ void mfs_registry_free(mfs_registry *r)
 {
 	if (!r)
 		return;
+	pthread_mutex_lock(&r->lock);
+	r->stopping = true;
+	pthread_mutex_unlock(&r->lock);
 	while (r->n_models > 0) {
 		char *name = strdup(r->models[0].name);
 		if (!name)

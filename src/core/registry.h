@@ -14,6 +14,13 @@
  * finish), so load, unload and swap are cheap and safe while serving; hot
  * reload (reload/reloader.c, docs/RELOAD.md) calls these.
  *
+ * An ensemble (platform "ensemble") is a version too, without a graph or
+ * a queue: requests bound to it run through its steps' versions
+ * (ensemble.h).  It serves (READY) only while every step model has a
+ * READY version that fits it; otherwise it is parked, UNAVAILABLE with
+ * the reason naming the step, and comes back when the step does.  Every
+ * load and unload looks at the ensembles again.
+ *
  * Every function is thread-safe.  Nothing here is FUSE-specific.
  */
 #ifndef MFS_REGISTRY_H
@@ -24,6 +31,7 @@
 
 #include "config.h"
 #include "device_router.h"
+#include "ensemble_plan.h"
 #include "error.h"
 #include "metrics.h"
 #include "model_load.h"
@@ -53,7 +61,9 @@ typedef struct mfs_version {
 	mfs_placement placement;       /* the engine chosen and why (timings) */
 	double load_seconds;
 	mfs_stats stats;
-	mfs_queue *queue;
+	mfs_queue *queue;              /* NULL for an ensemble: its steps' queues run it */
+	mfs_ensemble_plan *plan;       /* an ensemble's steps (ensemble.h); NULL for a model */
+	struct mfs_registry *registry; /* an ensemble's: where its steps are found */
 	/* Private. */
 	int refs;                      /* atomic */
 	bool unloaded;                 /* atomic; set once by unload */

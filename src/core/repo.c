@@ -217,3 +217,11 @@ fail:
 	mfs_repo_entries_free(list, count);
 	return rc;
 }
+
+void mfs_repo_note_unversioned(const mfs_repo_entry *e)
+{
+	if (e->config_path)
+		mfs_log_warn("model '%s': no version directories, nothing to serve", e->name);
+	else
+		mfs_log_debug("'%s': no config and no version directories: not a model", e->name);
+}

@@ -36,4 +36,10 @@ int mfs_repo_scan(const char *root, mfs_repo_entry **out, int *n,
 void mfs_repo_entry_release(mfs_repo_entry *e);
 void mfs_repo_entries_free(mfs_repo_entry *entries, int n);
 
+/* Log an entry without version directories: a warning when it has a
+ * config (a model missing its versions), a debug line when it has none
+ * (a folder beside the models, such as a second repository or sources:
+ * examples/backends), so a start-up does not warn about what is no model. */
+void mfs_repo_note_unversioned(const mfs_repo_entry *e);
+
 #endif

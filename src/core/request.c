@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigbuf.h"
 #include "classify.h"
+#include "ensemble.h"
 #include "log.h"
 #include "membudget.h"
 #include "metrics.h"
@@ -61,6 +63,7 @@ struct mfs_request {
 	char *name;
 	mfs_version *v;
 	mfs_queue *run_here;        /* a job submit left to this thread (unlock_and_run) */
+	mfs_ensemble_run *ens_start;   /* an ensemble run to start once unlocked */
 	const mfs_model_config *cfg;
 	uint64_t max_bytes;
 	int n_in, n_out;           /* config inputs/outputs */
@@ -143,7 +146,7 @@ static void release_run_in(mfs_request *r)
 	for (int i = 0; r->run_in && i < r->n_gin; i++) {
 		mfs_tensor_release(&r->run_in[i]);
 		if (r->run_blob) {
-			free(r->run_blob[i]);
+			mfs_bigbuf_free(r->run_blob[i]);
 			r->run_blob[i] = NULL;
 		}
 	}
@@ -296,7 +299,7 @@ static void clear_slot(input_slot *s)
 {
 	mfs_tensor_release(&s->t);
 	free(s->filename);
-	free(s->blob);
+	mfs_bigbuf_free(s->blob);
 	free(s->link);
 	s->filename = NULL;
 	s->blob = NULL;
@@ -337,14 +340,19 @@ static bool all_present(const mfs_request *r)
 
 /* Unlock r; then run the job that submit left to this thread, if any
  * (mfs_sched_run_here): a short run on an idle instance goes without a
- * thread wake-up. */
+ * thread wake-up.  An ensemble's run starts here too: its first steps'
+ * submits may fail and end it, and ending takes r->lock. */
 static void unlock_and_run(mfs_request *r)
 {
 	mfs_queue *q = r->run_here;
+	mfs_ensemble_run *ens = r->ens_start;
 	r->run_here = NULL;
+	r->ens_start = NULL;
 	pthread_mutex_unlock(&r->lock);
 	if (q)
 		mfs_sched_run_here(q);
+	if (ens)
+		mfs_ensemble_start(ens);   /* may end the run: done() takes r->lock */
 }
 
 /* Move the slots into the run and queue it (lock held). */
@@ -385,9 +393,16 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 	r->state = MFS_REQ_QUEUED;
 	r->runs++;
 	mfs_request_get(r);
-	int rc = mfs_sched_submit_here(r->v->queue, &r->job, err);
-	if (rc == 0 && r->job.here)
-		r->run_here = r->v->queue;
+	int rc;
+	if (r->v->plan) {
+		/* An ensemble: its steps' queues run it (ensemble.h), from
+		 * unlock_and_run. */
+		rc = mfs_ensemble_prepare(r->v->registry, r->v, &r->job, &r->ens_start, err);
+	} else {
+		rc = mfs_sched_submit_here(r->v->queue, &r->job, err);
+		if (rc == 0 && r->job.here)
+			r->run_here = r->v->queue;
+	}
 	if (rc < 0) {
 		mfs_request_put(r);   /* never the last: the caller holds one */
 		release_run_in(r);
@@ -523,7 +538,7 @@ static int stage_locked(mfs_request *r, const char *filename, const void *buf,
 
 static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 			 size_t len, mfs_error *err);
-static int commit_owned_locked(mfs_request *r, const char *filename, char *blob,
+static int commit_owned_locked(mfs_request *r, const char *filename, char **blobp,
 			       size_t len, const char *link, mfs_error *err);
 
 int mfs_request_commit_link(mfs_request *r, const char *filename, const char *link,
@@ -531,7 +546,20 @@ int mfs_request_commit_link(mfs_request *r, const char *filename, const char *li
 {
 	pthread_mutex_lock(&r->lock);
 	r->last_use = mfs_now_ns();
-	int rc = commit_owned_locked(r, filename, buf, len, link, err);
+	int rc = commit_owned_locked(r, filename, &buf, len, link, err);
+	recharge_locked(r);
+	unlock_and_run(r);
+	free(buf);   /* not taken: the commit failed */
+	return rc;
+}
+
+int mfs_request_commit_take(mfs_request *r, const char *filename, char **buf,
+			    size_t len, mfs_error *err)
+{
+	pthread_mutex_lock(&r->lock);
+	r->last_use = mfs_now_ns();
+	int rc = filename[0] == '.' ? stage_locked(r, filename, *buf, len, err)
+				    : commit_owned_locked(r, filename, buf, len, NULL, err);
 	recharge_locked(r);
 	unlock_and_run(r);
 	return rc;
@@ -638,13 +666,17 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 		return record(r, mfs_fail(err, ENOMEM, "out of memory"), err);
 	if (len)
 		memcpy(blob, buf, len);
-	return commit_owned_locked(r, filename, blob, len, NULL, err);
+	int rc = commit_owned_locked(r, filename, &blob, len, NULL, err);
+	free(blob);
+	return rc;
 }
 
-/* commit_locked on bytes the request takes over (freed on failure). */
-static int commit_owned_locked(mfs_request *r, const char *filename, char *blob,
+/* commit_locked on bytes the request takes over: *blobp is set to NULL
+ * when taken, and left to the caller when the commit fails. */
+static int commit_owned_locked(mfs_request *r, const char *filename, char **blobp,
 			       size_t len, const char *link, mfs_error *err)
 {
+	char *blob = *blobp;
 	int fmt, idx;
 	char *fname = NULL, *link_copy = NULL;
 	char name[256];
@@ -709,7 +741,8 @@ static int commit_owned_locked(mfs_request *r, const char *filename, char *blob,
 	s->blob_len = len;
 	s->link = link_copy;
 	s->model_shape = model_shape;
-	fname = blob = link_copy = NULL;
+	*blobp = NULL;
+	fname = link_copy = NULL;
 	r->decode_ns += mfs_now_ns() - t0;
 	if (!r->have_fmt) {
 		r->have_fmt = true;
@@ -719,7 +752,6 @@ static int commit_owned_locked(mfs_request *r, const char *filename, char *blob,
 	if (all_present(r))
 		rc = submit_locked(r, err);
 out:
-	free(blob);
 	free(fname);
 	free(link_copy);
 	return rc;

@@ -106,6 +106,14 @@ uint64_t mfs_request_room(mfs_request *r, const char *filename);
 int mfs_request_commit_file(mfs_request *r, const char *filename,
 			    const void *buf, size_t len, mfs_error *err);
 
+/* commit_file without a copy: the request takes *buf (malloc'd, len
+ * bytes) and sets *buf to NULL, unless the commit fails (the caller
+ * keeps it then) or filename is a temporary (its bytes are copied as by
+ * commit_file).  A large input written through a file is then held
+ * once, not once in the writer's buffer and again in the request. */
+int mfs_request_commit_take(mfs_request *r, const char *filename, char **buf,
+			    size_t len, mfs_error *err);
+
 /* Commit an input whose bytes the caller read from the target of a
  * symlink the client made ("NAME.EXT" -> link): as commit_file, but the
  * request takes buf over (malloc'd; freed on failure too) instead of

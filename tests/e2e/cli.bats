@@ -164,10 +164,11 @@ with open(out, "w") as f:
 	MNT="$DIR/mnt" DAEMON_LOG="$DIR/log"
 	NOTIFY_SOCKET="$DIR/notify" "$MODELFS" -f "$EXAMPLES" "$MNT" 2>"$DAEMON_LOG" 3>&- &
 	DAEMON_PID=$!
-	wait_until 30 grep -q "^mlp: " "$DIR/got"
+	wait_until 30 grep -q "^pipeline_softmax: " "$DIR/got"
 	cat "$DIR/got"
 	grep -q "^READY=1 STATUS=serving $EXAMPLES on $MNT" "$DIR/got"
-	[ "$(grep -c ': READY$' "$DIR/got")" -eq 3 ]
+	# add_sub, cnn, mlp, and the pipeline ensemble with its two steps
+	[ "$(grep -c ': READY$' "$DIR/got")" -eq 6 ]
 	kill -TERM "$DAEMON_PID"
 	daemon_finished_cleanly
 	wait "$listener"

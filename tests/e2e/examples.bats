@@ -25,6 +25,19 @@ import numpy as np; p = np.load('$EXAMPLES/mlp/samples/expected/probabilities.np
 	[[ "$output" == "class $want "* ]]
 }
 
+@test "examples/classify_pipeline.sh: the ensemble names the class from labels.txt" {
+	want=$("$PY" -c "
+import numpy as np; p = np.load('$EXAMPLES/pipeline/samples/expected/probabilities.npy'); print(int(p.argmax()))")
+	label=$(sed -n "$((want + 1))p" "$EXAMPLES/pipeline/labels.txt")
+	for img in "$EXAMPLES/pipeline/samples/pixels.npy" "$EXAMPLES/pipeline/samples/pixels.txt"; do
+		run sh "$EXAMPLES/classify_pipeline.sh" "$MNT" "$img"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		[[ "$output" =~ ^$label\ \(class\ $want,\ p\ =\ 0\.[0-9]+\)$ ]]
+	done
+	[ -z "$(ls "$MNT/pipeline/requests")" ]
+}
+
 @test "examples/reuse_loop.sh" {
 	run sh "$EXAMPLES/reuse_loop.sh" "$MNT" 5
 	[ "$status" -eq 0 ]

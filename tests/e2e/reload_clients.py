@@ -1,10 +1,14 @@
 """reload_clients.py MNT MODEL CLIENTS STOPFILE OUT [--allow-enoent]
+                   [--pipeline PIXELS EXPECTED]
 
 CLIENTS threads send add_sub requests through MNT/MODEL/infer without
 pause until STOPFILE exists, check every result, and write a JSON summary
 to OUT: ok, fail, versions (model_version -> count), enoent, errors (the
 first few).  With --allow-enoent a request refused with ENOENT (the model
-was removed) is counted apart, not as a failure.  Used by reload.bats."""
+was removed) is counted apart, not as a failure.  With --pipeline the
+requests are the example pipeline ensemble's instead: PIXELS (.npy, UINT8
+[1,28,28]) in, "probabilities" checked against EXPECTED (.npy) within
+1e-5.  Used by reload.bats and ensemble.bats."""
 import errno
 import json
 import os
@@ -19,18 +23,40 @@ lock = threading.Lock()
 summary = {"ok": 0, "fail": 0, "enoent": 0, "versions": {}, "errors": []}
 
 
-def one(c, k):
-    a = [float((c + i) % 50) for i in range(16)]
-    b = [float((k + i) % 50) for i in range(16)]
-    req = json.dumps({"inputs": [
-        {"name": "INPUT0", "shape": [16], "datatype": "FP32", "data": a},
-        {"name": "INPUT1", "shape": [16], "datatype": "FP32", "data": b}]}).encode()
+pipeline = None
+if "--pipeline" in sys.argv:
+    import numpy as np
+    at = sys.argv.index("--pipeline")
+    pixels = np.load(sys.argv[at + 1])
+    pipeline = (json.dumps({"inputs": [{"name": "pixels", "shape": list(pixels.shape),
+                                        "datatype": "UINT8",
+                                        "data": pixels.reshape(-1).tolist()}]}).encode(),
+                np.load(sys.argv[at + 2]).reshape(-1))
+
+
+def transact(req):
+    """One infer transaction: the answer, or an exception with its error."""
     r = infer(os.path.join(mnt, model, "infer"), req)
     if "error" in r:
         if allow_enoent and "no model named" in r["error"]:
             # opened just before the model was removed: refused like ENOENT
             raise OSError(errno.ENOENT, r["error"])
         raise RuntimeError(r["error"])
+    return r
+
+
+def one(c, k):
+    if pipeline:
+        r = transact(pipeline[0])
+        p = [t["data"] for t in r["outputs"] if t["name"] == "probabilities"][0]
+        if np.max(np.abs(np.array(p, dtype=np.float32) - pipeline[1])) > 1e-5:
+            raise RuntimeError("wrong probabilities: %s" % p)
+        return r["model_version"]
+    a = [float((c + i) % 50) for i in range(16)]
+    b = [float((k + i) % 50) for i in range(16)]
+    r = transact(json.dumps({"inputs": [
+        {"name": "INPUT0", "shape": [16], "datatype": "FP32", "data": a},
+        {"name": "INPUT1", "shape": [16], "datatype": "FP32", "data": b}]}).encode())
     o = {t["name"]: t["data"] for t in r["outputs"]}
     if o["OUTPUT0"] != [x + y for x, y in zip(a, b)] or o["OUTPUT1"] != [x - y for x, y in zip(a, b)]:
         raise RuntimeError("wrong result from version %s" % r.get("model_version"))

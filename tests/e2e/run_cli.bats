@@ -161,3 +161,11 @@ values() { tr ' ' '\n' < "$1" | sed '/^$/d'; }
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"6 passed, 0 failed"* ]]
 }
+
+@test "run: an ensemble is refused with one line saying to mount the repository" {
+	run "$MODELFS" run "$EX/pipeline" pixels="$EX/pipeline/samples/pixels.npy" --out "$OUT"
+	[ "$status" -ne 0 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"pipeline"*"is an ensemble"*"mount the repository"* ]]
+	[ ! -e "$OUT/probabilities.npy" ]
+}

@@ -57,8 +57,8 @@ static inline void gb_output(onnx_model *m, const char *name)
 	       -1, NULL);
 }
 
-static inline void gb_init_f32(onnx_model *m, const char *name, int rank,
-			const int64_t *dims, const float *data)
+static inline void gb_init(onnx_model *m, const char *name, mfs_dtype dt, int rank,
+			   const int64_t *dims, const void *data)
 {
 	onnx_graph *g = m->graph;
 	mfs_shape s = { .rank = rank };
@@ -68,9 +68,16 @@ static inline void gb_init_f32(onnx_model *m, const char *name, int rank,
 				  (size_t)(g->n_initializers + 1) * sizeof(*g->initializers));
 	in = &g->initializers[g->n_initializers++];
 	in->name = strdup(name);
-	assert_int_equal(mfs_tensor_alloc(&in->tensor, MFS_DT_FLOAT, &s, NULL), 0);
+	assert_int_equal(mfs_tensor_alloc(&in->tensor, dt, &s, NULL), 0);
 	memcpy(in->tensor.data, data, in->tensor.nbytes);
 }
+
+static inline void gb_init_f32(onnx_model *m, const char *name, int rank,
+			const int64_t *dims, const float *data)
+{
+	gb_init(m, name, MFS_DT_FLOAT, rank, dims, data);
+}
+
 
 /* "a,,b" -> {"a", "", "b"}; "" -> none. */
 static inline int split_names(const char *list, char ***out)

@@ -232,7 +232,7 @@ static void test_errors_name_field_and_line(void **state)
 	parse_fails("input { name: \"a\" format: FORMAT_NCHW }",
 		    "config.pbtxt:1: field 'format' in input is a Triton feature modelfs does not support");
 	parse_fails("platform: \"tensorrt_plan\"",
-		    "config.pbtxt:1: platform 'tensorrt_plan' is not supported (modelfs runs ONNX models: onnxruntime_onnx)");
+		    "config.pbtxt:1: platform 'tensorrt_plan' is not supported (modelfs runs ONNX models: onnxruntime_onnx; pipelines: ensemble)");
 	parse_fails("version_policy { latest { num_versions: 0 } }",
 		    "config.pbtxt:1: field 'num_versions' in latest: 0 is out of range [1, 2147483647]");
 	parse_fails("version_policy { all {} latest {} }",

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "membudget.h"
 #include "registry.h"
 #include "request.h"
 
@@ -152,6 +153,89 @@ static void test_reload_swaps_and_failure_keeps_serving(void **state)
 	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 9, &now, &err), -EAGAIN);
 }
 
+static mfs_vstate state_of(fixture *f, const char *model, char *reason, size_t size)
+{
+	mfs_model_info mi;
+	assert_int_equal(mfs_registry_model_snapshot(f->reg, model, &mi), 0);
+	assert_int_equal(mi.n_versions, 1);
+	mfs_vstate st = mi.versions[0].state;
+	snprintf(reason, size, "%s", mi.versions[0].reason);
+	mfs_model_info_release(&mi);
+	return st;
+}
+
+/* One run of the example pipeline through a request (the infer file's
+ * path): its probabilities sum to 1. */
+static void run_pipeline(fixture *f)
+{
+	mfs_error err;
+	mfs_version *v;
+	mfs_request *r;
+	assert_int_equal(mfs_registry_get(f->reg, "pipeline", 0, &v, &err), 0);
+	assert_int_equal(mfs_request_new(v, "p", 1 << 20, &r, &err), 0);
+	mfs_version_put(v);
+	mfs_tensor in;
+	mfs_shape sh = { .rank = 3, .dims = { 1, 28, 28 } };
+	assert_int_equal(mfs_tensor_alloc(&in, MFS_DT_UINT8, &sh, &err), 0);
+	memset(in.data, 200, in.nbytes);
+	assert_int_equal(mfs_request_submit_tensors(r, &in, &err), 0);
+	for (int i = 0; i < 1000 && mfs_request_state(r) != MFS_REQ_DONE &&
+			mfs_request_state(r) != MFS_REQ_FAILED; i++)
+		usleep(5000);
+	const mfs_tensor *outs[2];
+	if (mfs_request_outputs(r, outs, &err) < 0)
+		fail_msg("the pipeline failed: %s", err.msg);
+	assert_int_equal(outs[0]->shape.rank, 2);
+	assert_int_equal(outs[0]->shape.dims[1], 10);
+	float sum = 0;
+	for (int i = 0; i < 10; i++)
+		sum += ((const float *)outs[0]->data)[i];
+	assert_true(sum > 0.999f && sum < 1.001f);
+	/* The intermediate tensors were counted in --max-memory while they
+	 * lived, and are given back with the request's own bytes. */
+	mfs_request_put(r);
+	assert_int_equal(mfs_membudget_used(), 0);
+}
+
+/* The example ensemble: READY once its steps are, UNAVAILABLE naming the
+ * step that leaves (new requests: EAGAIN with the reason), READY again
+ * when it comes back, without the ensemble being loaded again. */
+static void test_ensemble_follows_its_steps(void **state)
+{
+	fixture *f = *state;
+	mfs_error err;
+	char why[MFS_ERROR_MSG_MAX];
+	/* The ensemble first: its steps are not there yet. */
+	assert_int_equal(mfs_registry_load_version(f->reg, "pipeline", 1, &err), 0);
+	assert_int_equal(state_of(f, "pipeline", why, sizeof(why)), MFS_VS_UNAVAILABLE);
+	assert_string_equal(why, "step 0 (model 'pipeline_preprocess'): no model named 'pipeline_preprocess' is loaded");
+	mfs_version *v;
+	assert_int_equal(mfs_registry_get(f->reg, "pipeline", 0, &v, &err), -EAGAIN);
+	assert_non_null(strstr(err.msg, "step 0 (model 'pipeline_preprocess')"));
+	assert_int_equal(mfs_registry_load_version(f->reg, "pipeline_preprocess", 1, &err), 0);
+	assert_int_equal(mfs_registry_load_version(f->reg, "cnn", 1, &err), 0);
+	assert_int_equal(state_of(f, "pipeline", why, sizeof(why)), MFS_VS_UNAVAILABLE);
+	assert_string_equal(why, "step 2 (model 'pipeline_softmax'): no model named 'pipeline_softmax' is loaded");
+	assert_int_equal(mfs_registry_load_version(f->reg, "pipeline_softmax", 1, &err), 0);
+	assert_int_equal(state_of(f, "pipeline", why, sizeof(why)), MFS_VS_READY);
+	assert_string_equal(why, "3 steps: pipeline_preprocess, cnn, pipeline_softmax");
+	run_pipeline(f);
+
+	/* A step leaves and comes back. */
+	assert_int_equal(mfs_registry_unload_model(f->reg, "cnn", "test"), 0);
+	assert_int_equal(state_of(f, "pipeline", why, sizeof(why)), MFS_VS_UNAVAILABLE);
+	assert_string_equal(why, "step 1 (model 'cnn'): no model named 'cnn' is loaded");
+	assert_int_equal(mfs_registry_get(f->reg, "pipeline", 0, &v, &err), -EAGAIN);
+	assert_int_equal(mfs_registry_load_version(f->reg, "cnn", 1, &err), 0);
+	assert_int_equal(state_of(f, "pipeline", why, sizeof(why)), MFS_VS_READY);
+	run_pipeline(f);
+	/* A step whose version the ensemble names is not READY. */
+	assert_int_equal(mfs_registry_unload_version(f->reg, "pipeline_softmax", 1, "test"), 0);
+	assert_int_equal(state_of(f, "pipeline", why, sizeof(why)), MFS_VS_UNAVAILABLE);
+	assert_string_equal(why, "step 2 (model 'pipeline_softmax'): it has no READY version");
+	assert_int_equal(mfs_registry_unload_model(f->reg, "pipeline", "test"), 0);
+}
+
 /* Every queue is bounded: a config that sets no max_queue_size gets the
  * default (issue 17), one that sets it keeps it. */
 static void test_queue_limit_default(void **state)
@@ -172,6 +256,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_load_all_and_snapshot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unload_keeps_holders_alive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_swaps_and_failure_keeps_serving, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ensemble_follows_its_steps, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 
 #include "tmp_tree.h"
 
+#include "log.h"
 #include "repo.h"
 
 static tmp_tree tree;
@@ -143,6 +144,42 @@ static void test_scan(void **state)
 	assert_int_equal(n, 0);
 }
 
+/* Log lines of mfs_repo_note_unversioned(e), read back from stderr. */
+static void note_to(const mfs_repo_entry *e, char *buf, size_t size)
+{
+	FILE *f = tmpfile();
+	int saved = dup(2);
+	size_t n;
+
+	assert_non_null(f);
+	fflush(stderr);
+	dup2(fileno(f), 2);
+	mfs_repo_note_unversioned(e);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	n = fread(buf, 1, size - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+/* A model without versions is warned about; a folder with neither a
+ * config nor versions (a second repository, sources) is not. */
+static void test_unversioned_notes(void **state)
+{
+	char cfg[] = "/r/m/config.pbtxt", out[512];
+	mfs_repo_entry model = { .name = "m", .config_path = cfg };
+	mfs_repo_entry folder = { .name = "backends" };
+	(void)state;
+
+	mfs_log_set_level(MFS_LOG_INFO);
+	note_to(&model, out, sizeof(out));
+	assert_non_null(strstr(out, "model 'm': no version directories, nothing to serve"));
+	note_to(&folder, out, sizeof(out));
+	assert_string_equal(out, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -150,6 +187,7 @@ int main(void)
 		cmocka_unit_test(test_model_names),
 		cmocka_unit_test(test_scan_model),
 		cmocka_unit_test(test_scan),
+		cmocka_unit_test(test_unversioned_notes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -149,6 +149,42 @@ static void test_life_of_a_request(void **state)
 	assert_int_equal(f->runs, 2);
 }
 
+/* commit_take: the request takes the buffer when the commit works, the
+ * caller keeps it when it fails, and a temporary's bytes are copied. */
+static void test_commit_take(void **state)
+{
+	fixture *f = *state;
+	mfs_request *r;
+	mfs_error err;
+	assert_int_equal(mfs_request_new(f->v, "take", 1 << 20, &r, &err), 0);
+	char *bad = strdup("1 2 3");
+	assert_int_equal(mfs_request_commit_take(r, "INPUT0.txt", &bad, 5, &err), -EINVAL);
+	assert_non_null(bad);   /* refused: still the caller's */
+	assert_memory_equal(bad, "1 2 3", 5);
+	free(bad);
+	char *tmp = strdup("1 1 1 1");
+	assert_int_equal(mfs_request_commit_take(r, ".INPUT1.txt", &tmp, 7, &err), 0);
+	assert_non_null(tmp);   /* a temporary is copied */
+	free(tmp);
+	char *good = strdup("1 2 3 4");
+	assert_int_equal(mfs_request_commit_take(r, "INPUT0.txt", &good, 7, &err), 0);
+	assert_null(good);      /* taken */
+	assert_int_equal(file_size(r, "INPUT0.txt"), 7);
+	char *buf;
+	size_t len;
+	assert_int_equal(mfs_request_input_file(r, "INPUT0.txt", &buf, &len), 0);
+	assert_int_equal(len, 7);
+	assert_memory_equal(buf, "1 2 3 4", 7);
+	free(buf);
+	assert_int_equal(mfs_request_rename_file(r, ".INPUT1.txt", "INPUT1.txt", &err), 0);
+	wait_done(r);
+	int rc;
+	char *s = read_out(r, "OUTPUT0", MFS_FMT_TXT, &rc);
+	assert_string_equal(s, "2 3 4 5\n");
+	free(s);
+	mfs_request_put(r);
+}
+
 static void test_bad_inputs_keep_the_rest(void **state)
 {
 	fixture *f = *state;
@@ -385,6 +421,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_life_of_a_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_inputs_keep_the_rest, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_commit_take, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_find_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reads_bound_to_a_run, setup, teardown),

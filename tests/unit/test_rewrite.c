@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,6 +188,114 @@ static onnx_model *attention_model(int where)
 	return m;
 }
 
+
+/* Conv weights "w" [3, 3, 3] (1-D) or [3, 3, 3, 3] (2-D) and bias "cb". */
+static void conv_weights(onnx_model *m, int nsp)
+{
+	float w[81];
+	const int64_t wd[4] = { 3, 3, 3, 3 };
+	for (int i = 0; i < 81; i++)
+		w[i] = (float)((i * 7) % 13) / 13.0f - 0.45f;
+	gb_init_f32(m, "w", 2 + nsp, wd, w);
+	vec(m, "cb", 3, -0.2f);
+}
+
+static onnx_node *conv(onnx_model *m, const char *name, const char *in, const char *out, int nsp)
+{
+	const int64_t pads[4] = { 1, 1, 1, 1 };
+	char ins[64];
+	snprintf(ins, sizeof(ins), "%s,w,cb", in);
+	onnx_node *n = gb_node(m, "", "Conv", name, ins, out);
+	attr_ints(n, "pads", 2 * nsp, pads);
+	return n;
+}
+
+/* Residual connections after a convolution on x [2, 3, 8] (1-D, pads 1:
+ * the output has x's shape):
+ *   0: Relu(Add(Conv(x), x))       the identity block
+ *   1: Add(x, Conv(x))             no Relu, operands swapped
+ *   2: Relu(Add(Conv(x), mean0(x)))  Z [1, 3, 8] broadcast over the batch
+ *   3: Relu(Add(Conv(mean0(x)), x))  the convolution's [1, 3, 8] broadcast
+ *   4: 2-D, NHWC inside: x as [2, 3, 2, 4], a = Conv(x), Relu(Add(Conv(a),
+ *      a)) into a last Conv, back to [2, 3, 8]
+ *   5: Add(Conv(x), constant [3, 1])   a bias: left alone
+ *   7: as 4, the block widening 3 -> 6 channels with 1x1 convs: Z =
+ *      Conv6(x) and the fused Conv6(a) read a, 3 channels, so Z's shape
+ *      is not X's (kept NHWC all the same: MFS_OP_NHWC_ANY_INPUT)
+ *   6: Relu(Add(Conv(x), x)) with Conv(x) also a graph output: left alone */
+static onnx_model *residual_model(int v)
+{
+	onnx_model *m = gb_new(13);
+	const int64_t axis0[1] = { 0 };
+	io(m, "y");
+	conv_weights(m, v == 4 || v == 7 ? 2 : 1);
+	if (v == 6)
+		gb_output(m, "c");
+	switch (v) {
+	case 0: case 6:
+		conv(m, "conv", "x", "c", 1);
+		gb_node(m, "", "Add", "add", "c,x", "s");
+		gb_node(m, "", "Relu", "relu", "s", "y");
+		break;
+	case 1:
+		conv(m, "conv", "x", "c", 1);
+		gb_node(m, "", "Add", "add", "x,c", "y");
+		break;
+	case 2: case 3:
+		attr_ints(gb_node(m, "", "ReduceMean", "mean", "x", "xm"), "axes", 1, axis0);
+		conv(m, "conv", v == 2 ? "x" : "xm", "c", 1);
+		gb_node(m, "", "Add", "add", v == 2 ? "c,xm" : "c,x", "s");
+		gb_node(m, "", "Relu", "relu", "s", "y");
+		break;
+	case 4: {
+		const int64_t s4[1] = { 4 }, s3[1] = { 3 };
+		const int64_t r4[4] = { 2, 3, 2, 4 }, r3[3] = { 2, 3, 8 };
+		gb_init(m, "s4", MFS_DT_INT64, 1, s4, r4);
+		gb_init(m, "s3", MFS_DT_INT64, 1, s3, r3);
+		gb_node(m, "", "Reshape", "in", "x,s4", "xr");
+		conv(m, "conva", "xr", "a", 2);
+		conv(m, "convb", "a", "b", 2);
+		gb_node(m, "", "Add", "add", "b,a", "s");
+		gb_node(m, "", "Relu", "relu", "s", "r");
+		conv(m, "convc", "r", "c", 2);
+		gb_node(m, "", "Reshape", "out", "c,s3", "y");
+		break;
+	}
+	case 7: {
+		const int64_t s4[1] = { 4 }, s3[1] = { 3 };
+		const int64_t r4[4] = { 2, 3, 2, 4 }, r3[3] = { 2, 3, 8 };
+		const int64_t up[4] = { 6, 3, 1, 1 }, down[4] = { 3, 6, 1, 1 };
+		float wu[18], wd[18];
+		for (int i = 0; i < 18; i++) {
+			wu[i] = (float)((i * 5) % 7) / 7.0f - 0.4f;
+			wd[i] = (float)((i * 3) % 11) / 11.0f - 0.5f;
+		}
+		gb_init(m, "s4", MFS_DT_INT64, 1, s4, r4);
+		gb_init(m, "s3", MFS_DT_INT64, 1, s3, r3);
+		gb_init_f32(m, "wu", 4, up, wu);
+		gb_init_f32(m, "wd", 4, down, wd);
+		gb_node(m, "", "Reshape", "in", "x,s4", "xr");
+		conv(m, "conva", "xr", "a", 2);
+		gb_node(m, "", "Conv", "convz", "xr,wu", "z");
+		gb_node(m, "", "Conv", "convb", "a,wu", "b");
+		gb_node(m, "", "Add", "add", "b,z", "s");
+		gb_node(m, "", "Relu", "relu", "s", "r");
+		gb_node(m, "", "Conv", "convc", "r,wd", "c");
+		gb_node(m, "", "Reshape", "out", "c,s3", "y");
+		break;
+	}
+	case 5: {
+		const int64_t cd[2] = { 3, 1 };
+		const float k[3] = { 0.5f, -1.0f, 2.0f };
+		gb_init_f32(m, "k", 2, cd, k);
+		conv(m, "conv", "x", "c", 1);
+		gb_node(m, "", "Add", "add", "c,k", "y");
+		break;
+	}
+	}
+	return m;
+}
+
 /* Compile (with or without the rewrites) and run on a fixed x; returns
  * the number of nodes left to run and fills out (n values). */
 static int run(onnx_model *m, bool fuse, float *out, int64_t n, const char **first_op)
@@ -303,6 +412,81 @@ static void test_dense(void **st)
 	unsetenv("MFS_DENSE");
 }
 
+/* FusedConv nodes with a residual input (Z) in m compiled; *nhwc (when
+ * not NULL) gets how many of their Z are planned NHWC. */
+static int residual_nodes_nhwc(onnx_model *m, int *nhwc)
+{
+	mfs_error err;
+	mfs_graph *g;
+	int n = 0;
+	assert_int_equal(mfs_graph_compile(m, "rewrite", &g, &err), 0);
+	if (nhwc)
+		*nhwc = 0;
+	for (int i = 0; i < g->n_nodes; i++) {
+		const mfs_node *nd = &g->nodes[i];
+		if (strcmp(nd->onnx->op_type, "FusedConv") || nd->n_in != 4 || nd->in[3] < 0)
+			continue;
+		n++;
+		if (nhwc && g->values[nd->in[3]].layout == MFS_LAYOUT_NHWC)
+			(*nhwc)++;
+	}
+	mfs_graph_free(g);
+	return n;
+}
+
+static int residual_nodes(onnx_model *m)
+{
+	return residual_nodes_nhwc(m, NULL);
+}
+
+static void check_residual(int v, int want)
+{
+	float a[ROWS * D], b[ROWS * D];
+	assert_int_equal(residual_nodes(residual_model(v)), want);
+	int unfused = run(residual_model(v), false, a, ROWS * D, NULL);
+	int fused = run(residual_model(v), true, b, ROWS * D, NULL);
+	assert_int_equal(unfused - fused, want ? (v == 1 ? 1 : 2) : 0);
+	for (int i = 0; i < ROWS * D; i++)
+		if (fabsf(a[i] - b[i]) > 1e-5f)
+			fail_msg("residual %d: element %d: unfused %g, fused %g", v, i,
+				 (double)a[i], (double)b[i]);
+}
+
+/* Conv + Add (+ Relu): fused when the sum's other operand fits and when
+ * it broadcasts (either way; FusedConv's run-time path), on both of the
+ * convolution's paths; not with a constant operand or a convolution
+ * output read elsewhere, nor under MFS_FUSE=0 or MFS_FUSE_SKIP=residual. */
+static void test_residual(void **st)
+{
+	(void)st;
+	for (int path = 0; path < 2; path++) {
+		if (path)
+			setenv("MFS_CONV", "im2col", 1);
+		for (int v = 0; v <= 4; v++)
+			check_residual(v, 1);
+		check_residual(7, 1);
+		check_residual(5, 0);
+		check_residual(6, 0);
+	}
+	unsetenv("MFS_CONV");
+	/* Z stays NHWC between the convolutions, also when it is wider than
+	 * the fused convolution's X (7) */
+	int nhwc;
+	assert_int_equal(residual_nodes_nhwc(residual_model(4), &nhwc), 1);
+	assert_int_equal(nhwc, 1);
+	assert_int_equal(residual_nodes_nhwc(residual_model(7), &nhwc), 1);
+	assert_int_equal(nhwc, 1);
+	setenv("MFS_FUSE", "0", 1);
+	assert_int_equal(residual_nodes(residual_model(0)), 0);
+	unsetenv("MFS_FUSE");
+	/* MFS_FUSE_SKIP leaves out the pass named, and only that one */
+	setenv("MFS_FUSE_SKIP", "dense,residual", 1);
+	assert_int_equal(residual_nodes(residual_model(0)), 0);
+	setenv("MFS_FUSE_SKIP", "residual1,dense", 1);
+	assert_int_equal(residual_nodes(residual_model(0)), 1);
+	unsetenv("MFS_FUSE_SKIP");
+}
+
 /* Near misses: an intermediate that is also a graph output, a bias that
  * is not a constant vector, the wrong GELU constant, MFS_FUSE=0. */
 static void test_not_rewritten(void **st)
@@ -342,6 +526,7 @@ int main(void)
 		cmocka_unit_test(test_gelu),
 		cmocka_unit_test(test_dense),
 		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_residual),
 		cmocka_unit_test(test_not_rewritten),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
  * order, growth padding and 64-byte alignment), so files round-trip.
  */
 #include "codec_impl.h"
+#include "bigbuf.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -387,7 +388,7 @@ int mfs_codec_npy_encode(const mfs_tensor *t, const char *name, char **buf,
 	total = 10 + hlen + t->nbytes;
 	if (total < t->nbytes)
 		return mfs_fail(err, EINVAL, "tensor is too large");
-	p = malloc(total);
+	p = mfs_bigbuf_alloc(total);   /* a kept block when one fits */
 	if (!p)
 		return mfs_fail(err, ENOMEM, "out of memory writing %zu bytes", total);
 	memcpy(p, npy_magic, 6);

@@ -51,6 +51,21 @@ void mfs_config_release(mfs_model_config *c)
 		free(c->parameters[i].value);
 	}
 	free(c->parameters);
+	for (int i = 0; i < c->n_steps; i++) {
+		mfs_ensemble_step *st = &c->steps[i];
+		free(st->model_name);
+		for (int k = 0; k < st->n_input_map; k++) {
+			free(st->input_map[k].key);
+			free(st->input_map[k].value);
+		}
+		free(st->input_map);
+		for (int k = 0; k < st->n_output_map; k++) {
+			free(st->output_map[k].key);
+			free(st->output_map[k].value);
+		}
+		free(st->output_map);
+	}
+	free(c->steps);
 	for (int i = 0; i < c->n_warmups; i++) {
 		for (int k = 0; k < c->warmups[i].n_inputs; k++) {
 			free(c->warmups[i].inputs[k].name);
@@ -61,6 +76,11 @@ void mfs_config_release(mfs_model_config *c)
 	}
 	free(c->warmups);
 	mfs_config_init(c);
+}
+
+bool mfs_config_is_ensemble(const mfs_model_config *c)
+{
+	return c->platform && strcmp(c->platform, "ensemble") == 0;
 }
 
 /* ---- the parse tree (config_tree.h) ---- */

@@ -56,6 +56,19 @@ typedef struct mfs_parameter {
 	char *value;                 /* Triton: parameters { key: "k" value { string_value: "v" } } */
 } mfs_parameter;
 
+/* One key/value of an ensemble step's input_map or output_map. */
+typedef struct mfs_tensor_map {
+	char *key;                   /* the step model's input/output name */
+	char *value;                 /* the ensemble's tensor name */
+} mfs_tensor_map;
+
+/* ensemble_scheduling { step [ ... ] } (platform "ensemble"). */
+typedef struct mfs_ensemble_step {
+	char *model_name;
+	int64_t model_version;       /* -1 (Triton's default): the current version */
+	mfs_tensor_map *input_map; int n_input_map;
+	mfs_tensor_map *output_map; int n_output_map;
+} mfs_ensemble_step;
 /* model_warmup (Triton's ModelWarmup): samples run at load; the version
  * is READY only once every one ran (src/core/warmup.h). */
 typedef enum mfs_warmup_data {
@@ -101,7 +114,7 @@ typedef struct mfs_level_policy {
 
 typedef struct mfs_model_config {
 	char *name;
-	char *platform;              /* NULL or "onnxruntime_onnx" (never set with a custom backend) */
+	char *platform;              /* NULL, "onnxruntime_onnx" or "ensemble" (never set with a custom backend) */
 	char *backend;               /* NULL, "onnxruntime", "onnx", or a custom backend's name */
 	int max_batch_size;
 	mfs_io_config *inputs;  int n_inputs;
@@ -123,8 +136,14 @@ typedef struct mfs_model_config {
 	} dynamic_batching;
 	char *default_model_filename;    /* NULL = "model.onnx" */
 	mfs_parameter *parameters; int n_parameters;
+	bool has_ensemble_scheduling;
+	mfs_ensemble_step *steps; int n_steps;
 	mfs_warmup *warmups; int n_warmups;
 } mfs_model_config;
+
+/* platform "ensemble": the model is a pipeline of other models
+ * (ensemble_plan.h), not a graph. */
+bool mfs_config_is_ensemble(const mfs_model_config *c);
 
 /* Zero-initialise with Triton's defaults. */
 void mfs_config_init(mfs_model_config *c);
@@ -158,6 +177,12 @@ bool mfs_config_custom_backend(const mfs_model_config *c);
  * (-EINVAL naming the first that is not); reshape is refused; graph
  * indices follow the config's order. */
 int mfs_config_complete_declared(mfs_model_config *c, const char *model_name,
+				 mfs_error *err);
+
+/* The same for an ensemble (platform "ensemble"), which has no graph
+ * either: every input and output must give its data_type and dims
+ * (Triton's rule); graph_index is the config's own index. */
+int mfs_config_complete_ensemble(mfs_model_config *c, const char *model_name,
 				 mfs_error *err);
 
 /* Triton's JSON form of the config in effect (a new reference). */

@@ -243,6 +243,20 @@ static int complete_name(mfs_model_config *c, const char *model_name, mfs_error 
 	return 0;
 }
 
+static int declared_side(mfs_io_config *ios, int n, const char *side, mfs_error *err)
+{
+	for (int i = 0; i < n; i++) {
+		if (ios[i].dtype == MFS_DT_UNDEFINED || ios[i].rank < 0)
+			return mfs_fail(err, EINVAL, "ensemble %s '%s' needs data_type and dims (an ensemble has no graph to take them from)",
+					side, ios[i].name);
+		if (ios[i].has_reshape)
+			return mfs_fail(err, EINVAL, "ensemble %s '%s': reshape is for a model's graph, an ensemble has none",
+					side, ios[i].name);
+		ios[i].graph_index = i;
+	}
+	return 0;
+}
+
 static int complete_instances(mfs_model_config *c, mfs_error *err)
 {
 	if (c->n_instance_groups == 0) {
@@ -254,6 +268,19 @@ static int complete_instances(mfs_model_config *c, mfs_error *err)
 		c->n_instance_groups = 1;
 	}
 	return 0;
+}
+
+int mfs_config_complete_ensemble(mfs_model_config *c, const char *model_name,
+				 mfs_error *err)
+{
+	int rc = complete_name(c, model_name, err);
+	if (rc == 0 && c->n_inputs == 0)
+		rc = mfs_fail(err, EINVAL, "an ensemble needs at least one input");
+	if (rc == 0)
+		rc = declared_side(c->inputs, c->n_inputs, "input", err);
+	if (rc == 0)
+		rc = declared_side(c->outputs, c->n_outputs, "output", err);
+	return rc;
 }
 
 int mfs_config_complete(mfs_model_config *c, const char *model_name,

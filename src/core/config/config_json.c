@@ -95,7 +95,8 @@ static int value_to_node(jconv *jc, cfg_node *msg, const char *name,
 
 /* A protobuf map in JSON, {"k": {...}}, -> entries name {key: "k"
  * value {...}} as the text format writes it (parameters,
- * dynamic_batching.priority_queue_policy, model_warmup.inputs). */
+ * dynamic_batching.priority_queue_policy, model_warmup.inputs, an
+ * ensemble step's input_map {"k": "tensor"}). */
 static int map_to_nodes(jconv *jc, cfg_node *root, const char *name, json_t *map, int depth)
 {
 	const char *key;
@@ -127,6 +128,9 @@ static bool is_map(const cfg_node *msg, const char *key, int depth)
 {
 	if (depth == 0)
 		return strcmp(key, "parameters") == 0;
+	/* ensemble_scheduling { step [ { input_map output_map } ] } */
+	if (strcmp(msg->name, "step") == 0)
+		return strcmp(key, "input_map") == 0 || strcmp(key, "output_map") == 0;
 	if (depth != 1)
 		return false;
 	return (strcmp(msg->name, "dynamic_batching") == 0 &&

@@ -162,6 +162,28 @@ static json_t *dynamic_batching_json(const mfs_model_config *c)
 	return o;
 }
 
+static json_t *tensor_map_json(const mfs_tensor_map *m, int n)
+{
+	json_t *o = json_object();
+	for (int i = 0; o && i < n; i++)
+		json_object_set_new(o, m[i].key, json_string(m[i].value));
+	return o;
+}
+
+static json_t *ensemble_scheduling_json(const mfs_model_config *c)
+{
+	json_t *steps = json_array();
+	for (int i = 0; steps && i < c->n_steps; i++) {
+		const mfs_ensemble_step *st = &c->steps[i];
+		json_array_append_new(steps, json_pack(
+			"{s:s,s:I,s:o,s:o}", "model_name", st->model_name,
+			"model_version", (json_int_t)st->model_version,
+			"input_map", tensor_map_json(st->input_map, st->n_input_map),
+			"output_map", tensor_map_json(st->output_map, st->n_output_map)));
+	}
+	return json_pack("{s:o}", "step", steps);
+}
+
 json_t *mfs_config_to_json(const mfs_model_config *c)
 {
 	json_t *o = json_object(), *a;
@@ -172,8 +194,11 @@ json_t *mfs_config_to_json(const mfs_model_config *c)
 	json_object_set_new(o, "platform",
 			    json_string(c->platform ? c->platform :
 					mfs_config_custom_backend(c) ? "" : "onnxruntime_onnx"));
-	json_object_set_new(o, "backend",
-			    json_string(c->backend ? c->backend : "onnxruntime"));
+	/* An ensemble has no backend, model file or instances of its own. */
+	bool ensemble = mfs_config_is_ensemble(c);
+	if (!ensemble)
+		json_object_set_new(o, "backend",
+				    json_string(c->backend ? c->backend : "onnxruntime"));
 	json_object_set_new(o, "version_policy", version_policy_json(c));
 	json_object_set_new(o, "max_batch_size", json_integer(c->max_batch_size));
 
@@ -199,9 +224,12 @@ json_t *mfs_config_to_json(const mfs_model_config *c)
 
 	if (c->has_dynamic_batching)
 		json_object_set_new(o, "dynamic_batching", dynamic_batching_json(c));
-	json_object_set_new(o, "default_model_filename",
-			    json_string(c->default_model_filename ?
-					c->default_model_filename : "model.onnx"));
+	if (ensemble)
+		json_object_set_new(o, "ensemble_scheduling", ensemble_scheduling_json(c));
+	else
+		json_object_set_new(o, "default_model_filename",
+				    json_string(c->default_model_filename ?
+						c->default_model_filename : "model.onnx"));
 
 	a = json_object();
 	for (int i = 0; a && i < c->n_parameters; i++) {

@@ -507,8 +507,9 @@ static int m_platform(conv *cv, const cfg_node *n, void *obj)
 		free(c->platform);
 		c->platform = NULL;
 	}
-	if (c->platform && strcmp(c->platform, "onnxruntime_onnx") != 0)
-		return fail_at(cv, n, "platform '%s' is not supported (modelfs runs ONNX models: onnxruntime_onnx)",
+	if (c->platform && strcmp(c->platform, "onnxruntime_onnx") != 0 &&
+	    strcmp(c->platform, "ensemble") != 0)
+		return fail_at(cv, n, "platform '%s' is not supported (modelfs runs ONNX models: onnxruntime_onnx; pipelines: ensemble)",
 			       c->platform);
 	return 0;
 }
@@ -928,6 +929,109 @@ static int m_parameters(conv *cv, const cfg_node *n, void *obj)
 	return 0;
 }
 
+/* ensemble_scheduling { step [ { model_name model_version input_map
+ * output_map } ] }; maps as protobuf writes them: entries { key value }. */
+
+static int map_key(conv *cv, const cfg_node *n, void *obj)
+{
+	return get_string(cv, n, &((mfs_tensor_map *)obj)->key);
+}
+
+static int map_value(conv *cv, const cfg_node *n, void *obj)
+{
+	return get_string(cv, n, &((mfs_tensor_map *)obj)->value);
+}
+
+static int append_map_entry(conv *cv, const cfg_node *n, mfs_tensor_map **arr,
+			    int *count)
+{
+	static const field_def defs[] = {
+		{ "key", false, map_key }, { "value", false, map_value },
+	};
+	mfs_tensor_map *grown, *e;
+	int rc;
+
+	if (*count >= 4096)
+		return fail_at(cv, n, "too many entries in %s", n->name);
+	grown = realloc(*arr, (size_t)(*count + 1) * sizeof(*grown));
+	if (!grown)
+		return no_memory(cv);
+	*arr = grown;
+	e = &grown[(*count)++];
+	e->key = e->value = NULL;
+	rc = conv_message(cv, n, n->name, defs, N_OF(defs), NULL, e);
+	if (rc)
+		return rc;
+	if (!e->key || !*e->key || !e->value || !*e->value)
+		return fail_at(cv, n, "%s entry needs a non-empty key and value", n->name);
+	for (int i = 0; i < *count - 1; i++)
+		if (strcmp(grown[i].key, e->key) == 0)
+			return fail_at(cv, n, "%s: key '%s' given twice", n->name, e->key);
+	return 0;
+}
+
+static int step_model_name(conv *cv, const cfg_node *n, void *obj)
+{
+	return get_string(cv, n, &((mfs_ensemble_step *)obj)->model_name);
+}
+
+static int step_model_version(conv *cv, const cfg_node *n, void *obj)
+{
+	return get_i64(cv, n, -1, INT64_MAX, &((mfs_ensemble_step *)obj)->model_version);
+}
+
+static int step_input_map(conv *cv, const cfg_node *n, void *obj)
+{
+	mfs_ensemble_step *st = obj;
+	return append_map_entry(cv, n, &st->input_map, &st->n_input_map);
+}
+
+static int step_output_map(conv *cv, const cfg_node *n, void *obj)
+{
+	mfs_ensemble_step *st = obj;
+	return append_map_entry(cv, n, &st->output_map, &st->n_output_map);
+}
+
+static int es_step(conv *cv, const cfg_node *n, void *obj)
+{
+	static const field_def defs[] = {
+		{ "model_name", false, step_model_name },
+		{ "model_version", false, step_model_version },
+		{ "input_map", true, step_input_map },
+		{ "output_map", true, step_output_map },
+	};
+	static const char *const triton[] = { "model_namespace", NULL };
+	mfs_model_config *c = obj;
+	mfs_ensemble_step *grown, *st;
+	int rc;
+
+	if (c->n_steps >= 1024)
+		return fail_at(cv, n, "too many ensemble steps");
+	grown = realloc(c->steps, (size_t)(c->n_steps + 1) * sizeof(*grown));
+	if (!grown)
+		return no_memory(cv);
+	c->steps = grown;
+	st = &grown[c->n_steps++];
+	memset(st, 0, sizeof(*st));
+	st->model_version = -1;
+	rc = conv_message(cv, n, "step", defs, N_OF(defs), triton, st);
+	if (rc)
+		return rc;
+	if (!st->model_name || !*st->model_name)
+		return fail_at(cv, n, "ensemble step %d has no model_name", c->n_steps - 1);
+	if (st->model_version == 0)
+		return fail_at(cv, n, "ensemble step %d: model_version must be -1 (the current version) or >= 1",
+			       c->n_steps - 1);
+	return 0;
+}
+
+static int m_ensemble_scheduling(conv *cv, const cfg_node *n, void *obj)
+{
+	static const field_def defs[] = { { "step", true, es_step } };
+	((mfs_model_config *)obj)->has_ensemble_scheduling = true;
+	return conv_message(cv, n, "ensemble_scheduling", defs, N_OF(defs), NULL, obj);
+}
+
 /* model_warmup [ { name batch_size count inputs { key: "IN" value {
  *     data_type dims zero_data | random_data | input_data_file } } } ] */
 
@@ -1099,9 +1203,48 @@ static int m_model_warmup(conv *cv, const cfg_node *n, void *obj)
 	return 0;
 }
 
+/* The top-level field name (for an error's line), else the root. */
+static const cfg_node *field_or_root(const cfg_node *root, const char *name)
+{
+	for (int i = 0; i < root->n_children; i++)
+		if (strcmp(root->children[i].name, name) == 0)
+			return &root->children[i];
+	return root;
+}
+
+/* platform "ensemble" and ensemble_scheduling go together, and an
+ * ensemble has none of a model's own engine fields. */
+static int check_ensemble(conv *cv, const cfg_node *root, const mfs_model_config *c)
+{
+	static const char *const own[] = {
+		"backend", "dynamic_batching", "instance_group", "default_model_filename",
+		"model_warmup",
+	};
+	bool ensemble = mfs_config_is_ensemble(c);
+	if (ensemble && c->n_steps == 0)
+		return fail_at(cv, field_or_root(root, "platform"),
+			       "platform 'ensemble' needs ensemble_scheduling with at least one step");
+	if (!ensemble && c->has_ensemble_scheduling)
+		return fail_at(cv, field_or_root(root, "ensemble_scheduling"),
+			       "ensemble_scheduling needs platform: \"ensemble\"");
+	for (size_t i = 0; ensemble && i < N_OF(own); i++) {
+		const cfg_node *n = field_or_root(root, own[i]);
+		/* Triton prints "" and [] for them ("not set"); an empty
+		 * dynamic_batching {} still turns batching on. */
+		bool unset = n != root && is_zero(n, cv->json) && strcmp(own[i], "dynamic_batching") != 0;
+		if (n != root && !unset)
+			return fail_at(cv, n, "an ensemble has no %s of its own (each step model has its own)",
+				       own[i]);
+	}
+	return 0;
+}
+
 /* Rules between fields, once all are read. */
 static int check_whole(conv *cv, const cfg_node *root, mfs_model_config *c)
 {
+	int rc = check_ensemble(cv, root, c);
+	if (rc)
+		return rc;
 	/* Triton's rule: a sample's batch fits the model's batching. */
 	for (int i = 0; i < c->n_warmups; i++)
 		if (c->warmups[i].batch_size > (c->max_batch_size > 0 ? c->max_batch_size : 1))
@@ -1137,11 +1280,12 @@ int cfg_tree_to_config(const cfg_node *root, const char *source, bool json,
 		{ "dynamic_batching", false, m_dynamic_batching },
 		{ "default_model_filename", false, m_default_model_filename },
 		{ "parameters", true, m_parameters },
+		{ "ensemble_scheduling", false, m_ensemble_scheduling },
 		{ "model_warmup", true, m_model_warmup },
 	};
 	static const char *const triton[] = {
 		"runtime", "batch_input", "batch_output", "optimization",
-		"sequence_batching", "ensemble_scheduling", "cc_model_filenames",
+		"sequence_batching", "cc_model_filenames",
 		"metric_tags", "model_operations",
 		"model_transaction_policy", "model_repository_agents",
 		"response_cache", NULL,

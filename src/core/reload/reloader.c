@@ -310,6 +310,17 @@ static void unload_all_but(mfs_reloader *rl, const mfs_repo_entry *e, const int6
 	mfs_model_info_release(&mi);
 }
 
+/* Does the model's config say platform "ensemble"?  (A config that does
+ * not parse: no; its load reports why.) */
+static bool is_ensemble(const char *repo, const char *name)
+{
+	mfs_model_config cfg;
+	mfs_error err;
+	bool yes = mfs_load_config(repo, name, &cfg, &err) == 0 && mfs_config_is_ensemble(&cfg);
+	mfs_config_release(&cfg);
+	return yes;
+}
+
 int mfs_reloader_reconcile(mfs_reloader *rl, const char *name)
 {
 	mfs_registry *reg = rl->conf.registry;
@@ -653,14 +664,19 @@ int mfs_reloader_new(const mfs_reloader_conf *conf, mfs_reloader **out, mfs_erro
 		mfs_repo_entries_free(entries, n);
 		goto fail;
 	}
+	/* Ensembles after the models they run, so that they start READY
+	 * rather than passing through UNAVAILABLE. */
 	int failed = 0;
-	for (int i = 0; i < n; i++) {
-		if (entries[i].n_versions == 0) {
-			mfs_log_warn("model '%s': no version directories, nothing to serve", entries[i].name);
-			continue;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < n; i++) {
+			if (entries[i].n_versions == 0) {
+				if (pass == 0)
+					mfs_repo_note_unversioned(&entries[i]);
+				continue;
+			}
+			if (is_ensemble(rl->repo, entries[i].name) == (pass == 1))
+				failed += mfs_reloader_reconcile(rl, entries[i].name);
 		}
-		failed += mfs_reloader_reconcile(rl, entries[i].name);
-	}
 	mfs_repo_entries_free(entries, n);
 	*out = rl;
 	return failed;

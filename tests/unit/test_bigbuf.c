@@ -1,0 +1,82 @@
+/* test_bigbuf.c - large blocks given back are kept (bounded, counted in
+ * the memory budget) and handed out again for a size they fit; small
+ * blocks, and sizes a kept block would more than halve, are not. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bigbuf.h"
+#include "membudget.h"
+
+#define MiB ((size_t)1 << 20)
+
+static int teardown(void **state)
+{
+	(void)state;
+	mfs_bigbuf_drain();
+	return 0;
+}
+
+static void test_kept_and_reused(void **state)
+{
+	(void)state;
+	mfs_membudget_init(0);
+	uint64_t used = mfs_membudget_used();
+	char *p = mfs_bigbuf_alloc(8 * MiB);
+	assert_non_null(p);
+	memset(p, 1, 8 * MiB);
+	mfs_bigbuf_free(p);
+	assert_true(mfs_membudget_used() >= used + 8 * MiB);   /* kept: counted */
+	assert_ptr_equal(mfs_bigbuf_alloc(6 * MiB), p);         /* fits: reused */
+	assert_int_equal(mfs_membudget_used(), used);
+	mfs_bigbuf_free(p);
+	char *q = mfs_bigbuf_alloc(3 * MiB);                    /* below the minimum */
+	assert_ptr_not_equal(q, p);
+	free(q);
+	q = mfs_bigbuf_alloc(32 * MiB);                         /* too large for it */
+	assert_ptr_not_equal(q, p);
+	free(q);
+	assert_int_equal(mfs_bigbuf_drain(), 1);
+	assert_int_equal(mfs_membudget_used(), used);
+}
+
+static void test_bounded(void **state)
+{
+	(void)state;
+	mfs_membudget_init(0);
+	void *b[MFS_BIGBUF_KEEP + 2];
+	for (int i = 0; i < MFS_BIGBUF_KEEP + 2; i++)
+		assert_non_null(b[i] = mfs_bigbuf_alloc(MFS_BIGBUF_MIN));
+	for (int i = 0; i < MFS_BIGBUF_KEEP + 2; i++)
+		mfs_bigbuf_free(b[i]);
+	assert_int_equal(mfs_bigbuf_drain(), MFS_BIGBUF_KEEP);
+	/* Small blocks are freed, never kept. */
+	mfs_bigbuf_free(malloc(1024));
+	mfs_bigbuf_free(NULL);
+	assert_int_equal(mfs_bigbuf_drain(), 0);
+}
+
+static void test_not_kept_past_the_budget(void **state)
+{
+	(void)state;
+	mfs_membudget_init(6 * MiB);
+	void *p = mfs_bigbuf_alloc(8 * MiB);
+	mfs_bigbuf_free(p);                  /* 8 MiB would pass --max-memory */
+	assert_int_equal(mfs_bigbuf_drain(), 0);
+	mfs_membudget_init(0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_kept_and_reused, teardown),
+		cmocka_unit_test_teardown(test_bounded, teardown),
+		cmocka_unit_test_teardown(test_not_kept_past_the_budget, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
