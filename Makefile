@@ -275,10 +275,11 @@ check-models-all: modelfs
 #    fails the target and leaves the list as it was (make test would fail
 #    on it too), so a regression is never written in by accident;
 #  - docs/OPERATORS.md from the operator registry (tests/tools/list_ops)
-#    and the conformance runner's verbose output.
+#    and the conformance runner's verbose output, and the same list's
+#    cases through `modelfs run` (tests/e2e/run_backend_cases.py).
 # make test fails on a regression against either list and on a stale
 # docs/OPERATORS.md.
-docs: $(BUILD)/tools/list_ops $(BUILD)/tools/conformance
+docs: $(BUILD)/tools/list_ops $(BUILD)/tools/conformance modelfs
 	sh scripts/update-pass-list.sh tests/conformance/expected-pass.txt $(BUILD)/tools/conformance
 	sh scripts/update-pass-list.sh tests/conformance/expected-pass-opencl.txt $(BUILD)/tools/conformance \
 		--device opencl --first-set

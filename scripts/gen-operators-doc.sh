@@ -1,5 +1,5 @@
 #!/bin/sh
-# gen-operators-doc.sh LIST_OPS CONFORMANCE - print docs/OPERATORS.md.
+# gen-operators-doc.sh LIST_OPS CONFORMANCE [RUN_LOG] - print docs/OPERATORS.md.
 #
 # Everything in the document is generated (`make docs`), so it cannot go
 # stale; tests/run-all.sh regenerates it and fails when the committed file
@@ -8,6 +8,10 @@
 #   2. conformance figures: CONFORMANCE -v over Debian's ONNX backend test
 #      data (node, pytorch-converted, pytorch-operator, simple) and the
 #      committed PyTorch cases in tests/conformance/torch-elementwise;
+#      and the same cases of the expected-pass list through `modelfs run`:
+#      RUN_LOG is the output of tests/e2e/run_backend_cases.py over that
+#      list (tests/run-all.sh passes its run-cases suite's log); without
+#      it the script runs that check itself with $MODELFS (./modelfs);
 #   3. every case that does not pass, with its reason category (training-
 #      only, sequence/optional type, string, random, other) and the
 #      runner's message.
@@ -16,9 +20,15 @@ set -e
 LIST_OPS=$1
 CONF=$2
 DATA=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}
-[ -x "$LIST_OPS" ] && [ -x "$CONF" ] || { echo "usage: $0 LIST_OPS CONFORMANCE" >&2; exit 2; }
+RUN_LOG=$3
+[ -x "$LIST_OPS" ] && [ -x "$CONF" ] || { echo "usage: $0 LIST_OPS CONFORMANCE [RUN_LOG]" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+if [ -z "$RUN_LOG" ]; then
+	RUN_LOG=$tmp/run.log
+	/usr/bin/python3 tests/e2e/run_backend_cases.py "${MODELFS:-./modelfs}" "$DATA" \
+		--expected tests/conformance/expected-pass.txt --jobs 2 > "$RUN_LOG" 2>&1 || true
+fi
 
 "$LIST_OPS" > "$tmp/ops.md"
 "$CONF" -v "$DATA/node" "$DATA/pytorch-converted" "$DATA/pytorch-operator" "$DATA/simple" \
@@ -69,8 +79,29 @@ awk '/^[a-z-]+: [0-9]+\/[0-9]+ passed/ {
 
 cat <<'EOF'
 
+Tolerance (tests/tools/conformance.c, compare()): the output's data
+type and shape exactly; FLOAT and DOUBLE within |got - want| <= 1e-5 +
+1e-3 |want| (ONNX's backend test runner's), FLOAT16 within 1e-3 + 4e-3
+|want| and BFLOAT16 within 1e-3 + 8e-3 |want| (their own precision);
+NaN matches NaN, infinities exactly; integers and booleans exactly.
+Where the model declares BFLOAT16, a UINT16 tensor of the test data is
+read as bfloat16 bits (ONNX's generator wrote bfloat16 so).
+
 `tests/conformance/expected-pass.txt` lists the passing cases (`make
 docs` adds new ones); `make test` fails on any regression.
+
+### Through `modelfs run`
+
+`make test` (suite run-cases) also runs every case of that list through
+`modelfs run MODEL --device cpu --format pb NAME=input_K.pb ...`, the
+path users take, one process per data set, and compares its `.pb`
+outputs by the same rule (tests/e2e/run_backend_cases.py); a case that
+passes the runner but not `modelfs run` fails it.  Per folder: cases
+passed / cases in the folder (cases listed, failed):
+
+EOF
+grep -E '^[a-z-]+: [0-9]+/[0-9]+ passed' "$RUN_LOG" | sed 's/^/    /'
+cat <<'EOF'
 
 ## Cases that do not pass
 

@@ -27,6 +27,16 @@ record() { # suite passed failed
 	fi
 }
 
+# A log that ends with "N passed, M failed": record those; no such line,
+# or a non-zero exit with no failure counted, is a failure.
+record_counted() { # suite exit-status
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOGS/$1.log" | tail -1)
+	p=$(echo "$line" | cut -d' ' -f1); f=$(echo "$line" | cut -d' ' -f3)
+	p=${p:-0}; f=${f:-1}
+	[ "$2" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	record "$1" "$p" "$f"
+}
+
 # cmocka binaries: count the PASSED/FAILED lines; a crash counts as a failure.
 run_unit() { # suite builddir
 	suite=$1; dir=$2; p=0; f=0
@@ -64,11 +74,22 @@ run_conformance() { # suite tool [expected-list [tool options...]]
 		tests/conformance/torch-elementwise > "$LOGS/$suite.log" 2>&1
 	rc=$?
 	grep -E '^(node|pytorch-converted|pytorch-operator|simple|torch-elementwise):' "$LOGS/$suite.log" | sed 's/^/    /'
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOGS/$suite.log" | tail -1)
-	p=$(echo "$line" | cut -d' ' -f1); f=$(echo "$line" | cut -d' ' -f3)
-	p=${p:-0}; f=${f:-1}
-	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
-	record "$suite" "$p" "$f"
+	record_counted "$suite" "$rc"
+}
+
+# Every case of the conformance runner's expected-pass list through
+# `modelfs run` (the path users take), judged by the runner's tolerance:
+# proves that both pass the same cases.  The per-folder figures go to the
+# output as run_conformance's do (and to docs/OPERATORS.md via run_docs).
+# One `modelfs run --device cpu` per case, RUN_CASES_JOBS (2) at once.
+run_cli_cases() { # suite modelfs-binary
+	suite=$1
+	/usr/bin/python3 tests/e2e/run_backend_cases.py "$2" "$DATA" \
+		--expected tests/conformance/expected-pass.txt --jobs "${RUN_CASES_JOBS:-2}" \
+		> "$LOGS/$suite.log" 2>&1
+	rc=$?
+	grep -E '^[a-z-]+: [0-9]+/[0-9]+ passed' "$LOGS/$suite.log" | sed 's/^/    /'
+	record_counted "$suite" "$rc"
 }
 
 # docs/OPERATORS.md must equal what `make docs` generates now.
@@ -79,7 +100,7 @@ run_docs() { # suite
 		record "$suite" 0 1; return
 	fi
 	if sh scripts/gen-operators-doc.sh build/tools/list_ops build/tools/conformance \
-		> "$LOGS/OPERATORS.md" 2> "$LOGS/$suite.log" &&
+		"$LOGS/run-cases.log" > "$LOGS/OPERATORS.md" 2> "$LOGS/$suite.log" &&
 	   diff -u docs/OPERATORS.md "$LOGS/OPERATORS.md" >> "$LOGS/$suite.log" 2>&1; then
 		record "$suite" 1 0
 	else
@@ -114,11 +135,7 @@ run_target() { # suite target
 run_counted() { # suite command...
 	suite=$1; shift
 	"$@" > "$LOGS/$suite.log" 2>&1; rc=$?
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOGS/$suite.log" | tail -1)
-	p=$(echo "$line" | cut -d' ' -f1); f=$(echo "$line" | cut -d' ' -f3)
-	p=${p:-0}; f=${f:-1}
-	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
-	record "$suite" "$p" "$f"
+	record_counted "$suite" "$rc"
 }
 
 # As the daemon does for itself (src/cli/main.c): no OpenMP spinning on a
@@ -133,6 +150,7 @@ run_conformance conformance build/tools/conformance
 run_conformance conformance-opencl build/tools/conformance \
 	tests/conformance/expected-pass-opencl.txt --device opencl --first-set
 run_bats e2e "$PWD/modelfs" tests/e2e/*.bats
+run_cli_cases run-cases "$PWD/modelfs"
 run_bats install "$PWD/modelfs" tests/install/*.bats
 run_counted deploy /usr/bin/python3 tests/install/check_deploy.py "$PWD/modelfs"
 run_counted soak /usr/bin/python3 tests/soak/soak.py "$PWD/modelfs" examples 16 200 5

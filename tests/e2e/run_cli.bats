@@ -146,7 +146,8 @@ values() { tr ' ' '\n' < "$1" | sed '/^$/d'; }
 	# made-up KIND_AUTO warm-up input used to refuse ("cannot reshape",
 	# "do not broadcast"): each must load, run and match its expected output.
 	run "$PY" "$ROOT/tests/e2e/run_backend_cases.py" "$MODELFS" \
-		/usr/share/libonnx-testdata/data "$ROOT/tests/e2e/shape-input-cases.txt"
+		/usr/share/libonnx-testdata/data "$ROOT/tests/e2e/shape-input-cases.txt" \
+		--device auto
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"34 passed, 0 failed"* ]]
@@ -154,7 +155,8 @@ values() { tr ' ' '\n' < "$1" | sed '/^$/d'; }
 
 @test "run: models with If, Loop and Scan (bodies reading outer values) match the backend data" {
 	run "$PY" "$ROOT/tests/e2e/run_backend_cases.py" "$MODELFS" \
-		/usr/share/libonnx-testdata/data "$ROOT/tests/e2e/control-flow-cases.txt"
+		/usr/share/libonnx-testdata/data "$ROOT/tests/e2e/control-flow-cases.txt" \
+		--device auto
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"6 passed, 0 failed"* ]]

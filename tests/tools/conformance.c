@@ -24,7 +24,11 @@
  *
  * Tolerance follows ONNX's backend test runner: |got - want| <= atol +
  * rtol * |want| with rtol 1e-3, atol 1e-5 for floats (NaN matches NaN);
- * integers and booleans exactly.
+ * FLOAT16 atol 1e-3 rtol 4e-3, BFLOAT16 atol 1e-3 rtol 8e-3 (compare());
+ * integers and booleans exactly.  tests/e2e/run_backend_cases.py judges
+ * `modelfs run`'s outputs by the same rule (make test's run-cases suite
+ * checks this list through it): change both together, and the text in
+ * scripts/gen-operators-doc.sh.
  */
 #include <dirent.h>
 #include <errno.h>
