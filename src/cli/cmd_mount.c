@@ -287,6 +287,7 @@ static void *reaper_thread(void *arg)
 			break;
 		pthread_mutex_unlock(&d->lock);
 		mfs_fs_expire(d->fs);
+		mfs_bigbuf_trim(MFS_BIGBUF_IDLE_NS);
 		pthread_mutex_lock(&d->lock);
 	}
 	pthread_mutex_unlock(&d->lock);

@@ -4,6 +4,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "hugemem.h"
 #include "membudget.h"
@@ -11,7 +12,15 @@
 typedef struct kept {
 	void *p;
 	size_t size;   /* malloc_usable_size */
+	uint64_t at;   /* when it was given back (CLOCK_MONOTONIC, ns) */
 } kept;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static kept pool[MFS_BIGBUF_KEEP];
@@ -46,12 +55,33 @@ void mfs_bigbuf_free(void *p)
 		mfs_error err;
 		pthread_mutex_lock(&lock);
 		if (n_pool < MFS_BIGBUF_KEEP && mfs_membudget_take(size, &err) == 0) {
-			pool[n_pool++] = (kept){ p, size };
+			pool[n_pool++] = (kept){ p, size, now_ns() };
 			p = NULL;
 		}
 		pthread_mutex_unlock(&lock);
 	}
 	free(p);
+}
+
+int mfs_bigbuf_trim(uint64_t idle_ns)
+{
+	uint64_t now = now_ns();
+	int freed = 0;
+
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < n_pool;) {
+		if (now - pool[i].at < idle_ns) {
+			i++;
+			continue;
+		}
+		kept k = pool[i];
+		pool[i] = pool[--n_pool];
+		free(k.p);
+		mfs_membudget_give(k.size);
+		freed++;
+	}
+	pthread_mutex_unlock(&lock);
+	return freed;
 }
 
 int mfs_bigbuf_drain(void)

@@ -11,15 +11,20 @@
  * handed out again by mfs_bigbuf_alloc for a size they fit without
  * wasting more than half.  Blocks are ordinary malloc blocks: free()
  * and realloc() work on them too (a block so freed is simply not kept).
+ * A kept block not taken again within MFS_BIGBUF_IDLE_NS is freed by
+ * mfs_bigbuf_trim (the daemon's reaper calls it every second), so an
+ * idle daemon gives the memory of its last large request back.
  * Thread-safe.
  */
 #ifndef MFS_BIGBUF_H
 #define MFS_BIGBUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define MFS_BIGBUF_MIN ((size_t)4 << 20)
 #define MFS_BIGBUF_KEEP 4
+#define MFS_BIGBUF_IDLE_NS (2ull * 1000000000ull)
 
 /* n bytes (not zeroed): a kept block when one fits, else malloc'd (and
  * advised for huge pages, hugemem.h).  NULL when out of memory. */
@@ -28,6 +33,10 @@ void *mfs_bigbuf_alloc(size_t n);
 /* Give p back (NULL is fine): kept when large and there is room, else
  * freed. */
 void mfs_bigbuf_free(void *p);
+
+/* Free the kept blocks given back at least idle_ns ago (0: all);
+ * returns how many were freed. */
+int mfs_bigbuf_trim(uint64_t idle_ns);
 
 /* Free every kept block and give its bytes back to the budget (at
  * shutdown; tests).  Returns how many there were. */

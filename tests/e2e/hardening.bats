@@ -56,7 +56,12 @@ with open(sys.argv[1], 'w') as f:
 	# The request's memory leaves with it (the run, which would add the
 	# engine's workspace, is left out: docs/SECURITY.md).
 	rm -r "$req"
-	rss1=$(vm VmRSS)
+	# Large blocks are kept for reuse until idle for 2 s (bigbuf.h).
+	for i in $(seq 50); do
+		rss1=$(vm VmRSS)
+		[ "$rss1" -lt $((rss0 + size_kb / 5)) ] && break
+		sleep 0.1
+	done
 	echo "rss after ${rss1} KiB" >&3
 	under_asan || [ "$rss1" -lt $((rss0 + size_kb / 5)) ]
 	# The streamed reader gives the right values: y = x * 2 + shift.

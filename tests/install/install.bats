@@ -169,7 +169,7 @@ comp() {
 	# Every option of --help, from the binary itself.
 	[ "$(comp modelfs - | wc -l)" -eq "$("$MODELFS" --help | grep -c '^ *-')" ]
 	mount_repo "$EXAMPLES"
-	[ "$(comp modelfs run "$MNT/" | sort | tr '\n' ' ')" = "$MNT/add_sub $MNT/cnn $MNT/mlp " ]
+	[ "$(comp modelfs run "$MNT/" | sort | tr '\n' ' ')" = "$MNT/add_sub $MNT/cnn $MNT/mlp $MNT/pipeline $MNT/pipeline_preprocess $MNT/pipeline_softmax " ]
 	[ "$(comp modelfs run "$MNT/m")" = "$MNT/mlp" ]
 }
 

@@ -71,12 +71,28 @@ static void test_not_kept_past_the_budget(void **state)
 	mfs_membudget_init(0);
 }
 
+/* Kept blocks leave once idle: none at once, all when asked for 0. */
+static void test_trimmed_when_idle(void **state)
+{
+	(void)state;
+	mfs_membudget_init(0);
+	uint64_t used = mfs_membudget_used();
+	mfs_bigbuf_free(mfs_bigbuf_alloc(8 * MiB));
+	mfs_bigbuf_free(mfs_bigbuf_alloc(16 * MiB));
+	assert_int_equal(mfs_bigbuf_trim(MFS_BIGBUF_IDLE_NS), 0);   /* just given back */
+	assert_true(mfs_membudget_used() >= used + 24 * MiB);
+	assert_int_equal(mfs_bigbuf_trim(0), 2);
+	assert_int_equal(mfs_membudget_used(), used);
+	assert_int_equal(mfs_bigbuf_drain(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_kept_and_reused, teardown),
 		cmocka_unit_test_teardown(test_bounded, teardown),
 		cmocka_unit_test_teardown(test_not_kept_past_the_budget, teardown),
+		cmocka_unit_test_teardown(test_trimmed_when_idle, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
