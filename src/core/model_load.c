@@ -140,15 +140,62 @@ static int load_custom_backend(mfs_loaded_version *v, const char *backend_dir,
 	return find_backend_library(v, backend_dir, err);
 }
 
+/* An ensemble: a pipeline of other models, no file and no graph of its
+ * own (ensemble_plan.h checks its steps). */
+static int load_ensemble(mfs_loaded_version *v, mfs_error *err)
+{
+	int rc = mfs_config_complete_ensemble(&v->config, v->model_name, err);
+
+	if (rc)
+		mfs_error_prefix(err, "model '%s' version %lld: ", v->model_name,
+				 (long long)v->version);
+	return rc;
+}
+
+/* The version's ONNX file, compiled, and the config completed from it. */
+static int load_onnx(mfs_loaded_version *v, mfs_error *err)
+{
+	const char *file = v->config.default_model_filename ?
+			   v->config.default_model_filename : "model.onnx";
+	const char *name = v->model_name;
+	long long version = (long long)v->version;
+	char label[160];
+	struct stat st;
+	int rc;
+
+	if (asprintf(&v->model_path, "%s/%s", v->version_dir, file) < 0) {
+		v->model_path = NULL;
+		return mfs_fail(err, ENOMEM, "out of memory");
+	}
+	if (stat(v->model_path, &st) != 0) {
+		int e = errno;
+		return mfs_fail(err, ENOENT, "model '%s' version %lld: %s: %s", name,
+				version, v->model_path, strerror(e));
+	}
+	snprintf(label, sizeof(label), "%s v%lld", name, version);
+	rc = mfs_graph_load(v->model_path, label, &v->graph, err);
+	if (rc) {
+		v->graph = NULL;
+		/* Name the file unless the engine's message already does. */
+		if (err && !strstr(err->msg, v->model_path))
+			mfs_error_prefix(err, "model '%s' version %lld: %s: ", name,
+					 version, file);
+		else
+			mfs_error_prefix(err, "model '%s' version %lld: ", name, version);
+		return rc;
+	}
+	rc = mfs_config_complete(&v->config, name, v->graph, err);
+	if (rc)
+		mfs_error_prefix(err, "model '%s' version %lld: ", name, version);
+	return rc;
+}
+
 int mfs_load_version(const char *repo_root, const char *model_name,
 		     int64_t version, const char *backend_dir,
 		     mfs_loaded_version **out, mfs_error *err)
 {
 	double t0 = now_seconds();
 	mfs_loaded_version *v;
-	char label[160];
-	struct stat st;
-	const char *file;
 	int rc;
 
 	*out = NULL;
@@ -171,67 +218,15 @@ int mfs_load_version(const char *repo_root, const char *model_name,
 		rc = mfs_fail(err, ENOMEM, "out of memory");
 		goto fail;
 	}
-	if (mfs_config_is_ensemble(&v->config)) {
-		/* A pipeline of other models: no file and no graph of its own
-		 * (ensemble_plan.h checks its steps); its outputs may have
-		 * labels like any model's. */
-		rc = mfs_config_complete_ensemble(&v->config, model_name, err);
-		if (rc) {
-			mfs_error_prefix(err, "model '%s' version %lld: ", model_name,
-					 (long long)version);
-			goto fail;
-		}
-		rc = load_labels(v, repo_root, err);
-		if (rc)
-			goto fail;
-		v->load_seconds = now_seconds() - t0;
-		*out = v;
-		return 0;
-	}
-	if (mfs_config_custom_backend(&v->config)) {
+	if (mfs_config_is_ensemble(&v->config))
+		rc = load_ensemble(v, err);
+	else if (mfs_config_custom_backend(&v->config))
 		rc = load_custom_backend(v, backend_dir, err);
-		if (rc == 0)
-			rc = load_labels(v, repo_root, err);
-		if (rc)
-			goto fail;
-		v->load_seconds = now_seconds() - t0;
-		*out = v;
-		return 0;
-	}
-	file = v->config.default_model_filename ? v->config.default_model_filename
-						: "model.onnx";
-	if (asprintf(&v->model_path, "%s/%s/%lld/%s", repo_root, model_name,
-		     (long long)version, file) < 0) {
-		v->model_path = NULL;
-		rc = mfs_fail(err, ENOMEM, "out of memory");
-		goto fail;
-	}
-	if (stat(v->model_path, &st) != 0) {
-		int e = errno;
-		rc = mfs_fail(err, ENOENT, "model '%s' version %lld: %s: %s", model_name,
-			      (long long)version, v->model_path, strerror(e));
-		goto fail;
-	}
-	snprintf(label, sizeof(label), "%s v%lld", model_name, (long long)version);
-	rc = mfs_graph_load(v->model_path, label, &v->graph, err);
-	if (rc) {
-		v->graph = NULL;
-		/* Name the file unless the engine's message already does. */
-		if (err && !strstr(err->msg, v->model_path))
-			mfs_error_prefix(err, "model '%s' version %lld: %s: ", model_name,
-					 (long long)version, file);
-		else
-			mfs_error_prefix(err, "model '%s' version %lld: ", model_name,
-					 (long long)version);
-		goto fail;
-	}
-	rc = mfs_config_complete(&v->config, model_name, v->graph, err);
-	if (rc) {
-		mfs_error_prefix(err, "model '%s' version %lld: ", model_name,
-				 (long long)version);
-		goto fail;
-	}
-	rc = load_labels(v, repo_root, err);
+	else
+		rc = load_onnx(v, err);
+	/* every kind of model may label its outputs */
+	if (rc == 0)
+		rc = load_labels(v, repo_root, err);
 	if (rc)
 		goto fail;
 	v->load_seconds = now_seconds() - t0;

@@ -19,7 +19,7 @@ fault_model() {
 	cp "$BACKENDS/libmodelfs_$3.so" "$1/$2/1/"
 }
 
-setup_file() {
+make_shared_repo() {
 	REPO=$(mktemp -d "${BATS_RUN_TMPDIR:-/tmp}/repo.XXXXXX")
 	cp -r "$EXAMPLES/backends/preprocess" "$REPO/"
 	fault_model "$REPO" fault fault
@@ -27,21 +27,8 @@ setup_file() {
 	mkdir -p "$REPO/nolib/1"
 	printf 'backend: "nosuch"\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n' \
 		> "$REPO/nolib/config.pbtxt"
-	export REPO
-	mount_repo "$REPO" --backend-dir "$TOP/build/examples" || return 1
-	export MNT DAEMON_PID DAEMON_LOG
 }
-
-teardown_file() {
-	local rc=0
-	unmount_repo || rc=$?
-	rm -rf "$REPO"
-	return $rc
-}
-
-setup() {
-	T="$BATS_TEST_TMPDIR"
-}
+use_shared_mount own --backend-dir "$TOP/build/examples"
 
 @test "the example backend serves requests: uint8 HWC images into normalised float NCHW" {
 	[[ "$(cat "$MNT/preprocess/status")" == "READY 1 cpu backend 'preprocess'"* ]]

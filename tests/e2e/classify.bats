@@ -6,7 +6,7 @@
 
 load helpers
 
-setup_file() {
+make_shared_repo() {
 	REPO=$(mktemp -d "${BATS_RUN_TMPDIR:-/tmp}/repo.XXXXXX")
 	# mlp with labels; mlp_plain: the same model without a label file.
 	cp -r "$EXAMPLES/mlp" "$REPO/mlp"
@@ -14,21 +14,8 @@ setup_file() {
 	sed -i 's/^name: "mlp"/name: "mlp_plain"/' "$REPO/mlp_plain/config.pbtxt"
 	printf '%s\n' zero one two three four five six seven eight nine > "$REPO/mlp/labels.txt"
 	sed -i 's/    dims: \[ 10 \]/    dims: [ 10 ]\n    label_filename: "labels.txt"/' "$REPO/mlp/config.pbtxt"
-	export REPO
-	mount_repo "$REPO" || return 1
-	export MNT DAEMON_PID DAEMON_LOG
 }
-
-teardown_file() {
-	local rc=0
-	unmount_repo || rc=$?
-	rm -rf "$REPO"
-	return $rc
-}
-
-setup() {
-	T="$BATS_TEST_TMPDIR"
-}
+use_shared_mount own
 
 # expected_topk NPY K LABELS(0|1): what topK.txt must hold, from NumPy.
 expected_topk() {

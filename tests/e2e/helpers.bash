@@ -153,20 +153,27 @@ add_sub_repo() {
 	rm -rf "$1/add_sub/samples"
 }
 
-# use_shared_mount examples|test-repo: every test of the bats file uses
-# one mount, made once (setup_file) of examples/ or of a fresh
-# make_test_repo (exported as REPO), unmounted and checked at the end
-# (teardown_file); each test gets T, its own temporary directory.  Call
-# it after `load helpers`, instead of writing those three functions.
+# use_shared_mount examples|test-repo|own [DAEMON OPTIONS...]: every test
+# of the bats file uses one mount, made once (setup_file) of examples/,
+# of a fresh make_test_repo, or (own) of the repository the file's
+# make_shared_repo function builds and names in REPO; REPO is exported,
+# unmounted, checked and removed at the end (teardown_file); each test
+# gets T, its own temporary directory.  Call it after `load helpers`,
+# instead of writing those three functions.
 use_shared_mount() {
 	SHARED_MOUNT_OF=$1
+	shift
+	SHARED_MOUNT_ARGS=("$@")
 	setup_file() {
-		if [ "$SHARED_MOUNT_OF" = test-repo ]; then
-			REPO=$(make_test_repo) || return 1
-			export REPO
-			mount_repo "$REPO" || return 1
+		case $SHARED_MOUNT_OF in
+		test-repo) REPO=$(make_test_repo) || return 1 ;;
+		own) make_shared_repo || return 1 ;;
+		esac
+		if [ "$SHARED_MOUNT_OF" = examples ]; then
+			mount_repo "$EXAMPLES" "${SHARED_MOUNT_ARGS[@]}" || return 1
 		else
-			mount_repo "$EXAMPLES" || return 1
+			export REPO
+			mount_repo "$REPO" "${SHARED_MOUNT_ARGS[@]}" || return 1
 		fi
 		export MNT DAEMON_PID DAEMON_LOG
 	}

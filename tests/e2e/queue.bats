@@ -8,26 +8,13 @@
 
 load helpers
 
-setup_file() {
+make_shared_repo() {
 	REPO=$(make_test_repo) || return 1
 	"$PY" "$TOP/tests/e2e/queue_repo.py" "$REPO" || return 1
-	export REPO
-	# Two compute threads: one runs, the other is idle and notices a
-	# deadline while the instance is busy.
-	mount_repo "$REPO" --threads=2 || return 1
-	export MNT DAEMON_PID DAEMON_LOG
 }
-
-teardown_file() {
-	local rc=0
-	unmount_repo || rc=$?
-	rm -rf "$REPO"
-	return $rc
-}
-
-setup() {
-	T="$BATS_TEST_TMPDIR"
-}
+# Two compute threads: one runs, the other is idle and notices a
+# deadline while the instance is busy.
+use_shared_mount own --threads=2
 
 clients() {
 	"$PY" "$TOP/tests/e2e/queue_clients.py" "$MNT/$1" "${@:2}"

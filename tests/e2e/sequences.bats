@@ -7,7 +7,7 @@ load helpers
 
 D=/usr/share/libonnx-testdata/data
 
-setup_file() {
+make_shared_repo() {
 	REPO=$(mktemp -d "${BATS_RUN_TMPDIR:-/tmp}/seqrepo.XXXXXX")
 	local m
 	for m in node/test_identity_sequence node/test_sequence_insert_at_front \
@@ -30,21 +30,8 @@ graph = helper.make_graph(
      helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
 save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), sys.argv[1])
 PYEOF
-	export REPO
-	mount_repo "$REPO" || return 1
-	export MNT DAEMON_PID DAEMON_LOG
 }
-
-teardown_file() {
-	local rc=0
-	unmount_repo || rc=$?
-	rm -rf "$REPO"
-	return $rc
-}
-
-setup() {
-	T="$BATS_TEST_TMPDIR"
-}
+use_shared_mount own
 
 # same_value KIND GOT WANT: the two .pb files hold the same value
 same_value() {
