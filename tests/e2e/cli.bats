@@ -131,12 +131,14 @@ teardown() {
 	[ "${#lines[@]}" -eq 3 ]
 	[[ "${lines[2]}" == *"fusermount3 -u mnt"* ]]
 	[[ "$(cat "$TOP/mnt/add_sub/status")" == "READY 1 cpu"* ]]
+	# The pipeline's custom-backend step found its library.
+	wait_until 10 grep -q "^READY 1 ensemble" "$TOP/mnt/pipeline/status"
 	fusermount3 -u "$TOP/mnt"
 	for i in $(seq 1 100); do
-		pgrep -f "modelfs examples mnt" > /dev/null || break
+		pgrep -f "modelfs --backend-dir build/examples examples mnt" > /dev/null || break
 		sleep 0.05
 	done
-	! pgrep -f "modelfs examples mnt"
+	! pgrep -f "modelfs --backend-dir build/examples examples mnt"
 }
 
 @test "under systemd (NOTIFY_SOCKET): READY=1 once every model is READY, STOPPING=1 on SIGTERM" {
