@@ -299,6 +299,9 @@ DOCDIR      ?= $(DATADIR)/doc/modelfs
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 COMPLETIONDIR ?= $(DATADIR)/bash-completion/completions
 INCLUDEDIR  ?= $(PREFIX)/include
+# The example backend goes where the binary looks without --backend-dir:
+# BINDIR/../lib/modelfs/backends (src/cli/installed_backends.h).
+BACKENDDIR  ?= $(PREFIX)/lib/modelfs/backends
 SYSCONFDIR  ?= /etc
 INSTALL     ?= install
 UNITS       := modelfs.service modelfs@.service
@@ -311,16 +314,19 @@ EXAMPLE_FILES := $(shell find examples -type f 2>/dev/null)
 # Not BINDIR or INCLUDEDIR: /usr/local/bin and /usr/local/include are
 # the FHS's and exist, empty, on a fresh Debian.
 parent = $(patsubst %/,%,$(dir $(1)))
-INSTALLED_DIRS := $(MANDIR)/man1 $(MANDIR)/man5 $(UNITDIR) $(call parent,$(UNITDIR)) \
+INSTALLED_DIRS := $(BACKENDDIR) $(call parent,$(BACKENDDIR)) \
+	$(MANDIR)/man1 $(MANDIR)/man5 $(UNITDIR) $(call parent,$(UNITDIR)) \
 	$(COMPLETIONDIR) $(call parent,$(COMPLETIONDIR)) $(call parent,$(DOCDIR))
 
 .PHONY: install uninstall
-install: $(MODELFS)
-	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+install: $(MODELFS) $(BUILD)/examples/libmodelfs_preprocess.so
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(BACKENDDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(DOCDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/default $(DESTDIR)$(INCLUDEDIR)
 	$(INSTALL) -m 755 $(MODELFS) $(DESTDIR)$(BINDIR)/modelfs
 	$(INSTALL) -m 644 include/modelfs_backend.h $(DESTDIR)$(INCLUDEDIR)/
+	$(INSTALL) -m 644 $(BUILD)/examples/libmodelfs_preprocess.so $(DESTDIR)$(BACKENDDIR)/
 	$(INSTALL) -m 644 man/modelfs.1 $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 644 man/modelfs-repository.5 $(DESTDIR)$(MANDIR)/man5/
 	for u in $(UNITS); do \
@@ -340,6 +346,7 @@ install: $(MODELFS)
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/modelfs $(DESTDIR)$(MANDIR)/man1/modelfs.1 \
 		$(DESTDIR)$(INCLUDEDIR)/modelfs_backend.h \
+		$(DESTDIR)$(BACKENDDIR)/libmodelfs_preprocess.so \
 		$(DESTDIR)$(MANDIR)/man5/modelfs-repository.5 \
 		$(UNITS:%=$(DESTDIR)$(UNITDIR)/%) $(DESTDIR)$(COMPLETIONDIR)/modelfs
 	rm -rf $(DESTDIR)$(DOCDIR)

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Classify an 8-bit 28x28 grey image with the pipeline ensemble
-# (pipeline_preprocess -> cnn -> pipeline_softmax, run inside the daemon):
+# (pipeline_preprocess, the example custom backend in C -> cnn ->
+# pipeline_softmax, run inside the daemon; mount with
+# --backend-dir build/examples, as `make run` does):
 # one cp of the image, one cat of the best class with its label
 # (probabilities.top1.txt: "score index label", from pipeline/labels.txt).
 #   usage: examples/classify_pipeline.sh [MOUNT] [IMAGE]

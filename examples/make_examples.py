@@ -13,11 +13,13 @@
             FP32[10].  max_batch_size 16.
   pipeline/ an ensemble (platform "ensemble") of three steps:
             pipeline_preprocess ("pixels" UINT8[28,28] -> "image"
-            FP32[1,28,28], scaled to [-1, 1]), cnn, pipeline_softmax
+            FP32[1,28,28], scaled to [-1, 1]: the example custom backend
+            examples/backends/preprocess.c, built by the Makefile as
+            build/examples/libmodelfs_preprocess.so), cnn, pipeline_softmax
             ("logits" -> "probabilities"), with labels.txt naming the
             ten classes (probabilities.top1.txt says "score index label").  max_batch_size 16 everywhere.
 
-Each model gets config.pbtxt, 1/model.onnx (opset 13) and samples/ with
+Each ONNX model gets config.pbtxt, 1/model.onnx (opset 13) and samples/ with
 input files in several formats plus the PyTorch/NumPy reference outputs
 (samples/expected/).  Weights are random with fixed seeds, so a rerun gives
 the same files.  The .onnx files are committed: `make run` needs no Python.
@@ -269,26 +271,24 @@ def save_onnx(d, nodes, inputs, outputs, initializers=()):
 
 
 def pipeline():
-    """The ensemble: its two ONNX steps beside cnn, its config and labels."""
+    """The ensemble: its custom-backend and ONNX steps beside cnn, its
+    config and labels."""
     pre = os.path.join(HERE, "pipeline_preprocess")
-    save_onnx(pre, [
-        helper.make_node("Cast", ["pixels"], ["f"], to=TensorProto.FLOAT),
-        helper.make_node("Mul", ["f", "scale"], ["scaled"]),
-        helper.make_node("Add", ["scaled", "offset"], ["centred"]),
-        helper.make_node("Unsqueeze", ["centred", "channel_axis"], ["image"]),
-    ], [helper.make_tensor_value_info("pixels", TensorProto.UINT8, ["batch", 28, 28])],
-       [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 1, 28, 28])],
-       [helper.make_tensor("scale", TensorProto.FLOAT, [], [2.0 / 255.0]),
-        helper.make_tensor("offset", TensorProto.FLOAT, [], [-1.0]),
-        helper.make_tensor("channel_axis", TensorProto.INT64, [1], [1])])
+    # The backend's library is found through --backend-dir (the version
+    # directory holds nothing); git keeps the directory through .keep.
+    write(os.path.join(pre, "1", ".keep"), "")
     write(os.path.join(pre, "config.pbtxt"), """\
 # The pipeline's first step: 8-bit grey pixels to the CNN's input,
-# scaled to [-1, 1] with a channel dim.
+# scaled to [-1, 1] with a channel dim, by the example custom backend
+# (examples/backends/preprocess.c; serve with --backend-dir build/examples).
 name: "pipeline_preprocess"
+backend: "preprocess"
 max_batch_size: 16
 dynamic_batching { }
 input [ { name: "pixels", data_type: TYPE_UINT8, dims: [ 28, 28 ] } ]
 output [ { name: "image", data_type: TYPE_FP32, dims: [ 1, 28, 28 ] } ]
+parameters { key: "mean" value { string_value: "0.5" } }
+parameters { key: "std" value { string_value: "0.5" } }
 """)
     post = os.path.join(HERE, "pipeline_softmax")
     save_onnx(post, [helper.make_node("Softmax", ["logits"], ["probabilities"], axis=-1)],
@@ -350,7 +350,9 @@ ensemble_scheduling {
     save_txt(os.path.join(s, "pixels.txt"), px)
     torch.manual_seed(2)
     model = CNN().eval()
-    x = (px.astype(np.float32) * np.float32(2.0 / 255.0) + np.float32(-1.0))[:, None]
+    # What the backend computes: (pixel / 255 - mean) / std, in float32.
+    x = ((px.astype(np.float32) * np.float32(1.0 / 255.0) - np.float32(0.5))
+         * np.float32(1.0 / 0.5))[:, None]
     with torch.no_grad():
         logits = model(torch.from_numpy(x)).numpy()
     e = np.exp(logits - logits.max(axis=1, keepdims=True))
@@ -364,7 +366,7 @@ def main():
     mlp()
     cnn()
     pipeline()
-    for m in ("add_sub", "mlp", "cnn", "pipeline_preprocess", "pipeline_softmax"):
+    for m in ("add_sub", "mlp", "cnn", "pipeline_softmax"):
         g = onnx.load(os.path.join(HERE, m, "1", "model.onnx")).graph
         print("%-8s %s" % (m, " ".join(sorted({n.op_type for n in g.node}))))
     return 0

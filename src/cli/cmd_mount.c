@@ -171,6 +171,11 @@ static int daemonize(void)
 	}
 	close(p[0]);
 	setsid();
+	/* Until it detaches, the daemon's stdio is the caller's terminal or
+	 * pipe, for one line saying why it could not start; nothing it
+	 * spawns meanwhile (custom-backend workers) may keep them open. */
+	for (int fd = 0; fd <= 2; fd++)
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
 	return p[1];
 }
 

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "engine.h"
 #include "file_util.h"
+#include "installed_backends.h"
 #include "backend_worker.h"
 #include "device_router.h"
 #include "log.h"
@@ -708,7 +709,10 @@ static int run(const run_args *a, mfs_error *err)
 		return rc;
 	if (a->threads > 0)
 		mfs_engine_set_threads(a->threads);
-	rc = mfs_load_version(a->repo, a->model, version, a->backend_dir, &lv, err);
+	char *installed_backends = a->backend_dir ? NULL : mfs_installed_backend_dir();
+	rc = mfs_load_version(a->repo, a->model, version,
+			      a->backend_dir ? a->backend_dir : installed_backends, &lv, err);
+	free(installed_backends);
 	if (rc)
 		return rc;
 	if (mfs_config_is_ensemble(&lv->config)) {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "installed_backends.h"
 #include "log.h"
 #include "membudget.h"
 #include "repo.h"
@@ -52,7 +53,8 @@ const char *mfs_options_usage(void)
 	       "  --device=cpu|opencl|auto  engine for models whose config does not choose (auto)\n"
 	       "  --opencl-device=N|TEXT    OpenCL device by index or name substring\n"
 	       "  --backend-dir=DIR         custom backends (libmodelfs_NAME.so) not in a model's\n"
-	       "                            version directory are looked for here (none)\n"
+	       "                            version directory are looked for here (the installed\n"
+	       "                            BINDIR/../lib/modelfs/backends, if there is one)\n"
 	       "  --model-control=MODE      poll: follow the repository; none: load all at start,\n"
 	       "                            watch nothing; explicit: load what --load-model names\n"
 	       "                            and what is loaded through MODEL/control (poll)\n"
@@ -344,5 +346,7 @@ int mfs_options_parse(mfs_options *o, int argc, char **argv, mfs_error *err)
 		return mfs_fail(err, EINVAL, "missing REPOSITORY and MOUNTPOINT (see --help)");
 	if (!o->mountpoint)
 		return mfs_fail(err, EINVAL, "missing MOUNTPOINT (see --help)");
+	if (!o->backend_dir)
+		o->backend_dir = mfs_installed_backend_dir();
 	return 0;
 }

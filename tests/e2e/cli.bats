@@ -126,17 +126,28 @@ teardown() {
 	if mountpoint -q "$TOP/mnt" 2>/dev/null; then
 		skip "./mnt is in use"
 	fi
-	run sh "$TOP/scripts/run-examples.sh" 3>&-
-	[ "$status" -eq 0 ]
+	# Into a file, not bats' pipe: a process that kept the pipe open
+	# (a custom-backend worker spawned before the daemon detached) would
+	# make `run` wait forever.
+	sh "$TOP/scripts/run-examples.sh" > "$BATS_TEST_TMPDIR/out" 2>&1 3>&-
+	mapfile -t lines < "$BATS_TEST_TMPDIR/out"
 	[ "${#lines[@]}" -eq 3 ]
 	[[ "${lines[2]}" == *"fusermount3 -u mnt"* ]]
 	[[ "$(cat "$TOP/mnt/add_sub/status")" == "READY 1 cpu"* ]]
+	# The pipeline's custom-backend step found its library.
+	wait_until 10 grep -q "^READY 1 ensemble" "$TOP/mnt/pipeline/status"
+	# Its worker holds none of the caller's stdio.
+	worker=$(pgrep -P "$(pgrep -n -f "modelfs --backend-dir build/examples examples mnt")" -f backend-worker)
+	[ -n "$worker" ]
+	for fd in 0 1 2; do
+		[ "$(readlink "/proc/$worker/fd/$fd")" = /dev/null ]
+	done
 	fusermount3 -u "$TOP/mnt"
 	for i in $(seq 1 100); do
-		pgrep -f "modelfs examples mnt" > /dev/null || break
+		pgrep -f "modelfs --backend-dir build/examples examples mnt" > /dev/null || break
 		sleep 0.05
 	done
-	! pgrep -f "modelfs examples mnt"
+	! pgrep -f "modelfs --backend-dir build/examples examples mnt"
 }
 
 @test "under systemd (NOTIFY_SOCKET): READY=1 once every model is READY, STOPPING=1 on SIGTERM" {
@@ -162,7 +173,7 @@ with open(out, "w") as f:
 	local listener=$!
 	wait_until 5 test -S "$DIR/notify"
 	MNT="$DIR/mnt" DAEMON_LOG="$DIR/log"
-	NOTIFY_SOCKET="$DIR/notify" "$MODELFS" -f "$EXAMPLES" "$MNT" 2>"$DAEMON_LOG" 3>&- &
+	NOTIFY_SOCKET="$DIR/notify" "$MODELFS" -f --backend-dir "$EXAMPLE_BACKENDS" "$EXAMPLES" "$MNT" 2>"$DAEMON_LOG" 3>&- &
 	DAEMON_PID=$!
 	wait_until 30 grep -q "^pipeline_softmax: " "$DIR/got"
 	cat "$DIR/got"

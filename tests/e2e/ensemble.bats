@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # Ensembles through the mount (issue 12, SPEC.md section 11): the
-# example pipeline (pipeline_preprocess -> cnn -> pipeline_softmax)
+# example pipeline (pipeline_preprocess, the example custom backend ->
+# cnn -> pipeline_softmax)
 # through a request directory and through infer, equal to its steps run
 # one by one; a diamond whose two middle steps run side by side, one on
 # OpenCL (PoCL) and one on the CPU; load errors; a missing step making
@@ -137,7 +138,7 @@ ensemble_scheduling { step [
     output_map { key: "probabilities" value: "p" } }
 ] }
 EOF
-	mount_repo "$REPO" || return 1
+	mount_repo "$REPO" --backend-dir "$EXAMPLE_BACKENDS" || return 1
 	export MNT DAEMON_PID DAEMON_LOG REPO
 }
 

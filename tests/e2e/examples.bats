@@ -26,6 +26,8 @@ import numpy as np; p = np.load('$EXAMPLES/mlp/samples/expected/probabilities.np
 }
 
 @test "examples/classify_pipeline.sh: the ensemble names the class from labels.txt" {
+	# Its first step is the example custom backend (examples/backends/preprocess.c).
+	[[ "$(cat "$MNT/pipeline_preprocess/status")" == "READY 1 cpu backend 'preprocess'"* ]]
 	want=$("$PY" -c "
 import numpy as np; p = np.load('$EXAMPLES/pipeline/samples/expected/probabilities.npy'); print(int(p.argmax()))")
 	label=$(sed -n "$((want + 1))p" "$EXAMPLES/pipeline/labels.txt")

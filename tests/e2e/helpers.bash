@@ -4,20 +4,26 @@
 #   MODELFS           the binary (default: ./modelfs at the top); the
 #                     ASan run sets build/asan/modelfs
 #   MODELFS_EXAMPLES  the example repository (default: examples/)
+#   EXAMPLE_BACKENDS  where the example custom backend was built (default:
+#                     build/examples/, as `make` builds it)
 #
 # mount_repo REPO [OPTIONS...] sets MNT, DAEMON_PID, DAEMON_LOG; the daemon
-# runs with -f in the background.  unmount_repo unmounts, waits for the
+# runs with -f in the background.  The example repository is mounted with
+# --backend-dir EXAMPLE_BACKENDS, as `make run` does: its pipeline's first
+# step is the example custom backend.  unmount_repo unmounts, waits for the
 # daemon and fails when it did not exit 0 or when its log shows a
 # sanitizer report (a leak under ASan makes the exit status non-zero).
 
 TOP="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
 MODELFS="${MODELFS:-$TOP/modelfs}"
 EXAMPLES="${MODELFS_EXAMPLES:-$TOP/examples}"
+EXAMPLE_BACKENDS="${EXAMPLE_BACKENDS:-$TOP/build/examples}"
 PY=/usr/bin/python3
 
 mount_repo() {
 	local repo=$1
 	shift
+	[ "$repo" != "$EXAMPLES" ] || set -- --backend-dir "$EXAMPLE_BACKENDS" "$@"
 	# MOUNT_PARENT: where the mountpoint is made (a test acting as another
 	# user needs a parent that user can search).
 	MNT=$(mktemp -d "${MOUNT_PARENT:-${BATS_RUN_TMPDIR:-/tmp}}/mnt.XXXXXX")

@@ -24,7 +24,7 @@ mk() { make --no-print-directory -s -C "$TOP" "$@" > "$T/make.log" 2>&1 || { cat
 		usr/share/man/man5/modelfs-repository.5 \
 		usr/lib/systemd/system/modelfs.service usr/lib/systemd/system/modelfs@.service \
 		usr/share/bash-completion/completions/modelfs \
-		usr/include/modelfs_backend.h \
+		usr/include/modelfs_backend.h usr/lib/modelfs/backends/libmodelfs_preprocess.so \
 		usr/share/doc/modelfs/README.md usr/share/doc/modelfs/SPEC.md \
 		usr/share/doc/modelfs/DEPLOY.md \
 		usr/share/doc/modelfs/examples/add_sub/1/model.onnx \
@@ -41,6 +41,15 @@ mk() { make --no-print-directory -s -C "$TOP" "$@" > "$T/make.log" 2>&1 || { cat
 	grep -q '^ExecStart=/usr/bin/modelfs -f ' usr/lib/systemd/system/modelfs.service
 	grep -q '^ExecStart=/usr/bin/modelfs -f ' usr/lib/systemd/system/modelfs@.service
 	! grep -q '@' usr/lib/systemd/system/modelfs.service
+	# The installed binary finds the installed example backend without
+	# --backend-dir: the installed pipeline's first step runs.
+	usr/bin/modelfs run usr/share/doc/modelfs/examples/pipeline_preprocess \
+		pixels="$TOP/examples/pipeline/samples/pixels.npy" --out "$T/out"
+	[ -s "$T/out/image.npy" ]
+	# The source tree's binary has no default.
+	run "$MODELFS" run usr/share/doc/modelfs/examples/pipeline_preprocess \
+		pixels="$TOP/examples/pipeline/samples/pixels.npy" --out "$T/out2"
+	[[ "$output" == *"libmodelfs_preprocess.so is not in "*" and no --backend-dir is set"* ]]
 	# The installed backend header is all a custom backend needs.
 	cc -std=c99 -Wall -Werror -shared -fPIC -I usr/include "$TOP/examples/backends/preprocess.c" \
 		-o "$T/libmodelfs_preprocess.so" -lm

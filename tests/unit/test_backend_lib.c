@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "backend_lib.h"
+#include "build_dir.h"
 
 static char build_dir[4096];   /* $(BUILD): this binary is $(BUILD)/tests/test_backend_lib */
 
@@ -74,14 +75,15 @@ static void *alloc_output(modelfs_batch *b, int32_t index, int32_t rank, const i
 static modelfs_io_decl in_decl = { "IMAGE", MODELFS_UINT8, 3, { -1, -1, 3 } };
 static modelfs_io_decl out_decl = { "PIXELS", MODELFS_FP32, 3, { 3, -1, -1 } };
 
-static int init_preprocess(mfs_backend_lib **lib, void **inst, const modelfs_parameter *params,
-			   int n_params, char *msg, size_t msg_size)
+static int init_preprocess_as(const modelfs_io_decl *input, mfs_backend_lib **lib, void **inst,
+			      const modelfs_parameter *params, int n_params, char *msg,
+			      size_t msg_size)
 {
 	char path[4200];
 	mfs_error err;
 	modelfs_backend_config cfg = {
 		.model_name = "preprocess", .version = 1, .version_dir = "/tmp",
-		.max_batch_size = 8, .inputs = &in_decl, .n_inputs = 1,
+		.max_batch_size = 8, .inputs = input, .n_inputs = 1,
 		.outputs = &out_decl, .n_outputs = 1,
 		.parameters = params, .n_parameters = n_params,
 	};
@@ -89,6 +91,12 @@ static int init_preprocess(mfs_backend_lib **lib, void **inst, const modelfs_par
 	lib_path(path, sizeof(path), "examples/libmodelfs_preprocess.so");
 	assert_int_equal(mfs_backend_lib_open(path, lib, &err), 0);
 	return mfs_backend_lib_api(*lib)->init(&cfg, inst, msg, msg_size);
+}
+
+static int init_preprocess(mfs_backend_lib **lib, void **inst, const modelfs_parameter *params,
+			   int n_params, char *msg, size_t msg_size)
+{
+	return init_preprocess_as(&in_decl, lib, inst, params, n_params, msg, msg_size);
 }
 
 /* A 2x2 image, batch of 2, through execute. */
@@ -159,7 +167,7 @@ static void test_preprocess_refuses_bad_parameters_and_channels(void **state)
 	assert_non_null(strstr(msg, "unknown parameter 'meam'"));
 	mfs_backend_lib_close(lib);
 	assert_int_not_equal(init_preprocess(&lib, &inst, two, 1, msg, sizeof(msg)), 0);
-	assert_non_null(strstr(msg, "'0.5, 0.5' is not three numbers"));
+	assert_non_null(strstr(msg, "'0.5, 0.5' is not one number or 3 numbers (one per channel)"));
 	mfs_backend_lib_close(lib);
 	assert_int_not_equal(init_preprocess(&lib, &inst, zero_std, 1, msg, sizeof(msg)), 0);
 	assert_non_null(strstr(msg, "above 0"));
@@ -180,20 +188,73 @@ static void test_preprocess_refuses_bad_parameters_and_channels(void **state)
 	mfs_backend_lib_close(lib);
 }
 
+/* A grey [H, W] input (C = 1) and a 2-channel HWC one: mean and std as
+ * one number for every channel or one per channel, needed when C != 3. */
+static void test_preprocess_takes_any_channel_count(void **state)
+{
+	(void)state;
+	static const modelfs_io_decl grey = { "IMAGE", MODELFS_UINT8, 2, { -1, -1 } };
+	static const modelfs_io_decl two = { "IMAGE", MODELFS_UINT8, 3, { -1, -1, 2 } };
+	static const modelfs_parameter half[] = { { "mean", "0.5" }, { "std", "0.5" } };
+	static const modelfs_parameter per_channel[] = { { "mean", "0, 1" }, { "std", "1, 2" } };
+	mfs_backend_lib *lib;
+	void *inst = NULL;
+	char msg[256] = "";
+	uint8_t px[6] = { 0, 51, 102, 153, 204, 255 };
+	modelfs_tensor o = { .name = "PIXELS", .dtype = MODELFS_FP32 };
+	modelfs_tensor in = { .name = "IMAGE", .dtype = MODELFS_UINT8, .rank = 3,
+			      .shape = { 1, 2, 3 }, .data = px, .byte_size = 6 };
+	modelfs_batch b = { .inputs = &in, .n_inputs = 1, .outputs = &o, .n_outputs = 1,
+			    .alloc_output = alloc_output };
+
+	/* Grey, batch of one 2x3 image: out = (x / 255 - 0.5) / 0.5, [1,1,2,3]. */
+	assert_int_equal(init_preprocess_as(&grey, &lib, &inst, half, 2, msg, sizeof(msg)), 0);
+	assert_int_equal(mfs_backend_lib_api(lib)->execute(inst, &b, msg, sizeof(msg)), 0);
+	assert_int_equal(o.rank, 4);
+	assert_true(o.shape[0] == 1 && o.shape[1] == 1 && o.shape[2] == 2 && o.shape[3] == 3);
+	for (int i = 0; i < 6; i++)
+		assert_float_equal(((float *)o.data)[i], px[i] / 127.5f - 1.0f, 1e-6);
+	free(o.data);
+	o.data = NULL;
+	mfs_backend_lib_api(lib)->finalize(inst);
+	mfs_backend_lib_close(lib);
+	/* Without mean and std a grey image has no default. */
+	assert_int_not_equal(init_preprocess_as(&grey, &lib, &inst, NULL, 0, msg, sizeof(msg)), 0);
+	assert_non_null(strstr(msg, "'mean' and 'std' are needed for 1 channels"));
+	mfs_backend_lib_close(lib);
+
+	/* Two channels, one 1x3 image given unbatched as [H, W, C] = [1, 3, 2]:
+	 * channel 0 is x / 255, channel 1 is (x / 255 - 1) / 2. */
+	assert_int_equal(init_preprocess_as(&two, &lib, &inst, per_channel, 2, msg, sizeof(msg)), 0);
+	in.shape[0] = 1, in.shape[1] = 3, in.shape[2] = 2;
+	assert_int_equal(mfs_backend_lib_api(lib)->execute(inst, &b, msg, sizeof(msg)), 0);
+	assert_true(o.shape[0] == 1 && o.shape[1] == 2 && o.shape[2] == 1 && o.shape[3] == 3);
+	for (int x = 0; x < 3; x++) {
+		assert_float_equal(((float *)o.data)[x], px[2 * x] / 255.0f, 1e-6);
+		assert_float_equal(((float *)o.data)[3 + x], (px[2 * x + 1] / 255.0f - 1) / 2, 1e-6);
+	}
+	free(o.data);
+	o.data = NULL;
+	/* Three channels into a 2-channel model: refused at run time. */
+	in.shape[2] = 3;
+	in.shape[1] = 2;
+	assert_int_not_equal(mfs_backend_lib_api(lib)->execute(inst, &b, msg, sizeof(msg)), 0);
+	assert_non_null(strstr(msg, "must have 2 channels"));
+	assert_null(o.data);
+	mfs_backend_lib_api(lib)->finalize(inst);
+	mfs_backend_lib_close(lib);
+}
+
 int main(void)
 {
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
+	if (test_build_path(build_dir, sizeof(build_dir), "") < 0)
 		return 1;
-	exe[n] = '\0';
-	/* $(BUILD)/tests/test_backend_lib -> $(BUILD) */
-	snprintf(build_dir, sizeof(build_dir), "%s", dirname(dirname(exe)));
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_abi_mismatch_names_library_and_versions),
 		cmocka_unit_test(test_missing_and_foreign_libraries),
 		cmocka_unit_test(test_preprocess_normalises_hwc_into_nchw),
 		cmocka_unit_test(test_preprocess_refuses_bad_parameters_and_channels),
+		cmocka_unit_test(test_preprocess_takes_any_channel_count),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

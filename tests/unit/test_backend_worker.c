@@ -23,6 +23,7 @@
 #include "backend_worker.h"
 #include "worker_proto.h"
 #include "worker_serve.h"
+#include "build_dir.h"
 
 static char backends_dir[4096];   /* $(BUILD)/tests/backends */
 
@@ -183,12 +184,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], MFS_WORKER_FLAG) == 0)
 		return mfs_worker_serve(MFS_WORKER_FD);
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
+	if (test_build_path(backends_dir, sizeof(backends_dir), "/tests/backends") < 0)
 		return 1;
-	exe[n] = '\0';
-	snprintf(backends_dir, sizeof(backends_dir), "%s/backends", dirname(exe));
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runs_fail_and_crash),
 		cmocka_unit_test(test_load_errors),

@@ -1,7 +1,9 @@
 /* test_registry.c - loading, serving, unloading and swapping versions of
  * the example repository (run from the top of the tree, or with
  * MODELFS_EXAMPLES set), with reference counts keeping a version alive
- * for the requests that hold it. */
+ * for the requests that hold it.  The example pipeline's first step is
+ * the example custom backend (build/examples/libmodelfs_preprocess.so):
+ * this binary is its own backend worker, as `modelfs --backend-worker`. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,12 +19,16 @@
 #include "membudget.h"
 #include "registry.h"
 #include "request.h"
+#include "worker_serve.h"
+#include "build_dir.h"
 
 typedef struct fixture {
 	mfs_sched *sched;
 	mfs_registry *reg;
 	char repo[4096];
 } fixture;
+
+static char backend_dir[4096];   /* $(BUILD)/examples: this binary is $(BUILD)/tests/test_registry */
 
 static int setup(void **state)
 {
@@ -32,7 +38,8 @@ static int setup(void **state)
 	if (!realpath(ex ? ex : "examples", f->repo))
 		fail_msg("examples/ not found: run from the top of the tree");
 	assert_int_equal(mfs_sched_new(1, &f->sched, &err), 0);
-	mfs_registry_conf rc = { .repository = f->repo, .sched = f->sched };
+	mfs_registry_conf rc = { .repository = f->repo, .sched = f->sched,
+				.backend_dir = backend_dir };
 	assert_int_equal(mfs_registry_new(&rc, &f->reg, &err), 0);
 	*state = f;
 	return 0;
@@ -249,8 +256,12 @@ static void test_queue_limit_default(void **state)
 	assert_int_equal(mfs_registry_queue_limit(&c), 7);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], MFS_WORKER_FLAG) == 0)
+		return mfs_worker_serve(MFS_WORKER_FD);
+	if (test_build_path(backend_dir, sizeof(backend_dir), "/examples") < 0)
+		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_queue_limit_default),
 		cmocka_unit_test_setup_teardown(test_load_all_and_snapshot, setup, teardown),

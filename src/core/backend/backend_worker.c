@@ -109,6 +109,17 @@ static int start(mfs_worker *w, mfs_error *err)
 	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, child_fd, MFS_WORKER_FD);
+	/* The worker reads and writes nothing on stdin and stdout.  Its
+	 * stderr (a backend's own messages, a sanitizer's report) is the
+	 * daemon's, unless the daemon marked that close-on-exec: a daemon
+	 * still on the terminal it was started from, about to detach (a
+	 * worker holding that terminal or pipe would keep `$(modelfs ...)`
+	 * and ssh waiting forever). */
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	int err_flags = fcntl(2, F_GETFD);
+	if (err_flags < 0 || (err_flags & FD_CLOEXEC))
+		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
 	/* Nothing else of the daemon's (the /dev/fuse fd, other workers'
 	 * sockets) goes to the worker. */
 	posix_spawn_file_actions_addclosefrom_np(&fa, MFS_WORKER_FD + 1);
