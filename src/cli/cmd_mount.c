@@ -36,6 +36,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "backend_worker.h"
 #include "bigbuf.h"
 #include "commands.h"
 #include "fs.h"
@@ -179,10 +180,9 @@ static int daemonize(void)
 	close(p[0]);
 	setsid();
 	/* Until it detaches, the daemon's stdio is the caller's terminal or
-	 * pipe, for one line saying why it could not start; nothing it
-	 * spawns meanwhile (custom-backend workers) may keep them open. */
-	for (int fd = 0; fd <= 2; fd++)
-		fcntl(fd, F_SETFD, FD_CLOEXEC);
+	 * pipe, for one line saying why it could not start (and fusermount3's
+	 * own); no custom-backend worker it starts may keep them open. */
+	mfs_worker_quiet_stderr();
 	return p[1];
 }
 
