@@ -36,6 +36,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "backend_worker.h"
 #include "bigbuf.h"
 #include "commands.h"
 #include "fs.h"
@@ -52,6 +53,7 @@
 #endif
 
 #define FUSE_THREADS 8
+#define MAX_POLLERS 3     /* of them waiting on the device at once (fuse_thread) */
 #define DRAIN_NS (10ull * 1000000000ull)   /* how long running requests get at shutdown */
 #define CLOSE_GRACE_NS (2ull * 1000000000ull)   /* and then open files to be read and closed */
 
@@ -67,6 +69,12 @@ typedef struct daemon_ctx {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool stopping;               /* under lock */
+	/* At most MAX_POLLERS of the FUSE threads wait on the device at a
+	 * time; the others park on poll_cond (fuse_thread). */
+	pthread_mutex_t poll_lock;
+	pthread_cond_t poll_cond;
+	int pollers;                 /* threads in poll() on the device */
+	bool poll_stop;              /* parked threads leave */
 } daemon_ctx;
 
 /* Is path a mount point (listed in /proc/self/mountinfo)? */
@@ -172,10 +180,9 @@ static int daemonize(void)
 	close(p[0]);
 	setsid();
 	/* Until it detaches, the daemon's stdio is the caller's terminal or
-	 * pipe, for one line saying why it could not start; nothing it
-	 * spawns meanwhile (custom-backend workers) may keep them open. */
-	for (int fd = 0; fd <= 2; fd++)
-		fcntl(fd, F_SETFD, FD_CLOEXEC);
+	 * pipe, for one line saying why it could not start (and fusermount3's
+	 * own); no custom-backend worker it starts may keep them open. */
+	mfs_worker_quiet_stderr();
 	return p[1];
 }
 
@@ -196,6 +203,10 @@ static void stop_loop(daemon_ctx *d)
 	uint64_t one = 1;
 	ssize_t n = write(d->stop_fd, &one, sizeof(one));
 	(void)n;
+	pthread_mutex_lock(&d->poll_lock);
+	d->poll_stop = true;
+	pthread_cond_broadcast(&d->poll_cond);
+	pthread_mutex_unlock(&d->poll_lock);
 }
 
 /* The graceful part of stopping, run once by whoever notices first. */
@@ -299,6 +310,42 @@ static void *reaper_thread(void *arg)
 	return NULL;
 }
 
+/* Become one of the threads waiting on the device, or park until one
+ * takes a request; false when stopping. */
+static bool wait_turn_to_poll(daemon_ctx *d)
+{
+	pthread_mutex_lock(&d->poll_lock);
+	while (d->pollers >= MAX_POLLERS && !d->poll_stop)
+		pthread_cond_wait(&d->poll_cond, &d->poll_lock);
+	bool go = !d->poll_stop;
+	if (go)
+		d->pollers++;
+	pthread_mutex_unlock(&d->poll_lock);
+	return go;
+}
+
+/* A poller took a request: if no other thread waits on the device now,
+ * unpark one, so that the next request finds a thread while this one
+ * works. */
+static void leave_polling(daemon_ctx *d)
+{
+	pthread_mutex_lock(&d->poll_lock);
+	if (--d->pollers == 0)
+		pthread_cond_signal(&d->poll_cond);
+	pthread_mutex_unlock(&d->poll_lock);
+}
+
+/* One of FUSE_THREADS threads serving the device.  FUSE_THREADS let
+ * that many operations run at once (a short run computes on the thread
+ * that committed its last input), but only MAX_POLLERS of them poll the
+ * device: a request wakes every poller, and with all eight polling each
+ * FUSE operation woke eight threads of which seven found nothing to read
+ * (EAGAIN; the device is non-blocking): 20 context switches and 136 µs
+ * of daemon CPU per infer round trip on two cores.  One or two pollers
+ * were slower (a request-directory cycle has two or three operations in
+ * flight at once - an asynchronous RELEASE beside the next one - and the
+ * rest waited for a parked thread to wake); three gave the best cycle
+ * and 1.5x the 16-client throughput (docs/PERFORMANCE.md). */
 static void *fuse_thread(void *arg)
 {
 	daemon_ctx *d = arg;
@@ -307,17 +354,19 @@ static void *fuse_thread(void *arg)
 		{ .fd = fuse_session_fd(d->se), .events = POLLIN },
 		{ .fd = d->stop_fd, .events = POLLIN },
 	};
-	while (!fuse_session_exited(d->se)) {
-		if (poll(pfd, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (pfd[1].revents)
-			break;
-		int res = fuse_session_receive_buf(d->se, &buf);
-		if (res == -EINTR || res == -EAGAIN)
-			continue;
+	while (!fuse_session_exited(d->se) && wait_turn_to_poll(d)) {
+		int res;
+		do {
+			res = poll(pfd, 2, -1);
+			if (res < 0 && errno != EINTR)
+				break;
+			if (res > 0 && pfd[1].revents) {
+				res = -1;
+				break;
+			}
+			res = res > 0 ? fuse_session_receive_buf(d->se, &buf) : -EINTR;
+		} while (res == -EINTR || res == -EAGAIN);
+		leave_polling(d);
 		if (res <= 0)
 			break;
 		fuse_session_process_buf(d->se, &buf);
@@ -524,12 +573,16 @@ int mfs_cmd_mount(int argc, char **argv)
 		return 1;
 	}
 	pthread_mutex_init(&d.lock, NULL);
+	pthread_mutex_init(&d.poll_lock, NULL);
+	pthread_cond_init(&d.poll_cond, NULL);
 	pthread_cond_init(&d.cond, NULL);
 
 	int rc = serve(&d, repo, mnt, notify_fd);
 
 	pthread_mutex_destroy(&d.lock);
 	pthread_cond_destroy(&d.cond);
+	pthread_mutex_destroy(&d.poll_lock);
+	pthread_cond_destroy(&d.poll_cond);
 	mfs_options_release(&d.opts);
 	return rc;
 }

@@ -6,6 +6,8 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +85,13 @@ static void reap(mfs_worker *w, int grace_ms, char *why, size_t why_size)
 	w->pid = 0;
 }
 
+static atomic_bool quiet_stderr;
+
+void mfs_worker_quiet_stderr(void)
+{
+	atomic_store(&quiet_stderr, true);
+}
+
 /* Spawn the worker and run INIT.  On failure nothing runs. */
 static int start(mfs_worker *w, mfs_error *err)
 {
@@ -111,14 +120,12 @@ static int start(mfs_worker *w, mfs_error *err)
 	posix_spawn_file_actions_adddup2(&fa, child_fd, MFS_WORKER_FD);
 	/* The worker reads and writes nothing on stdin and stdout.  Its
 	 * stderr (a backend's own messages, a sanitizer's report) is the
-	 * daemon's, unless the daemon marked that close-on-exec: a daemon
-	 * still on the terminal it was started from, about to detach (a
-	 * worker holding that terminal or pipe would keep `$(modelfs ...)`
-	 * and ssh waiting forever). */
+	 * daemon's, unless the daemon will detach (mfs_worker_quiet_stderr):
+	 * a worker holding the terminal or pipe it was started from would
+	 * keep `$(modelfs ...)` and ssh waiting forever. */
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	int err_flags = fcntl(2, F_GETFD);
-	if (err_flags < 0 || (err_flags & FD_CLOEXEC))
+	if (atomic_load(&quiet_stderr) || fcntl(2, F_GETFD) < 0)
 		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
 	/* Nothing else of the daemon's (the /dev/fuse fd, other workers'
 	 * sockets) goes to the worker. */

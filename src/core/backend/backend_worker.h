@@ -37,6 +37,12 @@ typedef struct mfs_worker_spec {
  * backend and the reason; nothing is left running on failure. */
 int mfs_worker_new(const mfs_worker_spec *spec, mfs_worker **out, mfs_error *err);
 
+/* Workers started from now on get /dev/null as stderr, not the
+ * process's: for a daemon that will detach from the terminal or pipe it
+ * was started from (a worker holding it would keep the caller waiting).
+ * stdin and stdout are always /dev/null. */
+void mfs_worker_quiet_stderr(void);
+
 /* Run one batch: inputs[i] is the config's input i (an empty tensor for an
  * optional input not given); on success outputs[i] (config order) own
  * their data.  -EIO when the backend failed (its text), crashed (the
