@@ -10,6 +10,11 @@ unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 THREADS=${BENCH_THREADS:-2}
 ITERS=${BENCH_ITERS:-20}
+# Each row alternates modelfs and ONNX Runtime BENCH_ROUNDS times and
+# reports the median of each side's medians: one burst of this shared
+# VM's noise then skews one round, not the row (single rows moved 2x
+# between runs minutes apart, docs/PERFORMANCE.md).
+ROUNDS=${BENCH_ROUNDS:-3}
 ENGINE=build/bench/bench_engine
 # BENCH_BASELINE=path/to/another/bench_engine adds its time and ratio in
 # the same run (each model: baseline, modelfs, ONNX Runtime in turn), for
@@ -30,7 +35,7 @@ done
 
 field() { sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"; }
 
-echo "modelfs engine vs ONNX Runtime 1.30 CPU and raw OpenBLAS; $THREADS threads, median of $ITERS runs"
+echo "modelfs engine vs ONNX Runtime 1.30 CPU and raw OpenBLAS; $THREADS threads, median of $ROUNDS alternating rounds' medians of $ITERS runs"
 echo "$(uname -m), $(nproc) cores, $(date -u +%Y-%m-%d)"
 ratio() { echo "$1 $2" | awk '{printf "%.2f", $1/$2}'; }
 if [ -n "$BASE" ]; then
@@ -39,11 +44,22 @@ else
 	printf '%-24s %6s %12s %12s %10s\n' model batch modelfs_ms ort_ms ort/modelfs
 fi
 
+# median of the numbers on stdin, one per line
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
 bench_model() { # label path batch
 	desc=$($ENGINE --describe "$2" --batch "$3")
-	[ -n "$BASE" ] && b=$($BASE "$2" --batch "$3" --iters "$ITERS" --threads "$THREADS" | field median_ms)
-	m=$($ENGINE "$2" --batch "$3" --iters "$ITERS" --threads "$THREADS" | field median_ms)
-	o=$(node bench/ort_bench.js "$2" "$desc" "$ITERS" "$THREADS" | field median_ms)
+	bs= ms= os=
+	i=0
+	while [ "$i" -lt "$ROUNDS" ]; do
+		[ -n "$BASE" ] && bs="$bs $($BASE "$2" --batch "$3" --iters "$ITERS" --threads "$THREADS" | field median_ms)"
+		ms="$ms $($ENGINE "$2" --batch "$3" --iters "$ITERS" --threads "$THREADS" | field median_ms)"
+		os="$os $(node bench/ort_bench.js "$2" "$desc" "$ITERS" "$THREADS" | field median_ms)"
+		i=$((i + 1))
+	done
+	[ -n "$BASE" ] && b=$(echo $bs | tr ' ' '\n' | median)
+	m=$(echo $ms | tr ' ' '\n' | median)
+	o=$(echo $os | tr ' ' '\n' | median)
 	r=$(ratio "$o" "$m")
 	if [ -n "$BASE" ]; then
 		printf '%-24s %6s %12s %12s %10s %12s %10s\n' "$1" "$3" "$m" "$o" "$r" "$b" "$(ratio "$o" "$b")"
