@@ -335,6 +335,26 @@ static void leave_polling(daemon_ctx *d)
 	pthread_mutex_unlock(&d->poll_lock);
 }
 
+/* Wait on the device for a request of our own (another poller may take
+ * the one that woke us: the device is non-blocking, and that read says
+ * EAGAIN).  > 0: a request in buf; 0: the session ended; < 0: stopping
+ * or an error. */
+static int next_request(daemon_ctx *d, struct pollfd pfd[2], struct fuse_buf *buf)
+{
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (pfd[1].revents)
+			return -ECANCELED;
+		int res = fuse_session_receive_buf(d->se, buf);
+		if (res != -EINTR && res != -EAGAIN)
+			return res;
+	}
+}
+
 /* One of FUSE_THREADS threads serving the device.  FUSE_THREADS let
  * that many operations run at once (a short run computes on the thread
  * that committed its last input), but only MAX_POLLERS of them poll the
@@ -355,17 +375,7 @@ static void *fuse_thread(void *arg)
 		{ .fd = d->stop_fd, .events = POLLIN },
 	};
 	while (!fuse_session_exited(d->se) && wait_turn_to_poll(d)) {
-		int res;
-		do {
-			res = poll(pfd, 2, -1);
-			if (res < 0 && errno != EINTR)
-				break;
-			if (res > 0 && pfd[1].revents) {
-				res = -1;
-				break;
-			}
-			res = res > 0 ? fuse_session_receive_buf(d->se, &buf) : -EINTR;
-		} while (res == -EINTR || res == -EAGAIN);
+		int res = next_request(d, pfd, &buf);
 		leave_polling(d);
 		if (res <= 0)
 			break;
