@@ -26,6 +26,7 @@
 #include "engine.h"
 #include "ocl_backend.h"
 #include "ocl_device.h"
+#include "openmp_policy.h"
 
 #define MAX_IO 32
 
@@ -123,6 +124,9 @@ int main(int argc, char **argv)
 	mfs_graph *model;
 	mfs_exec *exec;
 	mfs_tensor in[MAX_IO], out[MAX_IO];
+
+	/* measure the daemon's OpenMP wait policy (src/cli/main.c) */
+	mfs_openmp_prefer_bounded_spin(argv);
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--describe") == 0)

@@ -7,7 +7,6 @@
 # Needs build/models (make models); run as root (FUSE).
 # usage: sh bench/bench_instances.sh [ROUNDS] [REQUESTS_PER_CLIENT]
 set -e
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 PY=/usr/bin/python3
 ROUNDS=${1:-3}
 N=${2:-4}

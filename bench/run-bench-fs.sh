@@ -8,7 +8,6 @@
 # requests/s.  Needs build/models (make models); run as root (FUSE).
 set -e
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 B=${BUILD:-build}
 PY=/usr/bin/python3
 T=$(mktemp -d /tmp/modelfs-bench-fs.XXXXXX)

@@ -5,9 +5,8 @@
 # pin OpenBLAS to a slower kernel that tests need and benchmarks must not.
 set -e
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
-# The daemon runs OpenMP passive unless told otherwise (src/cli/main.c): the
-# bench tool measures the same configuration.
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+# bench_engine takes the daemon's OpenMP wait policy itself
+# (exec/openmp_policy.h) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.
 THREADS=${BENCH_THREADS:-2}
 ITERS=${BENCH_ITERS:-20}
 # Each row alternates modelfs and ONNX Runtime BENCH_ROUNDS times and

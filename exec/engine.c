@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cpu_contention.h"
 #include "graph.h"
 
 struct mfs_exec {
@@ -16,14 +17,16 @@ struct mfs_exec {
 	void *ctx;
 	int timed;            /* runs timed so far, up to SIZE_RUNS */
 	uint64_t best_ns;     /* the fastest of them */
+	uint64_t runs;        /* runs started */
 };
 
 /* A model whose fastest of its first SIZE_RUNS runs took under
  * SMALL_RUN_NS runs on one thread from then on: waking OpenMP threads
- * that slept (OMP_WAIT_POLICY=PASSIVE; an idle vCPU descheduled) costs
- * more than such a run gains from them.  The MLP example: 46 µs on 1
- * thread or 2 in bench_engine, but 95-110 µs on 2 threads in the daemon,
- * between requests. */
+ * that slept (after their bounded spin, openmp_policy.h) costs more than
+ * such a run gains from them.  The MLP example: 46 µs on 1 thread or 2 in
+ * bench_engine, but 95-110 µs on 2 threads in the daemon, between
+ * requests (measured when the threads slept at once, OMP_WAIT_POLICY=
+ * PASSIVE). */
 #define SIZE_RUNS 8
 #define SMALL_RUN_NS 200000u
 
@@ -90,14 +93,20 @@ int mfs_engine_thread_share(int threads, int active)
 	return threads / active > 0 ? threads / active : 1;
 }
 
-static void apply_threads(int active, bool small)
+/* The threads a run takes (set on the calling thread), or 0 where the
+ * library defaults apply.  A run takes one thread when it is small (see
+ * SMALL_RUN_NS) or while other work keeps the cores busy
+ * (cpu_contention.h: spinning threads would hold the cores their partners
+ * need). */
+static int apply_threads(int active, bool small)
 {
 	int n = atomic_load(&engine_threads);
 	if (n <= 0)
-		return;   /* library defaults (tools, tests) */
-	n = small ? 1 : mfs_engine_thread_share(n, active);
+		return 0;   /* library defaults (tools, tests) */
+	n = small || mfs_cpu_contended() ? 1 : mfs_engine_thread_share(n, active);
 	if (omp_get_max_threads() != n)
 		omp_set_num_threads(n);
+	return n;
 }
 
 const char *mfs_backend_name(mfs_backend *b)
@@ -278,12 +287,18 @@ int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 	}
 	for (int i = 0; i < m->n_outputs; i++)
 		memset(&outputs[i], 0, sizeof(outputs[i]));
-	apply_threads(atomic_fetch_add(&runs_in_flight, 1) + 1,
-		      e->timed >= SIZE_RUNS && e->best_ns < SMALL_RUN_NS);
+	int threads = apply_threads(atomic_fetch_add(&runs_in_flight, 1) + 1,
+				    e->timed >= SIZE_RUNS && e->best_ns < SMALL_RUN_NS);
 	struct timespec t0, t1;
+	/* the first run prepares (oneDNN primitives, JIT): not a measure of
+	 * the cores' load */
+	mfs_cpu_sample cpu = { .ok = false };
+	if (threads && e->runs++ > 0)
+		mfs_cpu_sample_begin(&cpu);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = e->backend->iface->exec_run(e->ctx, inputs, outputs, err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	mfs_cpu_sample_end(&cpu, threads);
 	atomic_fetch_sub(&runs_in_flight, 1);
 	if (rc == 0 && e->timed < SIZE_RUNS) {
 		uint64_t d = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +

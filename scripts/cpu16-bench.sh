@@ -17,7 +17,8 @@ mkdir -p "$W" "$R"
 tar xzf "$CARRY/lib.tgz" -C "$W"
 BENCH="$CARRY/bin/bench_engine"
 THREADS=${THREADS:-$(nproc)}
-run_engine() { LD_LIBRARY_PATH="$W/lib" OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} "$BENCH" "$@"; }
+# bench_engine takes the daemon's OpenMP wait policy (exec/openmp_policy.h)
+run_engine() { LD_LIBRARY_PATH="$W/lib" "$BENCH" "$@"; }
 field() { sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"; }
 
 "$PY" "$TOP/bench/torch_bench.py" export "$W/models" >&2 || exit 1

@@ -138,9 +138,8 @@ run_counted() { # suite command...
 	record_counted "$suite" "$rc"
 }
 
-# As the daemon does for itself (src/cli/main.c): no OpenMP spinning on a
-# machine the tests share.
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+# OpenMP's wait policy is the daemon's own (exec/openmp_policy.h: a bounded
+# spin, one thread while the cores are busy), as users get it.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 

@@ -95,6 +95,7 @@ typedef struct conv_state {
 	bool has_bias, has_z, z_apart;
 	mfs_shape zs, ys;                /* Z's and Y's shapes when z_apart */
 	bool forced_im2col;              /* MFS_CONV=im2col when built */
+	int threads;                     /* mfs_dnnl_threads() when built */
 	bool use_dnnl;
 	char why_im2col[160];
 
@@ -370,10 +371,11 @@ static void conv_im2col_plain(const conv_params *p, const float *x, const float 
 
 /* ---- oneDNN path -------------------------------------------------------- */
 
-static void conv_dnnl_free(conv_state *s)
+/* Everything oneDNN but the weights, which a rebuild keeps when their
+ * layout stays (mfs_dnnl_weights_init). */
+static void conv_prims_free(conv_state *s)
 {
 	mfs_dnnl_prim_destroy(&s->prim);
-	mfs_dnnl_weights_free(&s->wei);
 	mfs_dnnl_prim_destroy(&s->zreorder);
 	if (s->z_m) dnnl_memory_destroy(s->z_m);
 	if (s->zplain_m) dnnl_memory_destroy(s->zplain_m);
@@ -394,6 +396,12 @@ static void conv_dnnl_free(conv_state *s)
 	if (s->stream) dnnl_stream_destroy(s->stream);
 	s->src_m = s->bias_m = s->dst_m = NULL;
 	s->stream = NULL;
+}
+
+static void conv_dnnl_free(conv_state *s)
+{
+	conv_prims_free(s);
+	mfs_dnnl_weights_free(&s->wei);
 }
 
 static dnnl_format_tag_t plain_tag(int ndims)
@@ -617,11 +625,12 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	    s->has_z == has_z && s->zl == zl && s->z_apart == z_apart &&
 	    (!z_apart || (mfs_shape_equal(&s->zs, &ctx->in[3]->shape) &&
 			  mfs_shape_equal(&s->ys, &ctx->out[0]->shape))) &&
-	    s->forced_im2col == conv_force_im2col())
+	    s->forced_im2col == conv_force_im2col() &&
+	    (!s->use_dnnl || s->threads == mfs_dnnl_threads()))
 		return 0;
 
 	if (s) {
-		conv_dnnl_free(s);
+		conv_prims_free(s);
 		free(s->col);
 		free(s->xtmp);
 		free(s->ytmp);
@@ -650,9 +659,11 @@ static int conv_prepare(mfs_op_ctx *ctx)
 		return rc;
 	s->use_dnnl = false;
 	s->forced_im2col = conv_force_im2col();
+	s->threads = mfs_dnnl_threads();
 	s->why_im2col[0] = 0;
 
 	if (s->forced_im2col) {
+		mfs_dnnl_weights_free(&s->wei);
 		snprintf(s->why_im2col, sizeof(s->why_im2col), "MFS_CONV=im2col");
 	} else {
 		mfs_error derr = { 0 };

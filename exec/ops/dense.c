@@ -22,14 +22,21 @@
 
 enum { ACT_NONE, ACT_RELU, ACT_GELU, ACT_GELU_TANH };
 
+#define DENSE_PICKS 17
+enum { PICK_ONEDNN = 1, PICK_SGEMM = 2 };
+
 typedef struct dense_state {
 	int64_t rows, k, n;
 	int act;
+	int threads;            /* mfs_dnnl_threads() when built */
 	bool has_bias, dnnl_ok, tb;
 	mfs_dnnl_prim prim;
 	dnnl_stream_t stream;
 	dnnl_memory_t src_m, bias_m, dst_m;
 	mfs_dnnl_weights wei;   /* W, packed once when constant */
+	/* the path measured fastest (dense_measure) for each thread count
+	 * below DENSE_PICKS: 0 not yet, PICK_ONEDNN or PICK_SGEMM */
+	int8_t pick[DENSE_PICKS];
 } dense_state;
 
 static int dense_act(mfs_op_ctx *ctx, int *act)
@@ -72,10 +79,11 @@ static int dense_infer(mfs_op_ctx *ctx)
 	return 0;
 }
 
-static void dense_dnnl_free(dense_state *s)
+/* Everything oneDNN but the weights, which a rebuild keeps when their
+ * layout stays (mfs_dnnl_weights_init). */
+static void dense_prims_free(dense_state *s)
 {
 	mfs_dnnl_prim_destroy(&s->prim);
-	mfs_dnnl_weights_free(&s->wei);
 	dnnl_memory_t *mems[] = { &s->src_m, &s->bias_m, &s->dst_m };
 	for (size_t i = 0; i < sizeof(mems) / sizeof(mems[0]); i++) {
 		if (*mems[i])
@@ -86,6 +94,12 @@ static void dense_dnnl_free(dense_state *s)
 		dnnl_stream_destroy(s->stream);
 	s->stream = NULL;
 	s->dnnl_ok = false;
+}
+
+static void dense_dnnl_free(dense_state *s)
+{
+	dense_prims_free(s);
+	mfs_dnnl_weights_free(&s->wei);
 }
 
 static dnnl_status_t dense_dnnl_build(dense_state *s, mfs_error *err)
@@ -162,17 +176,37 @@ static int dense_prepare(mfs_op_ctx *ctx)
 
 	if (rc < 0)
 		return rc;
-	if (s && s->rows == rows && s->k == k && s->n == n && s->act == act && s->tb == tb &&
-	    s->has_bias == has_bias && s->wei.is_const == wconst)
+	bool same = s && s->rows == rows && s->k == k && s->n == n && s->act == act &&
+		    s->tb == tb && s->has_bias == has_bias && s->wei.is_const == wconst;
+	int threads = mfs_dnnl_threads();
+	if (same && s->threads == threads)
 		return 0;
 	if (!s && !(s = *ctx->state = calloc(1, sizeof(*s))))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
-	dense_dnnl_free(s);
+	/* Another thread count on the same shapes keeps the packed weights
+	 * and the paths already measured; new shapes start over. */
+	mfs_dnnl_weights wei = s->wei;
+	int8_t pick[DENSE_PICKS];
+	memcpy(pick, s->pick, sizeof(pick));
+	dense_prims_free(s);
+	if (!same) {
+		mfs_dnnl_weights_free(&wei);
+		memset(pick, 0, sizeof(pick));
+	}
 	*s = (dense_state){ .rows = rows, .k = k, .n = n, .act = act, .has_bias = has_bias, .tb = tb,
-			    .wei.is_const = wconst };
-	if (rows > 0 && k > 0 && n > 0 && !dense_force("sgemm") &&
-	    dense_dnnl_build(s, ctx->err) == dnnl_success && !dense_force("onednn"))
+			    .wei = wei, .threads = threads };
+	s->wei.is_const = wconst;
+	memcpy(s->pick, pick, sizeof(pick));
+	int8_t *known = threads < DENSE_PICKS ? &s->pick[threads] : NULL;
+	if (rows > 0 && k > 0 && n > 0 && !dense_force("sgemm") && (!known || *known != PICK_SGEMM) &&
+	    dense_dnnl_build(s, ctx->err) == dnnl_success && !dense_force("onednn") &&
+	    (!known || !*known)) {
 		dense_measure(ctx, s);   /* on failure: the sgemm path */
+		if (known)
+			*known = s->dnnl_ok ? PICK_ONEDNN : PICK_SGEMM;
+	}
+	if (!s->dnnl_ok)
+		mfs_dnnl_weights_free(&s->wei);   /* the sgemm path reads W as it is */
 	return 0;
 }
 

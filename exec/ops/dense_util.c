@@ -1,6 +1,7 @@
 /* dense_util.c - window geometry, the oneDNN engine, layout copies (see
  * dense_util.h). */
 #include <pthread.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,6 +228,18 @@ dnnl_status_t mfs_dnnl_attr_create(dnnl_primitive_attr_t *attr)
 	return st;
 }
 
+int mfs_dnnl_threads(void)
+{
+	return omp_get_max_threads();
+}
+
+static _Atomic uint64_t prims_created;
+
+uint64_t mfs_dnnl_prims_created(void)
+{
+	return prims_created;
+}
+
 dnnl_status_t mfs_dnnl_prim_create(mfs_dnnl_prim *p, const_dnnl_primitive_desc_t pd,
 				   dnnl_engine_t eng)
 {
@@ -240,6 +253,8 @@ dnnl_status_t mfs_dnnl_prim_create(mfs_dnnl_prim *p, const_dnnl_primitive_desc_t
 		return st;
 	if ((st = dnnl_primitive_create(&p->prim, pd)) != dnnl_success)
 		mfs_dnnl_prim_destroy(p);
+	else
+		prims_created++;
 	return st;
 }
 
@@ -460,11 +475,28 @@ void mfs_dnnl_weights_free(mfs_dnnl_weights *w)
 	w->is_const = c;
 }
 
+/* Whether w already holds weights of layout want stored as plain. */
+static bool weights_layout_is(const mfs_dnnl_weights *w, const dnnl_memory_desc_t *want,
+			      const dnnl_memory_desc_t *plain)
+{
+	const dnnl_memory_desc_t *have = NULL, *have_plain = NULL;
+
+	if (dnnl_memory_get_memory_desc(w->mem, &have) != dnnl_success ||
+	    !dnnl_memory_desc_equal(have, want))
+		return false;
+	if (!w->plain)
+		return dnnl_memory_desc_equal(want, plain);
+	return dnnl_memory_get_memory_desc(w->plain, &have_plain) == dnnl_success &&
+	       dnnl_memory_desc_equal(have_plain, plain);
+}
+
 dnnl_status_t mfs_dnnl_weights_init(mfs_dnnl_weights *w, const dnnl_memory_desc_t *want,
 				    const dnnl_memory_desc_t *plain, dnnl_engine_t eng)
 {
 	dnnl_status_t st;
 
+	if (w->mem && weights_layout_is(w, want, plain))
+		return dnnl_success;   /* a rebuild (other threads): keep the packing */
 	mfs_dnnl_weights_free(w);
 	if (dnnl_memory_desc_equal(want, plain))
 		return dnnl_memory_create(&w->mem, want, eng, DNNL_MEMORY_NONE);

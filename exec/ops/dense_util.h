@@ -65,6 +65,18 @@ typedef struct mfs_dnnl_prim {
 	size_t scratch_size;
 } mfs_dnnl_prim;
 
+/* The threads a primitive built now is made for: the calling thread's
+ * OpenMP count (node_threads.h sets it per node).  oneDNN fixes a
+ * primitive's work split and scratchpad at creation, so a state built for
+ * one count is rebuilt when a node runs on another (engine.c runs on one
+ * thread while the cores are busy, cpu_contention.h): a primitive built
+ * for two threads kept both busy, and spinning, on a run given one. */
+int mfs_dnnl_threads(void);
+
+/* Primitives created so far in this process (tests: whether a state was
+ * rebuilt). */
+uint64_t mfs_dnnl_prims_created(void);
+
 /* A new attribute object with the user scratchpad mode (caller destroys). */
 dnnl_status_t mfs_dnnl_attr_create(dnnl_primitive_attr_t *attr);
 /* Create p from pd (which must have been made with such an attribute). */
@@ -93,7 +105,9 @@ typedef struct mfs_dnnl_weights {
 } mfs_dnnl_weights;
 
 /* Set w up for a primitive wanting layout want of weights stored as plain
- * (w zeroed first; is_const kept).  On failure w holds nothing. */
+ * (is_const kept).  When w already holds that layout (a primitive rebuilt
+ * for another thread count) it is kept as it is, packed constants
+ * included; else it is freed and made anew.  On failure w holds nothing. */
 dnnl_status_t mfs_dnnl_weights_init(mfs_dnnl_weights *w, const dnnl_memory_desc_t *want,
 				    const dnnl_memory_desc_t *plain, dnnl_engine_t eng);
 /* Point w at data, reordering it unless a constant already packed; 0 or

@@ -994,6 +994,83 @@ static void test_conv_threads(void **st)
 	mfs_tensor_release(&b);
 }
 
+/* A Conv or Dense state built for one thread count is rebuilt when the
+ * node runs on another (dense_util.h, mfs_dnnl_threads: the engine drops
+ * to one thread while the cores are busy), constant weights reordered
+ * again: 1, 2, 1, 2 threads after 2 give the first run's values, and a
+ * run on the count it was built for builds nothing. */
+static void run_over_thread_counts(call *c, mfs_tensor *y)
+{
+	int64_t n;
+	float *ref;
+	int counts[] = { 1, 2, 1, 2 };
+
+	omp_set_num_threads(2);
+	assert_int_equal(call_run(c), 0);
+	n = mfs_shape_numel(&y->shape);
+	ref = malloc(sizeof(float) * (size_t)n);
+	memcpy(ref, y->data, sizeof(float) * (size_t)n);
+	uint64_t built = mfs_dnnl_prims_created();
+	assert_int_equal(call_run(c), 0);
+	assert_int_equal(mfs_dnnl_prims_created(), built);
+	for (int k = 0; k < 4; k++) {
+		omp_set_num_threads(counts[k]);
+		memset(y->data, 0, y->nbytes);
+		built = mfs_dnnl_prims_created();
+		assert_int_equal(call_run(c), 0);
+		assert_true(mfs_dnnl_prims_created() > built);
+		assert_close(y->data, ref, n, 1e-5f);
+	}
+	free(ref);
+	omp_set_num_threads(omp_get_num_procs());
+}
+
+static void test_rebuild_for_threads(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x, w, b, y = { 0 };
+	mfs_tensor *all[] = { &x, &w, &b, &y };
+	call c;
+
+	unsetenv("MFS_CONV");
+	tn_init(&t, "Conv");
+	tn_ints(&t, "pads", 4, 1L, 1L, 1L, 1L);
+	t_rand(&x, shp(4, 1L, 16L, 14L, 14L));
+	t_rand(&w, shp(4, 32L, 16L, 3L, 3L));
+	t_rand(&b, shp(1, 32L));
+	mfs_tensor *cin[] = { &x, &w, &b }, *out[] = { &y };
+	call_setup(&c, &t, 11, cin, 3, out, 1);
+	c.ctx.const_in = 2;
+	run_over_thread_counts(&c, &y);
+	call_done(&c);
+	for (int k = 0; k < 4; k++)
+		mfs_tensor_release(all[k]);
+
+	tn_init(&t, "Dense");
+	t.node.domain = (char *)"com.modelfs";
+	t_rand(&x, shp(2, 64L, 256L));
+	t_rand(&w, shp(2, 256L, 128L));
+	t_rand(&b, shp(1, 128L));
+	const mfs_op_def *def = mfs_op_find("com.modelfs", "Dense", 1);
+	assert_non_null(def);
+	memset(&c, 0, sizeof(c));
+	c.def = def;
+	c.in[0] = &x;
+	c.in[1] = &w;
+	c.in[2] = &b;
+	c.out[0] = &y;
+	c.ctx = (mfs_op_ctx){ .def = def, .node = &t.node, .opset = 1, .n_in = 3, .in = c.in,
+			      .n_out = 1, .out = c.out, .state = &c.state, .err = &c.err,
+			      .const_in = 2 };
+	setenv("MFS_DENSE", "onednn", 1);   /* no measured choice of sgemm */
+	run_over_thread_counts(&c, &y);
+	unsetenv("MFS_DENSE");
+	call_done(&c);
+	for (int k = 0; k < 4; k++)
+		mfs_tensor_release(all[k]);
+}
+
 /* Bad attributes and inputs: clear errors, never a crash. */
 static void conv_expect_error(tnode *t, mfs_shape xs, mfs_shape ws, int code, const char *needle)
 {
@@ -2104,6 +2181,7 @@ int main(void)
 		cmocka_unit_test(test_conv_bad),
 		cmocka_unit_test(test_conv_weight_constness),
 		cmocka_unit_test(test_conv_threads),
+		cmocka_unit_test(test_rebuild_for_threads),
 		cmocka_unit_test(test_fused_conv),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
