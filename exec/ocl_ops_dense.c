@@ -257,19 +257,31 @@ static int conv_direct(ocl_run *r, const conv_job *j, size_t numel)
  * conv_igemm_*): no column matrix, the epilogue fused.  128 x 128 tiles
  * where they still give the device about two groups per compute unit,
  * else 64 x 64. */
+/* The implicit GEMM's tile (rows of M x columns of N*OH*OW): 128 x 128
+ * where such tiles give every compute unit two, else 64 x 64.
+ * MODELFS_OCL_IGEMM=64, 128x64 or 128 forces one (A/B runs). */
 static int conv_igemm(ocl_run *r, const conv_job *j)
 {
+	static const struct { ocl_kid k; int64_t tm, tn; const char *name; } tiles[] = {
+		{ K_CONV_IGEMM_64, 64, 64, "64" },
+		{ K_CONV_IGEMM_128X64, 128, 64, "128x64" },
+		{ K_CONV_IGEMM_128, 128, 128, "128" },
+	};
 	const ocl_conv *p = &j->p;
+	const char *env = getenv("MODELFS_OCL_IGEMM");
 	int64_t cols = (int64_t)p->n * p->oh * p->ow;
 	int64_t t128 = ((p->m + 127) / 128) * ((cols + 127) / 128);
-	bool big = p->m >= 128 && t128 >= 2 * (int64_t)ocl_compute_units(r);
-	int64_t tm = big ? 128 : 64;
-	ocl_kid k = big ? K_CONV_IGEMM_128 : K_CONV_IGEMM_64;
+	int t = p->m >= 128 && t128 >= 2 * (int64_t)ocl_compute_units(r) ? 2 : 0;
 	int rc;
 
-	if ((rc = conv_args(r, k, j)))
+	for (int i = 0; env && i < 3; i++)
+		if (!strcmp(env, tiles[i].name))
+			t = i;
+	if ((rc = conv_args(r, tiles[t].k, j)))
 		return rc;
-	return ocl_launch_groups(r, k, (size_t)(((p->m + tm - 1) / tm) * ((cols + tm - 1) / tm)), 256);
+	return ocl_launch_groups(r, tiles[t].k,
+				 (size_t)(((p->m + tiles[t].tm - 1) / tiles[t].tm) *
+					  ((cols + tiles[t].tn - 1) / tiles[t].tn)), 256);
 }
 
 /* Whether a group-1 Conv takes the implicit GEMM: MODELFS_OCL_CONV=gemm

@@ -702,7 +702,10 @@ void NAME(__global const float *x, __global const float *wt,                  \
 	  __global float *y, conv_t p, int hasb, int hasz,                    \
 	  int act, float a, float b)                                          \
 {                                                                             \
-	__local float as[TK][TM];                                             \
+	/* +1: the A tile is stored by K-consecutive items (coalesced reads   \
+	 * of W's rows), TM floats apart without it: a 16-way bank conflict  \
+	 * on every store */                                                  \
+	__local float as[TK][TM + 1];                                         \
 	__local float bs[TK][TN];                                             \
 	const int WM = TM / 16, WN = TN / 16;                                 \
 	int khw = p.kh * p.kw, K = p.c * khw, ohw = p.oh * p.ow;              \
@@ -715,6 +718,11 @@ void NAME(__global const float *x, __global const float *wt,                  \
 	int bimg = bc / ohw, bq = bc % ohw;                                   \
 	int biy = (bq / p.ow) * p.sh - p.ph, bix = (bq % p.ow) * p.sw - p.pw; \
 	__global const float *xb = x + (long)bimg * p.c * p.h * p.w;          \
+	/* a 1x1 stride-1 unpadded layer reads X as the plain [C, HW] matrix  \
+	 * of its image: no index arithmetic per element (uniform branch) */  \
+	int pw1 = khw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 &&         \
+		  p.pw == 0 && p.oh == p.h && p.ow == p.w;                    \
+	int hw = p.h * p.w;                                                   \
 	float acc[TM / 16][TN / 16];                                          \
 	for (int i = 0; i < WM; i++)                                          \
 		for (int j = 0; j < WN; j++)                                  \
@@ -729,7 +737,10 @@ void NAME(__global const float *x, __global const float *wt,                  \
 		for (int i = 0; i < TK * TN / 256; i++) {                     \
 			int kk = l / TN + i * (256 / TN), gk = k0 + kk;       \
 			float v = 0.0f;                                       \
-			if (bc < cols && gk < K) {                            \
+			if (pw1) {                                            \
+				if (bc < cols && gk < K)                      \
+					v = xb[(long)gk * hw + bq];           \
+			} else if (bc < cols && gk < K) {                     \
 				int ci = gk / khw, r = gk % khw;              \
 				int iy = biy + (r / p.kw) * p.dh;             \
 				int ix = bix + (r % p.kw) * p.dw;             \
@@ -772,4 +783,5 @@ void NAME(__global const float *x, __global const float *wt,                  \
 }
 
 CONV_IGEMM(conv_igemm_64, 64, 64, 16)
+CONV_IGEMM(conv_igemm_128x64, 128, 64, 16)
 CONV_IGEMM(conv_igemm_128, 128, 128, 8)

@@ -445,7 +445,7 @@ static void test_attention(void **state)
 	check(m, 8, in, 1e-4, true);
 }
 
-/* Group-1 convolutions on the implicit-GEMM kernels: both tile sizes
+/* Group-1 convolutions on the implicit-GEMM kernels: the default's tiles
  * (130 output channels over 800 columns take the 128 x 128 one on a
  * device of few compute units), partial tiles, strided and dilated
  * windows, a batch-2 pointwise one, and a residual Add + Relu after it
@@ -484,6 +484,16 @@ static void test_conv_igemm(void **state)
 	(void)state;
 	mfs_tensor in[] = { rand_f32(4, dx) };
 	check(m, 1, in, 1e-4, true);
+	/* every tile forced (MODELFS_OCL_IGEMM): partial tiles of each, the
+	 * 1x1 stride-1 layer's plain reads (c3) and the strided one's */
+	static const char *const tiles[] = { "64", "128x64", "128" };
+	for (int t = 0; t < 3; t++) {
+		setenv("MODELFS_OCL_IGEMM", tiles[t], 1);
+		m = conv_graph();
+		in[0] = rand_f32(4, dx);
+		check(m, 1, in, 1e-4, true);
+	}
+	unsetenv("MODELFS_OCL_IGEMM");
 	/* the same through im2col + CLBlast (MODELFS_OCL_CONV=gemm) */
 	setenv("MODELFS_OCL_CONV", "gemm", 1);
 	m = conv_graph();
