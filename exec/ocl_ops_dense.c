@@ -575,6 +575,21 @@ int ocl_op_matmul(ocl_run *r)
 
 /* Y's rows as one GEMM of A's rows by W (CLBlast, as Gemm), then one
  * in-place epilogue pass for the bias and the activation. */
+/* Whether a Dense takes dense_gemm_64 (product, bias and activation in
+ * one kernel) instead of CLBlast + dense_epilogue: on devices with
+ * 256-item groups, where its 64 x 64 tiles give every compute unit one.
+ * MODELFS_OCL_DENSE=clblast or =own forces one (A/B runs). */
+static bool dense_use_own_gemm(ocl_run *r, int64_t rows, int64_t n)
+{
+	const char *env = getenv("MODELFS_OCL_DENSE");
+
+	if (ocl_max_group(r) < 256 || (env && !strcmp(env, "clblast")))
+		return false;
+	if (env && !strcmp(env, "own"))
+		return true;
+	return ((rows + 63) / 64) * ((n + 63) / 64) >= (int64_t)ocl_compute_units(r);
+}
+
 int ocl_op_dense(ocl_run *r)
 {
 	static const char *const names[] = { "", "Relu", "Gelu", "GeluTanh" };
@@ -608,6 +623,17 @@ int ocl_op_dense(ocl_run *r)
 		return rc;
 	if (!ny)
 		return 0;
+	if (k && dense_use_own_gemm(r, rows, n)) {
+		ocl_kid kg = K_DENSE_GEMM_64;
+		cl_int crows = (cl_int)rows, cn64 = (cl_int)n, ck = (cl_int)k, ctb = tb;
+		if ((rc = OCL_ARG(r, kg, 0, ma)) || (rc = OCL_ARG(r, kg, 1, mw)) ||
+		    (rc = OCL_ARG(r, kg, 2, mb)) || (rc = OCL_ARG(r, kg, 3, my)) ||
+		    (rc = OCL_ARG(r, kg, 4, crows)) || (rc = OCL_ARG(r, kg, 5, cn64)) ||
+		    (rc = OCL_ARG(r, kg, 6, ck)) || (rc = OCL_ARG(r, kg, 7, ctb)) ||
+		    (rc = OCL_ARG(r, kg, 8, hasb)) || (rc = OCL_ARG(r, kg, 9, op)))
+			return rc;
+		return ocl_launch_groups(r, kg, (size_t)(((rows + 63) / 64) * ((n + 63) / 64)), 256);
+	}
 	rc = k ? sgemm(r, false, tb, (size_t)rows, (size_t)n, (size_t)k, 1.0f, ma, 0,
 		       (size_t)k, mw, 0, (size_t)(tb ? k : n), 0.0f, my, 0, (size_t)n)
 	       : fill_zero(r, my, ny);

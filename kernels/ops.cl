@@ -104,6 +104,77 @@ __kernel void dense_epilogue(__global float *y, __global const float *bias, int 
 	y[i] = unary_op(v, op, 0.0f, 0.0f);
 }
 
+/* Dense's product with its epilogue in one kernel: Y[rows, n] =
+ * unary_op(A[rows, k] W + bias) with W [k, n], or [n, k] when tb.  A work
+ * group of 256 items computes a 64 x 64 tile of Y, each item 4 x 4 in
+ * registers (rows ty + 16 i, columns tx + 16 j); tiles of A and W go
+ * through local memory 16 of K at a time, read from global memory by
+ * consecutive items along the stored rows and padded by one float so
+ * those stores do not collide in one bank.  Group g is tile
+ * (g % rtiles, g / rtiles). */
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void dense_gemm_64(__global const float *a, __global const float *w,
+		   __global const float *bias, __global float *y, int rows,
+		   int n, int k, int tb, int hasb, int op)
+{
+	__local float as[16][64 + 1];
+	__local float ws[16][64 + 1];
+	int rtiles = (rows + 63) / 64;
+	int g = get_group_id(0), l = get_local_id(0);
+	int r0 = (g % rtiles) * 64, c0 = (g / rtiles) * 64;
+	int tx = l % 16, ty = l / 16;
+	float acc[4][4];
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 4; j++)
+			acc[i][j] = 0.0f;
+	for (int k0 = 0; k0 < k; k0 += 16) {
+		for (int i = 0; i < 4; i++) {
+			int idx = l + i * 256, kk = idx % 16, mm = idx / 16;
+			int gr = r0 + mm, gk = k0 + kk;
+			as[kk][mm] = gr < rows && gk < k ? a[(long)gr * k + gk] : 0.0f;
+		}
+		for (int i = 0; i < 4; i++) {
+			int idx = l + i * 256, kk, nn;
+			if (tb) {
+				kk = idx % 16;
+				nn = idx / 16;
+			} else {
+				nn = idx % 64;
+				kk = idx / 64;
+			}
+			int gc = c0 + nn, gk = k0 + kk;
+			ws[kk][nn] = gc < n && gk < k ?
+				w[tb ? (long)gc * k + gk : (long)gk * n + gc] : 0.0f;
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
+		for (int kk = 0; kk < 16; kk++) {
+			float ra[4], rb[4];
+			for (int i = 0; i < 4; i++)
+				ra[i] = as[kk][ty + 16 * i];
+			for (int j = 0; j < 4; j++)
+				rb[j] = ws[kk][tx + 16 * j];
+			for (int i = 0; i < 4; i++)
+				for (int j = 0; j < 4; j++)
+					acc[i][j] = fma(ra[i], rb[j], acc[i][j]);
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	for (int i = 0; i < 4; i++) {
+		int r = r0 + ty + 16 * i;
+		if (r >= rows)
+			continue;
+		for (int j = 0; j < 4; j++) {
+			int c = c0 + tx + 16 * j;
+			if (c >= n)
+				continue;
+			float v = acc[i][j];
+			if (hasb)
+				v += bias[c];
+			y[(long)r * n + c] = unary_op(v, op, 0.0f, 0.0f);
+		}
+	}
+}
+
 /* ---- binary, broadcasting ---- */
 
 enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_EQ };

@@ -81,14 +81,15 @@ static void check(onnx_model *m, int n_in, mfs_tensor *ins, double tol, bool all
 	mfs_graph *cm = NULL;
 	mfs_exec *ec = NULL, *eo = NULL;
 	mfs_error err;
-	mfs_tensor ref[8], got[8];
+	enum { MAX_OUT = 12 };
+	mfs_tensor ref[MAX_OUT], got[MAX_OUT];
 	mfs_exec_stats st, st2;
 	int n_out;
 
 	if (mfs_graph_compile(m, "t", &cm, &err))
 		fail_msg("compile: %s", err.msg);
 	n_out = mfs_graph_n_outputs(cm);
-	assert_true(n_out <= 8);
+	assert_true(n_out <= MAX_OUT);
 	assert_int_equal(mfs_exec_new(cm, NULL, &ec, &err), 0);
 	if (mfs_exec_new(cm, ocl, &eo, &err))
 		fail_msg("exec_new: %s", err.msg);
@@ -367,8 +368,10 @@ static void attr_float(onnx_node *n, const char *name, float v)
 
 /* What the transformer rewrites make (exec/rewrite_*.c) runs on the
  * device: Dense with each activation, with and without bias and
- * transB; Gelu in both forms; LayerNormalization of com.modelfs. */
-static void test_fused(void **state)
+ * transB (on 80 x 130 too: several 64 x 64 tiles each way, partial
+ * ones, K not a multiple of 16); Gelu in both forms; LayerNormalization
+ * of com.modelfs.  Dense on both of its device paths (MODELFS_OCL_DENSE). */
+static void fused_check(void)
 {
 	static const char *const acts[] = { "", "Relu", "Gelu", "GeluTanh" };
 	static const struct {
@@ -376,12 +379,13 @@ static void test_fused(void **state)
 		int rank;
 		int64_t dims[2];
 	} inits[] = { { "w", 2, { 33, 7 } }, { "wt", 2, { 6, 33 } }, { "b", 1, { 7 } },
-		      { "sc", 1, { 33 } }, { "bi", 1, { 33 } } };
-	int64_t d[] = { 2, 5, 33 };
+		      { "sc", 1, { 33 } }, { "bi", 1, { 33 } }, { "wl", 2, { 33, 130 } },
+		      { "wlt", 2, { 130, 33 } }, { "bl", 1, { 130 } } };
+	int64_t d[] = { 2, 5, 33 }, d2[] = { 2, 40, 33 };
 	onnx_model *m = gb_new(17);
 	onnx_node *n;
-	(void)state;
 	gb_input(m, "x", MFS_DT_FLOAT, 3, d);
+	gb_input(m, "x2", MFS_DT_FLOAT, 3, d2);
 	for (size_t i = 0; i < sizeof(inits) / sizeof(inits[0]); i++)
 		init_rand(m, inits[i].name, inits[i].rank, inits[i].dims);
 	for (int i = 0; i < 4; i++) {
@@ -393,13 +397,26 @@ static void test_fused(void **state)
 			attr_int(n, "transB", 1);
 		gb_output(m, out);
 	}
+	attr_str(ours(m, "Dense", "x2,wl,bl", "dl"), "activation", "GeluTanh");
+	attr_int(ours(m, "Dense", "x2,wlt,bl", "dlt"), "transB", 1);
 	ours(m, "Gelu", "x", "g");
 	attr_str(ours(m, "Gelu", "x", "gt"), "approximate", "tanh");
 	ours(m, "LayerNormalization", "x,sc,bi", "l");
-	for (const char *const *o = (const char *const[]){ "g", "gt", "l", NULL }; *o; o++)
+	for (const char *const *o = (const char *const[]){ "dl", "dlt", "g", "gt", "l", NULL }; *o; o++)
 		gb_output(m, *o);
-	mfs_tensor in[] = { rand_f32(3, d) };
-	check(m, 1, in, 1e-4, true);
+	mfs_tensor in[] = { rand_f32(3, d), rand_f32(3, d2) };
+	check(m, 2, in, 1e-4, true);
+}
+
+static void test_fused(void **state)
+{
+	(void)state;
+	fused_check();
+	setenv("MODELFS_OCL_DENSE", "own", 1);
+	fused_check();
+	setenv("MODELFS_OCL_DENSE", "clblast", 1);
+	fused_check();
+	unsetenv("MODELFS_OCL_DENSE");
 }
 
 /* Attention on the device: a padding mask broadcast over heads and query
