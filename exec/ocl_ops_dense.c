@@ -257,9 +257,13 @@ static int conv_direct(ocl_run *r, const conv_job *j, size_t numel)
  * conv_igemm_*): no column matrix, the epilogue fused.  128 x 128 tiles
  * where they still give the device about two groups per compute unit,
  * else 64 x 64. */
-/* The implicit GEMM's tile (rows of M x columns of N*OH*OW): 128 x 128
- * where such tiles give every compute unit two, else 64 x 64.
- * MODELFS_OCL_IGEMM=64, 128x64 or 128 forces one (A/B runs). */
+/* The implicit GEMM's tile (rows of M x columns of N*OH*OW): 64 x 64.
+ * On the H100 the wider tiles (8 x 8 or 8 x 4 outputs per item) measured
+ * slower on every layer of ResNet-50 and MobileNetV2 at batch 32, also
+ * where 128 x 128 tiles gave each compute unit two (ResNet-50: 19.6 ms
+ * all 64, 20.0 with those, 24.6 all 128; docs/PERFORMANCE.md).
+ * MODELFS_OCL_IGEMM=64, 128x64 or 128 forces one, for A/B runs on other
+ * devices. */
 static int conv_igemm(ocl_run *r, const conv_job *j)
 {
 	static const struct { ocl_kid k; int64_t tm, tn; const char *name; } tiles[] = {
@@ -270,9 +274,7 @@ static int conv_igemm(ocl_run *r, const conv_job *j)
 	const ocl_conv *p = &j->p;
 	const char *env = getenv("MODELFS_OCL_IGEMM");
 	int64_t cols = (int64_t)p->n * p->oh * p->ow;
-	int64_t t128 = ((p->m + 127) / 128) * ((cols + 127) / 128);
-	int t = p->m >= 128 && t128 >= 2 * (int64_t)ocl_compute_units(r) ? 2 : 0;
-	int rc;
+	int t = 0, rc;
 
 	for (int i = 0; env && i < 3; i++)
 		if (!strcmp(env, tiles[i].name))

@@ -127,26 +127,35 @@ void dense_gemm_64(__global const float *a, __global const float *w,
 	for (int i = 0; i < 4; i++)
 		for (int j = 0; j < 4; j++)
 			acc[i][j] = 0.0f;
-	for (int k0 = 0; k0 < k; k0 += 16) {
-		for (int i = 0; i < 4; i++) {
-			int idx = l + i * 256, kk = idx % 16, mm = idx / 16;
-			int gr = r0 + mm, gk = k0 + kk;
-			as[kk][mm] = gr < rows && gk < k ? a[(long)gr * k + gk] : 0.0f;
-		}
-		for (int i = 0; i < 4; i++) {
-			int idx = l + i * 256, kk, nn;
-			if (tb) {
-				kk = idx % 16;
-				nn = idx / 16;
-			} else {
-				nn = idx % 64;
-				kk = idx / 64;
+	/* as in CONV_IGEMM: the next K tile into registers while this one
+	 * is multiplied */
+	float pa[4], pw[4];
+	for (int k0 = 0; k0 < k + 16; k0 += 16) {
+		if (k0 > 0) {
+			for (int i = 0; i < 4; i++) {
+				int idx = l + i * 256;
+				as[idx % 16][idx / 16] = pa[i];
+				if (tb)
+					ws[idx % 16][idx / 16] = pw[i];
+				else
+					ws[idx / 64][idx % 64] = pw[i];
 			}
-			int gc = c0 + nn, gk = k0 + kk;
-			ws[kk][nn] = gc < n && gk < k ?
-				w[tb ? (long)gc * k + gk : (long)gk * n + gc] : 0.0f;
+			barrier(CLK_LOCAL_MEM_FENCE);
 		}
-		barrier(CLK_LOCAL_MEM_FENCE);
+		if (k0 < k)
+			for (int i = 0; i < 4; i++) {
+				int idx = l + i * 256, kk = idx % 16, mm = idx / 16;
+				int gr = r0 + mm, gk = k0 + kk;
+				pa[i] = gr < rows && gk < k ? a[(long)gr * k + gk] : 0.0f;
+				int nn = tb ? idx / 16 : idx % 64;
+				kk = tb ? idx % 16 : idx / 64;
+				int gc = c0 + nn;
+				gk = k0 + kk;
+				pw[i] = gc < n && gk < k ?
+					w[tb ? (long)gc * k + gk : (long)gk * n + gc] : 0.0f;
+			}
+		if (k0 == 0)
+			continue;
 		for (int kk = 0; kk < 16; kk++) {
 			float ra[4], rb[4];
 			for (int i = 0; i < 4; i++)
@@ -798,29 +807,45 @@ void NAME(__global const float *x, __global const float *wt,                  \
 	for (int i = 0; i < WM; i++)                                          \
 		for (int j = 0; j < WN; j++)                                  \
 			acc[i][j] = 0.0f;                                     \
-	for (int k0 = 0; k0 < K; k0 += TK) {                                  \
-		for (int i = 0; i < TK * TM / 256; i++) {                     \
-			int idx = l + i * 256, kk = idx % TK, mm = idx / TK;  \
-			int gm = m0 + mm, gk = k0 + kk;                       \
-			as[kk][mm] = gm < p.m && gk < K ?                     \
-				wt[(long)gm * K + gk] : 0.0f;                 \
-		}                                                             \
-		for (int i = 0; i < TK * TN / 256; i++) {                     \
-			int kk = l / TN + i * (256 / TN), gk = k0 + kk;       \
-			float v = 0.0f;                                       \
-			if (pw1) {                                            \
-				if (bc < cols && gk < K)                      \
-					v = xb[(long)gk * hw + bq];           \
-			} else if (bc < cols && gk < K) {                     \
-				int ci = gk / khw, r = gk % khw;              \
-				int iy = biy + (r / p.kw) * p.dh;             \
-				int ix = bix + (r % p.kw) * p.dw;             \
-				if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) \
-					v = xb[((long)ci * p.h + iy) * p.w + ix]; \
+	/* The next K tile is read from global memory into registers while  \
+	 * this one is multiplied out of local memory, so that the reads'     \
+	 * latency overlaps the arithmetic. */                                \
+	float pa[TK * TM / 256], pb[TK * TN / 256];                           \
+	for (int k0 = 0; k0 < K + TK; k0 += TK) {                             \
+		if (k0 > 0) {                                                 \
+			for (int i = 0; i < TK * TM / 256; i++) {             \
+				int idx = l + i * 256;                        \
+				as[idx % TK][idx / TK] = pa[i];               \
 			}                                                     \
-			bs[kk][bn] = v;                                       \
+			for (int i = 0; i < TK * TN / 256; i++)               \
+				bs[l / TN + i * (256 / TN)][bn] = pb[i];      \
+			barrier(CLK_LOCAL_MEM_FENCE);                         \
 		}                                                             \
-		barrier(CLK_LOCAL_MEM_FENCE);                                 \
+		if (k0 < K) {                                                 \
+			for (int i = 0; i < TK * TM / 256; i++) {             \
+				int idx = l + i * 256, kk = idx % TK, mm = idx / TK; \
+				int gm = m0 + mm, gk = k0 + kk;               \
+				pa[i] = gm < p.m && gk < K ?                  \
+					wt[(long)gm * K + gk] : 0.0f;         \
+			}                                                     \
+			for (int i = 0; i < TK * TN / 256; i++) {             \
+				int kk = l / TN + i * (256 / TN), gk = k0 + kk; \
+				float v = 0.0f;                               \
+				if (pw1) {                                    \
+					if (bc < cols && gk < K)              \
+						v = xb[(long)gk * hw + bq];   \
+				} else if (bc < cols && gk < K) {             \
+					int ci = gk / khw, r = gk % khw;      \
+					int iy = biy + (r / p.kw) * p.dh;     \
+					int ix = bix + (r % p.kw) * p.dw;     \
+					if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) \
+						v = xb[((long)ci * p.h + iy) * p.w + ix]; \
+				}                                             \
+				pb[i] = v;                                    \
+			}                                                     \
+		}                                                             \
+		if (k0 == 0)                                                  \
+			continue;                                             \
 		for (int kk = 0; kk < TK; kk++) {                             \
 			float ra[TM / 16], rb[TN / 16];                       \
 			for (int i = 0; i < WM; i++)                          \

@@ -462,9 +462,9 @@ static void test_attention(void **state)
 	check(m, 8, in, 1e-4, true);
 }
 
-/* Group-1 convolutions on the implicit-GEMM kernels: the default's tiles
- * (130 output channels over 800 columns take the 128 x 128 one on a
- * device of few compute units), partial tiles, strided and dilated
+/* Group-1 convolutions on the implicit-GEMM kernels: every tile (130
+ * output channels over 800 columns: partial tiles of each), strided and
+ * dilated
  * windows, a batch-2 pointwise one, and a residual Add + Relu after it
  * (fused into FusedConv when the fusion pass takes it). */
 static onnx_model *conv_graph(void)
