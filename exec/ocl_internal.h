@@ -95,6 +95,7 @@ typedef struct ocl_conv {
 	X(K_CONV_EPILOGUE, "conv_epilogue") \
 	X(K_CONV_DIRECT_F32, "conv_direct_f32") \
 	X(K_CONV_IGEMM_64, "conv_igemm_64") \
+	X(K_CONV_IGEMM_PW_64, "conv_igemm_pw_64") \
 	X(K_CONV_IGEMM_128X64, "conv_igemm_128x64") \
 	X(K_CONV_IGEMM_128, "conv_igemm_128") \
 	X(K_DENSE_GEMM_64, "dense_gemm_64")

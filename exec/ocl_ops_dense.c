@@ -279,9 +279,14 @@ static int conv_igemm(ocl_run *r, const conv_job *j)
 	for (int i = 0; env && i < 3; i++)
 		if (!strcmp(env, tiles[i].name))
 			t = i;
-	if ((rc = conv_args(r, tiles[t].k, j)))
+	/* A 1x1 stride-1 unpadded layer on the 64 tile: the kernel that reads
+	 * X as a plain matrix, without the window bookkeeping's registers. */
+	ocl_kid k = tiles[t].k;
+	if (t == 0 && j->pointwise)
+		k = K_CONV_IGEMM_PW_64;
+	if ((rc = conv_args(r, k, j)))
 		return rc;
-	return ocl_launch_groups(r, tiles[t].k,
+	return ocl_launch_groups(r, k,
 				 (size_t)(((p->m + tiles[t].tm - 1) / tiles[t].tm) *
 					  ((cols + tiles[t].tn - 1) / tiles[t].tn)), 256);
 }

@@ -775,7 +775,7 @@ __kernel void conv_direct_f32(__global const float *x, __global const float *wt,
  * applies bias, FusedConv's Z and the activation before the one store in
  * NCHW order.  Launched as 1-D groups: group g is tile (g % mtiles,
  * g / mtiles). */
-#define CONV_IGEMM(NAME, TM, TN, TK)                                         \
+#define CONV_IGEMM(NAME, TM, TN, TK, PW)                                     \
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))                    \
 void NAME(__global const float *x, __global const float *wt,                  \
 	  __global const float *bias, __global const float *z,                \
@@ -798,10 +798,8 @@ void NAME(__global const float *x, __global const float *wt,                  \
 	int bimg = bc / ohw, bq = bc % ohw;                                   \
 	int biy = (bq / p.ow) * p.sh - p.ph, bix = (bq % p.ow) * p.sw - p.pw; \
 	__global const float *xb = x + (long)bimg * p.c * p.h * p.w;          \
-	/* a 1x1 stride-1 unpadded layer reads X as the plain [C, HW] matrix  \
-	 * of its image: no index arithmetic per element (uniform branch) */  \
-	int pw1 = khw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 &&         \
-		  p.pw == 0 && p.oh == p.h && p.ow == p.w;                    \
+	/* PW: a kernel for 1x1 stride-1 unpadded layers only, which reads X  \
+	 * as the plain [C, HW] matrix of its image (the host checks) */     \
 	int hw = p.h * p.w;                                                   \
 	float acc[TM / 16][TN / 16];                                          \
 	for (int i = 0; i < WM; i++)                                          \
@@ -811,6 +809,18 @@ void NAME(__global const float *x, __global const float *wt,                  \
 	 * this one is multiplied out of local memory, so that the reads'     \
 	 * latency overlaps the arithmetic. */                                \
 	float pa[TK * TM / 256], pb[TK * TN / 256];                           \
+	/* Where this item's B elements are in X's window, (channel, ky,      \
+	 * kx) for K index k0 + kk, advanced by TK each tile with carries:    \
+	 * four integer divisions per element per tile cost more than the    \
+	 * multiply-adds they feed. */                                        \
+	int eci[TK * TN / 256], eky[TK * TN / 256], ekx[TK * TN / 256];        \
+	int dci = TK / khw, dky = (TK % khw) / p.kw, dkx = (TK % khw) % p.kw; \
+	for (int i = 0; i < TK * TN / 256; i++) {                             \
+		int kk = l / TN + i * (256 / TN), r = kk % khw;               \
+		eci[i] = kk / khw;                                            \
+		eky[i] = r / p.kw;                                            \
+		ekx[i] = r % p.kw;                                            \
+	}                                                                     \
 	for (int k0 = 0; k0 < K + TK; k0 += TK) {                             \
 		if (k0 > 0) {                                                 \
 			for (int i = 0; i < TK * TM / 256; i++) {             \
@@ -831,15 +841,26 @@ void NAME(__global const float *x, __global const float *wt,                  \
 			for (int i = 0; i < TK * TN / 256; i++) {             \
 				int kk = l / TN + i * (256 / TN), gk = k0 + kk; \
 				float v = 0.0f;                               \
-				if (pw1) {                                    \
+				if (PW) {                                     \
 					if (bc < cols && gk < K)              \
 						v = xb[(long)gk * hw + bq];   \
-				} else if (bc < cols && gk < K) {             \
-					int ci = gk / khw, r = gk % khw;      \
-					int iy = biy + (r / p.kw) * p.dh;     \
-					int ix = bix + (r % p.kw) * p.dw;     \
-					if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) \
-						v = xb[((long)ci * p.h + iy) * p.w + ix]; \
+				} else {                                      \
+					int iy = biy + eky[i] * p.dh;         \
+					int ix = bix + ekx[i] * p.dw;         \
+					if (bc < cols && gk < K && iy >= 0 && iy < p.h && \
+					    ix >= 0 && ix < p.w)              \
+						v = xb[((long)eci[i] * p.h + iy) * p.w + ix]; \
+					ekx[i] += dkx;                        \
+					eky[i] += dky;                        \
+					eci[i] += dci;                        \
+					if (ekx[i] >= p.kw) {                 \
+						ekx[i] -= p.kw;               \
+						eky[i]++;                     \
+					}                                     \
+					if (eky[i] >= p.kh) {                 \
+						eky[i] -= p.kh;               \
+						eci[i]++;                     \
+					}                                     \
 				}                                             \
 				pb[i] = v;                                    \
 			}                                                     \
@@ -878,6 +899,7 @@ void NAME(__global const float *x, __global const float *wt,                  \
 	}                                                                     \
 }
 
-CONV_IGEMM(conv_igemm_64, 64, 64, 16)
-CONV_IGEMM(conv_igemm_128x64, 128, 64, 16)
-CONV_IGEMM(conv_igemm_128, 128, 128, 8)
+CONV_IGEMM(conv_igemm_64, 64, 64, 16, 0)
+CONV_IGEMM(conv_igemm_pw_64, 64, 64, 16, 1)
+CONV_IGEMM(conv_igemm_128x64, 128, 64, 16, 0)
+CONV_IGEMM(conv_igemm_128, 128, 128, 8, 0)
