@@ -602,7 +602,8 @@ static int step_output(void *ctx, int i, mfs_tensor *dst, mfs_error *err)
 
 	if (src->kind != MFS_KIND_TENSOR)
 		return mfs_tensor_copy(dst, src, err);
-	rc = mfs_tensor_alloc(dst, src->dtype, &src->shape, err);
+	/* every byte is written below */
+	rc = mfs_tensor_alloc_uninit(dst, src->dtype, &src->shape, err);
 	if (rc)
 		return rc;
 	if (src->layout == MFS_LAYOUT_NHWC && src->shape.rank == 4)

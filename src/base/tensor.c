@@ -135,8 +135,35 @@ bool mfs_tensor_bytes(const mfs_tensor *t, size_t *out)
 	return true;
 }
 
+static void *(*big_alloc)(size_t);
+static void (*big_release)(void *);
+static size_t big_min = SIZE_MAX;
+
+void mfs_tensor_set_big_storage(void *(*alloc)(size_t), void (*release)(void *),
+				size_t min)
+{
+	big_alloc = alloc;
+	big_release = release;
+	big_min = alloc && release ? min : SIZE_MAX;
+}
+
+static int tensor_alloc(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
+			bool zero, mfs_error *err);
+
 int mfs_tensor_alloc(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
 		     mfs_error *err)
+{
+	return tensor_alloc(t, dt, shape, true, err);
+}
+
+int mfs_tensor_alloc_uninit(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
+			    mfs_error *err)
+{
+	return tensor_alloc(t, dt, shape, false, err);
+}
+
+static int tensor_alloc(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
+			bool zero, mfs_error *err)
 {
 	size_t esize = mfs_dtype_size(dt);
 	size_t n = 1;
@@ -163,14 +190,20 @@ int mfs_tensor_alloc(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
 	t->dtype = dt;
 	t->shape = *shape;
 	t->nbytes = n * esize;
-	if (t->nbytes) {
-		t->data = calloc(1, t->nbytes);
-		if (!t->data)
-			return mfs_fail(err, ENOMEM, "out of memory allocating %zu bytes",
-					t->nbytes);
-		mfs_hugemem_advise(t->data, t->nbytes);
-		t->owns_data = true;
+	if (t->nbytes >= big_min) {
+		/* a kept block (its pages touched already), or a fresh one */
+		t->data = big_alloc(t->nbytes);
+		if (t->data && zero)
+			memset(t->data, 0, t->nbytes);
+	} else if (t->nbytes) {
+		t->data = zero ? calloc(1, t->nbytes) : malloc(t->nbytes);
+		if (t->data)
+			mfs_hugemem_advise(t->data, t->nbytes);
 	}
+	if (t->nbytes && !t->data)
+		return mfs_fail(err, ENOMEM, "out of memory allocating %zu bytes",
+				t->nbytes);
+	t->owns_data = t->nbytes > 0;
 	return 0;
 }
 
@@ -179,7 +212,10 @@ void mfs_tensor_release(mfs_tensor *t)
 	if (!t)
 		return;
 	if (t->owns_data) {
-		free(t->data);
+		if (t->data && t->nbytes >= big_min)
+			big_release(t->data);
+		else
+			free(t->data);
 		for (int i = 0; t->items && i < t->n_items; i++)
 			mfs_tensor_release(&t->items[i]);
 		free(t->items);

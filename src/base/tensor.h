@@ -97,6 +97,21 @@ bool mfs_tensor_bytes(const mfs_tensor *t, size_t *out);
  * Returns 0 or -ENOMEM/-EINVAL (overflow, bad dtype) with err filled. */
 int mfs_tensor_alloc(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
 		     mfs_error *err);
+/* The same, not zeroed: for a caller that writes every byte. */
+int mfs_tensor_alloc_uninit(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
+			    mfs_error *err);
+
+/* Where tensor storage of `min` bytes or more comes from and goes back
+ * to (mfs_tensor_alloc, mfs_tensor_release): the daemon points this at its
+ * pool of kept large buffers (core/bigbuf.h), because fresh memory costs
+ * page faults on first touch, and on a virtual machine whose freed pages
+ * went back to the host 2 ms per megabyte: a 100 MB output took 17 ms or
+ * 200-280 ms per request (docs/PERFORMANCE.md).  alloc must return a
+ * malloc block (free() must work on it, and release must take any malloc
+ * block).  Unset (the default), malloc and free.  Set once, at start,
+ * before tensors are made. */
+void mfs_tensor_set_big_storage(void *(*alloc)(size_t), void (*release)(void *),
+				size_t min);
 /* Free owned data and reset to an empty tensor; safe on a zeroed tensor. */
 void mfs_tensor_release(mfs_tensor *t);
 /* Deep copy (dst owns its data, and its items for a container). */

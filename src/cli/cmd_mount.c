@@ -422,6 +422,9 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 				  .load_models = d->opts.load_models,
 				  .n_load_models = d->opts.n_load_models,
 				  .poll_secs = d->opts.poll_secs, .quiet_ms = d->opts.reload_quiet_ms };
+	/* Large tensors (a model's 100 MB output) come from the pool of kept
+	 * large buffers, as the file buffers do: set before any model loads. */
+	mfs_tensor_set_big_storage(mfs_bigbuf_alloc, mfs_bigbuf_free, MFS_BIGBUF_MIN);
 	int failed = mfs_reloader_new(&rlc, &d->reloader, &err);
 	if (failed < 0) {
 		fprintf(stderr, "modelfs: repository '%s': %s\n", d->opts.repository, err.msg);

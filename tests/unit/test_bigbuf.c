@@ -12,6 +12,7 @@
 
 #include "bigbuf.h"
 #include "membudget.h"
+#include "tensor.h"
 
 #define MiB ((size_t)1 << 20)
 
@@ -43,6 +44,39 @@ static void test_kept_and_reused(void **state)
 	free(q);
 	assert_int_equal(mfs_bigbuf_drain(), 1);
 	assert_int_equal(mfs_membudget_used(), used);
+}
+
+/* With the daemon's setting (mfs_tensor_set_big_storage), a large
+ * tensor's storage is a kept block, given back on release and handed to
+ * the next large tensor: zeroed by mfs_tensor_alloc, as it was; small
+ * tensors stay on malloc. */
+static void test_tensors_reuse_kept_blocks(void **state)
+{
+	(void)state;
+	mfs_tensor t, u, small;
+	mfs_shape big = { .rank = 2, .dims = { 1024, 2048 } };   /* 8 MiB of float */
+	mfs_error err;
+
+	mfs_membudget_init(0);
+	mfs_tensor_set_big_storage(mfs_bigbuf_alloc, mfs_bigbuf_free, MFS_BIGBUF_MIN);
+	assert_int_equal(mfs_tensor_alloc_uninit(&t, MFS_DT_FLOAT, &big, &err), 0);
+	void *p = t.data;
+	memset(p, 0x5a, t.nbytes);
+	mfs_tensor_release(&t);
+	assert_int_equal(mfs_tensor_alloc(&u, MFS_DT_FLOAT, &big, &err), 0);
+	assert_ptr_equal(u.data, p);                      /* the kept block */
+	for (size_t i = 0; i < u.nbytes; i += 4096)
+		assert_int_equal(((unsigned char *)u.data)[i], 0);
+	assert_int_equal(mfs_tensor_alloc(&small, MFS_DT_FLOAT,
+					  &(mfs_shape){ .rank = 1, .dims = { 16 } }, &err), 0);
+	mfs_tensor_release(&small);
+	mfs_tensor_release(&u);
+	assert_int_equal(mfs_bigbuf_drain(), 1);
+	mfs_tensor_set_big_storage(NULL, NULL, 0);
+	/* unset: malloc and free again, nothing kept */
+	assert_int_equal(mfs_tensor_alloc(&t, MFS_DT_FLOAT, &big, &err), 0);
+	mfs_tensor_release(&t);
+	assert_int_equal(mfs_bigbuf_drain(), 0);
 }
 
 static void test_bounded(void **state)
@@ -90,6 +124,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_kept_and_reused, teardown),
+		cmocka_unit_test_teardown(test_tensors_reuse_kept_blocks, teardown),
 		cmocka_unit_test_teardown(test_bounded, teardown),
 		cmocka_unit_test_teardown(test_not_kept_past_the_budget, teardown),
 		cmocka_unit_test_teardown(test_trimmed_when_idle, teardown),
