@@ -186,3 +186,17 @@ with open(out, "w") as f:
 	tail -1 "$DIR/got" | grep -q "^STOPPING=1"
 	MNT=
 }
+
+@test "the daemon's OpenMP threads spin a bounded time, unless the user chose a policy" {
+	# exec/openmp_policy.h: the daemon starts again with GOMP_SPINCOUNT set
+	unset OMP_WAIT_POLICY GOMP_SPINCOUNT
+	mount_repo "$EXAMPLES"
+	tr '\0' '\n' < "/proc/$DAEMON_PID/environ" | grep -qx 'GOMP_SPINCOUNT=30000'
+	[[ "$(cat "$MNT/mlp/status")" == "READY 1 cpu"* ]]
+	unmount_repo
+	# a user's OMP_WAIT_POLICY (or GOMP_SPINCOUNT) is kept as it is
+	OMP_WAIT_POLICY=PASSIVE mount_repo "$EXAMPLES"
+	env=$(tr '\0' '\n' < "/proc/$DAEMON_PID/environ")
+	grep -qx 'OMP_WAIT_POLICY=PASSIVE' <<<"$env"
+	! grep -q '^GOMP_SPINCOUNT=' <<<"$env"
+}
