@@ -54,6 +54,12 @@ EW_VINLINE float ew_expf(float x)
 	p = p * r + 5.0000001201e-1f;
 	p = p * r * r + r + 1;
 	scale.i = (ni + 127) << 23;
+	/* Below the clamp the true value is denormal or 0: give 0.  A masked
+	 * attention score (Where(mask, x, -1e4) before Softmax) came out as
+	 * 1e-38, became denormal once normalised, and the product with V
+	 * then ran about 28x slower on Intel cores (denormal operands take
+	 * microcode assists; docs/PERFORMANCE.md). */
+	p = y < -87.3365447505531f ? 0.0f : p;
 	return y == y ? p * scale.f : y;
 }
 
