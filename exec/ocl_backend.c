@@ -75,7 +75,14 @@ typedef struct oval {
 typedef struct node_rt {
 	mfs_node_rt rt;        /* rt.in points into hin */
 	mfs_tensor *hin;       /* host views of the inputs for infer/host run */
+	cl_mem kept;           /* ocl_node_buffer: kept across runs */
+	size_t kept_bytes;
 } node_rt;
+
+/* Profile slots past the kernels: CLBlast, then the copies between host
+ * and device (the input uploads and output downloads of a run count in
+ * its time as much as the kernels do). */
+enum { PROF_CLBLAST = K_COUNT, PROF_UPLOAD, PROF_DOWNLOAD, PROF_SLOTS };
 
 struct ocl_exec {
 	const mfs_graph *m;
@@ -86,13 +93,14 @@ struct ocl_exec {
 	oval *vals;
 	node_rt *nodes;
 	mfs_pool pool;
-	mfs_block *scratch;    /* not in the pool: one per context, only grows */
+	mfs_block *scratch[OCL_SCRATCH_SLOTS];   /* not in the pool: per
+						    context, only grow */
 	mfs_exec_stats stats;
 	/* MODELFS_OCL_PROFILE set: each launch waits for its event and adds
 	 * its device time here (slot K_COUNT: CLBlast); printed at free */
 	bool profile;
-	double prof_ms[K_COUNT + 1];
-	long prof_calls[K_COUNT + 1];
+	double prof_ms[PROF_SLOTS];
+	long prof_calls[PROF_SLOTS];
 };
 
 /* ---- errors ---- */
@@ -165,13 +173,15 @@ static int to_device(ocl_run *r, oval *v)
 	if (bytes) {
 		if (!v->on_host || !v->t.data)
 			return mfs_node_fail(r->nd, r->err, EIO, "input has no data");
+		cl_event ev;
 		st = clEnqueueWriteBuffer(e->queue, v->dev->mem, CL_FALSE, 0, bytes,
-					  v->t.data, 0, NULL, NULL);
+					  v->t.data, 0, NULL, ocl_prof_event(r, &ev));
 		/* The host data (a caller's input) must outlive the
 		 * non-blocking write: it does, the run ends with a blocking
 		 * read or clFinish before returning. */
 		if (st != CL_SUCCESS)
 			return ocl_fail(r, st, "clEnqueueWriteBuffer");
+		ocl_prof_add(r, ev, PROF_UPLOAD);
 		e->stats.uploads++;
 	}
 	return 0;
@@ -192,10 +202,12 @@ static int to_host(ocl_run *r, oval *v)
 	if (bytes) {
 		if (!v->dev)
 			return mfs_node_fail(r->nd, r->err, EIO, "input has no data");
+		cl_event ev;
 		st = clEnqueueReadBuffer(e->queue, v->dev->mem, CL_TRUE, 0, bytes,
-					 v->hbuf, 0, NULL, NULL);
+					 v->hbuf, 0, NULL, ocl_prof_event(r, &ev));
 		if (st != CL_SUCCESS)
 			return ocl_fail(r, st, "clEnqueueReadBuffer");
+		ocl_prof_add(r, ev, PROF_DOWNLOAD);
 		e->stats.downloads++;
 	}
 	v->t.data = v->hbuf;
@@ -261,32 +273,67 @@ cl_mem ocl_out(ocl_run *r, int k, int *rc)
 	return v->dev->mem;
 }
 
-cl_mem ocl_scratch(ocl_run *r, size_t bytes, int *rc)
+cl_mem ocl_node_buffer(ocl_run *r, size_t bytes, bool *fresh, int *rc)
 {
 	ocl_exec *e = r->e;
+	node_rt *rt = &e->nodes[r->nd - e->m->nodes];
 	cl_int st;
 
 	*rc = 0;
-	if (e->scratch && e->scratch->cap >= bytes)
-		return e->scratch->mem;
-	if (e->scratch) {
-		clReleaseMemObject(e->scratch->mem);
-		e->scratch->mem = NULL;
+	*fresh = false;
+	if (rt->kept && rt->kept_bytes == bytes)
+		return rt->kept;
+	if (rt->kept)
+		clReleaseMemObject(rt->kept);
+	rt->kept = create_buf(e, bytes, &st);
+	rt->kept_bytes = rt->kept ? bytes : 0;
+	if (!rt->kept) {
+		*rc = ocl_fail(r, st, "clCreateBuffer (kept)");
+		return NULL;
+	}
+	e->stats.buffer_allocs++;
+	*fresh = true;
+	return rt->kept;
+}
+
+bool ocl_in_const(ocl_run *r, int k)
+{
+	oval *v = in_val(r, k);
+	return v && v->is_const;
+}
+
+cl_mem ocl_scratch_slot(ocl_run *r, int slot, size_t bytes, int *rc)
+{
+	ocl_exec *e = r->e;
+	mfs_block **sp = &e->scratch[slot];
+	cl_int st;
+
+	*rc = 0;
+	if (*sp && (*sp)->cap >= bytes)
+		return (*sp)->mem;
+	if (*sp) {
+		clReleaseMemObject((*sp)->mem);
+		(*sp)->mem = NULL;
 	} else {
-		e->scratch = calloc(1, sizeof(*e->scratch));
-		if (!e->scratch) {
+		*sp = calloc(1, sizeof(**sp));
+		if (!*sp) {
 			*rc = mfs_fail(r->err, ENOMEM, "out of memory");
 			return NULL;
 		}
 	}
-	e->scratch->mem = create_buf(e, bytes, &st);
-	e->scratch->cap = e->scratch->mem ? bytes : 0;
-	if (!e->scratch->mem) {
+	(*sp)->mem = create_buf(e, bytes, &st);
+	(*sp)->cap = (*sp)->mem ? bytes : 0;
+	if (!(*sp)->mem) {
 		*rc = ocl_fail(r, st, "clCreateBuffer (scratch)");
 		return NULL;
 	}
 	e->stats.buffer_allocs++;
-	return e->scratch->mem;
+	return (*sp)->mem;
+}
+
+cl_mem ocl_scratch(ocl_run *r, size_t bytes, int *rc)
+{
+	return ocl_scratch_slot(r, 0, bytes, rc);
 }
 
 cl_command_queue *ocl_queue(ocl_run *r)
@@ -321,7 +368,7 @@ cl_event *ocl_prof_event(ocl_run *r, cl_event *ev)
 	return r->e->profile ? ev : NULL;
 }
 
-void ocl_prof_add(ocl_run *r, cl_event ev, int slot)
+static void prof_add(ocl_exec *e, cl_event ev, int slot)
 {
 	cl_ulong t0 = 0, t1 = 0;
 
@@ -331,8 +378,13 @@ void ocl_prof_add(ocl_run *r, cl_event ev, int slot)
 	clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(t0), &t0, NULL);
 	clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, NULL);
 	clReleaseEvent(ev);
-	r->e->prof_ms[slot] += (double)(t1 - t0) * 1e-6;
-	r->e->prof_calls[slot]++;
+	e->prof_ms[slot] += (double)(t1 - t0) * 1e-6;
+	e->prof_calls[slot]++;
+}
+
+void ocl_prof_add(ocl_run *r, cl_event ev, int slot)
+{
+	prof_add(r->e, ev, slot);
 }
 
 /* The profile of a context, one line per kernel, to stderr. */
@@ -340,14 +392,16 @@ static void prof_print(const ocl_exec *e)
 {
 	double all = 0;
 
-	for (int k = 0; k <= K_COUNT; k++)
+	static const char *const extra[] = { "clblast_sgemm", "upload", "download" };
+
+	for (int k = 0; k < PROF_SLOTS; k++)
 		all += e->prof_ms[k];
-	fprintf(stderr, "opencl profile (%ld runs): %.3f ms in kernels\n",
+	fprintf(stderr, "opencl profile (%ld runs): %.3f ms in kernels and copies\n",
 		(long)e->stats.runs, all);
-	for (int k = 0; k <= K_COUNT; k++)
+	for (int k = 0; k < PROF_SLOTS; k++)
 		if (e->prof_calls[k])
 			fprintf(stderr, "  %-18s %8ld calls %10.3f ms %5.1f%%\n",
-				k < K_COUNT ? kernel_names[k] : "clblast_sgemm",
+				k < K_COUNT ? kernel_names[k] : extra[k - K_COUNT],
 				e->prof_calls[k], e->prof_ms[k],
 				all > 0 ? 100.0 * e->prof_ms[k] / all : 0.0);
 }
@@ -412,16 +466,18 @@ static void ocl_exec_free(void *ctx)
 	for (int i = 0; e->nodes && i < e->m->n_nodes; i++) {
 		mfs_node_rt_release(&e->nodes[i].rt, &e->m->nodes[i]);
 		free(e->nodes[i].hin);
+		if (e->nodes[i].kept)
+			clReleaseMemObject(e->nodes[i].kept);
 	}
 	free(e->nodes);
 	for (int i = 0; e->vals && i < e->m->n_values; i++)
 		free(e->vals[i].hbuf);
 	free(e->vals);
 	mfs_pool_release(&e->pool);
-	if (e->scratch) {
-		if (e->scratch->mem)
-			clReleaseMemObject(e->scratch->mem);
-		free(e->scratch);
+	for (int i = 0; i < OCL_SCRATCH_SLOTS; i++) {
+		if (e->scratch[i] && e->scratch[i]->mem)
+			clReleaseMemObject(e->scratch[i]->mem);
+		free(e->scratch[i]);
 	}
 	for (int k = 0; k < K_COUNT; k++)
 		if (e->kernels[k])
@@ -740,8 +796,11 @@ static int step_output(void *ctx, int i, mfs_tensor *o, mfs_error *err)
 		return mfs_fail(err, EIO, "output '%s' was never computed",
 				m->outputs[i].name);
 	}
+	cl_event ev = NULL;
 	st = clEnqueueReadBuffer(e->queue, v->dev->mem, CL_TRUE, 0, o->nbytes,
-				 o->data, 0, NULL, NULL);
+				 o->data, 0, NULL, e->profile ? &ev : NULL);
+	if (st == CL_SUCCESS)
+		prof_add(e, ev, PROF_DOWNLOAD);
 	if (st != CL_SUCCESS) {
 		mfs_tensor_release(o);
 		return mfs_fail(err, st == CL_MEM_OBJECT_ALLOCATION_FAILURE ? ENOMEM : EIO,

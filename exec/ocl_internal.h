@@ -96,6 +96,10 @@ typedef struct ocl_conv {
 	X(K_CONV_DIRECT_F32, "conv_direct_f32") \
 	X(K_CONV_IGEMM_64, "conv_igemm_64") \
 	X(K_CONV_IGEMM_PW_64, "conv_igemm_pw_64") \
+	X(K_WINO_GEMM_64, "wino_gemm_64") \
+	X(K_WINO_WEIGHTS, "wino_weights") \
+	X(K_WINO_INPUT, "wino_input") \
+	X(K_WINO_OUTPUT, "wino_output") \
 	X(K_CONV_IGEMM_128X64, "conv_igemm_128x64") \
 	X(K_CONV_IGEMM_128, "conv_igemm_128") \
 	X(K_DENSE_GEMM_64, "dense_gemm_64")
@@ -163,6 +167,21 @@ const void *ocl_in_host(ocl_run *r, int k, int *rc);
 /* A scratch device buffer of at least bytes for this node (im2col);
  * valid until the next call. */
 cl_mem ocl_scratch(ocl_run *r, size_t bytes, int *rc);
+/* The same from one of OCL_SCRATCH_SLOTS independent scratch buffers
+ * (slot 0 is ocl_scratch's), for a node that needs two at once
+ * (Winograd's V and M).  Separate buffers, not sub-buffers of one:
+ * NVIDIA's driver took ~45 ms per clCreateSubBuffer pair over a 200 MB
+ * scratch. */
+#define OCL_SCRATCH_SLOTS 2
+cl_mem ocl_scratch_slot(ocl_run *r, int slot, size_t bytes, int *rc);
+/* A device buffer of bytes kept with this node from run to run (weights
+ * transformed once: Winograd's U), freed with the context.  *fresh: it
+ * was just created, its contents undefined (the caller fills it); a
+ * different size replaces it. */
+cl_mem ocl_node_buffer(ocl_run *r, size_t bytes, bool *fresh, int *rc);
+/* Whether input k is a constant of the model (an initializer), so that
+ * what is derived from it once holds for every run. */
+bool ocl_in_const(ocl_run *r, int k);
 
 cl_command_queue *ocl_queue(ocl_run *r);
 /* Enqueue k over n work items (rounded up to the work-group size); args

@@ -291,6 +291,87 @@ static int conv_igemm(ocl_run *r, const conv_job *j)
 					  ((cols + tiles[t].tn - 1) / tiles[t].tn)), 256);
 }
 
+/* Winograd F(2x2, 3x3) (kernels/ops.cl, wino_*): a constant W's
+ * transform U is made once and kept with the node; V and M live in the
+ * context's two scratch buffers. */
+static int conv_winograd(ocl_run *r, const conv_job *j)
+{
+	const ocl_conv *p = &j->p;
+	cl_int th = (p->oh + 1) / 2, tw = (p->ow + 1) / 2;
+	int64_t P = (int64_t)p->n * th * tw, kc = (int64_t)p->m * p->c;
+	size_t vbytes = (size_t)(16 * p->c * P) * sizeof(float);
+	size_t mbytes = (size_t)(16 * p->m * P) * sizeof(float);
+	bool fresh;
+	cl_mem u, v, mm;
+	cl_int ckc = (cl_int)kc;
+	int rc;
+
+	if (!(u = ocl_node_buffer(r, (size_t)(16 * kc) * sizeof(float), &fresh, &rc)))
+		return rc;
+	if ((fresh || !ocl_in_const(r, 1)) &&
+	    ((rc = OCL_ARG(r, K_WINO_WEIGHTS, 0, j->mw)) ||
+	     (rc = OCL_ARG(r, K_WINO_WEIGHTS, 1, u)) ||
+	     (rc = OCL_ARG(r, K_WINO_WEIGHTS, 2, ckc)) ||
+	     (rc = ocl_launch(r, K_WINO_WEIGHTS, (size_t)kc))))
+		return rc;
+	if (!(v = ocl_scratch_slot(r, 0, vbytes, &rc)) ||
+	    !(mm = ocl_scratch_slot(r, 1, mbytes, &rc)))
+		return rc;
+	/* the 16 products as the pointwise kernel over one "image" of C
+	 * channels by P columns each */
+	ocl_conv g = { .n = 1, .c = p->c, .h = 1, .w = (cl_int)P, .m = p->m, .oh = 1,
+		       .ow = (cl_int)P, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1,
+		       .dw = 1, .group = 1 };
+	cl_int zero = 0;
+	float fz = 0.0f;
+	int64_t groups = 16 * ((p->m + 63) / 64) * ((P + 63) / 64);
+	if (!(rc = OCL_ARG(r, K_WINO_INPUT, 0, j->mx)) &&
+	    !(rc = OCL_ARG(r, K_WINO_INPUT, 1, v)) && !(rc = OCL_ARG(r, K_WINO_INPUT, 2, j->p)) &&
+	    !(rc = OCL_ARG(r, K_WINO_INPUT, 3, th)) && !(rc = OCL_ARG(r, K_WINO_INPUT, 4, tw)) &&
+	    !(rc = ocl_launch(r, K_WINO_INPUT, (size_t)(p->c * P))) &&
+	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 0, v)) && !(rc = OCL_ARG(r, K_WINO_GEMM_64, 1, u)) &&
+	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 2, u)) && !(rc = OCL_ARG(r, K_WINO_GEMM_64, 3, v)) &&
+	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 4, mm)) && !(rc = OCL_ARG(r, K_WINO_GEMM_64, 5, g)) &&
+	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 6, zero)) &&
+	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 7, zero)) &&
+	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 8, zero)) &&
+	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 9, fz)) &&
+	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 10, fz)) &&
+	    !(rc = ocl_launch_groups(r, K_WINO_GEMM_64, (size_t)groups, 256)) &&
+	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 0, mm)) && !(rc = OCL_ARG(r, K_WINO_OUTPUT, 1, j->mb)) &&
+	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 2, j->mz)) && !(rc = OCL_ARG(r, K_WINO_OUTPUT, 3, j->my)) &&
+	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 4, j->p)) && !(rc = OCL_ARG(r, K_WINO_OUTPUT, 5, th)) &&
+	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 6, tw)) &&
+	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 7, j->hasb)) &&
+	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 8, j->hasz)) &&
+	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 9, j->act)) &&
+	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 10, j->aa)) &&
+	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 11, j->ab)))
+		rc = ocl_launch(r, K_WINO_OUTPUT, (size_t)(p->m * P));
+	return rc;
+}
+
+/* Whether a Conv takes Winograd: 3x3, stride 1, no dilation, group 1,
+ * on a device with 256-item groups, where the products' indices fit an
+ * int and there are channels enough for the 16 products to pay for the
+ * transforms (at least 32 in and out; the bench's 3x3 layers have 64 to
+ * 512).  MODELFS_OCL_WINOGRAD=0 turns it off, =1 takes it for every
+ * such layer (tests use it on small ones). */
+static bool conv_use_winograd(ocl_run *r, const conv_job *j)
+{
+	const char *env = getenv("MODELFS_OCL_WINOGRAD");
+	const ocl_conv *p = &j->p;
+	int64_t P = (int64_t)p->n * ((p->oh + 1) / 2) * ((p->ow + 1) / 2);
+
+	if (p->kh != 3 || p->kw != 3 || p->sh != 1 || p->sw != 1 || p->dh != 1 ||
+	    p->dw != 1 || p->group != 1 || ocl_max_group(r) < 256 ||
+	    !fits_int(16 * P * (p->c > p->m ? p->c : p->m)))
+		return false;
+	if (env && *env)
+		return strcmp(env, "0") != 0;
+	return p->c >= 32 && p->m >= 32;
+}
+
 /* Whether a group-1 Conv takes the implicit GEMM: MODELFS_OCL_CONV=gemm
  * keeps im2col + CLBlast (=igemm forces the kernel), on devices with
  * 256-item work groups.  By default every batch > 1 does (the other path
@@ -430,6 +511,8 @@ int ocl_op_conv(ocl_run *r)
 		return rc;
 	if (j.p.group > 1)
 		return conv_direct(r, &j, (size_t)mfs_shape_numel(&y->shape));
+	if (conv_use_winograd(r, &j))
+		return conv_winograd(r, &j);
 	if (conv_use_igemm(r, &j))
 		return conv_igemm(r, &j);
 	for (int64_t n0 = 0; n0 < j.p.n; n0 += (j.pointwise ? 1 : nb)) {

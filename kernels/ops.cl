@@ -775,7 +775,7 @@ __kernel void conv_direct_f32(__global const float *x, __global const float *wt,
  * applies bias, FusedConv's Z and the activation before the one store in
  * NCHW order.  Launched as 1-D groups: group g is tile (g % mtiles,
  * g / mtiles). */
-#define CONV_IGEMM(NAME, TM, TN, TK, PW)                                     \
+#define CONV_IGEMM(NAME, TM, TN, TK, PW, BATCHED)                            \
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))                    \
 void NAME(__global const float *x, __global const float *wt,                  \
 	  __global const float *bias, __global const float *z,                \
@@ -791,6 +791,15 @@ void NAME(__global const float *x, __global const float *wt,                  \
 	int khw = p.kh * p.kw, K = p.c * khw, ohw = p.oh * p.ow;              \
 	int cols = p.n * ohw, mtiles = (p.m + TM - 1) / TM;                   \
 	int g = get_group_id(0), l = get_local_id(0);                         \
+	/* BATCHED (PW only): 16 products of their own W, X and Y, one after \
+	 * the other in each (Winograd's M[xi] = U[xi] V[xi]) */             \
+	if (BATCHED) {                                                        \
+		int per = mtiles * ((cols + TN - 1) / TN), xi = g / per;      \
+		g -= xi * per;                                                \
+		x += (long)xi * p.c * p.h * p.w;                              \
+		wt += (long)xi * p.m * K;                                     \
+		y += (long)xi * p.m * ohw;                                    \
+	}                                                                     \
 	int m0 = (g % mtiles) * TM, c0 = (g / mtiles) * TN;                   \
 	int tx = l % 16, ty = l / 16;                                         \
 	/* this item's B column is fixed: decode it once */                  \
@@ -899,7 +908,110 @@ void NAME(__global const float *x, __global const float *wt,                  \
 	}                                                                     \
 }
 
-CONV_IGEMM(conv_igemm_64, 64, 64, 16, 0)
-CONV_IGEMM(conv_igemm_pw_64, 64, 64, 16, 1)
-CONV_IGEMM(conv_igemm_128x64, 128, 64, 16, 0)
-CONV_IGEMM(conv_igemm_128, 128, 128, 8, 0)
+CONV_IGEMM(conv_igemm_64, 64, 64, 16, 0, 0)
+CONV_IGEMM(conv_igemm_pw_64, 64, 64, 16, 1, 0)
+CONV_IGEMM(conv_igemm_128x64, 128, 64, 16, 0, 0)
+CONV_IGEMM(conv_igemm_128, 128, 128, 8, 0, 0)
+CONV_IGEMM(wino_gemm_64, 64, 64, 16, 1, 1)
+
+/* Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions (group 1, no
+ * dilation): 2.25x fewer multiply-adds than the direct product.
+ * wino_weights makes U = G g Gt of each 3x3 filter (once per model for a
+ * constant W), wino_input V = Bt d B of each 4x4 input tile (tiles 2
+ * apart), wino_gemm_64 the 16 products M[xi] = U[xi] V[xi] and
+ * wino_output Y = At M A of each 2x2 output tile with bias, Z and the
+ * activation.  Layouts, tile-fastest so that consecutive items read and
+ * write consecutive floats: U [16][K][C], V [16][C][P], M [16][K][P],
+ * P = N * th * tw tiles. */
+__kernel void wino_weights(__global const float *w, __global float *u, int kc)
+{
+	int i = get_global_id(0);   /* filter k * C + c */
+	if (i >= kc)
+		return;
+	__global const float *g = w + (long)i * 9;
+	float t[4][3];
+	for (int j = 0; j < 3; j++) {
+		float g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
+		t[0][j] = g0;
+		t[1][j] = 0.5f * (g0 + g1 + g2);
+		t[2][j] = 0.5f * (g0 - g1 + g2);
+		t[3][j] = g2;
+	}
+	for (int a = 0; a < 4; a++) {
+		float a0 = t[a][0], a1 = t[a][1], a2 = t[a][2];
+		u[(long)(a * 4 + 0) * kc + i] = a0;
+		u[(long)(a * 4 + 1) * kc + i] = 0.5f * (a0 + a1 + a2);
+		u[(long)(a * 4 + 2) * kc + i] = 0.5f * (a0 - a1 + a2);
+		u[(long)(a * 4 + 3) * kc + i] = a2;
+	}
+}
+
+__kernel void wino_input(__global const float *x, __global float *v, conv_t p,
+			 int th, int tw)
+{
+	int tiles = th * tw, P = p.n * tiles;
+	int i = get_global_id(0);   /* c * P + tile */
+	if (i >= p.c * P)
+		return;
+	int c = i / P, t = i % P, img = t / tiles, q = t % tiles;
+	int y0 = (q / tw) * 2 - p.ph, x0 = (q % tw) * 2 - p.pw;
+	__global const float *xp = x + ((long)img * p.c + c) * p.h * p.w;
+	float d[4][4], e[4][4];
+	for (int a = 0; a < 4; a++)
+		for (int b = 0; b < 4; b++) {
+			int iy = y0 + a, ix = x0 + b;
+			d[a][b] = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w ?
+				  xp[iy * p.w + ix] : 0.0f;
+		}
+	for (int b = 0; b < 4; b++) {
+		e[0][b] = d[0][b] - d[2][b];
+		e[1][b] = d[1][b] + d[2][b];
+		e[2][b] = d[2][b] - d[1][b];
+		e[3][b] = d[1][b] - d[3][b];
+	}
+	long cp = (long)p.c * P;
+	for (int a = 0; a < 4; a++) {
+		v[(a * 4 + 0) * cp + i] = e[a][0] - e[a][2];
+		v[(a * 4 + 1) * cp + i] = e[a][1] + e[a][2];
+		v[(a * 4 + 2) * cp + i] = e[a][2] - e[a][1];
+		v[(a * 4 + 3) * cp + i] = e[a][1] - e[a][3];
+	}
+}
+
+__kernel void wino_output(__global const float *mm, __global const float *bias,
+			  __global const float *z, __global float *y, conv_t p,
+			  int th, int tw, int hasb, int hasz, int act, float a,
+			  float b)
+{
+	int tiles = th * tw, P = p.n * tiles;
+	int i = get_global_id(0);   /* k * P + tile */
+	if (i >= p.m * P)
+		return;
+	int k = i / P, t = i % P, img = t / tiles, q = t % tiles;
+	int oy0 = (q / tw) * 2, ox0 = (q % tw) * 2;
+	long kp = (long)p.m * P;
+	float m[4][4], s[2][4];
+	for (int xi = 0; xi < 16; xi++)
+		m[xi / 4][xi % 4] = mm[xi * kp + i];
+	for (int c = 0; c < 4; c++) {
+		s[0][c] = m[0][c] + m[1][c] + m[2][c];
+		s[1][c] = m[1][c] - m[2][c] - m[3][c];
+	}
+	float bv = hasb ? bias[k] : 0.0f;
+	for (int r = 0; r < 2; r++) {
+		int oy = oy0 + r;
+		if (oy >= p.oh)
+			continue;
+		float o[2] = { s[r][0] + s[r][1] + s[r][2], s[r][1] - s[r][2] - s[r][3] };
+		for (int c = 0; c < 2; c++) {
+			int ox = ox0 + c;
+			if (ox >= p.ow)
+				continue;
+			long oi = (((long)img * p.m + k) * p.oh + oy) * p.ow + ox;
+			float v = o[c] + bv;
+			if (hasz)
+				v += z[oi];
+			y[oi] = act_apply(v, act, a, b);
+		}
+	}
+}

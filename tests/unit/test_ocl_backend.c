@@ -519,6 +519,99 @@ static void test_conv_igemm(void **state)
 	unsetenv("MODELFS_OCL_CONV");
 }
 
+/* Winograd F(2x2, 3x3): 3x3 stride-1 layers with 32 or more channels in
+ * and out take it by default.  Odd output sizes (partial 2x2 tiles),
+ * asymmetric pads, a bias, a residual Add + Relu (FusedConv's Z), and a
+ * W that is an input (transformed on every run, not once): each checked
+ * against the CPU engine; and the default's results differ in their last
+ * bits from MODELFS_OCL_WINOGRAD=0's, so the test knows it ran. */
+static onnx_model *wino_graph(void)
+{
+	int64_t dx[] = { 2, 40, 9, 11 }, dw[] = { 70, 40, 3, 3 }, dw2[] = { 70, 70, 3, 3 };
+	int64_t dwv[] = { 34, 40, 3, 3 };
+	onnx_model *m = gb_new(17);
+	onnx_node *n;
+	gb_input(m, "x", MFS_DT_FLOAT, 4, dx);
+	gb_input(m, "wv", MFS_DT_FLOAT, 4, dwv);
+	init_rand(m, "w", 4, dw);
+	init_rand(m, "b", 1, (int64_t[]){ 70 });
+	init_rand(m, "w2", 4, dw2);
+	n = node(m, "Conv", "x,w,b", "c1");
+	attr_ints(n, "pads", 4, (int64_t[]){ 1, 1, 1, 1 });
+	n = node(m, "Conv", "c1,w2", "c2");
+	attr_ints(n, "pads", 4, (int64_t[]){ 1, 1, 1, 1 });
+	node(m, "Add", "c2,c1", "s");
+	node(m, "Relu", "s", "r");
+	n = node(m, "Conv", "c1,w2", "c3");
+	attr_ints(n, "pads", 4, (int64_t[]){ 0, 1, 1, 0 });
+	n = node(m, "Conv", "x,wv", "c5");
+	attr_ints(n, "pads", 4, (int64_t[]){ 1, 1, 1, 1 });
+	gb_output(m, "r");
+	gb_output(m, "c3");
+	gb_output(m, "c5");
+	return m;
+}
+
+/* Run ins on e into got and compare with ref's outputs. */
+static void run_compare(mfs_exec *e, mfs_tensor *ins, mfs_tensor *ref, int n_out,
+			mfs_tensor *got, double tol)
+{
+	mfs_error err;
+	if (mfs_exec_run(e, ins, got, &err))
+		fail_msg("opencl run: %s", err.msg);
+	for (int k = 0; k < n_out; k++) {
+		double md = 0, mr = 1;
+		int64_t n = mfs_shape_numel(&ref[k].shape);
+		assert_true(mfs_shape_equal(&got[k].shape, &ref[k].shape));
+		for (int64_t i = 0; i < n; i++) {
+			double a = mfs_tensor_get_f64(&ref[k], i), b = mfs_tensor_get_f64(&got[k], i);
+			md = fmax(md, fabs(a - b));
+			mr = fmax(mr, fabs(a));
+		}
+		if (md > tol * mr)
+			fail_msg("output %d: max |diff| %g > %g", k, md, tol * mr);
+	}
+}
+
+static void test_conv_winograd(void **state)
+{
+	int64_t dx[] = { 2, 40, 9, 11 }, dwv[] = { 34, 40, 3, 3 };
+	mfs_graph *cm = NULL;
+	mfs_exec *ec = NULL, *ew = NULL, *ed = NULL;
+	mfs_error err;
+	mfs_tensor ref[3], gw[3], gd[3];
+	(void)state;
+
+	if (mfs_graph_compile(wino_graph(), "t", &cm, &err))
+		fail_msg("compile: %s", err.msg);
+	assert_int_equal(mfs_exec_new(cm, NULL, &ec, &err), 0);
+	assert_int_equal(mfs_exec_new(cm, ocl, &ew, &err), 0);
+	setenv("MODELFS_OCL_WINOGRAD", "0", 1);
+	assert_int_equal(mfs_exec_new(cm, ocl, &ed, &err), 0);
+	for (int pass = 0; pass < 2; pass++) {
+		mfs_tensor in[] = { rand_f32(4, dx), rand_f32(4, dwv) };
+		assert_int_equal(mfs_exec_run(ec, in, ref, &err), 0);
+		unsetenv("MODELFS_OCL_WINOGRAD");
+		run_compare(ew, in, ref, 3, gw, 1e-4);
+		setenv("MODELFS_OCL_WINOGRAD", "0", 1);
+		run_compare(ed, in, ref, 3, gd, 1e-4);
+		for (int k = 0; k < 3; k++) {
+			/* every output went through a Winograd layer */
+			assert_true(memcmp(gw[k].data, gd[k].data, gw[k].nbytes) != 0);
+			mfs_tensor_release(&ref[k]);
+			mfs_tensor_release(&gw[k]);
+			mfs_tensor_release(&gd[k]);
+		}
+		mfs_tensor_release(&in[0]);
+		mfs_tensor_release(&in[1]);
+	}
+	unsetenv("MODELFS_OCL_WINOGRAD");
+	mfs_exec_free(ed);
+	mfs_exec_free(ew);
+	mfs_exec_free(ec);
+	mfs_graph_free(cm);
+}
+
 /* A variable batch: shapes inferred at run, re-planned per shape. */
 static void test_dynamic_batch(void **state)
 {
@@ -579,6 +672,7 @@ int main(void)
 		cmocka_unit_test(test_fused),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_conv_igemm),
+		cmocka_unit_test(test_conv_winograd),
 		cmocka_unit_test(test_dynamic_batch),
 		cmocka_unit_test(test_no_device),
 	};
