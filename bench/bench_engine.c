@@ -78,12 +78,16 @@ static void fill(mfs_tensor *t)
 	}
 }
 
-static void report(double *times, int iters, double flops)
+/* threads: the count the engine settled on for the model's runs (0: not
+ * printed) */
+static void report(double *times, int iters, double flops, int threads)
 {
 	qsort(times, (size_t)iters, sizeof(double), cmp_double);
 	printf("{\"median_ms\": %.4f, \"min_ms\": %.4f", times[iters / 2], times[0]);
 	if (flops > 0)
 		printf(", \"gflops\": %.1f", flops / (times[iters / 2] * 1e6));
+	if (threads > 0)
+		printf(", \"threads\": %d", threads);
 	printf("}\n");
 }
 
@@ -107,7 +111,7 @@ static int bench_sgemm(int n, int iters, int threads)
 		if (i >= 0)
 			times[i] = now_ms() - t0;
 	}
-	report(times, iters, 2.0 * n * n * n);
+	report(times, iters, 2.0 * n * n * n, 0);
 	free(a);
 	free(b);
 	free(c);
@@ -205,18 +209,30 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	double *times = calloc((size_t)iters, sizeof(double));
-	for (int i = -3; i < iters; i++) {
+	/* Three runs of warm-up, and more until the engine has settled how
+	 * many threads this batch size takes (its first runs are trials of
+	 * one, all and half: exec/thread_sizing.h), at most 20 in all. */
+	int warm = 0;
+	while (warm < 20 && (warm < 3 || !mfs_exec_threads_settled(exec, in))) {
+		if (mfs_exec_run(exec, in, out, &err)) {
+			fprintf(stderr, "bench_engine: %s\n", err.msg);
+			return 1;
+		}
+		for (int k = 0; k < n_out; k++)
+			mfs_tensor_release(&out[k]);
+		warm++;
+	}
+	for (int i = 0; i < iters; i++) {
 		double t0 = now_ms();
 		if (mfs_exec_run(exec, in, out, &err)) {
 			fprintf(stderr, "bench_engine: %s\n", err.msg);
 			return 1;
 		}
-		if (i >= 0)
-			times[i] = now_ms() - t0;
+		times[i] = now_ms() - t0;
 		for (int k = 0; k < n_out; k++)
 			mfs_tensor_release(&out[k]);
 	}
-	report(times, iters, 0);
+	report(times, iters, 0, mfs_exec_threads_chosen(exec, in));
 	free(times);
 	for (int i = 0; i < n_in; i++)
 		mfs_tensor_release(&in[i]);

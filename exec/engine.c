@@ -10,25 +10,15 @@
 
 #include "cpu_contention.h"
 #include "graph.h"
+#include "thread_sizing.h"
 
 struct mfs_exec {
 	const mfs_graph *m;
 	mfs_backend *backend;
 	void *ctx;
-	int timed;            /* runs timed so far, up to SIZE_RUNS */
-	uint64_t best_ns;     /* the fastest of them */
+	mfs_sizing sizing;    /* threads per batch size, from the first runs */
 	uint64_t runs;        /* runs started */
 };
-
-/* A model whose fastest of its first SIZE_RUNS runs took under
- * SMALL_RUN_NS runs on one thread from then on: waking OpenMP threads
- * that slept (after their bounded spin, openmp_policy.h) costs more than
- * such a run gains from them.  The MLP example: 46 µs on 1 thread or 2 in
- * bench_engine, but 95-110 µs on 2 threads in the daemon, between
- * requests (measured when the threads slept at once, OMP_WAIT_POLICY=
- * PASSIVE). */
-#define SIZE_RUNS 8
-#define SMALL_RUN_NS 200000u
 
 static atomic_int engine_threads;      /* 0: library defaults */
 static _Atomic size_t max_tensor_bytes = (size_t)16 << 30;
@@ -94,16 +84,18 @@ int mfs_engine_thread_share(int threads, int active)
 }
 
 /* The threads a run takes (set on the calling thread), or 0 where the
- * library defaults apply.  A run takes one thread when it is small (see
- * SMALL_RUN_NS) or while other work keeps the cores busy
- * (cpu_contention.h: spinning threads would hold the cores their partners
- * need). */
-static int apply_threads(int active, bool small)
+ * library defaults apply: what its sizing asked for (thread_sizing.h:
+ * one for a small run, half where half measured faster), no more than
+ * its share beside concurrent runs, and one while other work keeps the
+ * cores busy (cpu_contention.h: spinning threads would hold the cores
+ * their partners need). */
+static int apply_threads(int active, int want)
 {
 	int n = atomic_load(&engine_threads);
 	if (n <= 0)
 		return 0;   /* library defaults (tools, tests) */
-	n = small || mfs_cpu_contended() ? 1 : mfs_engine_thread_share(n, active);
+	int share = mfs_engine_thread_share(n, active);
+	n = mfs_cpu_contended() ? 1 : want < share ? want : share;
 	if (omp_get_max_threads() != n)
 		omp_set_num_threads(n);
 	return n;
@@ -139,6 +131,8 @@ int mfs_exec_new(const mfs_graph *m, mfs_backend *backend, mfs_exec **out,
 		return mfs_fail(err, ENOMEM, "out of memory");
 	e->m = m;
 	e->backend = backend;
+	/* MFS_THREAD_SIZING=0: all threads unless small (A/B runs) */
+	e->sizing.no_half = getenv("MFS_THREAD_SIZING") && !strcmp(getenv("MFS_THREAD_SIZING"), "0");
 	rc = backend->iface->exec_new(backend, m, &e->ctx, err);
 	if (rc) {
 		free(e);
@@ -270,6 +264,26 @@ bad_shape:
 			mfs_shape_format(&t->shape, got, sizeof(got)), want);
 }
 
+/* The rows of a run: its first input's first dimension (0 for none),
+ * the batch size where the model has one. */
+static int64_t first_rows(const mfs_graph *m, const mfs_tensor *inputs)
+{
+	return m->n_inputs > 0 && inputs[0].kind == MFS_KIND_TENSOR &&
+	       inputs[0].shape.rank > 0 ? inputs[0].shape.dims[0] : 0;
+}
+
+bool mfs_exec_threads_settled(const mfs_exec *e, const mfs_tensor *inputs)
+{
+	return mfs_sizing_settled(&e->sizing, first_rows(e->m, inputs),
+				  atomic_load(&engine_threads));
+}
+
+int mfs_exec_threads_chosen(const mfs_exec *e, const mfs_tensor *inputs)
+{
+	int n = atomic_load(&engine_threads), t = mfs_sizing_threads(&e->sizing, first_rows(e->m, inputs));
+	return t < n ? t : n;
+}
+
 int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 		 mfs_error *err)
 {
@@ -287,8 +301,10 @@ int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 	}
 	for (int i = 0; i < m->n_outputs; i++)
 		memset(&outputs[i], 0, sizeof(outputs[i]));
-	int threads = apply_threads(atomic_fetch_add(&runs_in_flight, 1) + 1,
-				    e->timed >= SIZE_RUNS && e->best_ns < SMALL_RUN_NS);
+	int n = atomic_load(&engine_threads);
+	mfs_sizing_slot *slot = NULL;
+	int want = n > 0 ? mfs_sizing_plan(&e->sizing, first_rows(m, inputs), n, &slot) : 0;
+	int threads = apply_threads(atomic_fetch_add(&runs_in_flight, 1) + 1, want);
 	struct timespec t0, t1;
 	/* the first run prepares (oneDNN primitives, JIT): not a measure of
 	 * the cores' load */
@@ -300,12 +316,9 @@ int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	mfs_cpu_sample_end(&cpu, threads);
 	atomic_fetch_sub(&runs_in_flight, 1);
-	if (rc == 0 && e->timed < SIZE_RUNS) {
-		uint64_t d = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
-			     (uint64_t)(t1.tv_nsec - t0.tv_nsec);
-		if (!e->timed++ || d < e->best_ns)
-			e->best_ns = d;
-	}
+	if (rc == 0 && n > 0 && threads == want)
+		mfs_sizing_record(slot, want, n, (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
+						 (uint64_t)(t1.tv_nsec - t0.tv_nsec));
 	if (rc) {
 		if (rc > 0)
 			rc = -EIO;

@@ -76,6 +76,15 @@ void mfs_exec_free(mfs_exec *e);
 int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 		 mfs_error *err);
 
+/* Whether runs of inputs' batch size have their thread count decided
+ * (exec/thread_sizing.h: the first runs of each batch size measure one
+ * thread against all, all against half): a benchmark warms up until then,
+ * so that it times the count the engine keeps, not the trials. */
+bool mfs_exec_threads_settled(const mfs_exec *e, const mfs_tensor *inputs);
+/* The count decided for inputs' batch size (at most the engine's), 0 while
+ * undecided or where the library's defaults apply. */
+int mfs_exec_threads_chosen(const mfs_exec *e, const mfs_tensor *inputs);
+
 /* The most iterations one Loop node may run in one run; beyond it the
  * node fails with -EFBIG.  Default: no limit (a model's own trip count
  * or condition ends it); fuzzing lowers it, since a fuzzed trip count

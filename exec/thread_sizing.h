@@ -1,0 +1,66 @@
+/* thread_sizing.h - how many of the engine's threads a model's runs take,
+ * decided from the model's own first runs, per batch size.
+ *
+ * Two questions, each answered once per (execution context, rows of the
+ * first input) from measured runs, never from a rule about the model:
+ *
+ * - small: a run whose fastest of its first SIZING_FULL_RUNS took under
+ *   SIZING_SMALL_NS runs on one thread from then on: waking OpenMP threads
+ *   that slept costs more than such a run gains from them (the MLP
+ *   example: 46 us on 1 thread or 2 in bench_engine, 95-110 us on 2
+ *   threads in the daemon between requests when the threads slept at
+ *   once).
+ * - half: with 4 or more threads, the next SIZING_HALF_RUNS runs take half
+ *   of them; if their fastest beats the full count's fastest by 5%, half
+ *   is kept.  On the 16-core device host the encoder at batch 1 ran 3.57
+ *   ms on 16 threads and 2.32 on 8 (ONNX Runtime: 2.70 either way):
+ *   small products split 16 ways pay more in synchronisation and shared
+ *   cores than they gain.
+ *
+ * Up to SIZING_SLOTS batch sizes are tracked per context (dynamic
+ * batching gives a few); others run on the full count.  Not thread-safe:
+ * one per execution context, which runs one request at a time.
+ */
+#ifndef MFS_THREAD_SIZING_H
+#define MFS_THREAD_SIZING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SIZING_FULL_RUNS 8
+#define SIZING_HALF_RUNS 4
+#define SIZING_SMALL_NS 200000u
+#define SIZING_SLOTS 4
+
+typedef struct mfs_sizing_slot {
+	int64_t rows;
+	int full_runs, half_runs;     /* runs timed at each count so far */
+	uint64_t full_ns, half_ns;    /* the fastest of them */
+	int threads;                  /* from then on; 0 while undecided */
+	bool no_half;                 /* copied from mfs_sizing */
+} mfs_sizing_slot;
+
+typedef struct mfs_sizing {
+	mfs_sizing_slot slot[SIZING_SLOTS];
+	int n_slots;
+	bool no_half;    /* skip the half trial (MFS_THREAD_SIZING=0, A/B runs) */
+} mfs_sizing;
+
+/* The threads the next run with `rows` rows should take out of n (n >= 1),
+ * and its slot (NULL when the table is full: n) for mfs_sizing_record. */
+int mfs_sizing_plan(mfs_sizing *s, int64_t rows, int n, mfs_sizing_slot **slot);
+
+/* A successful run planned at `planned` of n threads took ns.  Only runs
+ * that got the planned count (not fewer, shared with other runs or taken
+ * under load) are passed here. */
+void mfs_sizing_record(mfs_sizing_slot *slot, int planned, int n, uint64_t ns);
+
+/* Whether runs with `rows` rows on n threads have their count decided (or
+ * never will be): bench_engine warms up until then, so that its timed
+ * runs are not the trials. */
+bool mfs_sizing_settled(const mfs_sizing *s, int64_t rows, int n);
+
+/* The count decided for `rows` rows, 0 while undecided or untracked. */
+int mfs_sizing_threads(const mfs_sizing *s, int64_t rows);
+
+#endif
