@@ -100,6 +100,9 @@ typedef struct ocl_conv {
 	X(K_WINO_WEIGHTS, "wino_weights") \
 	X(K_WINO_INPUT, "wino_input") \
 	X(K_WINO_OUTPUT, "wino_output") \
+	X(K_WINO4_WEIGHTS, "wino4_weights") \
+	X(K_WINO4_INPUT, "wino4_input") \
+	X(K_WINO4_OUTPUT, "wino4_output") \
 	X(K_CONV_IGEMM_128X64, "conv_igemm_128x64") \
 	X(K_CONV_IGEMM_128, "conv_igemm_128") \
 	X(K_DENSE_GEMM_64, "dense_gemm_64")

@@ -21,6 +21,10 @@
 #include "ops/op_common.h"
 
 /* im2col scratch larger than this is split over several image chunks. */
+/* Winograd's output tile where MODELFS_OCL_WINOGRAD does not choose: 4x4
+ * (H100, ResNet-50 b32, three alternating rounds: 14.1-15.3 ms against
+ * 15.0-15.8 for 2x2 and 16.6-18.3 without; batch 1 the same for both). */
+#define WINO_DEFAULT_TILE 4
 #define COL_MAX_BYTES ((size_t)256 << 20)
 
 static const char *clblast_str(CLBlastStatusCode s)
@@ -291,44 +295,46 @@ static int conv_igemm(ocl_run *r, const conv_job *j)
 					  ((cols + tiles[t].tn - 1) / tiles[t].tn)), 256);
 }
 
-/* Winograd F(2x2, 3x3) (kernels/ops.cl, wino_*): a constant W's
- * transform U is made once and kept with the node; V and M live in the
- * context's two scratch buffers. */
-static int conv_winograd(ocl_run *r, const conv_job *j)
+/* Winograd F(tile x tile, 3x3), tile 2 or 4 (kernels/ops.cl, wino_* and
+ * wino4_*): a constant W's transform U is made once and kept with the
+ * node; V and M live in the context's two scratch buffers. */
+static int conv_winograd(ocl_run *r, const conv_job *j, int tile)
 {
 	const ocl_conv *p = &j->p;
-	cl_int th = (p->oh + 1) / 2, tw = (p->ow + 1) / 2;
+	int64_t xis = (int64_t)(tile + 2) * (tile + 2);   /* 16 or 36 products */
+	ocl_kid kw = tile == 4 ? K_WINO4_WEIGHTS : K_WINO_WEIGHTS;
+	ocl_kid ki = tile == 4 ? K_WINO4_INPUT : K_WINO_INPUT;
+	ocl_kid ko = tile == 4 ? K_WINO4_OUTPUT : K_WINO_OUTPUT;
+	cl_int th = (p->oh + tile - 1) / tile, tw = (p->ow + tile - 1) / tile;
 	int64_t P = (int64_t)p->n * th * tw, kc = (int64_t)p->m * p->c;
-	size_t vbytes = (size_t)(16 * p->c * P) * sizeof(float);
-	size_t mbytes = (size_t)(16 * p->m * P) * sizeof(float);
+	size_t vbytes = (size_t)(xis * p->c * P) * sizeof(float);
+	size_t mbytes = (size_t)(xis * p->m * P) * sizeof(float);
 	bool fresh;
 	cl_mem u, v, mm;
 	cl_int ckc = (cl_int)kc;
 	int rc;
 
-	if (!(u = ocl_node_buffer(r, (size_t)(16 * kc) * sizeof(float), &fresh, &rc)))
+	if (!(u = ocl_node_buffer(r, (size_t)(xis * kc) * sizeof(float), &fresh, &rc)))
 		return rc;
 	if ((fresh || !ocl_in_const(r, 1)) &&
-	    ((rc = OCL_ARG(r, K_WINO_WEIGHTS, 0, j->mw)) ||
-	     (rc = OCL_ARG(r, K_WINO_WEIGHTS, 1, u)) ||
-	     (rc = OCL_ARG(r, K_WINO_WEIGHTS, 2, ckc)) ||
-	     (rc = ocl_launch(r, K_WINO_WEIGHTS, (size_t)kc))))
+	    ((rc = OCL_ARG(r, kw, 0, j->mw)) || (rc = OCL_ARG(r, kw, 1, u)) ||
+	     (rc = OCL_ARG(r, kw, 2, ckc)) || (rc = ocl_launch(r, kw, (size_t)kc))))
 		return rc;
 	if (!(v = ocl_scratch_slot(r, 0, vbytes, &rc)) ||
 	    !(mm = ocl_scratch_slot(r, 1, mbytes, &rc)))
 		return rc;
-	/* the 16 products as the pointwise kernel over one "image" of C
+	/* the products as the pointwise kernel over one "image" of C
 	 * channels by P columns each */
 	ocl_conv g = { .n = 1, .c = p->c, .h = 1, .w = (cl_int)P, .m = p->m, .oh = 1,
 		       .ow = (cl_int)P, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1,
 		       .dw = 1, .group = 1 };
 	cl_int zero = 0;
 	float fz = 0.0f;
-	int64_t groups = 16 * ((p->m + 63) / 64) * ((P + 63) / 64);
-	if (!(rc = OCL_ARG(r, K_WINO_INPUT, 0, j->mx)) &&
-	    !(rc = OCL_ARG(r, K_WINO_INPUT, 1, v)) && !(rc = OCL_ARG(r, K_WINO_INPUT, 2, j->p)) &&
-	    !(rc = OCL_ARG(r, K_WINO_INPUT, 3, th)) && !(rc = OCL_ARG(r, K_WINO_INPUT, 4, tw)) &&
-	    !(rc = ocl_launch(r, K_WINO_INPUT, (size_t)(p->c * P))) &&
+	int64_t groups = xis * ((p->m + 63) / 64) * ((P + 63) / 64);
+	if (!(rc = OCL_ARG(r, ki, 0, j->mx)) && !(rc = OCL_ARG(r, ki, 1, v)) &&
+	    !(rc = OCL_ARG(r, ki, 2, j->p)) && !(rc = OCL_ARG(r, ki, 3, th)) &&
+	    !(rc = OCL_ARG(r, ki, 4, tw)) &&
+	    !(rc = ocl_launch(r, ki, (size_t)(p->c * P))) &&
 	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 0, v)) && !(rc = OCL_ARG(r, K_WINO_GEMM_64, 1, u)) &&
 	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 2, u)) && !(rc = OCL_ARG(r, K_WINO_GEMM_64, 3, v)) &&
 	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 4, mm)) && !(rc = OCL_ARG(r, K_WINO_GEMM_64, 5, g)) &&
@@ -338,38 +344,39 @@ static int conv_winograd(ocl_run *r, const conv_job *j)
 	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 9, fz)) &&
 	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 10, fz)) &&
 	    !(rc = ocl_launch_groups(r, K_WINO_GEMM_64, (size_t)groups, 256)) &&
-	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 0, mm)) && !(rc = OCL_ARG(r, K_WINO_OUTPUT, 1, j->mb)) &&
-	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 2, j->mz)) && !(rc = OCL_ARG(r, K_WINO_OUTPUT, 3, j->my)) &&
-	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 4, j->p)) && !(rc = OCL_ARG(r, K_WINO_OUTPUT, 5, th)) &&
-	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 6, tw)) &&
-	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 7, j->hasb)) &&
-	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 8, j->hasz)) &&
-	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 9, j->act)) &&
-	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 10, j->aa)) &&
-	    !(rc = OCL_ARG(r, K_WINO_OUTPUT, 11, j->ab)))
-		rc = ocl_launch(r, K_WINO_OUTPUT, (size_t)(p->m * P));
+	    !(rc = OCL_ARG(r, ko, 0, mm)) && !(rc = OCL_ARG(r, ko, 1, j->mb)) &&
+	    !(rc = OCL_ARG(r, ko, 2, j->mz)) && !(rc = OCL_ARG(r, ko, 3, j->my)) &&
+	    !(rc = OCL_ARG(r, ko, 4, j->p)) && !(rc = OCL_ARG(r, ko, 5, th)) &&
+	    !(rc = OCL_ARG(r, ko, 6, tw)) && !(rc = OCL_ARG(r, ko, 7, j->hasb)) &&
+	    !(rc = OCL_ARG(r, ko, 8, j->hasz)) && !(rc = OCL_ARG(r, ko, 9, j->act)) &&
+	    !(rc = OCL_ARG(r, ko, 10, j->aa)) && !(rc = OCL_ARG(r, ko, 11, j->ab)))
+		rc = ocl_launch(r, ko, (size_t)(p->m * P));
 	return rc;
 }
 
-/* Whether a Conv takes Winograd: 3x3, stride 1, no dilation, group 1,
- * on a device with 256-item groups, where the products' indices fit an
- * int and there are channels enough for the 16 products to pay for the
- * transforms (at least 32 in and out; the bench's 3x3 layers have 64 to
- * 512).  MODELFS_OCL_WINOGRAD=0 turns it off, =1 takes it for every
- * such layer (tests use it on small ones). */
-static bool conv_use_winograd(ocl_run *r, const conv_job *j)
+/* The Winograd tile a Conv takes (2 or 4), 0 for none: 3x3, stride 1, no
+ * dilation, group 1, on a device with 256-item groups, where the
+ * products' indices fit an int and there are channels enough for the
+ * products to pay for the transforms (at least 32 in and out; the
+ * bench's 3x3 layers have 64 to 512).  MODELFS_OCL_WINOGRAD=0 turns it
+ * off; =2 or =4 takes that tile for every such layer (=1: the default
+ * tile), also small ones (the tests). */
+static int conv_winograd_tile(ocl_run *r, const conv_job *j)
 {
 	const char *env = getenv("MODELFS_OCL_WINOGRAD");
 	const ocl_conv *p = &j->p;
+	int tile = WINO_DEFAULT_TILE;
 	int64_t P = (int64_t)p->n * ((p->oh + 1) / 2) * ((p->ow + 1) / 2);
 
+	if (env && (!strcmp(env, "2") || !strcmp(env, "4")))
+		tile = env[0] - '0';
 	if (p->kh != 3 || p->kw != 3 || p->sh != 1 || p->sw != 1 || p->dh != 1 ||
 	    p->dw != 1 || p->group != 1 || ocl_max_group(r) < 256 ||
 	    !fits_int(16 * P * (p->c > p->m ? p->c : p->m)))
-		return false;
+		return 0;
 	if (env && *env)
-		return strcmp(env, "0") != 0;
-	return p->c >= 32 && p->m >= 32;
+		return strcmp(env, "0") ? tile : 0;
+	return p->c >= 32 && p->m >= 32 ? tile : 0;
 }
 
 /* Whether a group-1 Conv takes the implicit GEMM: MODELFS_OCL_CONV=gemm
@@ -511,8 +518,9 @@ int ocl_op_conv(ocl_run *r)
 		return rc;
 	if (j.p.group > 1)
 		return conv_direct(r, &j, (size_t)mfs_shape_numel(&y->shape));
-	if (conv_use_winograd(r, &j))
-		return conv_winograd(r, &j);
+	int tile = conv_winograd_tile(r, &j);
+	if (tile)
+		return conv_winograd(r, &j, tile);
 	if (conv_use_igemm(r, &j))
 		return conv_igemm(r, &j);
 	for (int64_t n0 = 0; n0 < j.p.n; n0 += (j.pointwise ? 1 : nb)) {

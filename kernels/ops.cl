@@ -1015,3 +1015,142 @@ __kernel void wino_output(__global const float *mm, __global const float *bias,
 		}
 	}
 }
+
+/* Winograd F(4x4, 3x3): the same three steps on 6x6 input tiles 4 apart
+ * and 36 products (4x fewer multiply-adds than the direct product; the
+ * transforms' constants from Lavin & Gray).  U [36][K][C], V [36][C][P],
+ * M [36][K][P], P = N * th * tw tiles of 4x4 outputs.  The loops over
+ * the constant matrices unroll, so their zeros and ones fold away. */
+__constant float W4_G[6][3] = {
+	{ 0.25f, 0.0f, 0.0f },
+	{ -1.0f / 6, -1.0f / 6, -1.0f / 6 },
+	{ -1.0f / 6, 1.0f / 6, -1.0f / 6 },
+	{ 1.0f / 24, 1.0f / 12, 1.0f / 6 },
+	{ 1.0f / 24, -1.0f / 12, 1.0f / 6 },
+	{ 0.0f, 0.0f, 1.0f },
+};
+__constant float W4_BT[6][6] = {
+	{ 4, 0, -5, 0, 1, 0 },
+	{ 0, -4, -4, 1, 1, 0 },
+	{ 0, 4, -4, -1, 1, 0 },
+	{ 0, -2, -1, 2, 1, 0 },
+	{ 0, 2, -1, -2, 1, 0 },
+	{ 0, 4, 0, -5, 0, 1 },
+};
+__constant float W4_AT[4][6] = {
+	{ 1, 1, 1, 1, 1, 0 },
+	{ 0, 1, -1, 2, -2, 0 },
+	{ 0, 1, 1, 4, 4, 0 },
+	{ 0, 1, -1, 8, -8, 1 },
+};
+
+__kernel void wino4_weights(__global const float *w, __global float *u, int kc)
+{
+	int i = get_global_id(0);   /* filter k * C + c */
+	if (i >= kc)
+		return;
+	__global const float *g = w + (long)i * 9;
+	float t[6][3];
+#pragma unroll
+	for (int a = 0; a < 6; a++)
+#pragma unroll
+		for (int j = 0; j < 3; j++)
+			t[a][j] = W4_G[a][0] * g[j] + W4_G[a][1] * g[3 + j] + W4_G[a][2] * g[6 + j];
+#pragma unroll
+	for (int a = 0; a < 6; a++)
+#pragma unroll
+		for (int b = 0; b < 6; b++)
+			u[(long)(a * 6 + b) * kc + i] =
+				t[a][0] * W4_G[b][0] + t[a][1] * W4_G[b][1] + t[a][2] * W4_G[b][2];
+}
+
+__kernel void wino4_input(__global const float *x, __global float *v, conv_t p,
+			  int th, int tw)
+{
+	int tiles = th * tw, P = p.n * tiles;
+	int i = get_global_id(0);   /* c * P + tile */
+	if (i >= p.c * P)
+		return;
+	int c = i / P, t = i % P, img = t / tiles, q = t % tiles;
+	int y0 = (q / tw) * 4 - p.ph, x0 = (q % tw) * 4 - p.pw;
+	__global const float *xp = x + ((long)img * p.c + c) * p.h * p.w;
+	float d[6][6], e[6][6];
+#pragma unroll
+	for (int a = 0; a < 6; a++)
+#pragma unroll
+		for (int b = 0; b < 6; b++) {
+			int iy = y0 + a, ix = x0 + b;
+			d[a][b] = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w ?
+				  xp[iy * p.w + ix] : 0.0f;
+		}
+#pragma unroll
+	for (int a = 0; a < 6; a++)
+#pragma unroll
+		for (int b = 0; b < 6; b++) {
+			float sum = 0.0f;
+#pragma unroll
+			for (int k = 0; k < 6; k++)
+				sum += W4_BT[a][k] * d[k][b];
+			e[a][b] = sum;
+		}
+	long cp = (long)p.c * P;
+#pragma unroll
+	for (int a = 0; a < 6; a++)
+#pragma unroll
+		for (int b = 0; b < 6; b++) {
+			float sum = 0.0f;
+#pragma unroll
+			for (int k = 0; k < 6; k++)
+				sum += e[a][k] * W4_BT[b][k];
+			v[(a * 6 + b) * cp + i] = sum;
+		}
+}
+
+__kernel void wino4_output(__global const float *mm, __global const float *bias,
+			   __global const float *z, __global float *y, conv_t p,
+			   int th, int tw, int hasb, int hasz, int act, float a,
+			   float b)
+{
+	int tiles = th * tw, P = p.n * tiles;
+	int i = get_global_id(0);   /* k * P + tile */
+	if (i >= p.m * P)
+		return;
+	int k = i / P, t = i % P, img = t / tiles, q = t % tiles;
+	int oy0 = (q / tw) * 4, ox0 = (q % tw) * 4;
+	long kp = (long)p.m * P;
+	float m[6][6], s[4][6];
+#pragma unroll
+	for (int xi = 0; xi < 36; xi++)
+		m[xi / 6][xi % 6] = mm[xi * kp + i];
+#pragma unroll
+	for (int r = 0; r < 4; r++)
+#pragma unroll
+		for (int c = 0; c < 6; c++) {
+			float sum = 0.0f;
+#pragma unroll
+			for (int j = 0; j < 6; j++)
+				sum += W4_AT[r][j] * m[j][c];
+			s[r][c] = sum;
+		}
+	float bv = hasb ? bias[k] : 0.0f;
+#pragma unroll
+	for (int r = 0; r < 4; r++) {
+		int oy = oy0 + r;
+		if (oy >= p.oh)
+			continue;
+#pragma unroll
+		for (int c = 0; c < 4; c++) {
+			int ox = ox0 + c;
+			if (ox >= p.ow)
+				continue;
+			float v = bv;
+#pragma unroll
+			for (int j = 0; j < 6; j++)
+				v += s[r][j] * W4_AT[c][j];
+			long oi = (((long)img * p.m + k) * p.oh + oy) * p.ow + ox;
+			if (hasz)
+				v += z[oi];
+			y[oi] = act_apply(v, act, a, b);
+		}
+	}
+}

@@ -519,8 +519,8 @@ static void test_conv_igemm(void **state)
 	unsetenv("MODELFS_OCL_CONV");
 }
 
-/* Winograd F(2x2, 3x3): 3x3 stride-1 layers with 32 or more channels in
- * and out take it by default.  Odd output sizes (partial 2x2 tiles),
+/* Winograd F(2x2, 3x3) and F(4x4, 3x3): 3x3 stride-1 layers with 32 or
+ * more channels in and out take it by default.  Odd output sizes (partial 2x2 tiles),
  * asymmetric pads, a bias, a residual Add + Relu (FusedConv's Z), and a
  * W that is an input (transformed on every run, not once): each checked
  * against the CPU engine; and the default's results differ in their last
@@ -576,6 +576,8 @@ static void run_compare(mfs_exec *e, mfs_tensor *ins, mfs_tensor *ref, int n_out
 static void test_conv_winograd(void **state)
 {
 	int64_t dx[] = { 2, 40, 9, 11 }, dwv[] = { 34, 40, 3, 3 };
+	/* the default (32+ channels), then each tile forced */
+	static const char *const modes[] = { NULL, "2", "4" };
 	mfs_graph *cm = NULL;
 	mfs_exec *ec = NULL, *ew = NULL, *ed = NULL;
 	mfs_error err;
@@ -585,29 +587,34 @@ static void test_conv_winograd(void **state)
 	if (mfs_graph_compile(wino_graph(), "t", &cm, &err))
 		fail_msg("compile: %s", err.msg);
 	assert_int_equal(mfs_exec_new(cm, NULL, &ec, &err), 0);
-	assert_int_equal(mfs_exec_new(cm, ocl, &ew, &err), 0);
-	setenv("MODELFS_OCL_WINOGRAD", "0", 1);
 	assert_int_equal(mfs_exec_new(cm, ocl, &ed, &err), 0);
-	for (int pass = 0; pass < 2; pass++) {
-		mfs_tensor in[] = { rand_f32(4, dx), rand_f32(4, dwv) };
-		assert_int_equal(mfs_exec_run(ec, in, ref, &err), 0);
-		unsetenv("MODELFS_OCL_WINOGRAD");
-		run_compare(ew, in, ref, 3, gw, 1e-4);
-		setenv("MODELFS_OCL_WINOGRAD", "0", 1);
-		run_compare(ed, in, ref, 3, gd, 1e-4);
-		for (int k = 0; k < 3; k++) {
-			/* every output went through a Winograd layer */
-			assert_true(memcmp(gw[k].data, gd[k].data, gw[k].nbytes) != 0);
-			mfs_tensor_release(&ref[k]);
-			mfs_tensor_release(&gw[k]);
-			mfs_tensor_release(&gd[k]);
+	for (int mode = 0; mode < 3; mode++) {
+		/* a context per mode: U is kept per node, made for one tile */
+		assert_int_equal(mfs_exec_new(cm, ocl, &ew, &err), 0);
+		for (int pass = 0; pass < 2; pass++) {
+			mfs_tensor in[] = { rand_f32(4, dx), rand_f32(4, dwv) };
+			assert_int_equal(mfs_exec_run(ec, in, ref, &err), 0);
+			if (modes[mode])
+				setenv("MODELFS_OCL_WINOGRAD", modes[mode], 1);
+			else
+				unsetenv("MODELFS_OCL_WINOGRAD");
+			run_compare(ew, in, ref, 3, gw, 1e-4);
+			setenv("MODELFS_OCL_WINOGRAD", "0", 1);
+			run_compare(ed, in, ref, 3, gd, 1e-4);
+			for (int k = 0; k < 3; k++) {
+				/* every output went through a Winograd layer */
+				assert_true(memcmp(gw[k].data, gd[k].data, gw[k].nbytes) != 0);
+				mfs_tensor_release(&ref[k]);
+				mfs_tensor_release(&gw[k]);
+				mfs_tensor_release(&gd[k]);
+			}
+			mfs_tensor_release(&in[0]);
+			mfs_tensor_release(&in[1]);
 		}
-		mfs_tensor_release(&in[0]);
-		mfs_tensor_release(&in[1]);
+		mfs_exec_free(ew);
 	}
 	unsetenv("MODELFS_OCL_WINOGRAD");
 	mfs_exec_free(ed);
-	mfs_exec_free(ew);
 	mfs_exec_free(ec);
 	mfs_graph_free(cm);
 }
