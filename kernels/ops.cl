@@ -914,113 +914,25 @@ CONV_IGEMM(conv_igemm_128x64, 128, 64, 16, 0, 0)
 CONV_IGEMM(conv_igemm_128, 128, 128, 8, 0, 0)
 CONV_IGEMM(wino_gemm_64, 64, 64, 16, 1, 1)
 
-/* Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions (group 1, no
- * dilation): 2.25x fewer multiply-adds than the direct product.
- * wino_weights makes U = G g Gt of each 3x3 filter (once per model for a
- * constant W), wino_input V = Bt d B of each 4x4 input tile (tiles 2
- * apart), wino_gemm_64 the 16 products M[xi] = U[xi] V[xi] and
- * wino_output Y = At M A of each 2x2 output tile with bias, Z and the
+/* Winograd F(T x T, 3x3), T = 2 or 4, for 3x3 stride-1 convolutions
+ * (group 1, no dilation): 2.25x or 4x fewer multiply-adds than the direct
+ * product.  WEIGHTS makes U = G g Gt of each 3x3 filter (once per model
+ * for a constant W), INPUT V = Bt d B of each (T+2)^2 input tile (tiles T
+ * apart), wino_gemm_64 the (T+2)^2 products M[xi] = U[xi] V[xi] and
+ * OUTPUT Y = At M A of each T x T output tile with bias, Z and the
  * activation.  Layouts, tile-fastest so that consecutive items read and
- * write consecutive floats: U [16][K][C], V [16][C][P], M [16][K][P],
- * P = N * th * tw tiles. */
-__kernel void wino_weights(__global const float *w, __global float *u, int kc)
-{
-	int i = get_global_id(0);   /* filter k * C + c */
-	if (i >= kc)
-		return;
-	__global const float *g = w + (long)i * 9;
-	float t[4][3];
-	for (int j = 0; j < 3; j++) {
-		float g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
-		t[0][j] = g0;
-		t[1][j] = 0.5f * (g0 + g1 + g2);
-		t[2][j] = 0.5f * (g0 - g1 + g2);
-		t[3][j] = g2;
-	}
-	for (int a = 0; a < 4; a++) {
-		float a0 = t[a][0], a1 = t[a][1], a2 = t[a][2];
-		u[(long)(a * 4 + 0) * kc + i] = a0;
-		u[(long)(a * 4 + 1) * kc + i] = 0.5f * (a0 + a1 + a2);
-		u[(long)(a * 4 + 2) * kc + i] = 0.5f * (a0 - a1 + a2);
-		u[(long)(a * 4 + 3) * kc + i] = a2;
-	}
-}
-
-__kernel void wino_input(__global const float *x, __global float *v, conv_t p,
-			 int th, int tw)
-{
-	int tiles = th * tw, P = p.n * tiles;
-	int i = get_global_id(0);   /* c * P + tile */
-	if (i >= p.c * P)
-		return;
-	int c = i / P, t = i % P, img = t / tiles, q = t % tiles;
-	int y0 = (q / tw) * 2 - p.ph, x0 = (q % tw) * 2 - p.pw;
-	__global const float *xp = x + ((long)img * p.c + c) * p.h * p.w;
-	float d[4][4], e[4][4];
-	for (int a = 0; a < 4; a++)
-		for (int b = 0; b < 4; b++) {
-			int iy = y0 + a, ix = x0 + b;
-			d[a][b] = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w ?
-				  xp[iy * p.w + ix] : 0.0f;
-		}
-	for (int b = 0; b < 4; b++) {
-		e[0][b] = d[0][b] - d[2][b];
-		e[1][b] = d[1][b] + d[2][b];
-		e[2][b] = d[2][b] - d[1][b];
-		e[3][b] = d[1][b] - d[3][b];
-	}
-	long cp = (long)p.c * P;
-	for (int a = 0; a < 4; a++) {
-		v[(a * 4 + 0) * cp + i] = e[a][0] - e[a][2];
-		v[(a * 4 + 1) * cp + i] = e[a][1] + e[a][2];
-		v[(a * 4 + 2) * cp + i] = e[a][2] - e[a][1];
-		v[(a * 4 + 3) * cp + i] = e[a][1] - e[a][3];
-	}
-}
-
-__kernel void wino_output(__global const float *mm, __global const float *bias,
-			  __global const float *z, __global float *y, conv_t p,
-			  int th, int tw, int hasb, int hasz, int act, float a,
-			  float b)
-{
-	int tiles = th * tw, P = p.n * tiles;
-	int i = get_global_id(0);   /* k * P + tile */
-	if (i >= p.m * P)
-		return;
-	int k = i / P, t = i % P, img = t / tiles, q = t % tiles;
-	int oy0 = (q / tw) * 2, ox0 = (q % tw) * 2;
-	long kp = (long)p.m * P;
-	float m[4][4], s[2][4];
-	for (int xi = 0; xi < 16; xi++)
-		m[xi / 4][xi % 4] = mm[xi * kp + i];
-	for (int c = 0; c < 4; c++) {
-		s[0][c] = m[0][c] + m[1][c] + m[2][c];
-		s[1][c] = m[1][c] - m[2][c] - m[3][c];
-	}
-	float bv = hasb ? bias[k] : 0.0f;
-	for (int r = 0; r < 2; r++) {
-		int oy = oy0 + r;
-		if (oy >= p.oh)
-			continue;
-		float o[2] = { s[r][0] + s[r][1] + s[r][2], s[r][1] - s[r][2] - s[r][3] };
-		for (int c = 0; c < 2; c++) {
-			int ox = ox0 + c;
-			if (ox >= p.ow)
-				continue;
-			long oi = (((long)img * p.m + k) * p.oh + oy) * p.ow + ox;
-			float v = o[c] + bv;
-			if (hasz)
-				v += z[oi];
-			y[oi] = act_apply(v, act, a, b);
-		}
-	}
-}
-
-/* Winograd F(4x4, 3x3): the same three steps on 6x6 input tiles 4 apart
- * and 36 products (4x fewer multiply-adds than the direct product; the
- * transforms' constants from Lavin & Gray).  U [36][K][C], V [36][C][P],
- * M [36][K][P], P = N * th * tw tiles of 4x4 outputs.  The loops over
- * the constant matrices unroll, so their zeros and ones fold away. */
+ * write consecutive floats: U [xi][K][C], V [xi][C][P], M [xi][K][P],
+ * P = N * th * tw tiles.  The transforms' constants are Lavin & Gray's;
+ * the loops over them unroll, so their zeros and ones fold away. */
+__constant float W2_G[4][3] = {
+	{ 1, 0, 0 }, { 0.5f, 0.5f, 0.5f }, { 0.5f, -0.5f, 0.5f }, { 0, 0, 1 },
+};
+__constant float W2_BT[4][4] = {
+	{ 1, 0, -1, 0 }, { 0, 1, 1, 0 }, { 0, -1, 1, 0 }, { 0, 1, 0, -1 },
+};
+__constant float W2_AT[2][4] = {
+	{ 1, 1, 1, 0 }, { 0, 1, -1, -1 },
+};
 __constant float W4_G[6][3] = {
 	{ 0.25f, 0.0f, 0.0f },
 	{ -1.0f / 6, -1.0f / 6, -1.0f / 6 },
@@ -1044,113 +956,120 @@ __constant float W4_AT[4][6] = {
 	{ 0, 1, -1, 8, -8, 1 },
 };
 
-__kernel void wino4_weights(__global const float *w, __global float *u, int kc)
-{
-	int i = get_global_id(0);   /* filter k * C + c */
-	if (i >= kc)
-		return;
-	__global const float *g = w + (long)i * 9;
-	float t[6][3];
-#pragma unroll
-	for (int a = 0; a < 6; a++)
-#pragma unroll
-		for (int j = 0; j < 3; j++)
-			t[a][j] = W4_G[a][0] * g[j] + W4_G[a][1] * g[3 + j] + W4_G[a][2] * g[6 + j];
-#pragma unroll
-	for (int a = 0; a < 6; a++)
-#pragma unroll
-		for (int b = 0; b < 6; b++)
-			u[(long)(a * 6 + b) * kc + i] =
-				t[a][0] * W4_G[b][0] + t[a][1] * W4_G[b][1] + t[a][2] * W4_G[b][2];
+#define WINOGRAD(WEIGHTS, INPUT, OUTPUT, T, G, BT, AT)                        \
+__kernel void WEIGHTS(__global const float *w, __global float *u, int kc)     \
+{                                                                             \
+	const int AL = T + 2;                                                 \
+	int i = get_global_id(0);   /* filter k * C + c */                    \
+	if (i >= kc)                                                          \
+		return;                                                       \
+	__global const float *g = w + (long)i * 9;                            \
+	float t[T + 2][3];                                                    \
+	_Pragma("unroll")                                                     \
+	for (int a = 0; a < AL; a++)                                          \
+		_Pragma("unroll")                                             \
+		for (int j = 0; j < 3; j++)                                   \
+			t[a][j] = G[a][0] * g[j] + G[a][1] * g[3 + j] + G[a][2] * g[6 + j]; \
+	_Pragma("unroll")                                                     \
+	for (int a = 0; a < AL; a++)                                          \
+		_Pragma("unroll")                                             \
+		for (int b = 0; b < AL; b++)                                  \
+			u[(long)(a * AL + b) * kc + i] =                      \
+				t[a][0] * G[b][0] + t[a][1] * G[b][1] + t[a][2] * G[b][2]; \
+}                                                                             \
+                                                                              \
+__kernel void INPUT(__global const float *x, __global float *v, conv_t p,     \
+		    int th, int tw)                                           \
+{                                                                             \
+	const int AL = T + 2;                                                 \
+	int tiles = th * tw, P = p.n * tiles;                                 \
+	int i = get_global_id(0);   /* c * P + tile */                        \
+	if (i >= p.c * P)                                                     \
+		return;                                                       \
+	int c = i / P, t = i % P, img = t / tiles, q = t % tiles;             \
+	int y0 = (q / tw) * T - p.ph, x0 = (q % tw) * T - p.pw;               \
+	__global const float *xp = x + ((long)img * p.c + c) * p.h * p.w;     \
+	float d[T + 2][T + 2], e[T + 2][T + 2];                               \
+	_Pragma("unroll")                                                     \
+	for (int a = 0; a < AL; a++)                                          \
+		_Pragma("unroll")                                             \
+		for (int b = 0; b < AL; b++) {                                \
+			int iy = y0 + a, ix = x0 + b;                         \
+			d[a][b] = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w ? \
+				  xp[iy * p.w + ix] : 0.0f;                   \
+		}                                                             \
+	_Pragma("unroll")                                                     \
+	for (int a = 0; a < AL; a++)                                          \
+		_Pragma("unroll")                                             \
+		for (int b = 0; b < AL; b++) {                                \
+			float sum = 0.0f;                                     \
+			_Pragma("unroll")                                     \
+			for (int k = 0; k < AL; k++)                          \
+				sum += BT[a][k] * d[k][b];                    \
+			e[a][b] = sum;                                        \
+		}                                                             \
+	long cp = (long)p.c * P;                                              \
+	_Pragma("unroll")                                                     \
+	for (int a = 0; a < AL; a++)                                          \
+		_Pragma("unroll")                                             \
+		for (int b = 0; b < AL; b++) {                                \
+			float sum = 0.0f;                                     \
+			_Pragma("unroll")                                     \
+			for (int k = 0; k < AL; k++)                          \
+				sum += e[a][k] * BT[b][k];                    \
+			v[(a * AL + b) * cp + i] = sum;                       \
+		}                                                             \
+}                                                                             \
+                                                                              \
+__kernel void OUTPUT(__global const float *mm, __global const float *bias,    \
+		     __global const float *z, __global float *y, conv_t p,    \
+		     int th, int tw, int hasb, int hasz, int act, float a,    \
+		     float b)                                                 \
+{                                                                             \
+	const int AL = T + 2;                                                 \
+	int tiles = th * tw, P = p.n * tiles;                                 \
+	int i = get_global_id(0);   /* k * P + tile */                        \
+	if (i >= p.m * P)                                                     \
+		return;                                                       \
+	int k = i / P, t = i % P, img = t / tiles, q = t % tiles;             \
+	int oy0 = (q / tw) * T, ox0 = (q % tw) * T;                           \
+	long kp = (long)p.m * P;                                              \
+	float m[T + 2][T + 2], s[T][T + 2];                                   \
+	_Pragma("unroll")                                                     \
+	for (int xi = 0; xi < AL * AL; xi++)                                  \
+		m[xi / AL][xi % AL] = mm[xi * kp + i];                        \
+	_Pragma("unroll")                                                     \
+	for (int r = 0; r < T; r++)                                           \
+		_Pragma("unroll")                                             \
+		for (int c = 0; c < AL; c++) {                                \
+			float sum = 0.0f;                                     \
+			_Pragma("unroll")                                     \
+			for (int j = 0; j < AL; j++)                          \
+				sum += AT[r][j] * m[j][c];                    \
+			s[r][c] = sum;                                        \
+		}                                                             \
+	float bv = hasb ? bias[k] : 0.0f;                                     \
+	_Pragma("unroll")                                                     \
+	for (int r = 0; r < T; r++) {                                         \
+		int oy = oy0 + r;                                             \
+		if (oy >= p.oh)                                               \
+			continue;                                             \
+		_Pragma("unroll")                                             \
+		for (int c = 0; c < T; c++) {                                 \
+			int ox = ox0 + c;                                     \
+			if (ox >= p.ow)                                       \
+				continue;                                     \
+			float v = bv;                                         \
+			_Pragma("unroll")                                     \
+			for (int j = 0; j < AL; j++)                          \
+				v += s[r][j] * AT[c][j];                      \
+			long oi = (((long)img * p.m + k) * p.oh + oy) * p.ow + ox; \
+			if (hasz)                                             \
+				v += z[oi];                                   \
+			y[oi] = act_apply(v, act, a, b);                      \
+		}                                                             \
+	}                                                                     \
 }
 
-__kernel void wino4_input(__global const float *x, __global float *v, conv_t p,
-			  int th, int tw)
-{
-	int tiles = th * tw, P = p.n * tiles;
-	int i = get_global_id(0);   /* c * P + tile */
-	if (i >= p.c * P)
-		return;
-	int c = i / P, t = i % P, img = t / tiles, q = t % tiles;
-	int y0 = (q / tw) * 4 - p.ph, x0 = (q % tw) * 4 - p.pw;
-	__global const float *xp = x + ((long)img * p.c + c) * p.h * p.w;
-	float d[6][6], e[6][6];
-#pragma unroll
-	for (int a = 0; a < 6; a++)
-#pragma unroll
-		for (int b = 0; b < 6; b++) {
-			int iy = y0 + a, ix = x0 + b;
-			d[a][b] = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w ?
-				  xp[iy * p.w + ix] : 0.0f;
-		}
-#pragma unroll
-	for (int a = 0; a < 6; a++)
-#pragma unroll
-		for (int b = 0; b < 6; b++) {
-			float sum = 0.0f;
-#pragma unroll
-			for (int k = 0; k < 6; k++)
-				sum += W4_BT[a][k] * d[k][b];
-			e[a][b] = sum;
-		}
-	long cp = (long)p.c * P;
-#pragma unroll
-	for (int a = 0; a < 6; a++)
-#pragma unroll
-		for (int b = 0; b < 6; b++) {
-			float sum = 0.0f;
-#pragma unroll
-			for (int k = 0; k < 6; k++)
-				sum += e[a][k] * W4_BT[b][k];
-			v[(a * 6 + b) * cp + i] = sum;
-		}
-}
-
-__kernel void wino4_output(__global const float *mm, __global const float *bias,
-			   __global const float *z, __global float *y, conv_t p,
-			   int th, int tw, int hasb, int hasz, int act, float a,
-			   float b)
-{
-	int tiles = th * tw, P = p.n * tiles;
-	int i = get_global_id(0);   /* k * P + tile */
-	if (i >= p.m * P)
-		return;
-	int k = i / P, t = i % P, img = t / tiles, q = t % tiles;
-	int oy0 = (q / tw) * 4, ox0 = (q % tw) * 4;
-	long kp = (long)p.m * P;
-	float m[6][6], s[4][6];
-#pragma unroll
-	for (int xi = 0; xi < 36; xi++)
-		m[xi / 6][xi % 6] = mm[xi * kp + i];
-#pragma unroll
-	for (int r = 0; r < 4; r++)
-#pragma unroll
-		for (int c = 0; c < 6; c++) {
-			float sum = 0.0f;
-#pragma unroll
-			for (int j = 0; j < 6; j++)
-				sum += W4_AT[r][j] * m[j][c];
-			s[r][c] = sum;
-		}
-	float bv = hasb ? bias[k] : 0.0f;
-#pragma unroll
-	for (int r = 0; r < 4; r++) {
-		int oy = oy0 + r;
-		if (oy >= p.oh)
-			continue;
-#pragma unroll
-		for (int c = 0; c < 4; c++) {
-			int ox = ox0 + c;
-			if (ox >= p.ow)
-				continue;
-			float v = bv;
-#pragma unroll
-			for (int j = 0; j < 6; j++)
-				v += s[r][j] * W4_AT[c][j];
-			long oi = (((long)img * p.m + k) * p.oh + oy) * p.ow + ox;
-			if (hasz)
-				v += z[oi];
-			y[oi] = act_apply(v, act, a, b);
-		}
-	}
-}
+WINOGRAD(wino_weights, wino_input, wino_output, 2, W2_G, W2_BT, W2_AT)
+WINOGRAD(wino4_weights, wino4_input, wino4_output, 4, W4_G, W4_BT, W4_AT)
