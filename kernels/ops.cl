@@ -956,6 +956,21 @@ __constant float W4_AT[4][6] = {
 	{ 0, 1, -1, 8, -8, 1 },
 };
 
+/* OUT = the R x C product of small constant-size matrices, its element
+ * (r_, c_) the sum over k_ < KN of LHS * RHS (expressions in r_, c_,
+ * k_): the transforms of WINOGRAD below, unrolled. */
+#define WINO_MUL(OUT, R, C, KN, LHS, RHS)                                     \
+	_Pragma("unroll")                                                     \
+	for (int r_ = 0; r_ < (R); r_++)                                      \
+		_Pragma("unroll")                                             \
+		for (int c_ = 0; c_ < (C); c_++) {                            \
+			float s_ = 0.0f;                                      \
+			_Pragma("unroll")                                     \
+			for (int k_ = 0; k_ < (KN); k_++)                     \
+				s_ += (LHS) * (RHS);                          \
+			OUT = s_;                                             \
+		}
+
 #define WINOGRAD(WEIGHTS, INPUT, OUTPUT, T, G, BT, AT)                        \
 __kernel void WEIGHTS(__global const float *w, __global float *u, int kc)     \
 {                                                                             \
@@ -965,17 +980,8 @@ __kernel void WEIGHTS(__global const float *w, __global float *u, int kc)     \
 		return;                                                       \
 	__global const float *g = w + (long)i * 9;                            \
 	float t[T + 2][3];                                                    \
-	_Pragma("unroll")                                                     \
-	for (int a = 0; a < AL; a++)                                          \
-		_Pragma("unroll")                                             \
-		for (int j = 0; j < 3; j++)                                   \
-			t[a][j] = G[a][0] * g[j] + G[a][1] * g[3 + j] + G[a][2] * g[6 + j]; \
-	_Pragma("unroll")                                                     \
-	for (int a = 0; a < AL; a++)                                          \
-		_Pragma("unroll")                                             \
-		for (int b = 0; b < AL; b++)                                  \
-			u[(long)(a * AL + b) * kc + i] =                      \
-				t[a][0] * G[b][0] + t[a][1] * G[b][1] + t[a][2] * G[b][2]; \
+	WINO_MUL(t[r_][c_], AL, 3, 3, G[r_][k_], g[k_ * 3 + c_])              \
+	WINO_MUL(u[(long)(r_ * AL + c_) * kc + i], AL, AL, 3, t[r_][k_], G[c_][k_]) \
 }                                                                             \
                                                                               \
 __kernel void INPUT(__global const float *x, __global float *v, conv_t p,     \
@@ -998,27 +1004,9 @@ __kernel void INPUT(__global const float *x, __global float *v, conv_t p,     \
 			d[a][b] = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w ? \
 				  xp[iy * p.w + ix] : 0.0f;                   \
 		}                                                             \
-	_Pragma("unroll")                                                     \
-	for (int a = 0; a < AL; a++)                                          \
-		_Pragma("unroll")                                             \
-		for (int b = 0; b < AL; b++) {                                \
-			float sum = 0.0f;                                     \
-			_Pragma("unroll")                                     \
-			for (int k = 0; k < AL; k++)                          \
-				sum += BT[a][k] * d[k][b];                    \
-			e[a][b] = sum;                                        \
-		}                                                             \
+	WINO_MUL(e[r_][c_], AL, AL, AL, BT[r_][k_], d[k_][c_])                \
 	long cp = (long)p.c * P;                                              \
-	_Pragma("unroll")                                                     \
-	for (int a = 0; a < AL; a++)                                          \
-		_Pragma("unroll")                                             \
-		for (int b = 0; b < AL; b++) {                                \
-			float sum = 0.0f;                                     \
-			_Pragma("unroll")                                     \
-			for (int k = 0; k < AL; k++)                          \
-				sum += e[a][k] * BT[b][k];                    \
-			v[(a * AL + b) * cp + i] = sum;                       \
-		}                                                             \
+	WINO_MUL(v[(r_ * AL + c_) * cp + i], AL, AL, AL, e[r_][k_], BT[c_][k_]) \
 }                                                                             \
                                                                               \
 __kernel void OUTPUT(__global const float *mm, __global const float *bias,    \
@@ -1038,16 +1026,7 @@ __kernel void OUTPUT(__global const float *mm, __global const float *bias,    \
 	_Pragma("unroll")                                                     \
 	for (int xi = 0; xi < AL * AL; xi++)                                  \
 		m[xi / AL][xi % AL] = mm[xi * kp + i];                        \
-	_Pragma("unroll")                                                     \
-	for (int r = 0; r < T; r++)                                           \
-		_Pragma("unroll")                                             \
-		for (int c = 0; c < AL; c++) {                                \
-			float sum = 0.0f;                                     \
-			_Pragma("unroll")                                     \
-			for (int j = 0; j < AL; j++)                          \
-				sum += AT[r][j] * m[j][c];                    \
-			s[r][c] = sum;                                        \
-		}                                                             \
+	WINO_MUL(s[r_][c_], T, AL, AL, AT[r_][k_], m[k_][c_])                 \
 	float bv = hasb ? bias[k] : 0.0f;                                     \
 	_Pragma("unroll")                                                     \
 	for (int r = 0; r < T; r++) {                                         \
