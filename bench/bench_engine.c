@@ -212,25 +212,19 @@ int main(int argc, char **argv)
 	/* Three runs of warm-up, and more until the engine has settled how
 	 * many threads this batch size takes (its first runs are trials of
 	 * one, all and half: exec/thread_sizing.h), at most 20 in all. */
-	int warm = 0;
-	while (warm < 20 && (warm < 3 || !mfs_exec_threads_settled(exec, in))) {
-		if (mfs_exec_run(exec, in, out, &err)) {
-			fprintf(stderr, "bench_engine: %s\n", err.msg);
-			return 1;
-		}
-		for (int k = 0; k < n_out; k++)
-			mfs_tensor_release(&out[k]);
-		warm++;
-	}
-	for (int i = 0; i < iters; i++) {
+	for (int i = 0, warm = 0; i < iters;) {
 		double t0 = now_ms();
 		if (mfs_exec_run(exec, in, out, &err)) {
 			fprintf(stderr, "bench_engine: %s\n", err.msg);
 			return 1;
 		}
-		times[i] = now_ms() - t0;
+		double ms = now_ms() - t0;
 		for (int k = 0; k < n_out; k++)
 			mfs_tensor_release(&out[k]);
+		if (warm < 20 && (warm < 3 || !mfs_exec_threads_settled(exec, in)))
+			warm++;
+		else
+			times[i++] = ms;
 	}
 	report(times, iters, 0, mfs_exec_threads_chosen(exec, in));
 	free(times);

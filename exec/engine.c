@@ -280,7 +280,8 @@ bool mfs_exec_threads_settled(const mfs_exec *e, const mfs_tensor *inputs)
 
 int mfs_exec_threads_chosen(const mfs_exec *e, const mfs_tensor *inputs)
 {
-	int n = atomic_load(&engine_threads), t = mfs_sizing_threads(&e->sizing, first_rows(e->m, inputs));
+	int n = atomic_load(&engine_threads);
+	int t = mfs_sizing_threads(&e->sizing, first_rows(e->m, inputs));
 	return t < n ? t : n;
 }
 
@@ -317,7 +318,7 @@ int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 	mfs_cpu_sample_end(&cpu, threads);
 	atomic_fetch_sub(&runs_in_flight, 1);
 	if (rc == 0 && n > 0 && threads == want)
-		mfs_sizing_record(slot, want, n, (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
+		mfs_sizing_record(&e->sizing, slot, want, n, (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
 						 (uint64_t)(t1.tv_nsec - t0.tv_nsec));
 	if (rc) {
 		if (rc > 0)

@@ -799,14 +799,13 @@ static int step_output(void *ctx, int i, mfs_tensor *o, mfs_error *err)
 	cl_event ev = NULL;
 	st = clEnqueueReadBuffer(e->queue, v->dev->mem, CL_TRUE, 0, o->nbytes,
 				 o->data, 0, NULL, e->profile ? &ev : NULL);
-	if (st == CL_SUCCESS)
-		prof_add(e, ev, PROF_DOWNLOAD);
 	if (st != CL_SUCCESS) {
 		mfs_tensor_release(o);
 		return mfs_fail(err, st == CL_MEM_OBJECT_ALLOCATION_FAILURE ? ENOMEM : EIO,
 				"reading output '%s' from the device: %s",
 				m->outputs[i].name, mfs_ocl_strerror(st));
 	}
+	prof_add(e, ev, PROF_DOWNLOAD);
 	e->stats.downloads++;
 	return 0;
 }

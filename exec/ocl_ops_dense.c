@@ -21,11 +21,11 @@
 #include "ops/op_common.h"
 
 /* im2col scratch larger than this is split over several image chunks. */
+#define COL_MAX_BYTES ((size_t)256 << 20)
 /* Winograd's output tile where MODELFS_OCL_WINOGRAD does not choose: 4x4
  * (H100, ResNet-50 b32, three alternating rounds: 14.1-15.3 ms against
  * 15.0-15.8 for 2x2 and 16.6-18.3 without; batch 1 the same for both). */
 #define WINO_DEFAULT_TILE 4
-#define COL_MAX_BYTES ((size_t)256 << 20)
 
 static const char *clblast_str(CLBlastStatusCode s)
 {
@@ -324,25 +324,17 @@ static int conv_winograd(ocl_run *r, const conv_job *j, int tile)
 	    !(mm = ocl_scratch_slot(r, 1, mbytes, &rc)))
 		return rc;
 	/* the products as the pointwise kernel over one "image" of C
-	 * channels by P columns each */
-	ocl_conv g = { .n = 1, .c = p->c, .h = 1, .w = (cl_int)P, .m = p->m, .oh = 1,
-		       .ow = (cl_int)P, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1,
-		       .dw = 1, .group = 1 };
-	cl_int zero = 0;
-	float fz = 0.0f;
+	 * channels by P columns each, no epilogue (B and Z are dummies) */
+	conv_job gj = { .p = { .n = 1, .c = p->c, .h = 1, .w = (cl_int)P, .m = p->m,
+			       .oh = 1, .ow = (cl_int)P, .kh = 1, .kw = 1, .sh = 1,
+			       .sw = 1, .dh = 1, .dw = 1, .group = 1 },
+			.mx = v, .mw = u, .mb = u, .mz = v, .my = mm };
 	int64_t groups = xis * ((p->m + 63) / 64) * ((P + 63) / 64);
 	if (!(rc = OCL_ARG(r, ki, 0, j->mx)) && !(rc = OCL_ARG(r, ki, 1, v)) &&
 	    !(rc = OCL_ARG(r, ki, 2, j->p)) && !(rc = OCL_ARG(r, ki, 3, th)) &&
 	    !(rc = OCL_ARG(r, ki, 4, tw)) &&
 	    !(rc = ocl_launch(r, ki, (size_t)(p->c * P))) &&
-	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 0, v)) && !(rc = OCL_ARG(r, K_WINO_GEMM_64, 1, u)) &&
-	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 2, u)) && !(rc = OCL_ARG(r, K_WINO_GEMM_64, 3, v)) &&
-	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 4, mm)) && !(rc = OCL_ARG(r, K_WINO_GEMM_64, 5, g)) &&
-	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 6, zero)) &&
-	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 7, zero)) &&
-	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 8, zero)) &&
-	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 9, fz)) &&
-	    !(rc = OCL_ARG(r, K_WINO_GEMM_64, 10, fz)) &&
+	    !(rc = conv_args(r, K_WINO_GEMM_64, &gj)) &&
 	    !(rc = ocl_launch_groups(r, K_WINO_GEMM_64, (size_t)groups, 256)) &&
 	    !(rc = OCL_ARG(r, ko, 0, mm)) && !(rc = OCL_ARG(r, ko, 1, j->mb)) &&
 	    !(rc = OCL_ARG(r, ko, 2, j->mz)) && !(rc = OCL_ARG(r, ko, 3, j->my)) &&

@@ -11,13 +11,19 @@ static mfs_sizing_slot *find(const mfs_sizing *s, int64_t rows)
 	return NULL;
 }
 
+/* The half trial's count. */
+static int half_of(int n)
+{
+	return n / 2 > 0 ? n / 2 : 1;
+}
+
 int mfs_sizing_plan(mfs_sizing *s, int64_t rows, int n, mfs_sizing_slot **slot)
 {
 	mfs_sizing_slot *t = find(s, rows);
 
 	if (!t && s->n_slots < SIZING_SLOTS) {
 		t = &s->slot[s->n_slots++];
-		*t = (mfs_sizing_slot){ .rows = rows, .no_half = s->no_half };
+		*t = (mfs_sizing_slot){ .rows = rows };
 	}
 	*slot = t;
 	if (!t)
@@ -27,10 +33,11 @@ int mfs_sizing_plan(mfs_sizing *s, int64_t rows, int n, mfs_sizing_slot **slot)
 	if (t->full_runs < SIZING_FULL_RUNS)
 		return n;
 	/* the full count's runs are in, the half trial is under way */
-	return n / 2 > 0 ? n / 2 : 1;
+	return half_of(n);
 }
 
-void mfs_sizing_record(mfs_sizing_slot *t, int planned, int n, uint64_t ns)
+void mfs_sizing_record(const mfs_sizing *s, mfs_sizing_slot *t, int planned, int n,
+		       uint64_t ns)
 {
 	if (!t || t->threads)
 		return;
@@ -43,18 +50,18 @@ void mfs_sizing_record(mfs_sizing_slot *t, int planned, int n, uint64_t ns)
 			return;
 		if (t->full_ns < SIZING_SMALL_NS)
 			t->threads = 1;
-		else if (n < 4 || t->no_half)
+		else if (n < 4 || s->no_half)
 			t->threads = n;
 		return;
 	}
-	if (planned != (n / 2 > 0 ? n / 2 : 1))
+	if (planned != half_of(n))
 		return;
 	if (!t->half_runs++ || ns < t->half_ns)
 		t->half_ns = ns;
 	if (t->half_runs < SIZING_HALF_RUNS)
 		return;
 	/* half only when it is clearly faster: 5% */
-	t->threads = t->half_ns * 100 < t->full_ns * 95 ? n / 2 : n;
+	t->threads = t->half_ns * 100 < t->full_ns * 95 ? half_of(n) : n;
 }
 
 bool mfs_sizing_settled(const mfs_sizing *s, int64_t rows, int n)

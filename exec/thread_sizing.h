@@ -37,7 +37,6 @@ typedef struct mfs_sizing_slot {
 	int full_runs, half_runs;     /* runs timed at each count so far */
 	uint64_t full_ns, half_ns;    /* the fastest of them */
 	int threads;                  /* from then on; 0 while undecided */
-	bool no_half;                 /* copied from mfs_sizing */
 } mfs_sizing_slot;
 
 typedef struct mfs_sizing {
@@ -50,10 +49,11 @@ typedef struct mfs_sizing {
  * and its slot (NULL when the table is full: n) for mfs_sizing_record. */
 int mfs_sizing_plan(mfs_sizing *s, int64_t rows, int n, mfs_sizing_slot **slot);
 
-/* A successful run planned at `planned` of n threads took ns.  Only runs
- * that got the planned count (not fewer, shared with other runs or taken
- * under load) are passed here. */
-void mfs_sizing_record(mfs_sizing_slot *slot, int planned, int n, uint64_t ns);
+/* A successful run planned at `planned` of n threads took ns, in slot
+ * (from mfs_sizing_plan on s).  Only runs that got the planned count (not
+ * fewer, shared with other runs or taken under load) are passed here. */
+void mfs_sizing_record(const mfs_sizing *s, mfs_sizing_slot *slot, int planned, int n,
+		       uint64_t ns);
 
 /* Whether runs with `rows` rows on n threads have their count decided (or
  * never will be): bench_engine warms up until then, so that its timed

@@ -74,6 +74,28 @@ static mfs_tensor rand_f32(int rank, const int64_t *dims)
 	return t;
 }
 
+/* got[k] against ref[k] for every output: dtype, shape, and max |diff|
+ * <= tol * max(1, max |ref|) (NaN where both are NaN is equal). */
+static void compare_outputs(const mfs_tensor *ref, const mfs_tensor *got, int n_out,
+			    double tol)
+{
+	for (int k = 0; k < n_out; k++) {
+		double md = 0, mr = 1;
+		int64_t n = mfs_shape_numel(&ref[k].shape);
+		assert_int_equal(got[k].dtype, ref[k].dtype);
+		assert_true(mfs_shape_equal(&got[k].shape, &ref[k].shape));
+		for (int64_t i = 0; i < n; i++) {
+			double a = mfs_tensor_get_f64(&ref[k], i), b = mfs_tensor_get_f64(&got[k], i);
+			if (isnan(a) && isnan(b))
+				continue;
+			md = fmax(md, fabs(a - b));
+			mr = fmax(mr, fabs(a));
+		}
+		if (md > tol * mr)
+			fail_msg("output %d: max |diff| %g > %g", k, md, tol * mr);
+	}
+}
+
 /* Compile m, run ins on the CPU and on OpenCL, compare every output
  * (max |diff| <= tol * max(1, max |ref|)); check the counters. */
 static void check(onnx_model *m, int n_in, mfs_tensor *ins, double tol, bool all_device)
@@ -97,22 +119,9 @@ static void check(onnx_model *m, int n_in, mfs_tensor *ins, double tol, bool all
 	for (int pass = 0; pass < 3; pass++) {
 		if (mfs_exec_run(eo, ins, got, &err))
 			fail_msg("opencl run: %s", err.msg);
-		for (int k = 0; k < n_out; k++) {
-			double md = 0, mr = 1;
-			int64_t n = mfs_shape_numel(&ref[k].shape);
-			assert_int_equal(got[k].dtype, ref[k].dtype);
-			assert_true(mfs_shape_equal(&got[k].shape, &ref[k].shape));
-			for (int64_t i = 0; i < n; i++) {
-				double a = mfs_tensor_get_f64(&ref[k], i), b = mfs_tensor_get_f64(&got[k], i);
-				if (isnan(a) && isnan(b))
-					continue;
-				md = fmax(md, fabs(a - b));
-				mr = fmax(mr, fabs(a));
-			}
-			if (md > tol * mr)
-				fail_msg("output %d: max |diff| %g > %g", k, md, tol * mr);
+		compare_outputs(ref, got, n_out, tol);
+		for (int k = 0; k < n_out; k++)
 			mfs_tensor_release(&got[k]);
-		}
 		if (pass == 1)
 			mfs_exec_get_stats(eo, &st);
 	}
@@ -559,18 +568,7 @@ static void run_compare(mfs_exec *e, mfs_tensor *ins, mfs_tensor *ref, int n_out
 	mfs_error err;
 	if (mfs_exec_run(e, ins, got, &err))
 		fail_msg("opencl run: %s", err.msg);
-	for (int k = 0; k < n_out; k++) {
-		double md = 0, mr = 1;
-		int64_t n = mfs_shape_numel(&ref[k].shape);
-		assert_true(mfs_shape_equal(&got[k].shape, &ref[k].shape));
-		for (int64_t i = 0; i < n; i++) {
-			double a = mfs_tensor_get_f64(&ref[k], i), b = mfs_tensor_get_f64(&got[k], i);
-			md = fmax(md, fabs(a - b));
-			mr = fmax(mr, fabs(a));
-		}
-		if (md > tol * mr)
-			fail_msg("output %d: max |diff| %g > %g", k, md, tol * mr);
-	}
+	compare_outputs(ref, got, n_out, tol);
 }
 
 static void test_conv_winograd(void **state)

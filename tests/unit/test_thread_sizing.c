@@ -16,7 +16,7 @@ static int runs(mfs_sizing *s, int64_t rows, int n, int count,
 	mfs_sizing_slot *slot;
 	for (int i = 0; i < count; i++) {
 		int t = mfs_sizing_plan(s, rows, n, &slot);
-		mfs_sizing_record(slot, t, n, ns_at(t));
+		mfs_sizing_record(s, slot, t, n, ns_at(t));
 	}
 	return mfs_sizing_plan(s, rows, n, &slot);
 }
@@ -90,7 +90,7 @@ static void test_reduced_runs_not_counted(void **state)
 	for (int i = 0; i < 20; i++) {
 		int t = mfs_sizing_plan(&s, 1, 16, &slot);
 		assert_int_equal(t, 16);
-		mfs_sizing_record(slot, 1, 16, 1000);   /* ran on one thread */
+		mfs_sizing_record(&s, slot, 1, 16, 1000);   /* ran on one thread */
 	}
 	assert_false(mfs_sizing_settled(&s, 1, 16));
 }
