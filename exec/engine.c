@@ -85,7 +85,7 @@ int mfs_engine_thread_share(int threads, int active)
 
 /* The threads a run takes (set on the calling thread), or 0 where the
  * library defaults apply: what its sizing asked for (thread_sizing.h:
- * one for a small run, half where half measured faster), no more than
+ * one or half where measured no slower or faster), no more than
  * its share beside concurrent runs, and one while other work keeps the
  * cores busy (cpu_contention.h: spinning threads would hold the cores
  * their partners need). */

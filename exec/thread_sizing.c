@@ -11,10 +11,15 @@ static mfs_sizing_slot *find(const mfs_sizing *s, int64_t rows)
 	return NULL;
 }
 
-/* The half trial's count. */
-static int half_of(int n)
+/* The trial's count once the full count's runs are in: one for small
+ * runs, half of 4 or more, 0 for no trial. */
+static int trial_of(const mfs_sizing_slot *t, int n)
 {
-	return n / 2 > 0 ? n / 2 : 1;
+	if (n < 2)
+		return 0;
+	if (t->full_ns < SIZING_SMALL_NS)
+		return 1;
+	return n >= 4 ? n / 2 : 0;
 }
 
 int mfs_sizing_plan(mfs_sizing *s, int64_t rows, int n, mfs_sizing_slot **slot)
@@ -32,8 +37,7 @@ int mfs_sizing_plan(mfs_sizing *s, int64_t rows, int n, mfs_sizing_slot **slot)
 		return t->threads < n ? t->threads : n;
 	if (t->full_runs < SIZING_FULL_RUNS)
 		return n;
-	/* the full count's runs are in, the half trial is under way */
-	return half_of(n);
+	return trial_of(t, n);   /* undecided after the full runs: on trial */
 }
 
 void mfs_sizing_record(const mfs_sizing *s, mfs_sizing_slot *t, int planned, int n,
@@ -48,20 +52,25 @@ void mfs_sizing_record(const mfs_sizing *s, mfs_sizing_slot *t, int planned, int
 			t->full_ns = ns;
 		if (t->full_runs < SIZING_FULL_RUNS)
 			return;
-		if (t->full_ns < SIZING_SMALL_NS)
-			t->threads = 1;
-		else if (n < 4 || s->no_half)
+		if (s->no_half)
+			t->threads = t->full_ns < SIZING_SMALL_NS ? 1 : n;
+		else if (!trial_of(t, n))
 			t->threads = n;
 		return;
 	}
-	if (planned != half_of(n))
+	int trial = trial_of(t, n);
+	if (planned != trial)
 		return;
-	if (!t->half_runs++ || ns < t->half_ns)
-		t->half_ns = ns;
-	if (t->half_runs < SIZING_HALF_RUNS)
+	if (!t->trial_runs++ || ns < t->trial_ns)
+		t->trial_ns = ns;
+	if (t->trial_runs < SIZING_TRIAL_RUNS)
 		return;
-	/* half only when it is clearly faster: 5% */
-	t->threads = t->half_ns * 100 < t->full_ns * 95 ? half_of(n) : n;
+	/* one thread unless all are clearly faster; half only when clearly
+	 * faster: 5% either way */
+	if (trial == 1)
+		t->threads = t->full_ns * 100 < t->trial_ns * 95 ? n : 1;
+	else
+		t->threads = t->trial_ns * 100 < t->full_ns * 95 ? trial : n;
 }
 
 bool mfs_sizing_settled(const mfs_sizing *s, int64_t rows, int n)

@@ -1,21 +1,27 @@
 /* thread_sizing.h - how many of the engine's threads a model's runs take,
  * decided from the model's own first runs, per batch size.
  *
- * Two questions, each answered once per (execution context, rows of the
- * first input) from measured runs, never from a rule about the model:
+ * After SIZING_FULL_RUNS runs on all n threads, one trial of
+ * SIZING_TRIAL_RUNS runs on fewer, answered from measured runs, never
+ * from a rule about the model:
  *
- * - small: a run whose fastest of its first SIZING_FULL_RUNS took under
- *   SIZING_SMALL_NS runs on one thread from then on: waking OpenMP threads
- *   that slept costs more than such a run gains from them (the MLP
- *   example: 46 us on 1 thread or 2 in bench_engine, 95-110 us on 2
- *   threads in the daemon between requests when the threads slept at
- *   once).
- * - half: with 4 or more threads, the next SIZING_HALF_RUNS runs take half
- *   of them; if their fastest beats the full count's fastest by 5%, half
- *   is kept.  On the 16-core device host the encoder at batch 1 ran 3.57
- *   ms on 16 threads and 2.32 on 8 (ONNX Runtime: 2.70 either way):
- *   small products split 16 ways pay more in synchronisation and shared
- *   cores than they gain.
+ * - small runs (the full count's fastest under SIZING_SMALL_NS): the trial
+ *   takes one thread, kept unless all n were 5% faster.  Waking OpenMP
+ *   threads that slept can cost more than such a run gains (the MLP in
+ *   the daemon between requests: 95-110 us on 2 threads against 46 on
+ *   one, when the threads slept at once), while threads that are still
+ *   spinning make it faster (the MLP at batch 8 back to back: 58 us on
+ *   2 threads against 100 on one): only the model's own runs, where it
+ *   runs, can tell.  One thread also leaves the other cores to the FUSE
+ *   threads and the clients, hence the bias towards it.
+ * - larger runs with 4 or more threads: the trial takes half of them,
+ *   kept when 5% faster.  On the 16-core device host the encoder at batch
+ *   1 ran 3.57 ms on 16 threads and 2.32 on 8 (ONNX Runtime: 2.70 either
+ *   way): small products split 16 ways pay more in synchronisation and
+ *   shared cores than they gain.
+ *
+ * MFS_THREAD_SIZING=0 (no_half, for A/B runs) skips the trials: small
+ * runs take one thread, others all, as the engine did before them.
  *
  * Up to SIZING_SLOTS batch sizes are tracked per context (dynamic
  * batching gives a few); others run on the full count.  Not thread-safe:
@@ -28,21 +34,21 @@
 #include <stdint.h>
 
 #define SIZING_FULL_RUNS 8
-#define SIZING_HALF_RUNS 4
+#define SIZING_TRIAL_RUNS 4
 #define SIZING_SMALL_NS 200000u
 #define SIZING_SLOTS 4
 
 typedef struct mfs_sizing_slot {
 	int64_t rows;
-	int full_runs, half_runs;     /* runs timed at each count so far */
-	uint64_t full_ns, half_ns;    /* the fastest of them */
+	int full_runs, trial_runs;    /* runs timed at each count so far */
+	uint64_t full_ns, trial_ns;   /* the fastest of them */
 	int threads;                  /* from then on; 0 while undecided */
 } mfs_sizing_slot;
 
 typedef struct mfs_sizing {
 	mfs_sizing_slot slot[SIZING_SLOTS];
 	int n_slots;
-	bool no_half;    /* skip the half trial (MFS_THREAD_SIZING=0, A/B runs) */
+	bool no_half;    /* skip the trials (MFS_THREAD_SIZING=0, A/B runs) */
 } mfs_sizing;
 
 /* The threads the next run with `rows` rows should take out of n (n >= 1),
