@@ -687,29 +687,37 @@ int ocl_op_dense(ocl_run *r)
 	mfs_op_ctx *ctx = r->ctx;
 	const mfs_tensor *a = ctx->in[0], *w = ctx->in[1];
 	const mfs_tensor *b = ctx->n_in > 2 ? ctx->in[2] : NULL;
+	const mfs_tensor *z = ctx->n_in > 3 ? ctx->in[3] : NULL;
 	mfs_tensor *y = ctx->out[0];
 	const char *act = onnx_attr_string(ctx->node, "activation", "");
 	bool tb = onnx_attr_int(ctx->node, "transB", 0) != 0;
 	int64_t k, n, rows, ny = mfs_shape_numel(&y->shape);
-	cl_int op = -1, hasb = b != NULL, cn, cols;
-	cl_mem ma, mw, mb, my;
+	cl_int op = -1, hasb = b != NULL, hasz = z != NULL, cn, cols;
+	cl_mem ma, mw, mb, mz, my;
 	int rc;
 
 	for (int i = 0; i < 4; i++)
 		if (!strcmp(act, names[i]))
 			op = ops[i];
 	if (op < 0 || a->dtype != MFS_DT_FLOAT || w->dtype != MFS_DT_FLOAT ||
-	    w->shape.rank != 2 || (b && b->dtype != MFS_DT_FLOAT) || !fits_int(ny) ||
-	    !fits_int(mfs_shape_numel(&a->shape)))
+	    w->shape.rank != 2 || a->shape.rank < 1 || (b && b->dtype != MFS_DT_FLOAT) ||
+	    !fits_int(ny) || !fits_int(mfs_shape_numel(&a->shape)))
 		return OCL_HOST;   /* the CPU operator reports or computes it */
 	k = w->shape.dims[tb];
 	n = w->shape.dims[!tb];
+	/* a residual Z of another shape than the product (Add's broadcast)
+	 * is the CPU operator's */
+	mfs_shape prod = a->shape;
+	prod.dims[prod.rank - 1] = n;
+	if (z && (z->dtype != MFS_DT_FLOAT || !mfs_shape_equal(&z->shape, &prod) ||
+		  !mfs_shape_equal(&y->shape, &prod)))
+		return OCL_HOST;
 	rows = n ? ny / n : 0;
 	if (!(ma = ocl_in(r, 0, &rc)) || !(mw = ocl_in(r, 1, &rc)) ||
 	    !(my = ocl_out(r, 0, &rc)))
 		return rc;
-	mb = my;
-	if (b && !(mb = ocl_in(r, 2, &rc)))
+	mb = mz = my;
+	if ((b && !(mb = ocl_in(r, 2, &rc))) || (z && !(mz = ocl_in(r, 3, &rc))))
 		return rc;
 	if (!ny)
 		return 0;
@@ -717,24 +725,26 @@ int ocl_op_dense(ocl_run *r)
 		ocl_kid kg = K_DENSE_GEMM_64;
 		cl_int crows = (cl_int)rows, cn64 = (cl_int)n, ck = (cl_int)k, ctb = tb;
 		if ((rc = OCL_ARG(r, kg, 0, ma)) || (rc = OCL_ARG(r, kg, 1, mw)) ||
-		    (rc = OCL_ARG(r, kg, 2, mb)) || (rc = OCL_ARG(r, kg, 3, my)) ||
-		    (rc = OCL_ARG(r, kg, 4, crows)) || (rc = OCL_ARG(r, kg, 5, cn64)) ||
-		    (rc = OCL_ARG(r, kg, 6, ck)) || (rc = OCL_ARG(r, kg, 7, ctb)) ||
-		    (rc = OCL_ARG(r, kg, 8, hasb)) || (rc = OCL_ARG(r, kg, 9, op)))
+		    (rc = OCL_ARG(r, kg, 2, mb)) || (rc = OCL_ARG(r, kg, 3, mz)) ||
+		    (rc = OCL_ARG(r, kg, 4, my)) || (rc = OCL_ARG(r, kg, 5, crows)) ||
+		    (rc = OCL_ARG(r, kg, 6, cn64)) || (rc = OCL_ARG(r, kg, 7, ck)) ||
+		    (rc = OCL_ARG(r, kg, 8, ctb)) || (rc = OCL_ARG(r, kg, 9, hasb)) ||
+		    (rc = OCL_ARG(r, kg, 10, hasz)) || (rc = OCL_ARG(r, kg, 11, op)))
 			return rc;
 		return ocl_launch_groups(r, kg, (size_t)(((rows + 63) / 64) * ((n + 63) / 64)), 256);
 	}
 	rc = k ? sgemm(r, false, tb, (size_t)rows, (size_t)n, (size_t)k, 1.0f, ma, 0,
 		       (size_t)k, mw, 0, (size_t)(tb ? k : n), 0.0f, my, 0, (size_t)n)
 	       : fill_zero(r, my, ny);
-	if (rc || (!hasb && op == OCL_U_COPY))
+	if (rc || (!hasb && !hasz && op == OCL_U_COPY))
 		return rc;
 	cn = (cl_int)ny;
 	cols = (cl_int)n;
 	ocl_kid kk = K_DENSE_EPILOGUE;
 	if ((rc = OCL_ARG(r, kk, 0, my)) || (rc = OCL_ARG(r, kk, 1, mb)) ||
-	    (rc = OCL_ARG(r, kk, 2, cn)) || (rc = OCL_ARG(r, kk, 3, cols)) ||
-	    (rc = OCL_ARG(r, kk, 4, hasb)) || (rc = OCL_ARG(r, kk, 5, op)))
+	    (rc = OCL_ARG(r, kk, 2, mz)) || (rc = OCL_ARG(r, kk, 3, cn)) ||
+	    (rc = OCL_ARG(r, kk, 4, cols)) || (rc = OCL_ARG(r, kk, 5, hasb)) ||
+	    (rc = OCL_ARG(r, kk, 6, hasz)) || (rc = OCL_ARG(r, kk, 7, op)))
 		return rc;
 	return ocl_launch(r, kk, (size_t)ny);
 }

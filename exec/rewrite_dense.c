@@ -8,9 +8,15 @@
  * of N values; or y = Gemm(A, W, b) with alpha = beta = 1, no transA, W a
  * rank-2 float constant (transB kept) and b a rank-1 float constant of N
  * values or absent.  Then optionally the only reader Relu or com.modelfs
- * Gelu (what rewrite_gelu.c made; run it first).  MatMul alone and Gemm
- * without an activation are left as they are (nothing to fuse; Gemm's
- * own product is chosen per shape, sgemm.c).
+ * Gelu (what rewrite_gelu.c made; run it first), or else a residual: the
+ * only reader Add(y, z) (either order, z not a constant, no legacy
+ * broadcast attributes), z becoming Dense's fourth input, added after
+ * the product and bias (exec/ops/dense.c: Y = A W + bias + Z, any Z that
+ * Add would broadcast).  A transformer's output projections and second
+ * FFN layers end in such an Add; it was a separate pass over memory.
+ * MatMul alone and Gemm with neither an activation nor a residual are
+ * left as they are (nothing to fuse; Gemm's own product is chosen per
+ * shape, sgemm.c).
  */
 #include <string.h>
 
@@ -33,6 +39,13 @@ static bool bias_of(const onnx_graph *g, const char *name, int64_t n)
 {
 	const mfs_tensor *b = rw_const(g, name);
 	return b && b->dtype == MFS_DT_FLOAT && b->shape.rank == 1 && b->shape.dims[0] == n;
+}
+
+/* The residual z of n = Add(y, z) read after y, or NULL. */
+static const char *residual(const onnx_graph *g, const onnx_node *n, const char *y)
+{
+	const char *z = rw_is(n, "Add") && !n->n_attrs ? rw_other(n, y) : NULL;
+	return z && *z && !rw_const(g, z) ? z : NULL;
 }
 
 static int try_at(onnx_model *m, int i)
@@ -63,14 +76,16 @@ static int try_at(onnx_model *m, int i)
 			return 0;
 		idx[n++] = a;
 	}
-	const char *act = "";
-	int r = rw_sole_reader(g, g->nodes[idx[n - 1]].outputs[0], NULL);
+	const char *act = "", *z = NULL, *y = g->nodes[idx[n - 1]].outputs[0];
+	int r = rw_sole_reader(g, y, NULL);
 	if (r >= 0 && *(act = activation(&g->nodes[r])))
+		idx[n++] = r;
+	else if (r >= 0 && (z = residual(g, &g->nodes[r], y)))
 		idx[n++] = r;
 	if ((gemm && n == 1) || !rw_internal_only(g, idx, n, idx[n - 1]))
 		return 0;
-	const char *ins[3] = { mm->inputs[0], mm->inputs[1], bias };
-	onnx_node *d = rw_node_new("Dense", ins, *bias ? 3 : 2);
+	const char *ins[4] = { mm->inputs[0], mm->inputs[1], bias, z };
+	onnx_node *d = rw_node_new("Dense", ins, z ? 4 : *bias ? 3 : 2);
 	if (!d || (*act && rw_attr_string(d, "activation", act)) ||
 	    (tb && rw_attr_int(d, "transB", 1))) {
 		rw_node_free(d);

@@ -91,9 +91,11 @@ __kernel void unary_f32(__global const float *x, __global float *y, int n,
 }
 
 /* Dense's epilogue, in place on the GEMM's [rows, cols] output: the bias
- * (hasb) over the last dim, then the unary op (U_COPY for none). */
-__kernel void dense_epilogue(__global float *y, __global const float *bias, int n,
-			     int cols, int hasb, int op)
+ * (hasb) over the last dim, then the unary op (U_COPY for none), then the
+ * residual Z of Y's shape (hasz). */
+__kernel void dense_epilogue(__global float *y, __global const float *bias,
+			     __global const float *z, int n, int cols, int hasb,
+			     int hasz, int op)
 {
 	int i = get_global_id(0);
 	if (i >= n)
@@ -101,11 +103,13 @@ __kernel void dense_epilogue(__global float *y, __global const float *bias, int 
 	float v = y[i];
 	if (hasb)
 		v += bias[i % cols];
-	y[i] = unary_op(v, op, 0.0f, 0.0f);
+	v = unary_op(v, op, 0.0f, 0.0f);
+	y[i] = hasz ? v + z[i] : v;
 }
 
 /* Dense's product with its epilogue in one kernel: Y[rows, n] =
- * unary_op(A[rows, k] W + bias) with W [k, n], or [n, k] when tb.  A work
+ * unary_op(A[rows, k] W + bias) (+ Z[rows, n] when hasz) with W [k, n],
+ * or [n, k] when tb.  A work
  * group of 256 items computes a 64 x 64 tile of Y, each item 4 x 4 in
  * registers (rows ty + 16 i, columns tx + 16 j); tiles of A and W go
  * through local memory 16 of K at a time, read from global memory by
@@ -114,8 +118,9 @@ __kernel void dense_epilogue(__global float *y, __global const float *bias, int 
  * (g % rtiles, g / rtiles). */
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
 void dense_gemm_64(__global const float *a, __global const float *w,
-		   __global const float *bias, __global float *y, int rows,
-		   int n, int k, int tb, int hasb, int op)
+		   __global const float *bias, __global const float *z,
+		   __global float *y, int rows, int n, int k, int tb, int hasb,
+		   int hasz, int op)
 {
 	__local float as[16][64 + 1];
 	__local float ws[16][64 + 1];
@@ -177,9 +182,11 @@ void dense_gemm_64(__global const float *a, __global const float *w,
 			if (c >= n)
 				continue;
 			float v = acc[i][j];
+			long o = (long)r * n + c;
 			if (hasb)
 				v += bias[c];
-			y[(long)r * n + c] = unary_op(v, op, 0.0f, 0.0f);
+			v = unary_op(v, op, 0.0f, 0.0f);
+			y[o] = hasz ? v + z[o] : v;
 		}
 	}
 }

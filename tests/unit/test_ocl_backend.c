@@ -378,7 +378,8 @@ static void attr_float(onnx_node *n, const char *name, float v)
 /* What the transformer rewrites make (exec/rewrite_*.c) runs on the
  * device: Dense with each activation, with and without bias and
  * transB (on 80 x 130 too: several 64 x 64 tiles each way, partial
- * ones, K not a multiple of 16); Gelu in both forms; LayerNormalization
+ * ones, K not a multiple of 16), with a residual Z (after an activation
+ * too); Gelu in both forms; LayerNormalization
  * of com.modelfs.  Dense on both of its device paths (MODELFS_OCL_DENSE). */
 static void fused_check(void)
 {
@@ -390,11 +391,12 @@ static void fused_check(void)
 	} inits[] = { { "w", 2, { 33, 7 } }, { "wt", 2, { 6, 33 } }, { "b", 1, { 7 } },
 		      { "sc", 1, { 33 } }, { "bi", 1, { 33 } }, { "wl", 2, { 33, 130 } },
 		      { "wlt", 2, { 130, 33 } }, { "bl", 1, { 130 } } };
-	int64_t d[] = { 2, 5, 33 }, d2[] = { 2, 40, 33 };
+	int64_t d[] = { 2, 5, 33 }, d2[] = { 2, 40, 33 }, dz[] = { 2, 40, 130 };
 	onnx_model *m = gb_new(17);
 	onnx_node *n;
 	gb_input(m, "x", MFS_DT_FLOAT, 3, d);
 	gb_input(m, "x2", MFS_DT_FLOAT, 3, d2);
+	gb_input(m, "z2", MFS_DT_FLOAT, 3, dz);
 	for (size_t i = 0; i < sizeof(inits) / sizeof(inits[0]); i++)
 		init_rand(m, inits[i].name, inits[i].rank, inits[i].dims);
 	for (int i = 0; i < 4; i++) {
@@ -408,13 +410,18 @@ static void fused_check(void)
 	}
 	attr_str(ours(m, "Dense", "x2,wl,bl", "dl"), "activation", "GeluTanh");
 	attr_int(ours(m, "Dense", "x2,wlt,bl", "dlt"), "transB", 1);
+	ours(m, "Dense", "x2,wl,bl,z2", "dz");
+	n = ours(m, "Dense", "x2,wlt,,z2", "dzr");
+	attr_int(n, "transB", 1);
+	attr_str(n, "activation", "Relu");
 	ours(m, "Gelu", "x", "g");
 	attr_str(ours(m, "Gelu", "x", "gt"), "approximate", "tanh");
 	ours(m, "LayerNormalization", "x,sc,bi", "l");
-	for (const char *const *o = (const char *const[]){ "dl", "dlt", "g", "gt", "l", NULL }; *o; o++)
+	for (const char *const *o = (const char *const[]){ "dl", "dlt", "dz", "dzr", "g", "gt",
+							   "l", NULL }; *o; o++)
 		gb_output(m, *o);
-	mfs_tensor in[] = { rand_f32(3, d), rand_f32(3, d2) };
-	check(m, 2, in, 1e-4, true);
+	mfs_tensor in[] = { rand_f32(3, d), rand_f32(3, d2), rand_f32(3, dz) };
+	check(m, 3, in, 1e-4, true);
 }
 
 static void test_fused(void **state)

@@ -139,6 +139,35 @@ static onnx_model *dense_model(const char *act)
 	return m;
 }
 
+/* A linear layer and its residual: MatMul(x, W) + b + r, r = MatMul(x, W2)
+ * [2, 3, 5] (a transformer's output projection and skip connection), or
+ * with bcast r = MatMul(ReduceMean(x, axis 0), W2) [3, 5], which Add
+ * broadcasts. */
+static onnx_model *dense_resid_model(bool bcast)
+{
+	onnx_model *m = gb_new(13);
+	float w[D * 5], w2[D * 5];
+	const int64_t wd[2] = { D, 5 };
+	for (int i = 0; i < D * 5; i++) {
+		w[i] = (float)((i * 7) % 11) / 5.0f - 1.0f;
+		w2[i] = (float)((i * 3) % 13) / 6.0f - 1.0f;
+	}
+	io(m, "y");
+	gb_init_f32(m, "w", 2, wd, w);
+	gb_init_f32(m, "w2", 2, wd, w2);
+	vec(m, "b", 5, -0.3f);
+	if (bcast) {
+		onnx_node *rm = gb_node(m, "", "ReduceMean", "rm", "x", "xm");
+		attr_ints(rm, "axes", 1, (const int64_t[]){ 0 });
+		attr_int(rm, "keepdims", 0);
+	}
+	gb_node(m, "", "MatMul", "r", bcast ? "xm,w2" : "x,w2", "r");
+	gb_node(m, "", "MatMul", "mm", "x,w", "mm");
+	gb_node(m, "", "Add", "z", "mm,b", "z");
+	gb_node(m, "", "Add", "y", "r,z", "y");
+	return m;
+}
+
 /* Gemm(Flatten(x), W [5, D], b, transB) + Relu, as a PyTorch Linear at
  * the MLP's opset exports it. */
 static onnx_model *gemm_relu_model(void)
@@ -367,6 +396,8 @@ static onnx_model *ln_pow(void) { return layernorm_model(true, NULL); }
 static onnx_model *dense_plain(void) { return dense_model(""); }
 static onnx_model *dense_relu(void) { return dense_model("Relu"); }
 static onnx_model *dense_gelu(void) { return dense_model("Gelu"); }
+static onnx_model *dense_resid(void) { return dense_resid_model(false); }
+static onnx_model *dense_resid_bcast(void) { return dense_resid_model(true); }
 
 static onnx_model *attn_plain(void) { return attention_model(0); }
 static onnx_model *attn_keep(void) { return attention_model(1); }
@@ -402,12 +433,18 @@ static void test_dense(void **st)
 	check(dense_relu, "Dense", ROWS * 5, 1e-5f);
 	check(dense_gelu, "Dense", ROWS * 5, 1e-5f);
 	check_n(gemm_relu_model, "Dense", ROWS * 5, 1e-5f, 2);   /* Flatten, Dense */
+	/* the residual Add taken in: MatMul (r), Dense; ReduceMean, MatMul,
+	 * Dense with a Z that broadcasts */
+	check_n(dense_resid, "Dense", ROWS * 5, 1e-5f, 2);
+	check_n(dense_resid_bcast, "Dense", ROWS * 5, 1e-5f, 3);
 	/* each path alone (by default prepare times both and keeps one) */
 	static const char *const paths[] = { "sgemm", "onednn" };
 	for (int p = 0; p < 2; p++) {
 		setenv("MFS_DENSE", paths[p], 1);
 		check(dense_gelu, "Dense", ROWS * 5, 1e-5f);
 		check_n(gemm_relu_model, "Dense", ROWS * 5, 1e-5f, 2);
+		check_n(dense_resid, "Dense", ROWS * 5, 1e-5f, 2);
+		check_n(dense_resid_bcast, "Dense", ROWS * 5, 1e-5f, 3);
 	}
 	unsetenv("MFS_DENSE");
 }
