@@ -298,8 +298,8 @@ static void dense_sgemm(const dense_state *s, const float *a, const float *w,
 	dense_finish(s, y, z, s->act);
 }
 
-/* The oneDNN primitive on a, w, b into y. */
-/* The oneDNN primitive (product, bias, activation), then + z. */
+/* The oneDNN primitive (product, bias, activation) on a, w, b into y,
+ * then + z. */
 static int dense_prim(mfs_op_ctx *ctx, dense_state *s, const float *a, const float *w,
 		      const float *b, const float *z, float *y)
 {
