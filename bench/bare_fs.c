@@ -9,8 +9,9 @@
  *                                   truncated, read; OUTPUT0.npy and
  *                                   probabilities.npy always exist and
  *                                   read back the last file written
- * Caching as modelfs may cache: entries and attributes of directories for
- * 1 s, direct_io for every file (synthetic contents have no stable size),
+ * Caching as modelfs may cache: every entry and the attributes of
+ * directories for 1 s, direct_io for every file (synthetic contents have
+ * no stable size), no FLUSH for a file opened read-only (FOPEN_NOFLUSH),
  * writes up to max_write.  Whatever modelfs costs beyond this server is
  * its own work: decoding, queueing, running, encoding, bookkeeping.
  *
@@ -20,6 +21,7 @@
 #include <fuse_lowlevel.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -170,6 +172,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->fh = (uintptr_t)answered;
 	}
 	fi->direct_io = 1;
+	/* As modelfs: only a file opened for writing needs its FLUSH. */
+	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
 	fuse_reply_open(req, fi);
 }
 

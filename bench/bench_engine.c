@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <cblas.h>
@@ -123,7 +124,7 @@ int main(int argc, char **argv)
 {
 	const char *path = NULL, *device = "cpu";
 	mfs_backend *backend = NULL;
-	int describe = 0, batch = 1, iters = 20, threads = 2, sgemm = 0;
+	int describe = 0, batch = 1, iters = 20, threads = 2, sgemm = 0, gap_us = 0;
 	mfs_error err;
 	mfs_graph *model;
 	mfs_exec *exec;
@@ -143,6 +144,8 @@ int main(int argc, char **argv)
 			iters = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
 			threads = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--gap-us") == 0 && i + 1 < argc)
+			gap_us = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
 			device = argv[++i];
 		else if (strcmp(argv[i], "--sgemm") == 0 && i + 1 < argc)
@@ -221,6 +224,12 @@ int main(int argc, char **argv)
 		double ms = now_ms() - t0;
 		for (int k = 0; k < n_out; k++)
 			mfs_tensor_release(&out[k]);
+		if (gap_us > 0 && getenv("GAP_SPIN")) {
+			double e = now_ms() + gap_us / 1e3;
+			while (now_ms() < e)
+				;
+		} else if (gap_us > 0)
+			usleep((useconds_t)gap_us);
 		if (warm < 20 && (warm < 3 || !mfs_exec_threads_settled(exec, in)))
 			warm++;
 		else

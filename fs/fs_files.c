@@ -61,7 +61,15 @@ void fs_op_open(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 		} else if (!writing || !(fi->flags & O_TRUNC)) {
 			char *buf;
 			size_t len;
-			if ((rc = mfs_request_input_file(t.req, t.name, &buf, &len)) == 0) {
+			rc = mfs_request_input_file(t.req, t.name, &buf, &len);
+			if (rc == -ENOENT && writing) {
+				/* Consumed by a run (or never committed): the
+				 * kernel kept the name, and the kernel does not
+				 * say whether O_CREAT was given; open it as the
+				 * empty file create() would make. */
+				rc = 0;
+				h->dirty = true;
+			} else if (rc == 0) {
 				if (writing) {
 					h->wbuf = buf;
 					h->wlen = h->wcap = len;
@@ -130,7 +138,6 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		fs_target_release(&p);
 		return;
 	}
-	bool existed = info.kind == MFS_FILE_INPUT;
 	target t;
 	bool made = fs_request_file_node(fs, parent, &p, name, RF_INPUT, &t);
 	fs_target_release(&p);
@@ -145,13 +152,13 @@ void fs_op_create(fuse_req_t freq, fuse_ino_t parent, const char *name,
 		return;
 	}
 	h->dirty = true;
-	h->created = !existed;
 	struct fuse_entry_param e;
 	memset(&e, 0, sizeof(e));
 	e.ino = t.ino;
 	e.generation = 1;
 	fs_fill_attr(fs, &t, &e.attr);
 	e.attr.st_size = 0;
+	e.entry_timeout = STABLE_TIMEOUT;   /* the input's name: fs_nodes.c, entry_timeout() */
 	fs_target_release(&t);
 	fs_set_handle(fi, h);
 	if (fuse_reply_create(freq, &e, fi) != 0)
@@ -351,20 +358,6 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 	fuse_reply_write(freq, size);
 }
 
-/* A new file that was refused (at a write or at its commit) leaves no
- * entry behind. */
-static void forget_refused(mfs_fs *fs, handle *h)
-{
-	mfs_file_info fi;
-	if (mfs_request_find_file(h->req, h->name, &fi) == MFS_FILE_INPUT)
-		return;
-	pthread_mutex_lock(&fs->lock);
-	node *n = fs_node_find(fs, h->ino);
-	if (n)
-		fs_node_kill(fs, n);
-	pthread_mutex_unlock(&fs->lock);
-}
-
 /* A committed input of at least this size is handed to the request
  * instead of copied: a 100 MB `cp` is held once.  Smaller ones are
  * copied, so the shell's `exec 3>f; echo a >&3; echo b >&3` (a commit at
@@ -420,7 +413,7 @@ static int commit_bytes(handle *h, mfs_error *err)
  * opens the file, dup2()s it and closes the first descriptor before the
  * command writes anything.  At release, whatever is still uncommitted (an
  * empty file made by `: > f`) is committed; its error goes to $req/error. */
-static int commit_input(mfs_fs *fs, handle *h, bool final)
+static int commit_input(handle *h, bool final)
 {
 	mfs_error err;
 	mfs_error_clear(&err);
@@ -432,21 +425,15 @@ static int commit_input(mfs_fs *fs, handle *h, bool final)
 	h->dirty = false;
 	h->written = false;
 	int rc = commit_bytes(h, &err);
-	bool created = h->created;
-	if (rc == 0)
-		h->created = false;
 	pthread_mutex_unlock(&h->lock);
-	if (rc < 0 && created)
-		forget_refused(fs, h);
 	return rc;
 }
 
 void fs_op_flush(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	mfs_fs *fs = fuse_req_userdata(freq);
 	handle *h = (handle *)(uintptr_t)fi->fh;
 	(void)ino;
-	int rc = h->kind == H_INPUT ? commit_input(fs, h, false) : 0;
+	int rc = h->kind == H_INPUT ? commit_input(h, false) : 0;
 	if (h->kind == H_INPUT && h->refused)
 		rc = -h->refused;
 	fuse_reply_err(freq, -rc);
@@ -458,9 +445,7 @@ void fs_op_release(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 	handle *h = (handle *)(uintptr_t)fi->fh;
 	(void)ino;
 	if (h->kind == H_INPUT)
-		commit_input(fs, h, true);
-	if (h->kind == H_INPUT && h->refused && h->created)
-		forget_refused(fs, h);
+		commit_input(h, true);
 	fs_handle_free(fs, h);
 	fuse_reply_err(freq, 0);
 }
@@ -470,11 +455,10 @@ void fs_op_release(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
  * committed again.  Nothing else has anything to make durable. */
 void fs_op_fsync(fuse_req_t freq, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	mfs_fs *fs = fuse_req_userdata(freq);
 	handle *h = (handle *)(uintptr_t)fi->fh;
 	(void)ino;
 	(void)datasync;
-	int rc = h->kind == H_INPUT ? commit_input(fs, h, false) : 0;
+	int rc = h->kind == H_INPUT ? commit_input(h, false) : 0;
 	fuse_reply_err(freq, -rc);
 }
 
@@ -500,10 +484,10 @@ void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off)
 		h->len = len;
 		h->have_content = true;
 	}
-	/* Reply under the lock: release() frees the content only after
-	 * taking it, and the reply's buffer must live until writev returns. */
-	fs_reply_slice(freq, h->content, h->len, size, off);
-	pthread_mutex_unlock(&h->lock);
+	/* release() frees the content only after taking the lock, and the
+	 * reply's buffer must live until writev returns (a client killed
+	 * mid-read closes the file while the reply is on its way). */
+	fs_reply_slice_unlock(freq, &h->lock, h->content, h->len, size, off);
 }
 
 /* Build the session's response (h->lock held). */
@@ -548,10 +532,9 @@ void fs_answer_infer(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 	size_t pos = h->rpos < h->len ? h->rpos : h->len;
 	size_t n = h->len - pos < size ? h->len - pos : size;
 	h->rpos = pos + n;
-	/* Reply under the handle lock so two readers of one session see the
-	 * response in order. */
-	fuse_reply_buf(freq, h->content ? h->content + pos : NULL, n);
-	pthread_mutex_unlock(&h->lock);
+	/* Sliced under the handle lock so two readers of one session see
+	 * the response in order. */
+	fs_reply_unlock(freq, &h->lock, h->content ? h->content + pos : NULL, n);
 }
 
 /* The first read of an infer session: parse, submit, wait. */
@@ -649,8 +632,7 @@ void fs_op_read(fuse_req_t freq, fuse_ino_t ino, size_t size, off_t off,
 	switch (h->kind) {
 	case H_STATIC:
 		pthread_mutex_lock(&h->lock);
-		fs_reply_slice(freq, h->content, h->len, size, off);
-		pthread_mutex_unlock(&h->lock);
+		fs_reply_slice_unlock(freq, &h->lock, h->content, h->len, size, off);
 		return;
 	case H_OUTPUT: {
 		pthread_mutex_lock(&h->lock);
@@ -674,8 +656,10 @@ void fs_op_read(fuse_req_t freq, fuse_ino_t ino, size_t size, off_t off,
 		int rc = fs_input_reclaim(h);
 		if (rc < 0)
 			fuse_reply_err(freq, -rc);
-		else
-			fs_reply_slice(freq, h->wbuf, h->wlen, size, off);
+		else {
+			fs_reply_slice_unlock(freq, &h->lock, h->wbuf, h->wlen, size, off);
+			return;
+		}
 		pthread_mutex_unlock(&h->lock);
 		return;
 	}

@@ -50,6 +50,7 @@ typedef struct node {
 	struct node *nnext;           /* fs->names chain */
 	struct node *rnext, **rpp;    /* fs->reqs (N_REQ only) */
 	int live_reqs;                /* N_MODEL: live request directories below */
+	int writers;                  /* RF_INPUT: H_INPUT handles open on it */
 	uid_t uid;                    /* owner: who made the request (N_REQ and below), else the daemon's */
 	gid_t gid;
 	char *name;
@@ -76,6 +77,7 @@ typedef struct target {
 	mfs_format fmt;
 	uid_t uid;
 	gid_t gid;
+	int writers;                  /* node.writers */
 	char name[256];
 } target;
 
@@ -106,7 +108,6 @@ typedef struct handle {
 	size_t wlen, wcap;
 	bool dirty;                   /* changed since the last commit */
 	bool written;                 /* a write() came since the last commit */
-	bool created;                 /* H_INPUT made by create(): its node dies if the commit fails */
 	bool handed;                  /* H_INPUT: wbuf went to the request at its last commit
 					 (fs_input_reclaim gets the bytes back to write more) */
 	int refused;                  /* H_INPUT: errno that refused the file at a write (0: none) */
@@ -248,10 +249,22 @@ int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
 void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off);
 void fs_answer_infer(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size);
 
-/* Reply with a slice of buf. */
 void fs_expire_reads(mfs_fs *fs);
 
+/* Reply with a slice of buf. */
 void fs_reply_slice(fuse_req_t freq, const char *buf, size_t len, size_t size,
 		    off_t off);
+
+/* Reply with the n bytes at buf, which lock (held) keeps alive, and
+ * unlock it.  Up to REPLY_COPY_MAX bytes are copied and sent after
+ * unlocking: a client's next operation on the same file comes the moment
+ * the reply reaches it and would otherwise wait for the lock (two context
+ * switches per round trip on two cores).  Larger slices are sent under
+ * the lock, whose wait is small beside them.  off/len as fs_reply_slice
+ * when sliced is true. */
+#define REPLY_COPY_MAX 16384
+void fs_reply_unlock(fuse_req_t freq, pthread_mutex_t *lock, const char *buf, size_t n);
+void fs_reply_slice_unlock(fuse_req_t freq, pthread_mutex_t *lock, const char *buf, size_t len,
+			   size_t size, off_t off);
 
 #endif

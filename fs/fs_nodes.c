@@ -235,6 +235,7 @@ void fs_fill_target(const node *n, target *t)
 	t->fmt = n->fmt;
 	t->uid = n->uid;
 	t->gid = n->gid;
+	t->writers = n->writers;
 	snprintf(t->name, sizeof(t->name), "%s", n->name);
 }
 
@@ -376,13 +377,22 @@ void fs_fill_attr(mfs_fs *fs, const target *t, struct stat *st)
 }
 
 /* How long the kernel may keep a name.  Request directories and their
- * control and output files keep theirs for STABLE_TIMEOUT: they go away
- * by rmdir/unlink through the kernel (which drops the name itself) or by
- * expiry (which tells the kernel, mfs_fs_expire).  Input files are not
- * cached: a run consumes them behind the kernel's back. */
+ * files keep theirs for STABLE_TIMEOUT: they go away by rmdir/unlink
+ * through the kernel (which drops the name itself) or by expiry (which
+ * tells the kernel, mfs_fs_expire).  An input file's node stands for its
+ * name in the request, present or not: a run consumes the input behind
+ * the kernel's back, and the node answers for the absent file (getattr
+ * and a read-only open ENOENT, an open for writing starts it anew), so
+ * a client that writes the same inputs again and again makes no lookup
+ * (a cached entry: the kernel sends the open straight away; an entry
+ * the kernel must look up again costs two LOOKUPs and a FORGET per
+ * file).  Opens that must see a name absent (O_EXCL, symlink, mkdir,
+ * rename) make the kernel look up again, and a lookup of an absent
+ * input answers ENOENT.  Inputs committed by symlink are not cached:
+ * the kernel would refuse a new symlink over a cached one itself. */
 static double entry_timeout(nkind parent_kind, nkind kind, int sub)
 {
-	if (parent_kind == N_REQ && kind == N_RFILE && (sub == RF_INPUT || sub == RF_LINK))
+	if (parent_kind == N_REQ && kind == N_RFILE && sub == RF_LINK)
 		return 0.0;
 	return STABLE_TIMEOUT;
 }
@@ -444,6 +454,18 @@ int fs_rfile_index(const char *name)
 
 /* ---- open files ---- */
 
+/* An input being written exists for getattr before its first commit
+ * (fs_ops.c, op_getattr): `cp` fstat()s the file it created, and the
+ * kernel's GETATTR does not say through which open file. */
+static void count_writer(mfs_fs *fs, fuse_ino_t ino, int d)
+{
+	pthread_mutex_lock(&fs->lock);
+	node *n = fs_node_find(fs, ino);
+	if (n)
+		n->writers += d;
+	pthread_mutex_unlock(&fs->lock);
+}
+
 handle *fs_handle_new(mfs_fs *fs, hkind kind, const target *t)
 {
 	handle *h = calloc(1, sizeof(*h));
@@ -455,6 +477,8 @@ handle *fs_handle_new(mfs_fs *fs, hkind kind, const target *t)
 		fs->handles->hprev = h;
 	fs->handles = h;
 	pthread_mutex_unlock(&fs->hlock);
+	if (kind == H_INPUT)
+		count_writer(fs, t->ino, 1);
 	pthread_mutex_init(&h->lock, NULL);
 	h->kind = kind;
 	h->ino = t->ino;
@@ -478,6 +502,8 @@ void fs_handle_free(mfs_fs *fs, handle *h)
 	 * before that thread's writev has returned). */
 	pthread_mutex_lock(&h->lock);
 	pthread_mutex_unlock(&h->lock);
+	if (h->kind == H_INPUT)
+		count_writer(fs, h->ino, -1);
 	pthread_mutex_lock(&fs->hlock);
 	if (h->hprev)
 		h->hprev->hnext = h->hnext;
@@ -506,6 +532,10 @@ void fs_set_handle(struct fuse_file_info *fi, handle *h)
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
+	/* Only an input does anything at close (its commit): the others'
+	 * close() sends no FLUSH (FOPEN_NOFLUSH, Linux 5.19+; older kernels
+	 * ignore it and flush does nothing for them). */
+	fi->noflush = h->kind != H_INPUT;
 	if (h->kind == H_INFER)
 		fi->nonseekable = 1;
 }

@@ -158,13 +158,21 @@ static void op_getattr(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *f
 		fuse_reply_err(freq, ENOENT);
 		return;
 	}
+	handle *h = fi && fi->fh ? (handle *)(uintptr_t)fi->fh : NULL;
+	mfs_file_info info;
+	if (t.kind == N_RFILE && t.sub == RF_INPUT && t.writers == 0 &&
+	    mfs_request_find_file(t.req, t.name, &info) != MFS_FILE_INPUT) {
+		/* The input's name, kept by the kernel (fs_nodes.c,
+		 * entry_timeout()), but no input now (consumed by a run)
+		 * and nobody writing one. */
+		fuse_reply_err(freq, ENOENT);
+		fs_target_release(&t);
+		return;
+	}
 	fs_fill_attr(fs, &t, &st);
 	/* A file being written shows what has been written so far. */
-	if (fi && fi->fh) {
-		handle *h = (handle *)(uintptr_t)fi->fh;
-		if (h->kind == H_INPUT)
-			st.st_size = (off_t)h->wlen;
-	}
+	if (h && h->kind == H_INPUT)
+		st.st_size = (off_t)h->wlen;
 	fuse_reply_attr(freq, &st, fs_is_dir(t.kind) ? STABLE_TIMEOUT : 0.0);
 	fs_target_release(&t);
 }

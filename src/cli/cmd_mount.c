@@ -7,9 +7,9 @@
  *   SIGINT/SIGTERM/SIGHUP in every thread; start the compute threads; load
  *   the models; mount; tell the parent; serve.
  *
- * Serving: our own FUSE loop (N threads polling the device, set
- * non-blocking, and an eventfd that tells them to stop) instead of
- * fuse_session_loop_mt, whose threads a signal cannot reliably wake on
+ * Serving: our own FUSE loop (fuse_loop.h: N threads blocked in the
+ * device read, one woken per request, stopped from any thread) instead
+ * of fuse_session_loop_mt, whose threads a signal cannot reliably wake on
  * libfuse 3.14.  Signals reach a handler that only writes the signal
  * number to a pipe (OpenBLAS and OpenMP start threads before main, so a
  * signal may land on a thread we did not create: blocking it in ours and
@@ -22,13 +22,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,6 +38,7 @@
 #include "bigbuf.h"
 #include "commands.h"
 #include "fs.h"
+#include "fuse_loop.h"
 #include "log.h"
 #include "membudget.h"
 #include "metrics.h"
@@ -52,8 +51,11 @@
 #define MODELFS_VERSION "0.1.0"
 #endif
 
+/* FUSE operations served at once: a short run computes on the thread
+ * that committed its last input, and a request-directory cycle has two
+ * or three operations in flight (an asynchronous RELEASE beside the
+ * next one). */
 #define FUSE_THREADS 8
-#define MAX_POLLERS 3     /* of them waiting on the device at once (fuse_thread) */
 #define DRAIN_NS (10ull * 1000000000ull)   /* how long running requests get at shutdown */
 #define CLOSE_GRACE_NS (2ull * 1000000000ull)   /* and then open files to be read and closed */
 
@@ -64,17 +66,11 @@ typedef struct daemon_ctx {
 	mfs_registry *reg;
 	mfs_reloader *reloader;      /* hot reload (reloader.h) */
 	mfs_sched *sched;
-	int stop_fd;                 /* eventfd: FUSE threads exit */
+	mfs_fuse_loop *loop;         /* set before any signal can stop it */
 	pthread_t sig_thread, reaper;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool stopping;               /* under lock */
-	/* At most MAX_POLLERS of the FUSE threads wait on the device at a
-	 * time; the others park on poll_cond (fuse_thread). */
-	pthread_mutex_t poll_lock;
-	pthread_cond_t poll_cond;
-	int pollers;                 /* threads in poll() on the device */
-	bool poll_stop;              /* parked threads leave */
 } daemon_ctx;
 
 /* Is path a mount point (listed in /proc/self/mountinfo)? */
@@ -198,17 +194,6 @@ static void tell_parent(int *fd, unsigned char status)
 	*fd = -1;
 }
 
-static void stop_loop(daemon_ctx *d)
-{
-	uint64_t one = 1;
-	ssize_t n = write(d->stop_fd, &one, sizeof(one));
-	(void)n;
-	pthread_mutex_lock(&d->poll_lock);
-	d->poll_stop = true;
-	pthread_cond_broadcast(&d->poll_cond);
-	pthread_mutex_unlock(&d->poll_lock);
-}
-
 /* The graceful part of stopping, run once by whoever notices first. */
 static void shut_down(daemon_ctx *d, const char *why)
 {
@@ -236,7 +221,7 @@ static void shut_down(daemon_ctx *d, const char *why)
 		struct timespec ts = { 0, 20000000 };
 		nanosleep(&ts, NULL);
 	}
-	stop_loop(d);
+	mfs_fuse_loop_stop(d->loop);
 }
 
 static int sig_pipe[2] = { -1, -1 };
@@ -307,84 +292,6 @@ static void *reaper_thread(void *arg)
 		pthread_mutex_lock(&d->lock);
 	}
 	pthread_mutex_unlock(&d->lock);
-	return NULL;
-}
-
-/* Become one of the threads waiting on the device, or park until one
- * takes a request; false when stopping. */
-static bool wait_turn_to_poll(daemon_ctx *d)
-{
-	pthread_mutex_lock(&d->poll_lock);
-	while (d->pollers >= MAX_POLLERS && !d->poll_stop)
-		pthread_cond_wait(&d->poll_cond, &d->poll_lock);
-	bool go = !d->poll_stop;
-	if (go)
-		d->pollers++;
-	pthread_mutex_unlock(&d->poll_lock);
-	return go;
-}
-
-/* A poller took a request: if no other thread waits on the device now,
- * unpark one, so that the next request finds a thread while this one
- * works. */
-static void leave_polling(daemon_ctx *d)
-{
-	pthread_mutex_lock(&d->poll_lock);
-	if (--d->pollers == 0)
-		pthread_cond_signal(&d->poll_cond);
-	pthread_mutex_unlock(&d->poll_lock);
-}
-
-/* Wait on the device for a request of our own (another poller may take
- * the one that woke us: the device is non-blocking, and that read says
- * EAGAIN).  > 0: a request in buf; 0: the session ended; < 0: stopping
- * or an error. */
-static int next_request(daemon_ctx *d, struct pollfd pfd[2], struct fuse_buf *buf)
-{
-	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (pfd[1].revents)
-			return -ECANCELED;
-		int res = fuse_session_receive_buf(d->se, buf);
-		if (res != -EINTR && res != -EAGAIN)
-			return res;
-	}
-}
-
-/* One of FUSE_THREADS threads serving the device.  FUSE_THREADS let
- * that many operations run at once (a short run computes on the thread
- * that committed its last input), but only MAX_POLLERS of them poll the
- * device: a request wakes every poller, and with all eight polling each
- * FUSE operation woke eight threads of which seven found nothing to read
- * (EAGAIN; the device is non-blocking): 20 context switches and 136 µs
- * of daemon CPU per infer round trip on two cores.  One or two pollers
- * were slower (a request-directory cycle has two or three operations in
- * flight at once - an asynchronous RELEASE beside the next one - and the
- * rest waited for a parked thread to wake); three gave the best cycle
- * and 1.5x the 16-client throughput (docs/PERFORMANCE.md). */
-static void *fuse_thread(void *arg)
-{
-	daemon_ctx *d = arg;
-	struct fuse_buf buf = { .mem = NULL };
-	struct pollfd pfd[2] = {
-		{ .fd = fuse_session_fd(d->se), .events = POLLIN },
-		{ .fd = d->stop_fd, .events = POLLIN },
-	};
-	while (!fuse_session_exited(d->se) && wait_turn_to_poll(d)) {
-		int res = next_request(d, pfd, &buf);
-		leave_polling(d);
-		if (res <= 0)
-			break;
-		fuse_session_process_buf(d->se, &buf);
-	}
-	free(buf.mem);
-	/* The device is gone (unmounted from outside) or we are stopping:
-	 * either way the others must stop too. */
-	stop_loop(d);
 	return NULL;
 }
 
@@ -469,13 +376,6 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 		fprintf(stderr, "modelfs: cannot mount on '%s' (see the line above)\n", d->opts.mountpoint);
 		goto out;
 	}
-	int fd = fuse_session_fd(d->se);
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	d->stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (d->stop_fd < 0) {
-		fprintf(stderr, "modelfs: eventfd: %s\n", strerror(errno));
-		goto unmount;
-	}
 	if (mfs_reloader_run(d->reloader, &err) < 0) {
 		fprintf(stderr, "modelfs: %s\n", err.msg);
 		goto unmount;
@@ -497,15 +397,15 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 		}
 	}
 
-	pthread_t workers[FUSE_THREADS];
-	int n_workers = 0;
+	/* The loop first: a signal's shutdown stops it. */
+	d->loop = mfs_fuse_loop_start(d->se, FUSE_THREADS);
+	if (!d->loop) {
+		mfs_log_error("cannot start the threads that serve the mount");
+		goto unmount;
+	}
 	pthread_create(&d->sig_thread, NULL, signal_thread, d);
 	pthread_create(&d->reaper, NULL, reaper_thread, d);
-	for (; n_workers < FUSE_THREADS; n_workers++)
-		if (pthread_create(&workers[n_workers], NULL, fuse_thread, d) != 0)
-			break;
-	for (int i = 0; i < n_workers; i++)
-		pthread_join(workers[i], NULL);
+	mfs_fuse_loop_join(d->loop);
 	/* Ended from outside (unmount): run the same shutdown. */
 	unsigned char zero = 0;
 	ssize_t wn = write(sig_pipe[1], &zero, 1);
@@ -513,6 +413,8 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 	pthread_join(d->sig_thread, NULL);
 	pthread_join(d->reaper, NULL);
 	rc = 0;
+	mfs_fuse_loop_free(d->loop);
+	d->loop = NULL;
 unmount:
 	/* No reload may notify the kernel about a session that is gone. */
 	mfs_reloader_free(d->reloader);
@@ -530,8 +432,6 @@ out:
 	mfs_sched_free(d->sched);
 	mfs_router_shutdown();     /* after every engine context is gone */
 	mfs_bigbuf_drain();
-	if (d->stop_fd > 0)
-		close(d->stop_fd);
 	tell_parent(&notify_fd, (unsigned char)rc);
 	return rc;
 }
@@ -543,7 +443,6 @@ int mfs_cmd_mount(int argc, char **argv)
 	char repo[PATH_MAX], mnt[PATH_MAX];
 
 	memset(&d, 0, sizeof(d));
-	d.stop_fd = -1;
 	mfs_error_clear(&err);
 	mfs_options_init(&d.opts);
 	if (mfs_options_parse(&d.opts, argc, argv, &err) < 0) {
@@ -586,16 +485,12 @@ int mfs_cmd_mount(int argc, char **argv)
 		return 1;
 	}
 	pthread_mutex_init(&d.lock, NULL);
-	pthread_mutex_init(&d.poll_lock, NULL);
-	pthread_cond_init(&d.poll_cond, NULL);
 	pthread_cond_init(&d.cond, NULL);
 
 	int rc = serve(&d, repo, mnt, notify_fd);
 
 	pthread_mutex_destroy(&d.lock);
 	pthread_cond_destroy(&d.cond);
-	pthread_mutex_destroy(&d.poll_lock);
-	pthread_cond_destroy(&d.poll_cond);
 	mfs_options_release(&d.opts);
 	return rc;
 }

@@ -508,6 +508,17 @@ static int take_jobs(mfs_queue *pick, mfs_job **batch, int n_jobs)
 	return inst;
 }
 
+/* Is a job waiting in any queue (lock held)?  A worker is woken only for
+ * one: waking one for every run finished beside another loaded model cost
+ * each request two context switches and a contended lock. */
+static bool jobs_waiting(const mfs_sched *s)
+{
+	for (const mfs_queue *q = s->queues; q; q = q->next_q)
+		if (q->queued)
+			return true;
+	return false;
+}
+
 /* Run the taken jobs with no lock held, then give the instance back and
  * call done(); returns with the lock held again. */
 static void run_taken(mfs_sched *s, mfs_queue *pick, mfs_job **batch, int n_jobs, int inst)
@@ -522,8 +533,8 @@ static void run_taken(mfs_sched *s, mfs_queue *pick, mfs_job **batch, int n_jobs
 	pick->running--;
 	pick->running_jobs -= n_jobs;
 	pick->run_ns = pick->run_ns ? (pick->run_ns * 7 + d) / 8 : d;
-	/* Jobs left that this run's instance could serve, or other queues. */
-	bool more = pick->queued || s->queues->next_q;
+	/* Jobs left that this run's instance could serve, or other queues'. */
+	bool more = jobs_waiting(s);
 	/* done() may free a job, and the queue may be freed as soon as
 	 * running reaches 0 and idle is signalled; so call done() on a
 	 * copy of the pointers while no lock is held, then signal, and do
@@ -640,7 +651,7 @@ static void *worker(void *arg)
 		}
 		int inst = take_jobs(pick, batch, n_jobs);
 		/* Another worker may serve another instance or queue. */
-		if (pick->queued || s->queues->next_q)
+		if (jobs_waiting(s))
 			pthread_cond_signal(&s->work);
 		run_taken(s, pick, batch, n_jobs, inst);
 	}

@@ -176,6 +176,41 @@ print('ok')"
 	rm -r "$req"
 }
 
+@test "a consumed input is gone by every path, and its name takes the next input by any way of writing" {
+	req=$(new_request add_sub consumed)
+	run_once() {   # $1: how INPUT0.txt is written; INPUT1 by the shell
+		"$PY" -c "$1"
+		seq 16 > "$req/INPUT1.txt"
+		[ "$(cat "$req/OUTPUT0.txt" | wc -w)" = 16 ]
+	}
+	run_once "open('$req/INPUT0.txt', 'w').write(' '.join(map(str, range(16))))"
+	# gone: stat, open, ls, rm all say so (the kernel may keep the name)
+	[ ! -e "$req/INPUT0.txt" ]
+	run py_errno "os.stat('$req/INPUT0.txt')"
+	[ "$output" = ENOENT ]
+	run py_errno "open('$req/INPUT0.txt')"
+	[ "$output" = ENOENT ]
+	! ls "$req" | grep -q INPUT0
+	run py_errno "os.unlink('$req/INPUT0.txt')"
+	[ "$output" = ENOENT ]
+	# written again: O_EXCL, O_APPEND, cp, the shell's >, a symlink
+	run_once "import os; f = os.open('$req/INPUT0.txt', os.O_WRONLY | os.O_CREAT | os.O_EXCL); os.write(f, b'1 ' * 16); os.close(f)"
+	run_once "open('$req/INPUT0.txt', 'a').write('2 ' * 16)"
+	seq 16 > "$BATS_TEST_TMPDIR/in.txt"
+	cp "$BATS_TEST_TMPDIR/in.txt" "$req/INPUT0.txt"
+	seq 16 > "$req/INPUT1.txt"
+	[ "$(cat "$req/OUTPUT0.txt" | wc -w)" = 16 ]
+	echo {1..16} > "$req/INPUT0.txt"
+	seq 16 > "$req/INPUT1.txt"
+	[ "$(cat "$req/OUTPUT0.txt")" = "$(seq 2 2 32 | paste -sd' ')" ]
+	ln -s "$BATS_TEST_TMPDIR/in.txt" "$req/INPUT0.txt"
+	seq 16 > "$req/INPUT1.txt"
+	[ "$(cat "$req/OUTPUT0.txt" | wc -w)" = 16 ]
+	run "$PY" -c "import json; print(json.load(open('$req/trace.json'))['run'])"
+	[ "$output" = 6 ]
+	rm -r "$req"
+}
+
 @test "a bad input fails close() with EINVAL and the reason is in error" {
 	req=$(new_request add_sub)
 	# /bin/echo and cat check close(); bash's builtin echo cannot see it.

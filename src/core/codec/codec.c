@@ -7,6 +7,7 @@
  */
 #include "codec.h"
 #include "codec_impl.h"
+#include "float_text.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -527,10 +528,15 @@ static void put_real(mfs_strbuf *b, double v, int digits, int nonfinite_json)
 {
 	if (isfinite(v)) {
 		/* JSON readers take "-0" for the integer 0: keep the sign. */
-		if (v == 0 && signbit(v) && nonfinite_json)
+		if (v == 0 && signbit(v) && nonfinite_json) {
 			mfs_strbuf_append(b, "-0.0", 4);
-		else
+		} else if (digits == 9) {
+			/* FP32, FP16, BF16: every value is a float */
+			char text[MFS_FLOAT_G9_SIZE];
+			mfs_strbuf_append(b, text, (size_t)mfs_float_g9((float)v, text));
+		} else {
 			mfs_strbuf_printf(b, "%.*g", digits, v);
+		}
 		return;
 	}
 	if (nonfinite_json)

@@ -1,0 +1,22 @@
+/* float_text.h - FP32 values as text, fast.
+ *
+ * A response of a few hundred floats spent more time in printf("%.9g")
+ * (~180 ns a value) than the model took to run.  mfs_float_g9 writes
+ * exactly what snprintf(buf, size, "%.9g", v) writes, for every float v
+ * (the tests compare them), and does it without printf for the values
+ * models produce: 0 and |v| in [1e-4, 1e9).  There, v times a power of
+ * ten up to 10^12 is exact in a double (24 bits of v and at most 28 of
+ * 5^12), so rounding that product to an integer (ties to even, as
+ * printf rounds) gives printf's nine digits.  The rest (exponent
+ * notation, NaN, infinities) goes to snprintf.
+ */
+#ifndef MFS_FLOAT_TEXT_H
+#define MFS_FLOAT_TEXT_H
+
+#define MFS_FLOAT_G9_SIZE 32     /* room for any result and its NUL */
+
+/* Write v as "%.9g" into buf (MFS_FLOAT_G9_SIZE bytes, NUL-terminated);
+ * returns the length. */
+int mfs_float_g9(float v, char *buf);
+
+#endif
