@@ -3,9 +3,12 @@
  *   bench_engine --describe MODEL.onnx [--batch N]
  *       print the inputs as JSON (for the ONNX Runtime peer)
  *   bench_engine MODEL.onnx [--batch N] [--iters N] [--threads N]
- *                [--device cpu|opencl[:SELECTOR]]
+ *                [--device cpu|opencl[:SELECTOR]] [--gap-us N]
  *       run the model on deterministic inputs; print {"median_ms","min_ms"}
- *       (a run includes uploading the inputs and downloading the outputs)
+ *       (a run includes uploading the inputs and downloading the outputs);
+ *       --gap-us sleeps N us between runs, as a server idles between one
+ *       client's requests (caches and cores go cold: make bench-fs
+ *       compares the daemon's compute with the engine's at its gap)
  *   bench_engine --list-devices
  *       print the OpenCL devices (index: platform / device)
  *   bench_engine --sgemm N [--iters N] [--threads N]
@@ -83,8 +86,13 @@ static void fill(mfs_tensor *t)
  * printed) */
 static void report(double *times, int iters, double flops, int threads)
 {
+	double sum = 0;
+	for (int i = 0; i < iters; i++)
+		sum += times[i];
 	qsort(times, (size_t)iters, sizeof(double), cmp_double);
-	printf("{\"median_ms\": %.4f, \"min_ms\": %.4f", times[iters / 2], times[0]);
+	/* the mean too: what a server's cumulative statistics give */
+	printf("{\"median_ms\": %.4f, \"min_ms\": %.4f, \"mean_ms\": %.4f", times[iters / 2], times[0],
+	       sum / iters);
 	if (flops > 0)
 		printf(", \"gflops\": %.1f", flops / (times[iters / 2] * 1e6));
 	if (threads > 0)
@@ -159,7 +167,7 @@ int main(int argc, char **argv)
 	if (sgemm)
 		return bench_sgemm(sgemm, iters, threads);
 	if (!path) {
-		fprintf(stderr, "usage: bench_engine [--describe] MODEL.onnx [--batch N] [--iters N] [--threads N] [--device cpu|opencl[:SEL]] | --sgemm N\n");
+		fprintf(stderr, "usage: bench_engine [--describe] MODEL.onnx [--batch N] [--iters N] [--threads N] [--device cpu|opencl[:SEL]] [--gap-us N] | --sgemm N\n");
 		return 2;
 	}
 	if (mfs_graph_load(path, path, &model, &err)) {
@@ -224,11 +232,7 @@ int main(int argc, char **argv)
 		double ms = now_ms() - t0;
 		for (int k = 0; k < n_out; k++)
 			mfs_tensor_release(&out[k]);
-		if (gap_us > 0 && getenv("GAP_SPIN")) {
-			double e = now_ms() + gap_us / 1e3;
-			while (now_ms() < e)
-				;
-		} else if (gap_us > 0)
+		if (gap_us > 0)
 			usleep((useconds_t)gap_us);
 		if (warm < 20 && (warm < 3 || !mfs_exec_threads_settled(exec, in)))
 			warm++;

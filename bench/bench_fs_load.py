@@ -48,7 +48,10 @@ def cycle(d, inputs, data, out):
 
 
 def compute_us(model, x, n):
-    """The daemon's mean compute_infer (us) over n requests."""
+    """The daemon's mean compute_infer (us) over n requests, and how long
+    the model sat idle between two runs (us: the cycle's time less the
+    run's), for bench_engine --gap-us: one client's requests leave the
+    caches and cores as cold as that gap does."""
     out, inputs = io_names(model)
     d = "%s/%s/requests/c%d" % (mnt, model, os.getpid())
     os.mkdir(d)
@@ -56,12 +59,15 @@ def compute_us(model, x, n):
     for _ in range(20):
         cycle(d, inputs, data, out)
     s0 = json.loads(read("%s/%s/stats.json" % (mnt, model)))
+    t = time.perf_counter()
     for _ in range(n):
         cycle(d, inputs, data, out)
+    per_cycle = (time.perf_counter() - t) / n * 1e6
     s1 = json.loads(read("%s/%s/stats.json" % (mnt, model)))
     st0 = s0["model_stats"][0]["inference_stats"]["compute_infer"]
     st1 = s1["model_stats"][0]["inference_stats"]["compute_infer"]
-    return (st1["ns"] - st0["ns"]) / max(1, st1["count"] - st0["count"]) / 1e3
+    us = (st1["ns"] - st0["ns"]) / max(1, st1["count"] - st0["count"]) / 1e3
+    return us, max(0.0, per_cycle - us)
 
 
 def big_gbps():
@@ -110,8 +116,10 @@ def rate(model, x, clients, n):
 res = {}
 mlp_x = np.load(os.path.join(os.path.dirname(__file__), "..", "examples", "mlp", "samples", "input.npy"))
 img = np.random.default_rng(1).standard_normal((1, 3, 224, 224), dtype=np.float32)
-res["mlp_daemon_compute_us"] = round(compute_us("mlp", mlp_x, 500), 1)
-res["resnet18_daemon_compute_us"] = round(compute_us("resnet18", img, 30), 1)
+for name, x, n in (("mlp", mlp_x, 500), ("resnet18", img, 30)):
+    us, idle = compute_us(name, x, n)
+    res[name + "_daemon_compute_us"] = round(us, 1)
+    res[name + "_idle_us"] = round(idle)
 res["big_in_gbps"], res["big_out_gbps"] = (round(v, 2) for v in big_gbps())
 one = rate("resnet18", img, 1, 24)
 eight = rate("resnet18", img, 8, 6)

@@ -4,12 +4,18 @@
 # operations) measured in the same run, plus throughput through a mount.
 # Prints: infer round trip and request-directory cycle vs bare (rounds
 # alternate between the two mounts), daemon compute vs bench_engine on the
-# same models, 100 MB in/out GB/s, dynamic batching speed-up, clients'
+# same models (back to back, and idle between runs as long as the daemon's
+# model was between one client's requests), 100 MB in/out GB/s, dynamic batching speed-up, clients'
 # requests/s.  Needs build/models (make models); run as root (FUSE).
+# scripts/fs16-bench.sh runs it on the device's 16 cores: BUILD (where
+# bench/bench_engine and bench/bare_fs are), MODELFS, MODELS_DIR, PYTHON
+# and THREADS (bench_engine's; the daemon takes every core) say where.
 set -e
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 B=${BUILD:-build}
-PY=/usr/bin/python3
+PY=${PYTHON:-/usr/bin/python3}
+MD=${MODELS_DIR:-build/models}
+THREADS=${THREADS:-$(nproc)}
 T=$(mktemp -d /tmp/modelfs-bench-fs.XXXXXX)
 mkdir "$T/bare" "$T/mnt"
 cleanup() {
@@ -18,8 +24,8 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
-[ -f build/models/resnet18/1/model.onnx ] || $PY tests/models/export_models.py build/models >/dev/null 2>&1
-$PY bench/make_fs_models.py "$T/repo" examples build/models
+[ -f "$MD/resnet18/1/model.onnx" ] || $PY tests/models/export_models.py "$MD" >/dev/null 2>&1
+$PY bench/make_fs_models.py "$T/repo" examples "$MD"
 "$B/bench/bare_fs" "$T/bare" &
 ${MODELFS:-./modelfs} "$T/repo" "$T/mnt"
 for i in $(seq 1 100); do
@@ -44,14 +50,20 @@ printf '%-44s %10s %10s %8s\n' "infer: write request, read answer, EOF" "$mi" "$
 printf '%-44s %10s %10s %8s\n' "request dir: 2 inputs written, 1 output read" "$mr" "$br" "$(ratio "$mr" "$br")"
 
 load=$($PY bench/bench_fs_load.py "$T/mnt")
-eng_mlp=$("$B/bench/bench_engine" examples/mlp/1/model.onnx --iters 200 --threads 2 | field median_ms)
-eng_rn=$("$B/bench/bench_engine" build/models/resnet18/1/model.onnx --iters 20 --threads 2 | field median_ms)
-d_mlp=$(echo "$load" | field mlp_daemon_compute_us); d_rn=$(echo "$load" | field resnet18_daemon_compute_us)
+# The engine alone on the same models and threads: back to back (hot
+# caches), and with the idle time the daemon's model had between one
+# client's runs (bench_engine --gap-us): the daemon cannot be hotter than
+# its client lets it be.  Means, as stats.json gives.
+engine() { "$B/bench/bench_engine" "$@" --threads "$THREADS" | field mean_ms | awk '{printf "%.1f", $1 * 1000}'; }
 echo
-echo "daemon compute (stats.json compute_infer, mean) vs bench_engine (median), 2 threads"
-printf '%-44s %10s %10s %8s\n' model daemon_us engine_us ratio
-printf '%-44s %10s %10s %8s\n' mlp "$d_mlp" "$(echo "$eng_mlp" | awk '{print $1*1000}')" "$(echo "$d_mlp $eng_mlp" | awk '{printf "%.2f", $1/($2*1000)}')"
-printf '%-44s %10s %10s %8s\n' resnet18 "$d_rn" "$(echo "$eng_rn" | awk '{print $1*1000}')" "$(echo "$d_rn $eng_rn" | awk '{printf "%.2f", $1/($2*1000)}')"
+echo "daemon compute (stats.json compute_infer, mean) vs bench_engine (mean), $THREADS threads"
+printf '%-24s %10s %10s %8s %10s %10s %8s\n' model daemon_us hot_us ratio idle_us at_idle ratio
+for m in mlp:examples/mlp/1/model.onnx:500 resnet18:$MD/resnet18/1/model.onnx:30; do
+	name=${m%%:*}; rest=${m#*:}; path=${rest%%:*}; n=${rest#*:}
+	d=$(echo "$load" | field "${name}_daemon_compute_us"); idle=$(echo "$load" | field "${name}_idle_us")
+	hot=$(engine "$path" --iters "$n"); cold=$(engine "$path" --iters "$n" --gap-us "$idle")
+	printf '%-24s %10s %10s %8s %10s %10s %8s\n' "$name" "$d" "$hot" "$(ratio "$d" "$hot")" "$idle" "$cold" "$(ratio "$d" "$cold")"
+done
 echo
 echo "100 MB FP32 through files (best of 3): cp in $(echo "$load" | field big_in_gbps) GB/s, cat out $(echo "$load" | field big_out_gbps) GB/s"
 echo "resnet18, dynamic batching (max 8, 2 ms): 1 client $(echo "$load" | field resnet18_1client_rps) req/s, 8 clients $(echo "$load" | field resnet18_8clients_rps) req/s, speed-up $(echo "$load" | field batching_speedup)x"

@@ -397,10 +397,15 @@ def export(outdir, name):
         dyn = {"input_ids": {0: "batch", 1: "seq"}, out_name: {0: "batch", 1: "seq"}}
     if base == "gpt2":
         dyn = {"input_ids": {0: "batch", 1: "seq"}, out_name: {0: "batch", 1: "seq"}}
+    args = dict(opset_version=opset, input_names=list(inputs), output_names=[out_name],
+                dynamic_axes=dyn, do_constant_folding=True)
     with torch.no_grad():
-        torch.onnx.export(model, xs, path, opset_version=opset,
-                          input_names=list(inputs), output_names=[out_name],
-                          dynamic_axes=dyn, do_constant_folding=True)
+        try:
+            # the TorchScript exporter: newer torch (the device tool's
+            # host) defaults to dynamo, which cannot write opset 13
+            torch.onnx.export(model, xs, path, dynamo=False, **args)
+        except TypeError:   # Debian's torch, without the dynamo argument
+            torch.onnx.export(model, xs, path, **args)
         y = model(*ref_xs).numpy()
         if half:
             y = y.astype(np.float16)
