@@ -308,9 +308,12 @@ int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 	int threads = apply_threads(atomic_fetch_add(&runs_in_flight, 1) + 1, want);
 	struct timespec t0, t1;
 	/* the first run prepares (oneDNN primitives, JIT): not a measure of
-	 * the cores' load */
+	 * the cores' load; nor is a run the sizing put on one thread whatever
+	 * the load (a small model: its two reads of /proc were a tenth of an
+	 * infer round trip's own work) */
 	mfs_cpu_sample cpu = { .ok = false };
-	if (threads && e->runs++ > 0)
+	bool first = e->runs++ == 0;
+	if (threads && want != 1 && !first)
 		mfs_cpu_sample_begin(&cpu);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = e->backend->iface->exec_run(e->ctx, inputs, outputs, err);

@@ -77,16 +77,18 @@ static int parse_input(void *vctx, size_t i, mfs_jspan val, mfs_error *err)
 		return rc;
 	if (!parts.name.p)
 		return mfs_fail(err, EINVAL, "inputs[%zu] has no \"name\"", i);
-	json_t *jname = mfs_json_load(parts.name, "an input's \"name\"", err);
-	if (!jname)
-		return err->code == ENOMEM ? -ENOMEM : -EINVAL;
-	if (!json_is_string(jname)) {
-		json_decref(jname);
-		return mfs_fail(err, EINVAL, "inputs[%zu] has no \"name\"", i);
-	}
 	char name[256];
-	snprintf(name, sizeof(name), "%s", json_string_value(jname));
-	json_decref(jname);
+	if (!mfs_json_plain_string(parts.name, name, sizeof(name))) {
+		json_t *jname = mfs_json_load(parts.name, "an input's \"name\"", err);
+		if (!jname)
+			return err->code == ENOMEM ? -ENOMEM : -EINVAL;
+		if (!json_is_string(jname)) {
+			json_decref(jname);
+			return mfs_fail(err, EINVAL, "inputs[%zu] has no \"name\"", i);
+		}
+		snprintf(name, sizeof(name), "%s", json_string_value(jname));
+		json_decref(jname);
+	}
 	int idx = config_input(cfg, name);
 	if (idx < 0)
 		return mfs_fail(err, ENOENT, "model '%s' has no input named '%s'", cfg->name, name);
@@ -277,16 +279,6 @@ out:
 	return rc;
 }
 
-/* s as a JSON string (quoted, escaped); malloc'd, NULL when out of
- * memory or not UTF-8. */
-static char *quoted(const char *s)
-{
-	json_t *j = json_string(s);
-	char *q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
-	json_decref(j);
-	return q;
-}
-
 char *mfs_infer_response(const mfs_model_config *cfg, const char *model,
 			 int64_t version, const mfs_infer_req *req,
 			 const mfs_tensor *const *outs, const mfs_labels *const *labels,
@@ -296,7 +288,7 @@ char *mfs_infer_response(const mfs_model_config *cfg, const char *model,
 	 * its "name"): a document tree of a large output would cost 25-30x
 	 * its text (issue 17).  The first object's buffer grows to hold the
 	 * whole response, so the peak is about one copy of the text. */
-	char *head = NULL, *qm = quoted(model), *qid = req->id ? quoted(req->id) : NULL;
+	char *head = NULL, *qm = mfs_json_quoted(model), *qid = req->id ? mfs_json_quoted(req->id) : NULL;
 	char **enc = calloc((size_t)cfg->n_outputs + 1, sizeof(char *));
 	size_t *elen = calloc((size_t)cfg->n_outputs + 1, sizeof(size_t));
 	char *text = NULL;

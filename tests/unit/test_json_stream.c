@@ -166,6 +166,36 @@ static void test_large(void **state)
 /* jansson's allocator, made to fail. */
 static void *no_malloc(size_t n) { (void)n; return NULL; }
 
+/* Names, datatypes and shapes read without jansson when plain, and
+ * everything else still judged by it, with its messages. */
+static void test_plain_fast_paths(void **state)
+{
+	(void)state;
+	mfs_tensor t;
+	mfs_tensor_spec f = spec_of("x", MFS_DT_FLOAT, -1, NULL);
+	decode_str_ok(MFS_FMT_JSON, "{\"shape\":[ 2 ,\n1 ],\"datatype\":\"FP32\",\"data\":[[1],[2]]}", &f, &t);
+	assert_int_equal(t.shape.rank, 2);
+	assert_int_equal(t.shape.dims[0], 2);
+	assert_int_equal(t.shape.dims[1], 1);
+	mfs_tensor_release(&t);
+	decode_str_ok(MFS_FMT_JSON, "{\"shape\":[2],\"datatype\":\"F\\u005032\",\"data\":[1,2]}", &f, &t);
+	assert_int_equal(t.dtype, MFS_DT_FLOAT);
+	mfs_tensor_release(&t);
+	decode_str_fails(MFS_FMT_JSON, "{\"shape\":[-2],\"data\":[1,2]}", &f, EINVAL, "non-negative integers");
+	decode_str_fails(MFS_FMT_JSON, "{\"shape\":[2.0],\"data\":[1,2]}", &f, EINVAL, "non-negative integers");
+	decode_str_fails(MFS_FMT_JSON, "{\"shape\":[02],\"data\":[1,2]}", &f, EINVAL, "invalid JSON");
+	decode_str_fails(MFS_FMT_JSON, "{\"shape\":[1,2,3,4,5,6,7,8,9],\"data\":[1]}", &f, EINVAL, "more than");
+	decode_str_fails(MFS_FMT_JSON, "{\"shape\":[3],\"data\":[1,2]}", &f, EINVAL, "holds 3 values");
+	decode_str_fails(MFS_FMT_JSON, "{\"datatype\":\"FP33\",\"data\":[1]}", &f, EINVAL, "unknown datatype \"FP33\"");
+
+	char out[8];
+	assert_true(mfs_json_plain_string((mfs_jspan){ "\"ab c\"", "\"ab c\"", 6 }, out, sizeof(out)));
+	assert_string_equal(out, "ab c");
+	assert_false(mfs_json_plain_string((mfs_jspan){ "\"a\\nb\"", "\"a\\nb\"", 6 }, out, sizeof(out)));
+	assert_false(mfs_json_plain_string((mfs_jspan){ "\"abcdefgh\"", "\"abcdefgh\"", 10 }, out, sizeof(out)));
+	assert_false(mfs_json_plain_string((mfs_jspan){ "12", "12", 2 }, out, sizeof(out)));
+}
+
 static void test_out_of_memory_is_said(void **state)
 {
 	(void)state;
@@ -177,7 +207,8 @@ static void test_out_of_memory_is_said(void **state)
 	mfs_tensor_spec f = spec_of("x", MFS_DT_FLOAT, 1, var);
 	mfs_tensor t;
 	mfs_error err;
-	const char *obj = "{\"shape\":[2],\"data\":[1,2]}";
+	/* an escape: parsed by jansson (plain strings and shapes are not) */
+	const char *obj = "{\"shape\":[2],\"datatype\":\"FP\\u00332\",\"data\":[1,2]}";
 	int rc = mfs_tensor_decode(MFS_FMT_JSON, obj, strlen(obj), &f, &t, &err);
 
 	static const char *CFG =
@@ -189,7 +220,7 @@ static void test_out_of_memory_is_said(void **state)
 	json_set_alloc_funcs(old_m, old_f);
 	assert_int_equal(mfs_config_parse_pbtxt(CFG, strlen(CFG), "config.pbtxt", &c, &cerr), 0);
 	json_set_alloc_funcs(no_malloc, free);
-	const char *req = "{\"inputs\":[{\"name\":\"x\",\"data\":[1,2]}]}";
+	const char *req = "{\"inputs\":[{\"name\":\"\\u0078\",\"data\":[1,2]}]}";
 	mfs_infer_req r;
 	mfs_error ierr;
 	int irc = mfs_infer_parse(&c, req, strlen(req), &r, &ierr);
@@ -197,7 +228,7 @@ static void test_out_of_memory_is_said(void **state)
 	mfs_config_release(&c);
 
 	assert_int_equal(rc, -ENOMEM);
-	assert_non_null(strstr(err.msg, "out of memory while reading \"shape\""));
+	assert_non_null(strstr(err.msg, "out of memory while reading \"datatype\""));
 	assert_null(strstr(err.msg, "line -1"));
 	assert_int_equal(irc, -ENOMEM);
 	assert_non_null(strstr(ierr.msg, "out of memory"));
@@ -211,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_syntax_errors),
 		cmocka_unit_test(test_streamed_values),
 		cmocka_unit_test(test_large),
+		cmocka_unit_test(test_plain_fast_paths),
 		cmocka_unit_test(test_out_of_memory_is_said),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,20 +61,25 @@ int mfs_codec_json_encode(const mfs_tensor *t, const char *name, char **buf,
 				mfs_dtype_onnx_name(t->dtype));
 	mfs_strbuf_append(&b, "{", 1);
 	if (name) {
-		json_t *js = json_string(name);
-		char *quoted = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
-		json_decref(js);
+		char *quoted = mfs_json_quoted(name);
 		if (!quoted) {
 			free(b.data);
 			return mfs_fail(err, EINVAL, "tensor name is not valid UTF-8");
 		}
-		mfs_strbuf_printf(&b, "\"name\":%s,", quoted);
+		mfs_strbuf_append(&b, "\"name\":", sizeof("\"name\":") - 1);
+		mfs_strbuf_append(&b, quoted, strlen(quoted));
+		mfs_strbuf_append(&b, ",", 1);
 		free(quoted);
 	}
 	mfs_strbuf_append(&b, "\"shape\":[", 9);
-	for (int i = 0; i < t->shape.rank; i++)
-		mfs_strbuf_printf(&b, "%s%lld", i ? "," : "", (long long)t->shape.dims[i]);
-	mfs_strbuf_printf(&b, "],\"datatype\":\"%s\",\"data\":[", dtn);
+	for (int i = 0; i < t->shape.rank; i++) {
+		char d[24];
+		int dl = snprintf(d, sizeof(d), "%s%lld", i ? "," : "", (long long)t->shape.dims[i]);
+		mfs_strbuf_append(&b, d, (size_t)dl);
+	}
+	mfs_strbuf_append(&b, "],\"datatype\":\"", sizeof("],\"datatype\":\"") - 1);
+	mfs_strbuf_append(&b, dtn, strlen(dtn));
+	mfs_strbuf_append(&b, "\",\"data\":[", sizeof("\",\"data\":[") - 1);
 	for (int64_t i = 0; i < n; i++) {
 		if (i)
 			mfs_strbuf_append(&b, ",", 1);

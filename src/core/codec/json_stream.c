@@ -324,6 +324,74 @@ json_t *mfs_json_load(mfs_jspan span, const char *what, mfs_error *err)
 	return NULL;
 }
 
+bool mfs_json_plain_string(mfs_jspan span, char *out, size_t size)
+{
+	if (span.len < 2 || span.p[0] != '"' || span.p[span.len - 1] != '"' || span.len - 2 >= size)
+		return false;
+	for (size_t i = 1; i + 1 < span.len; i++) {
+		unsigned char ch = (unsigned char)span.p[i];
+		if (ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\')
+			return false;
+	}
+	memcpy(out, span.p + 1, span.len - 2);
+	out[span.len - 2] = '\0';
+	return true;
+}
+
+char *mfs_json_quoted(const char *s)
+{
+	size_t n = 0;
+	while (s[n] >= 0x20 && s[n] <= 0x7e && s[n] != '"' && s[n] != '\\')
+		n++;
+	if (s[n] == '\0') {
+		char *q = malloc(n + 3);
+		if (q) {
+			q[0] = '"';
+			memcpy(q + 1, s, n);
+			memcpy(q + 1 + n, "\"", 2);
+		}
+		return q;
+	}
+	json_t *j = json_string(s);
+	char *q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+	json_decref(j);
+	return q;
+}
+
+/* A "shape" of plain non-negative integers ([1, 3, 224, 224]) without a
+ * parser; false for anything else (leading zeros, signs, fractions,
+ * exponents, too many dims or digits), which jansson then reads and
+ * judges. */
+static bool plain_shape(const mfs_jspan *span, mfs_shape *s)
+{
+	jcur c = { span->doc, span->p, span->p + span->len };
+	if (!at(&c, '['))
+		return false;
+	c.p++;
+	skip_ws(&c);
+	s->rank = 0;
+	if (at(&c, ']'))
+		return c.p + 1 == c.end;
+	for (;;) {
+		if (!is_digit(&c) || s->rank >= MFS_MAX_RANK)
+			return false;
+		const char *start = c.p;
+		int64_t v = 0;
+		while (is_digit(&c) && c.p - start < 18)
+			v = v * 10 + (*c.p++ - '0');
+		if (is_digit(&c) || (*start == '0' && c.p - start > 1))
+			return false;
+		s->dims[s->rank++] = v;
+		skip_ws(&c);
+		if (at(&c, ']'))
+			return c.p + 1 == c.end;
+		if (!at(&c, ','))
+			return false;
+		c.p++;
+		skip_ws(&c);
+	}
+}
+
 /* ---- tensor objects ---- */
 
 struct split_ctx {
@@ -526,6 +594,8 @@ static int fill_values(mfs_jspan data, mfs_tensor *t, size_t count, mfs_error *e
 
 static int parse_shape(const mfs_jspan *span, mfs_shape *s, mfs_error *err)
 {
+	if (plain_shape(span, s))
+		return 0;
 	json_t *j = mfs_json_load(*span, "\"shape\"", err);
 	int rc = 0;
 
@@ -555,6 +625,10 @@ static int parse_dtype(const mfs_json_tensor *parts, const mfs_tensor_spec *spec
 {
 	if (!parts->datatype.p)
 		return mfs_codec_text_dtype(spec, dt, err);
+	char name[32];
+	if (mfs_json_plain_string(parts->datatype, name, sizeof(name)) &&
+	    (*dt = mfs_dtype_from_kserve(name)) != MFS_DT_UNDEFINED && mfs_dtype_size(*dt) != 0)
+		return 0;   /* the errors are said below */
 	json_t *j = mfs_json_load(parts->datatype, "\"datatype\"", err);
 	int rc = 0;
 	if (!j)

@@ -60,6 +60,18 @@ int mfs_json_elements(mfs_jspan arr, mfs_json_element_fn fn, void *ctx,
  * "out of memory", else -EINVAL naming what and where. */
 json_t *mfs_json_load(mfs_jspan span, const char *what, mfs_error *err);
 
+/* A string value of printable ASCII without escapes ("INPUT0", "FP32"),
+ * copied out without a parser (the common case of names and datatypes;
+ * jansson's setup cost more than the rest of a small request's parse).
+ * False for anything else, or when it does not fit out: parse that with
+ * mfs_json_load. */
+bool mfs_json_plain_string(mfs_jspan span, char *out, size_t size);
+
+/* s as a JSON string value (quoted, escaped), malloc'd; NULL when out of
+ * memory or s is not UTF-8.  Plain printable ASCII is quoted as it is,
+ * the rest by jansson. */
+char *mfs_json_quoted(const char *s);
+
 /* The parts of a KServe tensor object (each absent: p == NULL). */
 typedef struct mfs_json_tensor {
 	mfs_jspan name, shape, datatype, data, parameters;
