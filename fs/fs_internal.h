@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "codec.h"
@@ -80,6 +81,15 @@ typedef struct target {
 	int writers;                  /* node.writers */
 	char name[256];
 } target;
+
+/* snprintf(dst, size, "%s", src) without printf: targets and handles
+ * copy names at every operation. */
+static inline void fs_copy_str(char *dst, size_t size, const char *src)
+{
+	size_t n = strnlen(src, size - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
 
 /* Open-file state (fi->fh). */
 typedef enum hkind { H_STATIC, H_INPUT, H_OUTPUT, H_INFER, H_DIR, H_CONTROL } hkind;

@@ -226,7 +226,7 @@ void fs_fill_target(const node *n, target *t)
 	t->kind = n->kind;
 	t->sub = n->sub;
 	if (n->model)
-		snprintf(t->model, sizeof(t->model), "%s", n->model);
+		fs_copy_str(t->model, sizeof(t->model), n->model);
 	t->version = n->version;
 	t->req = n->req;
 	if (t->req)
@@ -236,7 +236,7 @@ void fs_fill_target(const node *n, target *t)
 	t->uid = n->uid;
 	t->gid = n->gid;
 	t->writers = n->writers;
-	snprintf(t->name, sizeof(t->name), "%s", n->name);
+	fs_copy_str(t->name, sizeof(t->name), n->name);
 }
 
 bool fs_request_file_node(mfs_fs *fs, fuse_ino_t parent, const target *p, const char *name,
@@ -482,7 +482,7 @@ handle *fs_handle_new(mfs_fs *fs, hkind kind, const target *t)
 	pthread_mutex_init(&h->lock, NULL);
 	h->kind = kind;
 	h->ino = t->ino;
-	snprintf(h->name, sizeof(h->name), "%s", t->name);
+	fs_copy_str(h->name, sizeof(h->name), t->name);
 	if (t->req) {
 		mfs_request_get(t->req);
 		h->req = t->req;
@@ -490,7 +490,7 @@ handle *fs_handle_new(mfs_fs *fs, hkind kind, const target *t)
 	h->idx = t->idx;
 	h->fmt = t->fmt;
 	h->fmt_in = kind == H_INPUT && t->name[0] != '.' ? mfs_format_split_filename(t->name, &(size_t){ 0 }) : -1;
-	snprintf(h->model, sizeof(h->model), "%s", t->model);
+	fs_copy_str(h->model, sizeof(h->model), t->model);
 	h->version = t->version;
 	return h;
 }

@@ -207,6 +207,47 @@ static double lp_pow(double v, int64_t p)
 	return p == 1 ? a : p == 2 ? a * a : pow(a, (double)p);
 }
 
+/* MaxPool, NHWC float in and out (a CNN's stem pool): each output pixel
+ * is the element-wise max of its window's valid pixels, C contiguous
+ * floats each, written straight into y.  The general loop below spent
+ * 0.7 ms of ResNet-18's 17 ms here (a per-thread max array, the pool kind
+ * tested at every tap, no vectors across channels). */
+static void maxpool_nhwc(const win3 *g, int64_t N, int64_t C, const float *restrict x,
+			 float *restrict y)
+{
+	#pragma omp parallel for collapse(2) schedule(static)
+	for (int64_t n = 0; n < N; n++)
+	for (int64_t oh = 0; oh < g->out[1]; oh++)
+	for (int64_t ow = 0; ow < g->out[2]; ow++) {
+		float *restrict yo = y + ((n * g->out[1] + oh) * g->out[2] + ow) * C;
+		int64_t h0 = oh * g->st[1] - g->pb[1], w0 = ow * g->st[2] - g->pb[2];
+		bool any = false;
+		for (int64_t kh = 0; kh < g->k[1]; kh++) {
+			int64_t ih = h0 + kh * g->dl[1];
+			if (ih < 0 || ih >= g->in[1])
+				continue;
+			for (int64_t kw = 0; kw < g->k[2]; kw++) {
+				int64_t iw = w0 + kw * g->dl[2];
+				if (iw < 0 || iw >= g->in[2])
+					continue;
+				const float *restrict xv = x + ((n * g->in[1] + ih) * g->in[2] + iw) * C;
+				if (!any) {
+					/* the first valid pixel, as the plain loop
+					 * takes it (a -inf or NaN there stays) */
+					memcpy(yo, xv, sizeof(float) * (size_t)C);
+					any = true;
+					continue;
+				}
+				#pragma omp simd
+				for (int64_t c = 0; c < C; c++)
+					yo[c] = xv[c] > yo[c] ? xv[c] : yo[c];
+			}
+		}
+		if (!any)   /* a window of padding only (as the general loop) */
+			memset(yo, 0, sizeof(float) * (size_t)C);
+	}
+}
+
 /* NHWC float: channels innermost; y is NHWC (ynhwc) or plain. */
 static void pool_nhwc(const pool_params *p, const win3 *g, const float *x, float *y,
 		      bool ynhwc)
@@ -296,6 +337,10 @@ static int pool_run_kind(mfs_op_ctx *ctx, enum pool_kind kind)
 		return 0;
 	if (p.isize == 0)
 		return mfs_op_fail(ctx, EINVAL, "X has an empty spatial dim but the output does not");
+	if (x->layout == MFS_LAYOUT_NHWC && !ind && kind == POOL_MAX && y->layout == MFS_LAYOUT_NHWC) {
+		maxpool_nhwc(&g, p.n, p.c, x->data, y->data);
+		return 0;
+	}
 	if (x->layout == MFS_LAYOUT_NHWC && !ind) {
 		pool_nhwc(&p, &g, x->data, y->data, y->layout == MFS_LAYOUT_NHWC);
 		return 0;
