@@ -7,7 +7,8 @@ bare_fs).  Prints one JSON object: median microseconds of
   infer_us        write a KServe JSON request, read the answer, read EOF
                   (one fd kept open)
   reqdir_us       a reused request directory: open-write-close INPUT0.npy
-                  and INPUT1.npy, open-read-close OUTPUT0.npy"""
+                  and INPUT1.npy, open-read-close OUTPUT0.npy
+bench/fs-profile.sh imports the two cycles (cycles())."""
 import io
 import json
 import os
@@ -16,12 +17,37 @@ import time
 
 import numpy as np
 
-d = sys.argv[1]
-N = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
-a = np.arange(16, dtype=np.float32)
-req = json.dumps({"inputs": [
-    {"name": "INPUT0", "shape": [16], "datatype": "FP32", "data": a.tolist()},
-    {"name": "INPUT1", "shape": [16], "datatype": "FP32", "data": a.tolist()}]}).encode()
+
+def cycles(d, what):
+    """One cycle of `what` ("infer" or "reqdir") on DIR d, as a function
+    (its file descriptor or request directory made here), and a closer."""
+    a = np.arange(16, dtype=np.float32)
+    if what == "infer":
+        req = json.dumps({"inputs": [
+            {"name": "INPUT0", "shape": [16], "datatype": "FP32", "data": a.tolist()},
+            {"name": "INPUT1", "shape": [16], "datatype": "FP32", "data": a.tolist()}]}).encode()
+        fd = os.open(d + "/infer", os.O_RDWR)
+
+        def infer():
+            os.write(fd, req)
+            os.read(fd, 65536)
+            os.read(fd, 65536)
+        return infer, lambda: os.close(fd)
+    rdir = d + "/requests/bench%d" % os.getpid()
+    os.mkdir(rdir)
+    buf = io.BytesIO()
+    np.save(buf, a)
+    npy = buf.getvalue()
+
+    def reqdir():
+        for n in ("INPUT0.npy", "INPUT1.npy"):
+            f = os.open(rdir + "/" + n, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.write(f, npy)
+            os.close(f)
+        f = os.open(rdir + "/OUTPUT0.npy", os.O_RDONLY)
+        os.read(f, 1 << 16)
+        os.close(f)
+    return reqdir, lambda: os.rmdir(rdir) if not os.listdir(rdir) else None
 
 
 def median_us(fn, n):
@@ -35,35 +61,12 @@ def median_us(fn, n):
     return float(np.median(ts) * 1e6)
 
 
-fd = os.open(d + "/infer", os.O_RDWR)
-
-
-def infer():
-    os.write(fd, req)
-    os.read(fd, 65536)
-    os.read(fd, 65536)
-
-
-infer_us = median_us(infer, N)
-os.close(fd)
-
-rdir = d + "/requests/bench%d" % os.getpid()
-os.mkdir(rdir)
-buf = io.BytesIO()
-np.save(buf, a)
-npy = buf.getvalue()
-
-
-def reqdir():
-    for n in ("INPUT0.npy", "INPUT1.npy"):
-        f = os.open(rdir + "/" + n, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.write(f, npy)
-        os.close(f)
-    f = os.open(rdir + "/OUTPUT0.npy", os.O_RDONLY)
-    os.read(f, 1 << 16)
-    os.close(f)
-
-
-reqdir_us = median_us(reqdir, N)
-os.rmdir(rdir) if not os.listdir(rdir) else None
-print(json.dumps({"infer_us": round(infer_us, 1), "reqdir_us": round(reqdir_us, 1)}))
+if __name__ == "__main__":
+    d = sys.argv[1]
+    N = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
+    res = {}
+    for what in ("infer", "reqdir"):
+        fn, close = cycles(d, what)
+        res[what + "_us"] = round(median_us(fn, N), 1)
+        close()
+    print(json.dumps(res))

@@ -23,13 +23,11 @@ cleanup() {
 trap cleanup EXIT
 $PY bench/make_fs_models.py "$T/repo" examples - >/dev/null
 cat > "$T/client.py" <<'EOF'
-import io, json, os, sys, time
+import os, sys, time
 import numpy as np
+sys.path.insert(0, "bench")
+from bench_fs import cycles
 d, what, n, pid = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-a = np.arange(16, dtype=np.float32)
-req = json.dumps({"inputs": [
-    {"name": "INPUT0", "shape": [16], "datatype": "FP32", "data": a.tolist()},
-    {"name": "INPUT1", "shape": [16], "datatype": "FP32", "data": a.tolist()}]}).encode()
 tick = os.sysconf("SC_CLK_TCK")
 
 
@@ -44,28 +42,7 @@ def usage():
     return (int(f[11]) + int(f[12])) / tick, int(f[11]) / tick, sw
 
 
-if what == "infer":
-    fd = os.open(d + "/infer", os.O_RDWR)
-
-    def one():
-        os.write(fd, req)
-        os.read(fd, 65536)
-        os.read(fd, 65536)
-else:
-    rdir = d + "/requests/p%d" % os.getpid()
-    os.mkdir(rdir)
-    b = io.BytesIO()
-    np.save(b, a)
-    npy = b.getvalue()
-
-    def one():
-        for name in ("INPUT0.npy", "INPUT1.npy"):
-            f = os.open(rdir + "/" + name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            os.write(f, npy)
-            os.close(f)
-        f = os.open(rdir + "/OUTPUT0.npy", os.O_RDONLY)
-        os.read(f, 65536)
-        os.close(f)
+one, _ = cycles(d, what)
 for _ in range(200):
     one()
 if pid == "0":

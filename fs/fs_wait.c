@@ -107,6 +107,11 @@ static void on_interrupt(fuse_req_t freq, void *data)
 int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
 		 size_t size, off_t off)
 {
+	/* Ended already (a short run computes on the thread that submitted
+	 * it): nothing to register, the caller answers. */
+	mfs_req_state st = mfs_request_state(req);
+	if (st != MFS_REQ_QUEUED && st != MFS_REQ_RUNNING)
+		return 0;
 	fwait *w = calloc(1, sizeof(*w));
 	if (!w) {
 		fuse_reply_err(freq, ENOMEM);

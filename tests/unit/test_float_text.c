@@ -3,7 +3,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -102,6 +104,66 @@ static void test_random_bits(void **state)
 	assert_int_equal(mismatches, 0);
 }
 
+/* mfs_decimal_to_double gives strtod's double whenever it answers, and
+ * answers for the short decimals requests carry. */
+static int dec_mismatches;
+
+static void check_dec(const char *s, bool must_answer)
+{
+	double got, want = strtod(s, NULL);
+	bool ok = mfs_decimal_to_double(s, strlen(s), &got);
+	if ((ok && memcmp(&got, &want, sizeof(got)) != 0) || (must_answer && !ok)) {
+		if (dec_mismatches++ < 10)
+			print_error("\"%s\": strtod %a, mfs_decimal_to_double %s %a\n", s, want,
+				    ok ? "gave" : "declined", ok ? got : 0.0);
+	}
+}
+
+static void test_decimal_to_double(void **state)
+{
+	(void)state;
+	dec_mismatches = 0;
+	const char *answered[] = { "0", "-0", "0.0", "-0.0", "1", "1.5", "-2.25", "0.1", "0.3",
+				   "3.14159265358979", "1e22", "1e-22", "1234567890123456",
+				   "9007199254740992", "0.000001", "1.797693134862315", "2.5E+3",
+				   "7e-5", "-1.25e-3", "100000000000000000000e-2" };
+	for (size_t i = 0; i < sizeof(answered) / sizeof(answered[0]); i++)
+		check_dec(answered[i], strcmp(answered[i], "100000000000000000000e-2") != 0);
+	/* declined: strtod decides */
+	const char *declined[] = { "9007199254740993", "123456789012345678", "1.7976931348623157", "1e23", "1e-23", "12345678901234567890",
+				   "1.", ".5", "1e", "--1", "1.2.3", "", "-", "1e+", "0x10", "inf" };
+	for (size_t i = 0; i < sizeof(declined) / sizeof(declined[0]); i++) {
+		double d;
+		if (mfs_decimal_to_double(declined[i], strlen(declined[i]), &d))
+			fail_msg("\"%s\" should have been left to strtod", declined[i]);
+	}
+	/* random decimals: m digits, a point somewhere, an exponent */
+	uint32_t x = 777;
+	char buf[64];
+	for (int i = 0; i < 300000; i++) {
+		x = x * 1664525u + 1013904223u;
+		int nd = 1 + (int)(x % 17);
+		x = x * 1664525u + 1013904223u;
+		int point = (int)(x % (uint32_t)(nd + 1));
+		x = x * 1664525u + 1013904223u;
+		int ex = (int)(x % 41) - 20;
+		int k = 0;
+		if (x & 0x10000)
+			buf[k++] = '-';
+		for (int d = 0; d < nd; d++) {
+			x = x * 1664525u + 1013904223u;
+			if (d == point && d > 0)
+				buf[k++] = '.';
+			buf[k++] = (char)('0' + (x >> 8) % 10);
+		}
+		if (x & 0x20000)
+			k += snprintf(buf + k, sizeof(buf) - (size_t)k, "e%d", ex);
+		buf[k] = '\0';
+		check_dec(buf, false);
+	}
+	assert_int_equal(dec_mismatches, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -109,6 +171,7 @@ int main(void)
 		cmocka_unit_test(test_decade_edges),
 		cmocka_unit_test(test_ties_and_runs),
 		cmocka_unit_test(test_random_bits),
+		cmocka_unit_test(test_decimal_to_double),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

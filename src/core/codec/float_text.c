@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
-/* 10^0 .. 10^12, all exact in a double. */
-static const double POW10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12 };
+/* 10^0 .. 10^22, all exact in a double. */
+static const double POW10_22[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+				   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21,
+				   1e22 };
 
 /* lower[E + 4] = 10^E for E = -4 .. 9: a float v has decimal exponent E
  * when lower[E + 4] <= |v| < lower[E + 5].  The doubles nearest 10^-4 ..
@@ -29,7 +31,7 @@ int mfs_float_g9(float f, char *buf)
 	while (a >= LOWER[e + 5])
 		e++;
 	/* the nine digits: exact product, rounded to nearest, ties to even */
-	uint64_t d = (uint64_t)nearbyint(a * POW10[8 - e]);
+	uint64_t d = (uint64_t)nearbyint(a * POW10_22[8 - e]);
 	if (d == 1000000000u) {
 		/* 9.999999996 rounds up to the next decade */
 		d = 100000000u;
@@ -65,4 +67,58 @@ int mfs_float_g9(float f, char *buf)
 	}
 	*p = '\0';
 	return (int)(p - buf);
+}
+
+bool mfs_decimal_to_double(const char *s, size_t n, double *out)
+{
+	const char *p = s, *end = s + n;
+	bool neg = p < end && *p == '-';
+	p += neg;
+	uint64_t m = 0;
+	int digits = 0, scale = 0;     /* value = m * 10^(scale + exp) */
+	const char *start = p;
+	while (p < end && *p >= '0' && *p <= '9') {
+		if (m || *p != '0')
+			digits++;
+		m = m * 10 + (uint64_t)(*p++ - '0');
+		if (digits > 19)
+			return false;
+	}
+	if (p == start)
+		return false;
+	if (p < end && *p == '.') {
+		const char *f = ++p;
+		while (p < end && *p >= '0' && *p <= '9') {
+			if (m || *p != '0')
+				digits++;
+			m = m * 10 + (uint64_t)(*p++ - '0');
+			scale--;
+			if (digits > 19)
+				return false;
+		}
+		if (p == f)
+			return false;
+	}
+	int e = 0;
+	if (p < end && (*p == 'e' || *p == 'E')) {
+		p++;
+		bool eneg = p < end && *p == '-';
+		if (p < end && (*p == '-' || *p == '+'))
+			p++;
+		const char *d = p;
+		while (p < end && *p >= '0' && *p <= '9' && e < 1000)
+			e = e * 10 + (*p++ - '0');
+		if (p == d)
+			return false;
+		e = eneg ? -e : e;
+	}
+	if (p != end || m > (1ull << 53))
+		return false;
+	e += scale;
+	if (e < -22 || e > 22)
+		return false;
+	double v = (double)m;
+	v = e >= 0 ? v * POW10_22[e] : v / POW10_22[-e];
+	*out = neg ? -v : v;
+	return true;
 }

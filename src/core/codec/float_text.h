@@ -13,10 +13,22 @@
 #ifndef MFS_FLOAT_TEXT_H
 #define MFS_FLOAT_TEXT_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #define MFS_FLOAT_G9_SIZE 32     /* room for any result and its NUL */
 
 /* Write v as "%.9g" into buf (MFS_FLOAT_G9_SIZE bytes, NUL-terminated);
  * returns the length. */
 int mfs_float_g9(float v, char *buf);
+
+/* The other way, for JSON numbers: the n characters at s, a decimal
+ * -?D+(.D+)?([eE][+-]?D+)?, as exactly the double strtod gives, when the
+ * digits (at most 19, leading zeros aside) make an integer m < 2^53 and
+ * the decimal exponent e is within +-22: then m and 10^|e| are exact
+ * doubles and one multiplication or division rounds as strtod does
+ * (Clinger's fast path).  False for anything else: call strtod.  A
+ * request's "data":[0.5, 1.25, ...] took ~100 ns a value in strtod. */
+bool mfs_decimal_to_double(const char *s, size_t n, double *out);
 
 #endif

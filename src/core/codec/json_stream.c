@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "codec_impl.h"
+#include "float_text.h"
 
 /* Deeper than this is refused (jansson's own limit is 2048): skipping is
  * recursive, and no tensor or request needs more. */
@@ -540,6 +541,9 @@ static int put_number(mfs_tensor *t, size_t i, const char *s, size_t n, mfs_erro
 	if (n >= sizeof(buf))
 		return mfs_fail(err, EINVAL, "number at index %zu has more than %zu characters",
 				i, sizeof(buf) - 1);
+	double d;
+	if (mfs_decimal_to_double(s, n, &d))
+		return mfs_codec_put_f64(t, i, d, err);
 	memcpy(buf, s, n);
 	buf[n] = '\0';
 	return mfs_codec_put_f64(t, i, strtod(buf, NULL), err);
