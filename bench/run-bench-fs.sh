@@ -2,11 +2,12 @@
 # make bench-fs: the filesystem's own cost, against the bare baseline
 # (bench/bare_fs.c, a trivial low-level libfuse server of the same file
 # operations) measured in the same run, plus throughput through a mount.
-# Prints: infer round trip and request-directory cycle vs bare (rounds
-# alternate between the two mounts), daemon compute vs bench_engine on the
-# same models (back to back, and idle between runs as long as the daemon's
-# model was between one client's requests), 100 MB in/out GB/s, dynamic batching speed-up, clients'
-# requests/s.  Needs build/models (make models); run as root (FUSE).
+# Prints: infer round trip and request-directory cycle vs bare (one
+# client alternates between the two mounts in blocks of 25 cycles),
+# daemon compute vs bench_engine on the same models (back to back, and
+# idle between runs as long as the daemon's model was between one
+# client's requests), 100 MB in/out GB/s, dynamic batching speed-up,
+# clients' requests/s.  Needs build/models (make models); run as root (FUSE).
 # scripts/fs16-bench.sh runs it on the device's 16 cores: BUILD (where
 # bench/bench_engine and bench/bare_fs are), MODELFS, MODELS_DIR, PYTHON
 # and THREADS (bench_engine's; the daemon takes every core) say where.
@@ -34,28 +35,20 @@ for i in $(seq 1 100); do
 done
 
 field() { sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { echo "$1 $2" | awk '{printf "%.2f", $1/$2}'; }
 
-: > "$T/fs.modelfs"; : > "$T/fs.bare"
-# Seven short rounds, not three long ones: this VM's speed drifts within
-# seconds (the bare server's own median moved 57 -> 93 us between two
-# runs a minute apart), and finer alternation gives both servers the same
-# drift.
-for r in 1 2 3 4 5 6 7; do
-	$PY bench/bench_fs.py "$T/bare" 400 >> "$T/fs.bare"
-	$PY bench/bench_fs.py "$T/mnt/add_sub" 400 >> "$T/fs.modelfs"
-done
-mi=$(field infer_us < "$T/fs.modelfs" | median); bi=$(field infer_us < "$T/fs.bare" | median)
-mr=$(field reqdir_us < "$T/fs.modelfs" | median); br=$(field reqdir_us < "$T/fs.bare" | median)
-echo "filesystem path, median of 7 alternating rounds of 400 (add_sub; bare = bench/bare_fs.c)"
+# One client times both servers in alternating blocks of 25 cycles: this
+# VM's speed drifts within seconds (the same cycle 105-180 us in one
+# round, 270-460 in the next, on either server), and rounds of whole
+# runs gave each server a different share of the slow spells.
+pair=$($PY bench/bench_fs.py --pair "$T/mnt/add_sub" "$T/bare" 2800)
+sub() { echo "$pair" | sed -n "s/.*\"$1\": *{\([^}]*\)}.*/\1/p"; }
+mi=$(sub a | field infer_us); bi=$(sub b | field infer_us)
+mr=$(sub a | field reqdir_us); br=$(sub b | field reqdir_us)
+echo "filesystem path, medians of 2800 cycles timed in alternating blocks of 25 (add_sub; bare = bench/bare_fs.c)"
 printf '%-44s %10s %10s %8s\n' what modelfs_us bare_us ratio
 printf '%-44s %10s %10s %8s\n' "infer: write request, read answer, EOF" "$mi" "$bi" "$(ratio "$mi" "$bi")"
 printf '%-44s %10s %10s %8s\n' "request dir: 2 inputs written, 1 output read" "$mr" "$br" "$(ratio "$mr" "$br")"
-# The fastest round of each too: noise on this VM only ever adds.
-lo() { field "$1" < "$2" | sort -n | head -1; }
-echo "fastest rounds: infer $(lo infer_us "$T/fs.modelfs") / $(lo infer_us "$T/fs.bare") us," \
-	"request dir $(lo reqdir_us "$T/fs.modelfs") / $(lo reqdir_us "$T/fs.bare") us (modelfs / bare)"
 
 load=$($PY bench/bench_fs_load.py "$T/mnt")
 # The engine alone on the same models and threads: back to back (hot
