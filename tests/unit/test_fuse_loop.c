@@ -64,6 +64,7 @@ static int setup(void **state)
 	char *argv[] = { "test_fuse_loop", NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
 	f->se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
+	fuse_opt_free_args(&args);
 	if (!f->se || fuse_session_mount(f->se, f->mnt) != 0)
 		return -1;
 	f->loop = mfs_fuse_loop_start(f->se, 4);
