@@ -66,9 +66,11 @@ void mfs_sizing_record(const mfs_sizing *s, mfs_sizing_slot *t, int planned, int
 	if (t->trial_runs < SIZING_TRIAL_RUNS)
 		return;
 	/* one thread unless all are clearly faster; half only when clearly
-	 * faster: 5% either way */
+	 * faster: 5% either way, and for one thread at least
+	 * SIZING_MARGIN_NS too (5% of a 10 us run is noise) */
 	if (trial == 1)
-		t->threads = t->full_ns * 100 < t->trial_ns * 95 ? n : 1;
+		t->threads = t->full_ns * 100 < t->trial_ns * 95 &&
+			     t->full_ns + SIZING_MARGIN_NS < t->trial_ns ? n : 1;
 	else
 		t->threads = t->trial_ns * 100 < t->full_ns * 95 ? trial : n;
 }

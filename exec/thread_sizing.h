@@ -6,7 +6,9 @@
  * from a rule about the model:
  *
  * - small runs (the full count's fastest under SIZING_SMALL_NS): the trial
- *   takes one thread, kept unless all n were 5% faster.  Waking OpenMP
+ *   takes one thread, kept unless all n were 5% and SIZING_MARGIN_NS
+ *   faster (the infer file's add_sub, ~5 us a run, had kept both threads
+ *   on noise, and each run then paid for its /proc/schedstat samples).  Waking OpenMP
  *   threads that slept can cost more than such a run gains (the MLP in
  *   the daemon between requests: 95-110 us on 2 threads against 46 on
  *   one, when the threads slept at once), while threads that are still
@@ -36,6 +38,7 @@
 #define SIZING_FULL_RUNS 8
 #define SIZING_TRIAL_RUNS 4
 #define SIZING_SMALL_NS 200000u
+#define SIZING_MARGIN_NS 10000u
 #define SIZING_SLOTS 4
 
 typedef struct mfs_sizing_slot {
