@@ -65,6 +65,18 @@ void mfs_engine_set_threads(int n)
 	openblas_set_num_threads(1);
 }
 
+void mfs_engine_thread_warm(void)
+{
+	int n = atomic_load(&engine_threads);
+	if (n > 1) {
+		/* the team is what is wanted; the body must do something, or
+		 * the compiler drops the empty region */
+		atomic_int joined = 0;
+		#pragma omp parallel num_threads(n)
+		atomic_fetch_add_explicit(&joined, 1, memory_order_relaxed);
+	}
+}
+
 /* Runs in flight in this process, on any execution context. */
 static atomic_int runs_in_flight;
 

@@ -37,6 +37,7 @@
 #include "backend_worker.h"
 #include "bigbuf.h"
 #include "commands.h"
+#include "engine.h"
 #include "fs.h"
 #include "fuse_loop.h"
 #include "log.h"
@@ -311,7 +312,10 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 	if (threads < 1)
 		threads = 1;
 
-	if (mfs_sched_new(threads, &d->sched, &err) < 0) {
+	/* Set before the compute threads start: each makes its OpenMP team
+	 * at once (mfs_engine_thread_warm), not at its first run. */
+	mfs_engine_set_threads(threads);
+	if (mfs_sched_new_with_init(threads, mfs_engine_thread_warm, &d->sched, &err) < 0) {
 		fprintf(stderr, "modelfs: %s\n", err.msg);
 		goto out;
 	}

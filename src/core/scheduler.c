@@ -50,11 +50,18 @@ struct mfs_sched {
 	mfs_queue *queues;
 	bool stopping;                /* refuse new jobs */
 	bool quit;                    /* workers exit */
+	void (*thread_init)(void);    /* each worker's first call */
 };
 
 static void *worker(void *arg);
 
 int mfs_sched_new(int threads, mfs_sched **out, mfs_error *err)
+{
+	return mfs_sched_new_with_init(threads, NULL, out, err);
+}
+
+int mfs_sched_new_with_init(int threads, void (*thread_init)(void), mfs_sched **out,
+			    mfs_error *err)
 {
 	if (threads < 1)
 		threads = 1;
@@ -73,6 +80,7 @@ int mfs_sched_new(int threads, mfs_sched **out, mfs_error *err)
 	pthread_cond_init(&s->work, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&s->idle, NULL);
+	s->thread_init = thread_init;
 	for (int i = 0; i < threads; i++) {
 		int r = pthread_create(&s->threads[i], NULL, worker, s);
 		if (r) {
@@ -577,6 +585,8 @@ static void *worker(void *arg)
 	mfs_job **batch = NULL;
 	int batch_cap = 0;
 
+	if (s->thread_init)
+		s->thread_init();
 	pthread_mutex_lock(&s->lock);
 	while (!s->quit) {
 		uint64_t now = mfs_now_ns(), earliest = 0;

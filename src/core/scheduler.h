@@ -100,6 +100,13 @@ typedef struct mfs_queue_conf {
 /* Start threads compute threads.  -ENOMEM/-EAGAIN with err filled. */
 int mfs_sched_new(int threads, mfs_sched **out, mfs_error *err);
 
+/* The same, each compute thread calling thread_init() (if not NULL) once
+ * when it starts, before it takes any job: the daemon makes each
+ * thread's OpenMP team there (mfs_engine_thread_warm), so that the
+ * first runs do not. */
+int mfs_sched_new_with_init(int threads, void (*thread_init)(void), mfs_sched **out,
+			    mfs_error *err);
+
 /* A new queue served by the scheduler's threads. */
 int mfs_sched_queue_new(mfs_sched *s, const mfs_queue_conf *conf,
 			const mfs_runner *runner, mfs_queue **out,

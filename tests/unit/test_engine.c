@@ -1491,10 +1491,47 @@ static void test_thread_share(void **state)
 	assert_int_equal(mfs_engine_thread_share(8, 0), 8);
 }
 
+/* mfs_engine_thread_warm makes the calling thread's OpenMP team at once:
+ * a new thread's call adds the team's other threads to the process (not
+ * at that thread's first run). */
+static int task_count(void)
+{
+	int n = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static void *warm_and_count(void *arg)
+{
+	int *counts = arg;
+	counts[0] = task_count();
+	mfs_engine_thread_warm();
+	counts[1] = task_count();
+	return NULL;
+}
+
+static void test_thread_warm_makes_the_team(void **state)
+{
+	(void)state;
+	mfs_engine_set_threads(4);
+	int counts[2];
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, warm_and_count, counts), 0);
+	pthread_join(th, NULL);
+	assert_true(counts[1] >= counts[0] + 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_topo_sort_and_run, setup),
+		cmocka_unit_test(test_thread_warm_makes_the_team),
 		cmocka_unit_test_setup(test_cycle_rejected, setup),
 		cmocka_unit_test_setup(test_undefined_input, setup),
 		cmocka_unit_test_setup(test_output_defined_twice, setup),

@@ -163,6 +163,54 @@ static void test_single_jobs(void **state)
 	free(f);
 }
 
+/* Each compute thread calls thread_init once, before it runs anything:
+ * a run on any thread finds it done. */
+static int inits;
+static pthread_mutex_t inits_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread bool thread_inited;
+
+static void count_init(void)
+{
+	pthread_mutex_lock(&inits_lock);
+	inits++;
+	pthread_mutex_unlock(&inits_lock);
+	thread_inited = true;
+}
+
+static int inited_run(void *ctx, int instance, const mfs_tensor *in, mfs_tensor *out, mfs_error *err)
+{
+	if (!thread_inited)
+		return mfs_fail(err, EIO, "a run on a thread that was not initialised");
+	return fake_run(ctx, instance, in, out, err);
+}
+
+static void test_thread_init_before_runs(void **state)
+{
+	(void)state;
+	mfs_sched *s;
+	mfs_error err;
+	fake *f = fake_new();
+	assert_int_equal(mfs_sched_new_with_init(3, count_init, &s, &err), 0);
+	mfs_runner r = { .run = inited_run, .ctx = f, .n_inputs = 1, .n_outputs = 1 };
+	mfs_queue *q;
+	assert_int_equal(mfs_sched_queue_new(s, &(mfs_queue_conf){ .label = "init", .instances = 3 }, &r, &q, &err), 0);
+	tjob jobs[12];
+	for (int i = 0; i < 12; i++) {
+		tjob_init(&jobs[i], 0, 4, (float)i, false);
+		assert_int_equal(mfs_sched_submit(q, &jobs[i].job, &err), 0);
+	}
+	for (int i = 0; i < 12; i++) {
+		tjob_wait(&jobs[i]);
+		assert_int_equal(jobs[i].job.status, 0);
+		tjob_free(&jobs[i]);
+	}
+	mfs_sched_queue_free(q);
+	mfs_sched_stop(s, 0);
+	mfs_sched_free(s);
+	assert_int_equal(inits, 3);
+	free(f);
+}
+
 static void test_instances_run_concurrently(void **state)
 {
 	(void)state;
@@ -545,6 +593,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_single_jobs),
 		cmocka_unit_test(test_instances_run_concurrently),
+		cmocka_unit_test(test_thread_init_before_runs),
 		cmocka_unit_test(test_dynamic_batching_merges_and_splits),
 		cmocka_unit_test(test_batch_limit_and_shape_mismatch),
 		cmocka_unit_test(test_queue_full_and_close),
