@@ -54,11 +54,18 @@ static void test_walk(void **state)
 	assert_string_equal(s.keys[0], "a=[1, {\"x\":\"]\"}]");
 	assert_string_equal(s.keys[1], "bc=\"s\\\"t\"");
 	assert_string_equal(s.keys[2], "d=null");
-	mfs_jspan arr = { text, strchr(text, '['), 15 };
-	memset(&s, 0, sizeof(s));
-	assert_int_equal(mfs_json_elements(arr, note_element, &s, &err), 0);
-	assert_int_equal(s.n, 2);
-	assert_string_equal(s.keys[1], "1:{\"x\":\"]\"}");
+	/* the same walks unchecked (a span made by hand) and checked (inside
+	 * a document mfs_json_value accepted: values skipped without their
+	 * checks, strings with brackets and escaped quotes still whole) */
+	for (int checked = 0; checked <= 1; checked++) {
+		mfs_jspan arr = { text, strchr(text, '['), 15, checked };
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(mfs_json_elements(arr, note_element, &s, &err), 0);
+		assert_int_equal(s.n, 2);
+		assert_string_equal(s.keys[0], "0:1");
+		assert_string_equal(s.keys[1], "1:{\"x\":\"]\"}");
+	}
+	assert_true(doc.checked);
 }
 
 static void test_syntax_errors(void **state)
@@ -189,11 +196,11 @@ static void test_plain_fast_paths(void **state)
 	decode_str_fails(MFS_FMT_JSON, "{\"datatype\":\"FP33\",\"data\":[1]}", &f, EINVAL, "unknown datatype \"FP33\"");
 
 	char out[8];
-	assert_true(mfs_json_plain_string((mfs_jspan){ "\"ab c\"", "\"ab c\"", 6 }, out, sizeof(out)));
+	assert_true(mfs_json_plain_string((mfs_jspan){ "\"ab c\"", "\"ab c\"", 6, false }, out, sizeof(out)));
 	assert_string_equal(out, "ab c");
-	assert_false(mfs_json_plain_string((mfs_jspan){ "\"a\\nb\"", "\"a\\nb\"", 6 }, out, sizeof(out)));
-	assert_false(mfs_json_plain_string((mfs_jspan){ "\"abcdefgh\"", "\"abcdefgh\"", 10 }, out, sizeof(out)));
-	assert_false(mfs_json_plain_string((mfs_jspan){ "12", "12", 2 }, out, sizeof(out)));
+	assert_false(mfs_json_plain_string((mfs_jspan){ "\"a\\nb\"", "\"a\\nb\"", 6, false }, out, sizeof(out)));
+	assert_false(mfs_json_plain_string((mfs_jspan){ "\"abcdefgh\"", "\"abcdefgh\"", 10, false }, out, sizeof(out)));
+	assert_false(mfs_json_plain_string((mfs_jspan){ "12", "12", 2, false }, out, sizeof(out)));
 }
 
 static void test_out_of_memory_is_said(void **state)

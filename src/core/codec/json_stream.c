@@ -18,6 +18,7 @@
 
 typedef struct jcur {
 	const char *doc, *p, *end;
+	bool checked;      /* inside a document already checked whole */
 } jcur;
 
 /* "invalid JSON at line L column C: why KEY", for the position at. */
@@ -194,9 +195,48 @@ static int skip_container(jcur *c, int depth, mfs_error *err)
 	return rc;
 }
 
+/* Skip a value of a checked document: only strings and brackets need
+ * looking at (a string may hold brackets); no error is possible. */
+static void skip_checked(jcur *c)
+{
+	int depth = 0;
+	while (c->p < c->end) {
+		char ch = *c->p;
+		if (ch == '"') {
+			for (c->p++; c->p < c->end && *c->p != '"'; c->p++)
+				if (*c->p == '\\')
+					c->p++;
+			c->p++;
+		} else if (ch == '[' || ch == '{') {
+			depth++;
+			c->p++;
+			continue;
+		} else if (ch == ']' || ch == '}') {
+			depth--;
+			c->p++;
+		} else if (depth == 0) {
+			/* a number or literal: to the first character that
+			 * cannot be in one */
+			while (c->p < c->end && *c->p != ',' && *c->p != ']' && *c->p != '}' &&
+			       *c->p != ' ' && *c->p != '\n' && *c->p != '\r' && *c->p != '\t')
+				c->p++;
+			return;
+		} else {
+			c->p++;
+			continue;
+		}
+		if (depth == 0)
+			return;
+	}
+}
+
 static int skip_value(jcur *c, int depth, mfs_error *err)
 {
 	skip_ws(c);
+	if (c->checked && c->p < c->end) {
+		skip_checked(c);
+		return 0;
+	}
 	if (at(c, '[') || at(c, '{'))
 		return skip_container(c, depth, err);
 	return skip_scalar(c, err);
@@ -204,12 +244,12 @@ static int skip_value(jcur *c, int depth, mfs_error *err)
 
 mfs_jspan mfs_jspan_doc(const char *text, size_t len)
 {
-	return (mfs_jspan){ text, text, len };
+	return (mfs_jspan){ text, text, len, false };
 }
 
 int mfs_json_value(mfs_jspan *span, mfs_error *err)
 {
-	jcur c = { span->doc, span->p, span->p + span->len };
+	jcur c = { span->doc, span->p, span->p + span->len, false };
 	const char *start;
 	int rc;
 
@@ -224,6 +264,7 @@ int mfs_json_value(mfs_jspan *span, mfs_error *err)
 	skip_ws(&c);
 	if (c.p < c.end)
 		return cfail(&c, err, "text after the value");
+	span->checked = true;
 	return 0;
 }
 
@@ -242,7 +283,7 @@ static int read_key(jcur *c, char key[256], mfs_error *err)
 		return 0;
 	}
 	/* Escapes: rare in keys, left to jansson. */
-	json_t *s = mfs_json_load((mfs_jspan){ c->doc, start, (size_t)(c->p - start) },
+	json_t *s = mfs_json_load((mfs_jspan){ c->doc, start, (size_t)(c->p - start), false },
 				  "a key", err);
 	if (!s)
 		return err && err->code == ENOMEM ? -ENOMEM : -EINVAL;
@@ -256,7 +297,7 @@ static int read_key(jcur *c, char key[256], mfs_error *err)
 static int walk_container(mfs_jspan span, char open, mfs_json_member_fn member,
 			  mfs_json_element_fn element, void *ctx, mfs_error *err)
 {
-	jcur c = { span.doc, span.p, span.p + span.len };
+	jcur c = { span.doc, span.p, span.p + span.len, span.checked };
 	char close = open == '[' ? ']' : '}';
 	char key[256];
 	size_t i = 0;
@@ -284,7 +325,7 @@ static int walk_container(mfs_jspan span, char open, mfs_json_member_fn member,
 		const char *v = c.p;
 		if ((rc = skip_value(&c, 1, err)))
 			return rc;
-		mfs_jspan val = { span.doc, v, (size_t)(c.p - v) };
+		mfs_jspan val = { span.doc, v, (size_t)(c.p - v), span.checked };
 		rc = open == '{' ? member(ctx, key, val, err) : element(ctx, i++, val, err);
 		if (rc)
 			return rc;
@@ -365,7 +406,7 @@ char *mfs_json_quoted(const char *s)
  * judges. */
 static bool plain_shape(const mfs_jspan *span, mfs_shape *s)
 {
-	jcur c = { span->doc, span->p, span->p + span->len };
+	jcur c = { span->doc, span->p, span->p + span->len, false };
 	if (!at(&c, '['))
 		return false;
 	c.p++;
@@ -577,7 +618,7 @@ static int put_one(jcur *c, mfs_tensor *t, size_t i, mfs_error *err)
  * be right (pass 1), so they are only stepped over. */
 static int fill_values(mfs_jspan data, mfs_tensor *t, size_t count, mfs_error *err)
 {
-	jcur c = { data.doc, data.p, data.p + data.len };
+	jcur c = { data.doc, data.p, data.p + data.len, false };
 	size_t i = 0;
 	int rc;
 
@@ -665,7 +706,7 @@ int mfs_json_tensor_decode(const mfs_json_tensor *parts,
 	memset(&ns, 0, sizeof(ns));
 	if ((rc = parse_dtype(parts, spec, &dt, err)))
 		return rc;
-	jcur c = { parts->data.doc, parts->data.p, parts->data.p + parts->data.len };
+	jcur c = { parts->data.doc, parts->data.p, parts->data.p + parts->data.len, false };
 	if ((rc = walk_nest(&c, &ns, 0, err)))
 		return rc;
 	shape = ns.shape;

@@ -18,24 +18,31 @@
 #define MFS_JSON_STREAM_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "codec.h"
 #include "error.h"
 
 /* One JSON value inside a document: p[0..len) (p == NULL: absent); doc is
- * the document's start, for line and column in messages. */
+ * the document's start, for line and column in messages.  checked: the
+ * span lies in a document mfs_json_value accepted, so walking it skips
+ * values without checking them again (a request's data was otherwise
+ * checked once per level it is nested in); spans taken from a checked
+ * one are checked too. */
 typedef struct mfs_jspan {
 	const char *doc;
 	const char *p;
 	size_t len;
+	bool checked;
 } mfs_jspan;
 
 /* A whole document as a span (leading and trailing white space kept). */
 mfs_jspan mfs_jspan_doc(const char *text, size_t len);
 
 /* Check that span holds exactly one JSON value (white space around it
- * allowed) and narrow it to that value.  -EINVAL naming line and column. */
+ * allowed) and narrow it to that value (and mark it checked).  -EINVAL
+ * naming line and column. */
 int mfs_json_value(mfs_jspan *span, mfs_error *err);
 
 /* Call fn for each member of the object in obj (a span from
