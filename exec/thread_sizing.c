@@ -40,17 +40,22 @@ int mfs_sizing_plan(mfs_sizing *s, int64_t rows, int n, mfs_sizing_slot **slot)
 	return trial_of(t, n);   /* undecided after the full runs: on trial */
 }
 
+/* Count one more run of ns and keep the fastest; true once `want` runs
+ * are in. */
+static bool fastest_of(int *runs, uint64_t *fastest, uint64_t ns, int want)
+{
+	if (!(*runs)++ || ns < *fastest)
+		*fastest = ns;
+	return *runs >= want;
+}
+
 void mfs_sizing_record(const mfs_sizing *s, mfs_sizing_slot *t, int planned, int n,
 		       uint64_t ns)
 {
 	if (!t || t->threads)
 		return;
 	if (t->full_runs < SIZING_FULL_RUNS) {
-		if (planned != n)
-			return;
-		if (!t->full_runs++ || ns < t->full_ns)
-			t->full_ns = ns;
-		if (t->full_runs < SIZING_FULL_RUNS)
+		if (planned != n || !fastest_of(&t->full_runs, &t->full_ns, ns, SIZING_FULL_RUNS))
 			return;
 		if (s->no_half)
 			t->threads = t->full_ns < SIZING_SMALL_NS ? 1 : n;
@@ -59,11 +64,7 @@ void mfs_sizing_record(const mfs_sizing *s, mfs_sizing_slot *t, int planned, int
 		return;
 	}
 	int trial = trial_of(t, n);
-	if (planned != trial)
-		return;
-	if (!t->trial_runs++ || ns < t->trial_ns)
-		t->trial_ns = ns;
-	if (t->trial_runs < SIZING_TRIAL_RUNS)
+	if (planned != trial || !fastest_of(&t->trial_runs, &t->trial_ns, ns, SIZING_TRIAL_RUNS))
 		return;
 	/* one thread unless all are clearly faster; half only when clearly
 	 * faster: 5% either way, and for one thread at least

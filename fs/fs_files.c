@@ -654,13 +654,12 @@ void fs_op_read(fuse_req_t freq, fuse_ino_t ino, size_t size, off_t off,
 	case H_INPUT: {
 		pthread_mutex_lock(&h->lock);
 		int rc = fs_input_reclaim(h);
-		if (rc < 0)
+		if (rc < 0) {
+			pthread_mutex_unlock(&h->lock);
 			fuse_reply_err(freq, -rc);
-		else {
+		} else {
 			fs_reply_slice_unlock(freq, &h->lock, h->wbuf, h->wlen, size, off);
-			return;
 		}
-		pthread_mutex_unlock(&h->lock);
 		return;
 	}
 	default:

@@ -261,17 +261,14 @@ void fs_answer_infer(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size);
 
 void fs_expire_reads(mfs_fs *fs);
 
-/* Reply with a slice of buf. */
-void fs_reply_slice(fuse_req_t freq, const char *buf, size_t len, size_t size,
-		    off_t off);
-
 /* Reply with the n bytes at buf, which lock (held) keeps alive, and
  * unlock it.  Up to REPLY_COPY_MAX bytes are copied and sent after
  * unlocking: a client's next operation on the same file comes the moment
  * the reply reaches it and would otherwise wait for the lock (two context
  * switches per round trip on two cores).  Larger slices are sent under
- * the lock, whose wait is small beside them.  off/len as fs_reply_slice
- * when sliced is true. */
+ * the lock, whose wait is small beside them.  fs_reply_slice_unlock
+ * replies with the part of buf[0..len) a read of size at off asks for
+ * (nothing past the end). */
 #define REPLY_COPY_MAX 16384
 void fs_reply_unlock(fuse_req_t freq, pthread_mutex_t *lock, const char *buf, size_t n);
 void fs_reply_slice_unlock(fuse_req_t freq, pthread_mutex_t *lock, const char *buf, size_t len,

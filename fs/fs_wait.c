@@ -18,17 +18,6 @@
 #include "log.h"
 #include "metrics.h"
 
-void fs_reply_slice(fuse_req_t freq, const char *buf, size_t len, size_t size,
-		    off_t off)
-{
-	if (off < 0 || (size_t)off >= len) {
-		fuse_reply_buf(freq, NULL, 0);
-		return;
-	}
-	size_t n = len - (size_t)off;
-	fuse_reply_buf(freq, buf + off, n < size ? n : size);
-}
-
 void fs_reply_unlock(fuse_req_t freq, pthread_mutex_t *lock, const char *buf, size_t n)
 {
 	if (n > REPLY_COPY_MAX) {

@@ -319,7 +319,8 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 		fprintf(stderr, "modelfs: %s\n", err.msg);
 		goto out;
 	}
-	mfs_registry_conf rc_ = { .repository = repo, .sched = d->sched, .engine_threads = threads,
+	/* engine_threads left 0: set above */
+	mfs_registry_conf rc_ = { .repository = repo, .sched = d->sched,
 				  .route = { .device = d->opts.device,
 					     .opencl_device = d->opts.opencl_device },
 				  .backend_dir = d->opts.backend_dir };

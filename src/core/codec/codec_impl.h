@@ -58,6 +58,8 @@ typedef struct mfs_strbuf {
 } mfs_strbuf;
 
 void mfs_strbuf_append(mfs_strbuf *b, const char *s, size_t n);
+/* Append a string literal. */
+#define MFS_STRBUF_LIT(b, lit) mfs_strbuf_append((b), (lit), sizeof(lit) - 1)
 void mfs_strbuf_printf(mfs_strbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Appends element i of t as text: integers exactly, BOOL as 0/1, FP32,

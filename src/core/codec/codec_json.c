@@ -66,20 +66,20 @@ int mfs_codec_json_encode(const mfs_tensor *t, const char *name, char **buf,
 			free(b.data);
 			return mfs_fail(err, EINVAL, "tensor name is not valid UTF-8");
 		}
-		mfs_strbuf_append(&b, "\"name\":", sizeof("\"name\":") - 1);
+		MFS_STRBUF_LIT(&b, "\"name\":");
 		mfs_strbuf_append(&b, quoted, strlen(quoted));
 		mfs_strbuf_append(&b, ",", 1);
 		free(quoted);
 	}
-	mfs_strbuf_append(&b, "\"shape\":[", 9);
+	MFS_STRBUF_LIT(&b, "\"shape\":[");
 	for (int i = 0; i < t->shape.rank; i++) {
 		char d[24];
 		int dl = snprintf(d, sizeof(d), "%s%lld", i ? "," : "", (long long)t->shape.dims[i]);
 		mfs_strbuf_append(&b, d, (size_t)dl);
 	}
-	mfs_strbuf_append(&b, "],\"datatype\":\"", sizeof("],\"datatype\":\"") - 1);
+	MFS_STRBUF_LIT(&b, "],\"datatype\":\"");
 	mfs_strbuf_append(&b, dtn, strlen(dtn));
-	mfs_strbuf_append(&b, "\",\"data\":[", sizeof("\",\"data\":[") - 1);
+	MFS_STRBUF_LIT(&b, "\",\"data\":[");
 	for (int64_t i = 0; i < n; i++) {
 		if (i)
 			mfs_strbuf_append(&b, ",", 1);

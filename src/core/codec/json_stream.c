@@ -200,34 +200,23 @@ static int skip_container(jcur *c, int depth, mfs_error *err)
 static void skip_checked(jcur *c)
 {
 	int depth = 0;
-	while (c->p < c->end) {
-		char ch = *c->p;
+	do {
+		char ch = *c->p++;
 		if (ch == '"') {
-			for (c->p++; c->p < c->end && *c->p != '"'; c->p++)
-				if (*c->p == '\\')
-					c->p++;
+			while (c->p < c->end && *c->p != '"')
+				c->p += *c->p == '\\' ? 2 : 1;
 			c->p++;
 		} else if (ch == '[' || ch == '{') {
 			depth++;
-			c->p++;
-			continue;
 		} else if (ch == ']' || ch == '}') {
 			depth--;
-			c->p++;
 		} else if (depth == 0) {
 			/* a number or literal: to the first character that
 			 * cannot be in one */
-			while (c->p < c->end && *c->p != ',' && *c->p != ']' && *c->p != '}' &&
-			       *c->p != ' ' && *c->p != '\n' && *c->p != '\r' && *c->p != '\t')
+			while (c->p < c->end && !strchr(",]} \n\r\t", *c->p))
 				c->p++;
-			return;
-		} else {
-			c->p++;
-			continue;
 		}
-		if (depth == 0)
-			return;
-	}
+	} while (depth > 0 && c->p < c->end);
 }
 
 static int skip_value(jcur *c, int depth, mfs_error *err)
