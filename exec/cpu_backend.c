@@ -41,8 +41,10 @@ typedef struct cpu_exec {
 	bool containers;           /* some node makes sequences or optionals */
 	mfs_exec_stats stats;
 	/* MFS_PROFILE=1 at mfs_exec_new: time every node, log a summary by
-	 * operator type when the context is freed */
+	 * operator type when the context is freed; MFS_PROFILE=nodes also
+	 * each node's time, in run order */
 	double *node_ns;
+	bool profile_nodes;
 	double first_run_ns, first_max_ns;
 	int first_max_node;
 	/* node_threads.h: the multiply-adds per thread (0: no cap), read
@@ -116,6 +118,11 @@ static void profile_report(const cpu_exec *e)
 			     m->label, type[k], count[k],
 			     ns[k] / 1e6 / (double)(e->stats.runs - 1),
 			     total > 0 ? 100.0 * ns[k] / total : 0.0);
+	for (int i = 0; e->profile_nodes && i < n; i++)
+		mfs_log_info("profile '%s': node %3d %-10s %8.3f ms/run %s", m->label, i,
+			     m->nodes[i].onnx->op_type,
+			     e->node_ns[i] / 1e6 / (double)(e->stats.runs - 1),
+			     onnx_node_label(m->nodes[i].onnx));
 out:
 	free(type);
 	free(ns);
@@ -176,6 +183,7 @@ static int cpu_exec_new(mfs_backend *b, const mfs_graph *m, void **out,
 		e->node_ns = calloc((size_t)m->n_nodes + 1, sizeof(*e->node_ns));
 		if (!e->node_ns)
 			goto oom;
+		e->profile_nodes = !strcmp(getenv("MFS_PROFILE"), "nodes");
 	}
 	e->grain = mfs_thread_grain();
 	e->tmp = calloc((size_t)e->max_in, sizeof(*e->tmp));

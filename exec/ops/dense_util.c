@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <omp.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cblas.h>
@@ -234,10 +235,16 @@ int mfs_dnnl_threads(void)
 }
 
 static _Atomic uint64_t prims_created;
+static _Thread_local char last_impl[64];
 
 uint64_t mfs_dnnl_prims_created(void)
 {
 	return prims_created;
+}
+
+const char *mfs_dnnl_last_impl(void)
+{
+	return last_impl;
 }
 
 dnnl_status_t mfs_dnnl_prim_create(mfs_dnnl_prim *p, const_dnnl_primitive_desc_t pd,
@@ -251,10 +258,17 @@ dnnl_status_t mfs_dnnl_prim_create(mfs_dnnl_prim *p, const_dnnl_primitive_desc_t
 	if (p->scratch_size &&
 	    (st = dnnl_memory_create(&p->scratch, smd, eng, DNNL_MEMORY_NONE)) != dnnl_success)
 		return st;
-	if ((st = dnnl_primitive_create(&p->prim, pd)) != dnnl_success)
+	if ((st = dnnl_primitive_create(&p->prim, pd)) != dnnl_success) {
 		mfs_dnnl_prim_destroy(p);
-	else
+	} else {
+		const char *impl = NULL;
+		dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
 		prims_created++;
+		dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind);
+		dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+		if (kind != dnnl_reorder)
+			snprintf(last_impl, sizeof(last_impl), "%s", impl ? impl : "");
+	}
 	return st;
 }
 

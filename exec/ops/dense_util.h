@@ -76,6 +76,10 @@ int mfs_dnnl_threads(void);
 /* Primitives created so far in this process (tests: whether a state was
  * rebuilt). */
 uint64_t mfs_dnnl_prims_created(void);
+/* oneDNN's name for the implementation of the primitive, other than a
+ * reorder, this thread created last ("" before any; tests: which kernel
+ * a choice took). */
+const char *mfs_dnnl_last_impl(void);
 
 /* A new attribute object with the user scratchpad mode (caller destroys). */
 dnnl_status_t mfs_dnnl_attr_create(dnnl_primitive_attr_t *attr);

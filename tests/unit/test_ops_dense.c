@@ -751,6 +751,23 @@ static void test_conv_im2col(void **st)
 	unsetenv("MFS_CONV");
 }
 
+/* A depthwise convolution takes oneDNN's jit_dw kernel, not its first
+ * choice brdgmm_dw (slower on every MobileNetV2 shape, conv.c). */
+static void test_conv_depthwise_kernel(void **st)
+{
+	(void)st;
+	const conv_case dw = { 2, 1, 32, 32, 32, { 12, 12 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
+			       { 1, 1 }, { 1, 1 }, NULL, true };
+	unsetenv("MFS_CONV");
+	conv_check(&dw, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC);
+	assert_true(strncmp(mfs_dnnl_last_impl(), "jit_dw", 6) == 0);
+	/* a grouped (not depthwise) convolution keeps oneDNN's choice */
+	const conv_case grouped = { 2, 1, 32, 32, 16, { 12, 12 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
+				    { 1, 1 }, { 1, 1 }, NULL, true };
+	conv_check(&grouped, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC);
+	assert_true(strncmp(mfs_dnnl_last_impl(), "jit_dw", 6) != 0);
+}
+
 /* Both paths on the same data agree with each other (beyond the naive
  * reference): a ResNet-like 3x3 layer. */
 static void test_conv_paths_agree(void **st)
@@ -2178,6 +2195,7 @@ int main(void)
 		cmocka_unit_test(test_conv_onednn),
 		cmocka_unit_test(test_conv_im2col),
 		cmocka_unit_test(test_conv_paths_agree),
+		cmocka_unit_test(test_conv_depthwise_kernel),
 		cmocka_unit_test(test_conv_bad),
 		cmocka_unit_test(test_conv_weight_constness),
 		cmocka_unit_test(test_conv_threads),
