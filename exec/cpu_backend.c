@@ -239,11 +239,20 @@ static void release_value(cpu_exec *e, int v)
 	e->vals[v].nbytes = 0;
 }
 
-/* A rank-4 tensor whose NHWC and NCHW bytes are the same (one channel,
- * or one pixel): converting it is relabelling it. */
+/* A rank-4 tensor whose stored bytes are the same as NCHW's (NHWC: one
+ * channel or one pixel; BLOCK16: one pixel): converting it is
+ * relabelling it. */
 static bool layout_is_free(const mfs_tensor *t)
 {
-	return t->shape.dims[1] == 1 || t->shape.dims[2] * t->shape.dims[3] == 1;
+	return (t->layout == MFS_LAYOUT_NHWC && t->shape.dims[1] == 1) ||
+	       t->shape.dims[2] * t->shape.dims[3] == 1;
+}
+
+/* May node nd read input k stored BLOCK16?  A convolution, as X or as
+ * its residual Z (graph.c plans BLOCK16 only there). */
+static bool block16_ok(const mfs_node *nd, int k)
+{
+	return nd->conv_layout && (k == 0 || k == 3);
 }
 
 /* Convert input k (NHWC) to plain into temporary slot k and point the
@@ -299,10 +308,13 @@ static int bind_inputs(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 	for (int k = 0; k < nd->n_in; k++) {
 		const mfs_tensor *t = ctx->in[k];
 		int rc;
-		if (!t || t->layout != MFS_LAYOUT_NHWC)
+		if (!t || t->layout == MFS_LAYOUT_PLAIN)
 			continue;
-		if (nhwc_ok && (k == 0 || (nd->def->flags & MFS_OP_NHWC_ANY_INPUT) ||
-				(nhwc0 && mfs_shape_equal(&t->shape, &ctx->in[0]->shape))))
+		if (t->layout == MFS_LAYOUT_BLOCK16 && block16_ok(nd, k))
+			continue;
+		if (t->layout == MFS_LAYOUT_NHWC && nhwc_ok &&
+		    (k == 0 || (nd->def->flags & MFS_OP_NHWC_ANY_INPUT) ||
+		     (nhwc0 && mfs_shape_equal(&t->shape, &ctx->in[0]->shape))))
 			continue;
 		if ((rc = convert_input(e, ctx, k)))
 			return rc;
@@ -323,7 +335,7 @@ static int infer_outputs(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 		bool any = false;
 		for (int k = 0; k < nd->n_in; k++) {
 			const mfs_tensor *t = ctx->in[k];
-			if (!t || t->layout != MFS_LAYOUT_NHWC)
+			if (!t || t->layout == MFS_LAYOUT_PLAIN)
 				continue;
 			if ((rc = convert_input(e, ctx, k)))
 				return rc;
@@ -359,6 +371,10 @@ static void plan_output_layouts(cpu_exec *e, const mfs_node *nd,
 		if (t->shape.rank == 4 && (nd->def->flags & MFS_OP_NHWC_OK)) {
 			if (nd->conv_layout)
 				l = e->m->values[nd->out[k]].layout;
+			/* planned on shapes with variable dims set to 1 */
+			if (l == MFS_LAYOUT_BLOCK16 &&
+			    (t->dtype != MFS_DT_FLOAT || t->shape.dims[1] % 16))
+				l = MFS_LAYOUT_NHWC;
 			else if (nhwc0)
 				l = MFS_LAYOUT_NHWC;
 		}
@@ -432,8 +448,7 @@ static int outputs_to_plan(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 		int o = nd->out[k];
 		mfs_block *nb;
 		mfs_tensor src;
-		if (!t || t->layout != MFS_LAYOUT_NHWC ||
-		    e->m->values[o].layout == MFS_LAYOUT_NHWC)
+		if (!t || t->layout == MFS_LAYOUT_PLAIN || e->m->values[o].layout == t->layout)
 			continue;
 		if (layout_is_free(t)) {
 			t->layout = MFS_LAYOUT_PLAIN;
@@ -614,7 +629,7 @@ static int step_output(void *ctx, int i, mfs_tensor *dst, mfs_error *err)
 	rc = mfs_tensor_alloc_uninit(dst, src->dtype, &src->shape, err);
 	if (rc)
 		return rc;
-	if (src->layout == MFS_LAYOUT_NHWC && src->shape.rank == 4)
+	if (src->layout != MFS_LAYOUT_PLAIN && src->shape.rank == 4)
 		mfs_layout_convert(dst, src, MFS_LAYOUT_PLAIN);
 	else if (src->nbytes)
 		memcpy(dst->data, src->data, src->nbytes);

@@ -1125,6 +1125,69 @@ static bool demote(mfs_value *v)
 	return true;
 }
 
+/* MFS_LAYOUT=nhwc keeps every value NHWC or plain (no BLOCK16), for an
+ * A/B run. */
+static bool block16_enabled(void)
+{
+	const char *e = getenv("MFS_LAYOUT");
+	return !(e && strcmp(e, "nhwc") == 0);
+}
+
+/* After the NHWC plan: a value between convolutions is stored BLOCK16
+ * (oneDNN's nChw16c) instead when it is NHWC, made by a Conv/FusedConv,
+ * float with a channel count that is a multiple of 16, and read only by
+ * Conv/FusedConv nodes as X (slot 0) or as the residual Z (slot 3).
+ * Why: oneDNN's depthwise kernel runs 1.7x faster on nChw16c than on
+ * NHWC, its 1x1 kernels as fast or faster, its 3x3 ones the same
+ * (docs/PERFORMANCE.md, "Blocked activations"), and mixing formats in
+ * one primitive falls to its reference kernel, so a run of convolutions
+ * stays in one format and converts at its edges (exec/ops/conv.c). */
+static void plan_block16(mfs_graph *m)
+{
+	bool *ok;
+
+	if (!block16_enabled() || !(ok = calloc((size_t)m->n_values + 1, sizeof(bool))))
+		return;
+	for (int v = 0; v < m->n_values; v++) {
+		const mfs_value *val = &m->values[v];
+		ok[v] = val->layout == MFS_LAYOUT_NHWC && val->producer >= 0 &&
+			m->nodes[val->producer].conv_layout && val->plan_dtype == MFS_DT_FLOAT &&
+			val->plan_shape.dims[1] > 0 && val->plan_shape.dims[1] % 16 == 0;
+	}
+	for (int i = 0; i < m->n_nodes; i++) {
+		const mfs_node *nd = &m->nodes[i];
+		for (int k = 0; k < nd->n_in; k++)
+			if (nd->in[k] >= 0 && !(nd->conv_layout && (k == 0 || k == 3)))
+				ok[nd->in[k]] = false;
+	}
+	/* ... and only where its producer's X is BLOCK16 too, or plain
+	 * with fewer than 16 channels (a first layer, which oneDNN reads
+	 * plain into blocked directly): a convolution whose X must be
+	 * reordered into nChw16c, above all one whose channels it pads
+	 * (MobileNetV2's 24), lost more than blocking saved it, and so did
+	 * re-entering at an expansion whose X has channels in 16s
+	 * (docs/PERFORMANCE.md, "Blocked activations"). */
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (int v = 0; v < m->n_values; v++) {
+			if (!ok[v])
+				continue;
+			const mfs_node *pr = &m->nodes[m->values[v].producer];
+			int x = pr->n_in > 0 ? pr->in[0] : -1;
+			const mfs_value *xv = x >= 0 ? &m->values[x] : NULL;
+			if (xv && (ok[x] || (xv->layout == MFS_LAYOUT_PLAIN && xv->plan_known &&
+					     xv->plan_shape.rank == 4 && xv->plan_shape.dims[1] < 16)))
+				continue;
+			ok[v] = false;
+			changed = true;
+		}
+	}
+	for (int v = 0; v < m->n_values; v++)
+		if (ok[v])
+			m->values[v].layout = MFS_LAYOUT_BLOCK16;
+	free(ok);
+}
+
 /* Pass 6: storage layouts.  A value is stored NHWC when it is made by a
  * node that can write NHWC (Conv with MFS_OP_NHWC_OK; other NHWC_OK nodes
  * whose input 0 is NHWC, since they write in input 0's layout) and every
@@ -1184,9 +1247,11 @@ static void plan_layouts(compiler *c)
 						changed |= demote(&m->values[nd->in[k]]);
 		}
 	}
-	for (int i = 0; i < m->n_values; i++)
-		if (m->values[i].layout == MFS_LAYOUT_NHWC)
-			m->n_nhwc++;
+	plan_block16(m);
+	for (int i = 0; i < m->n_values; i++) {
+		m->n_nhwc += m->values[i].layout == MFS_LAYOUT_NHWC;
+		m->n_block16 += m->values[i].layout == MFS_LAYOUT_BLOCK16;
+	}
 }
 
 /* Constants no remaining node reads (initializers consumed only by folded
@@ -1433,8 +1498,8 @@ int mfs_graph_compile(onnx_model *onnx, const char *label, mfs_graph **out,
 		return rc;
 	}
 	m->onnx = onnx;
-	mfs_log_debug("model '%s': %d nodes to run, %d folded, %d values NHWC",
-		      label, m->n_nodes, m->n_folded, m->n_nhwc);
+	mfs_log_debug("model '%s': %d nodes to run, %d folded, %d values NHWC, %d blocked",
+		      label, m->n_nodes, m->n_folded, m->n_nhwc, m->n_block16);
 	*out = m;
 	return 0;
 }

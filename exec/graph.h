@@ -97,6 +97,7 @@ struct mfs_graph {
 	bool has_containers;   /* mfs_graph_has_containers (engine.h) */
 	int n_folded;          /* nodes folded away at compile (for tests) */
 	int n_nhwc;            /* values planned NHWC (for tests) */
+	int n_block16;         /* values planned BLOCK16 (for tests) */
 };
 
 /* Counters of one execution context, for tests and profiling. */
@@ -125,7 +126,9 @@ int mfs_exec_run_nested(mfs_exec *e, const mfs_tensor *inputs,
 			mfs_tensor *outputs, mfs_error *err);
 
 /* Convert between storage layouts of a rank-4 tensor (shape is NCHW in
- * both).  dst must hold src->nbytes; dst's layout is set. */
+ * both): PLAIN <-> NHWC, and PLAIN <-> BLOCK16 for 4-byte elements with
+ * C a multiple of 16 (tensor.h; nothing converts NHWC <-> BLOCK16).
+ * dst must hold src->nbytes; dst's layout is set. */
 void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src,
 			mfs_layout to);
 

@@ -1,4 +1,5 @@
 /* layout.c - NCHW <-> NHWC storage conversion of rank-4 tensors. */
+#include <stdbool.h>
 #include <string.h>
 
 #include "graph.h"
@@ -14,6 +15,28 @@ static inline void copy_elem(char *d, const char *s, size_t es)
 	}
 }
 
+/* Plain <-> BLOCK16 of 4-byte elements (tensor.h: C a multiple of 16):
+ * element (n, c, p) is at (n*C + c)*HW + p plain, and at
+ * ((n*C/16 + c/16)*HW + p)*16 + c%16 blocked. */
+static void block16_convert(uint32_t *d, const uint32_t *s, int64_t N, int64_t C,
+			    int64_t HW, bool to_blocked)
+{
+	const int64_t CB = C / 16;
+	#pragma omp parallel for collapse(2) if (N * C * HW > 65536)
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t cb = 0; cb < CB; cb++) {
+			uint32_t *bk = (to_blocked ? d : (uint32_t *)s) + (n * CB + cb) * HW * 16;
+			uint32_t *pl = (to_blocked ? (uint32_t *)s : d) + (n * C + cb * 16) * HW;
+			for (int64_t p = 0; p < HW; p++)
+				for (int64_t c = 0; c < 16; c++) {
+					if (to_blocked)
+						bk[p * 16 + c] = pl[c * HW + p];
+					else
+						pl[c * HW + p] = bk[p * 16 + c];
+				}
+		}
+}
+
 void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src, mfs_layout to)
 {
 	const int64_t N = src->shape.dims[0], C = src->shape.dims[1];
@@ -23,6 +46,12 @@ void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src, mfs_layout to)
 	dst->layout = to;
 	if (src->nbytes == 0 || src->layout == to)
 		goto same;
+	if (src->layout == MFS_LAYOUT_BLOCK16 || to == MFS_LAYOUT_BLOCK16) {
+		if (HW == 1)
+			goto same;   /* N, C/16, 1, 1, 16 is N, C */
+		block16_convert(dst->data, src->data, N, C, HW, to == MFS_LAYOUT_BLOCK16);
+		return;
+	}
 	/* With one channel or one pixel both orders are the same bytes. */
 	if (C == 1 || HW == 1)
 		goto same;

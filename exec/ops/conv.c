@@ -10,10 +10,13 @@
  * oneDNN path (the default): prepare() builds the primitive once per node
  * and execution context, with the weights' format left to oneDNN
  * (format_tag any; brgconv picks blocked weights such as Acdb64a) and the
- * weights reordered into it once, kept in the state.  The primitive always
+ * weights reordered into it once, kept in the state.  The primitive
  * computes channels-last (nwc/nhwc/ndhwc): oneDNN's fastest kernels
- * (brgconv) want it.  NHWC activations are handed over in place; the
- * engine keeps NHWC between consecutive NHWC-capable operators.  Plain
+ * (brgconv) want it; or nChw16c when X, Y or Z is stored BLOCK16 (the
+ * engine plans that between convolutions where it pays: exec/graph.c,
+ * plan_block16; oneDNN's depthwise kernel runs 1.7x faster on it).
+ * Tensors in the compute format are handed over in place; the engine
+ * keeps NHWC between consecutive NHWC-capable operators.  Plain
  * ones go through a oneDNN reorder into a scratch buffer (NOTES.md: 2.35
  * ms vs 2.82 ms for ResNet-50's layers with a reorder around each; with
  * plain tags instead oneDNN picks its gemm or reference kernels, slower
@@ -70,6 +73,7 @@
 
 #include "dense_util.h"
 #include "elementwise.h"
+#include "graph.h"
 #include "log.h"
 
 enum conv_act { ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_CLIP };
@@ -165,6 +169,36 @@ static int fused_params(mfs_op_ctx *ctx, conv_params *p)
 	return 0;
 }
 
+/* X's or Z's storage: mfs_check_layout's, or BLOCK16 (tensor.h). */
+static int conv_check_layout(mfs_op_ctx *ctx, const mfs_tensor *t, const char *what)
+{
+	if (t->layout != MFS_LAYOUT_BLOCK16)
+		return mfs_check_layout(ctx, t, what);
+	if (t->shape.rank != 4 || t->dtype != MFS_DT_FLOAT || t->shape.dims[1] % 16)
+		return mfs_op_fail(ctx, EINVAL, "%s in the 16-channel blocked layout must be float of rank 4 with channels a multiple of 16", what);
+	return 0;
+}
+
+/* Plain copies of stored tensors and back, for the im2col path: [n, c,
+ * hw] floats in layout l (NHWC or BLOCK16) to plain, or the other way. */
+static void layout_copy(const float *src, float *dst, mfs_layout l, int64_t n, int64_t c,
+			int64_t hw, bool to_plain)
+{
+	if (l == MFS_LAYOUT_NHWC) {
+		if (to_plain)
+			mfs_nhwc_to_nchw(src, dst, n, c, hw);
+		else
+			mfs_nchw_to_nhwc(src, dst, n, c, hw);
+		return;
+	}
+	mfs_tensor st = { .dtype = MFS_DT_FLOAT, .shape = { .rank = 4, .dims = { n, c, hw, 1 } },
+			  .layout = to_plain ? l : MFS_LAYOUT_PLAIN, .data = (void *)src,
+			  .nbytes = (size_t)(n * c * hw) * sizeof(float) };
+	mfs_tensor dt = st;
+	dt.data = dst;
+	mfs_layout_convert(&dt, &st, to_plain ? MFS_LAYOUT_PLAIN : l);
+}
+
 /* The convolution's own output shape [N, M, out...]. */
 static void conv_out_shape(const conv_params *p, mfs_shape *s)
 {
@@ -192,7 +226,7 @@ static int conv_params_get(mfs_op_ctx *ctx, conv_params *p)
 	if (wt->shape.rank != x->shape.rank)
 		return mfs_op_fail(ctx, EINVAL, "W has rank %d, X rank %d", wt->shape.rank,
 				   x->shape.rank);
-	if ((rc = mfs_check_layout(ctx, x, "X")) < 0)
+	if ((rc = conv_check_layout(ctx, x, "X")) < 0)
 		return rc;
 	if (wt->layout != MFS_LAYOUT_PLAIN || (b && b->layout != MFS_LAYOUT_PLAIN))
 		return mfs_op_fail(ctx, EINVAL, "W and B must be in plain layout");
@@ -231,7 +265,7 @@ static int conv_params_get(mfs_op_ctx *ctx, conv_params *p)
 			conv_out_shape(p, &cs);
 			if (p->z->dtype != MFS_DT_FLOAT)
 				return mfs_op_fail(ctx, EINVAL, "Z must be float");
-			if ((rc = mfs_check_layout(ctx, p->z, "Z")) < 0)
+			if ((rc = conv_check_layout(ctx, p->z, "Z")) < 0)
 				return rc;
 			if (!mfs_shape_equal(&p->z->shape, &cs)) {
 				if ((rc = mfs_broadcast_shape(&cs, &p->z->shape, &bs, ctx->err)) < 0)
@@ -414,12 +448,19 @@ static dnnl_format_tag_t cl_tag(int ndims)
 	return ndims == 3 ? dnnl_nwc : ndims == 4 ? dnnl_nhwc : dnnl_ndhwc;
 }
 
+/* oneDNN's name for a tensor stored in layout l. */
+static dnnl_format_tag_t tag_of(mfs_layout l, int ndims)
+{
+	return l == MFS_LAYOUT_BLOCK16 ? dnnl_nChw16c :
+	       l == MFS_LAYOUT_NHWC ? cl_tag(ndims) : plain_tag(ndims);
+}
+
 /* A reorder between a plain tensor (memory with no handle yet, *plain_m)
  * and a channels-last scratch buffer (*buf, memory *cl_m).  to_cl picks
  * the direction. */
 static dnnl_status_t edge_reorder(dnnl_engine_t eng, const dnnl_memory_desc_t *cl_md,
-				  int nd, const dnnl_dims_t dims, bool to_cl,
-				  mfs_dnnl_prim *prim, dnnl_memory_t *plain_m,
+				  int nd, const dnnl_dims_t dims, dnnl_format_tag_t outer,
+				  bool to_cl, mfs_dnnl_prim *prim, dnnl_memory_t *plain_m,
 				  dnnl_memory_t *cl_m, void **buf)
 {
 	dnnl_memory_desc_t pmd;
@@ -430,7 +471,7 @@ static dnnl_status_t edge_reorder(dnnl_engine_t eng, const dnnl_memory_desc_t *c
 		*buf = NULL;
 		return dnnl_out_of_memory;
 	}
-	if ((st = dnnl_memory_desc_init_by_tag(&pmd, nd, dims, dnnl_f32, plain_tag(nd))) ||
+	if ((st = dnnl_memory_desc_init_by_tag(&pmd, nd, dims, dnnl_f32, outer)) ||
 	    (st = dnnl_memory_create(plain_m, &pmd, eng, DNNL_MEMORY_NONE)) ||
 	    (st = dnnl_memory_create(cl_m, cl_md, eng, *buf)))
 		return st;
@@ -480,7 +521,7 @@ static dnnl_status_t conv_pick_impl(dnnl_primitive_desc_t *pd, const dnnl_convol
  * (the caller falls back to im2col). */
 static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 				     mfs_layout xl, mfs_layout yl, bool has_bias,
-				     mfs_error *err)
+				     bool direct_x, mfs_error *err)
 {
 	dnnl_primitive_attr_t attr = NULL;
 	dnnl_post_ops_t po = NULL;
@@ -520,9 +561,22 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 			wd[2 + i] = p->w.k[i];
 		wtag = nd == 3 ? dnnl_oiw : nd == 4 ? dnnl_oihw : dnnl_oidhw;
 	}
+	/* The format the primitive computes in: nChw16c when X, Y or Z is
+	 * stored BLOCK16 (graph.c plans it between convolutions), else
+	 * channels-last; a tensor stored otherwise is reordered at the edge,
+	 * since oneDNN runs mixed formats on its reference kernel.  The one
+	 * mix it has a fast kernel for is a plain X of few channels into a
+	 * blocked Y (a network's first layer): direct_x lets X in as it is,
+	 * and the caller tries again without when oneDNN answers with a
+	 * reference kernel. */
+	bool blocked = nd == 4 && (xl == MFS_LAYOUT_BLOCK16 || yl == MFS_LAYOUT_BLOCK16 ||
+				   (p->z && p->z->layout == MFS_LAYOUT_BLOCK16));
+	dnnl_format_tag_t ftag = blocked ? dnnl_nChw16c : cl_tag(nd);
+	bool x_direct = tag_of(xl, nd) == ftag ||
+			(direct_x && blocked && xl == MFS_LAYOUT_PLAIN && p->c < 16);
 #define CK(call) do { if ((st = (call)) != dnnl_success) goto fail; } while (0)
-	CK(dnnl_memory_desc_init_by_tag(&smd, nd, sd, dnnl_f32, cl_tag(nd)));
-	CK(dnnl_memory_desc_init_by_tag(&dmd, nd, dd, dnnl_f32, cl_tag(nd)));
+	CK(dnnl_memory_desc_init_by_tag(&smd, nd, sd, dnnl_f32, x_direct ? tag_of(xl, nd) : ftag));
+	CK(dnnl_memory_desc_init_by_tag(&dmd, nd, dd, dnnl_f32, ftag));
 	CK(dnnl_memory_desc_init_by_tag(&wmd_any, wnd, wd, dnnl_f32, dnnl_format_tag_any));
 	CK(dnnl_memory_desc_init_by_tag(&wmd_plain, wnd, wd, dnnl_f32, wtag));
 	CK(dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x));
@@ -544,24 +598,32 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 		CK(dnnl_primitive_attr_set_post_ops(attr, po));
 	}
 	CK(conv_pick_impl(&pd, &cd, attr, eng, p));
+	if (x_direct && tag_of(xl, nd) != ftag) {
+		const char *impl = NULL;
+		dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+		if (!impl || !strncmp(impl, "ref", 3)) {
+			st = dnnl_unimplemented;   /* the caller tries without */
+			goto fail;
+		}
+	}
 	const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
 	CK(mfs_dnnl_prim_create(&s->prim, pd, eng));
 	CK(dnnl_stream_create(&s->stream, eng, dnnl_stream_default_flags));
-	if (xl == MFS_LAYOUT_NHWC)
+	if (x_direct)
 		CK(dnnl_memory_create(&s->src_m, &smd, eng, DNNL_MEMORY_NONE));
 	else
-		CK(edge_reorder(eng, &smd, nd, sd, true, &s->xreorder, &s->xplain_m,
-				&s->src_m, &s->xcl_buf));
-	if (yl == MFS_LAYOUT_NHWC)
+		CK(edge_reorder(eng, &smd, nd, sd, tag_of(xl, nd), true, &s->xreorder,
+				&s->xplain_m, &s->src_m, &s->xcl_buf));
+	if (tag_of(yl, nd) == ftag)
 		CK(dnnl_memory_create(&s->dst_m, &dmd, eng, DNNL_MEMORY_NONE));
 	else
-		CK(edge_reorder(eng, &dmd, nd, dd, false, &s->yreorder, &s->yplain_m,
-				&s->dst_m, &s->ycl_buf));
-	if (p->z && p->z->layout == MFS_LAYOUT_NHWC)
+		CK(edge_reorder(eng, &dmd, nd, dd, tag_of(yl, nd), false, &s->yreorder,
+				&s->yplain_m, &s->dst_m, &s->ycl_buf));
+	if (p->z && tag_of(p->z->layout, nd) == ftag)
 		CK(dnnl_memory_create(&s->z_m, &dmd, eng, DNNL_MEMORY_NONE));
 	else if (p->z)
-		CK(edge_reorder(eng, &dmd, nd, dd, true, &s->zreorder, &s->zplain_m,
-				&s->z_m, &s->zcl_buf));
+		CK(edge_reorder(eng, &dmd, nd, dd, tag_of(p->z->layout, nd), true, &s->zreorder,
+				&s->zplain_m, &s->z_m, &s->zcl_buf));
 	if (has_bias)
 		CK(dnnl_memory_create(&s->bias_m, &bmd, eng, DNNL_MEMORY_NONE));
 	CK(mfs_dnnl_weights_init(&s->wei, wmd, &wmd_plain, eng));
@@ -615,9 +677,9 @@ static int apart_alloc(mfs_op_ctx *ctx, conv_state *s, const conv_params *p)
 	s->zs = z->shape;
 	s->ys = y->shape;
 	if (!(s->cbuf = malloc(cn * sizeof(float) + 1)) ||
-	    (z->layout == MFS_LAYOUT_NHWC &&
+	    (z->layout != MFS_LAYOUT_PLAIN &&
 	     !(s->zatmp = malloc((size_t)mfs_shape_numel(&z->shape) * sizeof(float) + 1))) ||
-	    (y->layout == MFS_LAYOUT_NHWC &&
+	    (y->layout != MFS_LAYOUT_PLAIN &&
 	     !(s->yatmp = malloc((size_t)mfs_shape_numel(&y->shape) * sizeof(float) + 1))))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory for the residual's buffers");
 	return 0;
@@ -640,8 +702,11 @@ static int conv_prepare(mfs_op_ctx *ctx)
 
 	if (rc < 0)
 		return rc;
-	if (yl != MFS_LAYOUT_PLAIN && !(yl == MFS_LAYOUT_NHWC && ctx->out[0]->shape.rank == 4))
-		return mfs_op_fail(ctx, EINVAL, "output layout %d is not supported for rank %d",
+	if (yl != MFS_LAYOUT_PLAIN &&
+	    !(yl == MFS_LAYOUT_NHWC && ctx->out[0]->shape.rank == 4) &&
+	    !(yl == MFS_LAYOUT_BLOCK16 && ctx->out[0]->shape.rank == 4 &&
+	      ctx->out[0]->shape.dims[1] % 16 == 0))
+		return mfs_op_fail(ctx, EINVAL, "output layout %d is not supported for shape rank %d",
 				   (int)yl, ctx->out[0]->shape.rank);
 	bool z_apart = p.z_apart;
 	if (z_apart) {
@@ -705,7 +770,9 @@ static int conv_prepare(mfs_op_ctx *ctx)
 		snprintf(s->why_im2col, sizeof(s->why_im2col), "MFS_CONV=im2col");
 	} else {
 		mfs_error derr = { 0 };
-		dnnl_status_t st = conv_dnnl_build(s, &p, x->layout, yl, has_bias, &derr);
+		dnnl_status_t st = conv_dnnl_build(s, &p, x->layout, yl, has_bias, true, &derr);
+		if (st != dnnl_success)
+			st = conv_dnnl_build(s, &p, x->layout, yl, has_bias, false, &derr);
 		if (st == dnnl_success) {
 			s->use_dnnl = true;
 			/* Constant weights: reorder them now, once. */
@@ -724,13 +791,13 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	size_t coln = conv_is_pointwise(&p) ? 0 : (size_t)(p.cg * p.ksize * p.osize);
 	if (coln && !(s->col = malloc(coln * sizeof(float))))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory for the im2col buffer (%zu floats)", coln);
-	if (x->layout == MFS_LAYOUT_NHWC &&
+	if (x->layout != MFS_LAYOUT_PLAIN &&
 	    !(s->xtmp = malloc((size_t)(p.n * p.c * p.isize) * sizeof(float) + 1)))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
-	if (yl == MFS_LAYOUT_NHWC &&
+	if (yl != MFS_LAYOUT_PLAIN &&
 	    !(s->ytmp = malloc((size_t)(p.n * p.m * p.osize) * sizeof(float) + 1)))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
-	if (zl == MFS_LAYOUT_NHWC && has_z &&
+	if (zl != MFS_LAYOUT_PLAIN && has_z &&
 	    !(s->ztmp = malloc((size_t)(p.n * p.m * p.osize) * sizeof(float) + 1)))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
 	return 0;
@@ -780,26 +847,26 @@ static int conv_compute(mfs_op_ctx *ctx, conv_state *s, const conv_params *pp,
 
 	const float *xp = x->data;
 	float *yp = ydata;
-	if (x->layout == MFS_LAYOUT_NHWC) {
-		mfs_nhwc_to_nchw(xp, s->xtmp, p.n, p.c, p.isize);
+	if (x->layout != MFS_LAYOUT_PLAIN) {
+		layout_copy(xp, s->xtmp, x->layout, p.n, p.c, p.isize, true);
 		xp = s->xtmp;
 	}
-	if (ylay == MFS_LAYOUT_NHWC)
+	if (ylay != MFS_LAYOUT_PLAIN)
 		yp = s->ytmp;
 	conv_im2col_plain(&p, xp, wt->data, b ? b->data : NULL, yp, s->col);
 	if (p.z || p.act != ACT_NONE) {
 		const float *zp = p.z ? p.z->data : NULL;
 		int64_t total = p.n * p.m * p.osize;
-		if (p.z && p.z->layout == MFS_LAYOUT_NHWC) {
-			mfs_nhwc_to_nchw(zp, s->ztmp, p.n, p.m, p.osize);
+		if (p.z && p.z->layout != MFS_LAYOUT_PLAIN) {
+			layout_copy(zp, s->ztmp, p.z->layout, p.n, p.m, p.osize, true);
 			zp = s->ztmp;
 		}
 		#pragma omp parallel for schedule(static)
 		for (int64_t i = 0; i < total; i++)
 			yp[i] = act_apply(&p, zp ? yp[i] + zp[i] : yp[i]);
 	}
-	if (ylay == MFS_LAYOUT_NHWC)
-		mfs_nchw_to_nhwc(yp, ydata, p.n, p.m, p.osize);
+	if (ylay != MFS_LAYOUT_PLAIN)
+		layout_copy(yp, ydata, ylay, p.n, p.m, p.osize, false);
 	return 0;
 }
 
@@ -813,13 +880,13 @@ static void conv_add_apart(conv_state *s, const conv_params *p, mfs_tensor *y)
 
 	conv_out_shape(p, &c.shape);
 	c.nbytes = (size_t)mfs_shape_numel(&c.shape) * sizeof(float);
-	if (z.layout == MFS_LAYOUT_NHWC) {
-		mfs_nhwc_to_nchw(p->z->data, s->zatmp, z.shape.dims[0], z.shape.dims[1],
-				 z.shape.dims[2] * z.shape.dims[3]);
+	if (z.layout != MFS_LAYOUT_PLAIN) {
+		layout_copy(p->z->data, s->zatmp, z.layout, z.shape.dims[0], z.shape.dims[1],
+			    z.shape.dims[2] * z.shape.dims[3], true);
 		z.data = s->zatmp;
 		z.layout = MFS_LAYOUT_PLAIN;
 	}
-	if (y->layout == MFS_LAYOUT_NHWC) {
+	if (y->layout != MFS_LAYOUT_PLAIN) {
 		yp.data = s->yatmp;
 		yp.layout = MFS_LAYOUT_PLAIN;
 	}
@@ -833,9 +900,9 @@ static void conv_add_apart(conv_state *s, const conv_params *p, mfs_tensor *y)
 		for (int64_t i = 0; i < total; i++)
 			yd[i] = act_apply(p, yd[i]);
 	}
-	if (y->layout == MFS_LAYOUT_NHWC)
-		mfs_nchw_to_nhwc(yd, y->data, y->shape.dims[0], y->shape.dims[1],
-				 y->shape.dims[2] * y->shape.dims[3]);
+	if (y->layout != MFS_LAYOUT_PLAIN)
+		layout_copy(yd, y->data, y->layout, y->shape.dims[0], y->shape.dims[1],
+			    y->shape.dims[2] * y->shape.dims[3], false);
 }
 
 static int conv_run(mfs_op_ctx *ctx)

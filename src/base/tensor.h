@@ -61,6 +61,10 @@ char *mfs_shape_format(const mfs_shape *s, char *buf, size_t size);
 typedef enum mfs_layout {
 	MFS_LAYOUT_PLAIN = 0,  /* ONNX order, e.g. NCHW */
 	MFS_LAYOUT_NHWC = 1,   /* rank-4 data stored N,H,W,C; shape still NCHW */
+	/* rank-4 float data stored N, C/16, H, W, 16 (oneDNN's nChw16c), C a
+	 * multiple of 16 so no padding: the same bytes as the other two;
+	 * shape still NCHW.  Only between convolutions (exec/graph.c). */
+	MFS_LAYOUT_BLOCK16 = 2,
 } mfs_layout;
 
 /* What a value is.  ONNX graphs pass tensors, and (opset 11+) sequences

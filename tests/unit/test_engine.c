@@ -181,10 +181,19 @@ static int tconv_run(mfs_op_ctx *ctx)
 {
 	conv_seen_in = ctx->in[0]->layout;
 	conv_seen_out = ctx->out[0]->layout;
-	if (ctx->in[0]->layout == ctx->out[0]->layout)
+	if (ctx->in[0]->layout == ctx->out[0]->layout) {
 		memcpy(ctx->out[0]->data, ctx->in[0]->data, ctx->in[0]->nbytes);
-	else
+	} else if (ctx->in[0]->layout == MFS_LAYOUT_PLAIN ||
+		   ctx->out[0]->layout == MFS_LAYOUT_PLAIN) {
 		mfs_layout_convert(ctx->out[0], ctx->in[0], ctx->out[0]->layout);
+	} else {   /* NHWC <-> BLOCK16 goes through plain */
+		mfs_tensor mid = *ctx->in[0];
+		mid.data = malloc(mid.nbytes);
+		assert_non_null(mid.data);
+		mfs_layout_convert(&mid, ctx->in[0], MFS_LAYOUT_PLAIN);
+		mfs_layout_convert(ctx->out[0], &mid, ctx->out[0]->layout);
+		free(mid.data);
+	}
 	return 0;
 }
 
@@ -1105,6 +1114,136 @@ static void test_layout_convert_roundtrip(void **state)
 	mfs_tensor_release(&c);
 }
 
+/* BLOCK16 (tensor.h): element (n, c, h, w) of [N, 32, H, W] sits at
+ * ((n*2 + c/16)*H*W + h*W + w)*16 + c%16, and back to plain is exact. */
+static void test_layout_block16_roundtrip(void **state)
+{
+	(void)state;
+	static const int64_t d4[] = { 2, 32, 3, 5 };
+	enum { NUM = 2 * 32 * 3 * 5 };
+	float *x = malloc(sizeof(float) * NUM);
+	mfs_tensor a, b, c;
+
+	for (int i = 0; i < NUM; i++)
+		x[i] = (float)i;
+	a = f32(4, d4, x);
+	b = f32(4, d4, NULL);
+	c = f32(4, d4, NULL);
+	mfs_layout_convert(&b, &a, MFS_LAYOUT_BLOCK16);
+	assert_int_equal(b.layout, MFS_LAYOUT_BLOCK16);
+	for (int n = 0; n < 2; n++)
+		for (int ch = 0; ch < 32; ch++)
+			for (int p = 0; p < 15; p++)
+				assert_float_equal(((float *)b.data)[((n * 2 + ch / 16) * 15 + p) * 16 + ch % 16],
+						   x[(n * 32 + ch) * 15 + p], 0);
+	mfs_layout_convert(&c, &b, MFS_LAYOUT_PLAIN);
+	assert_memory_equal(c.data, x, sizeof(float) * NUM);
+	mfs_tensor_release(&a);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&c);
+	free(x);
+}
+
+/* Real convolutions x[1,3,6,6] -> A (16, 3x3) -> a -> B (depthwise 16)
+ * -> b -> C (1x1 16) -> c -> D (1x1 to 24) -> d -> E (1x1 to 16) -> y.
+ * The plan stores a, b, c BLOCK16 (made and read by convolutions, 16
+ * channels, each producer's X blocked or a plain 3-channel input); d has
+ * 24 channels (NHWC), y is the graph's output (plain).  With side set,
+ * an Identity also reads b: b is then NHWC, and so is c, whose
+ * producer's X is no longer blocked. */
+static onnx_model *block16_graph(bool side)
+{
+	onnx_model *o = gb_new(13);
+	static const int64_t dx[] = { 1, 3, 6, 6 }, wa[] = { 16, 3, 3, 3 }, wb[] = { 16, 1, 3, 3 };
+	static const int64_t wc[] = { 16, 16, 1, 1 }, wd[] = { 24, 16, 1, 1 }, we[] = { 16, 24, 1, 1 };
+	static const int64_t pads[] = { 1, 1, 1, 1 };
+	float w[16 * 24 * 1 * 1 + 16 * 27];
+	onnx_node *n;
+
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		w[i] = (float)((i * 37) % 19) / 19.0f - 0.45f;
+	gb_input(o, "x", MFS_DT_FLOAT, 4, dx);
+	gb_output(o, "y");
+	if (side)
+		gb_output(o, "side");
+	gb_init_f32(o, "WA", 4, wa, w);
+	gb_init_f32(o, "WB", 4, wb, w);
+	gb_init_f32(o, "WC", 4, wc, w);
+	gb_init_f32(o, "WD", 4, wd, w);
+	gb_init_f32(o, "WE", 4, we, w);
+	n = gb_node(o, "", "Conv", "A", "x,WA", "a");
+	attr_ints(n, "pads", 4, pads);
+	n = gb_node(o, "", "Conv", "B", "a,WB", "b");
+	attr_ints(n, "pads", 4, pads);
+	attr_int(n, "group", 16);
+	gb_node(o, "", "Conv", "C", "b,WC", "c");
+	gb_node(o, "", "Conv", "D", "c,WD", "d");
+	gb_node(o, "", "Conv", "E", "d,WE", "y");
+	if (side)
+		gb_node(o, "", "Identity", "side", "b", "side");
+	return o;
+}
+
+static void run_block16_graph(mfs_graph *m, float *y)
+{
+	static const int64_t dx[] = { 1, 3, 6, 6 };
+	float x[108];
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out[2] = { { 0 } };
+
+	for (int i = 0; i < 108; i++)
+		x[i] = (float)((i * 13) % 11) / 11.0f - 0.5f;
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(4, dx, x);
+	assert_int_equal(mfs_exec_run(e, &in, out, &err), 0);
+	assert_int_equal(out[0].layout, MFS_LAYOUT_PLAIN);
+	assert_int_equal(out[0].nbytes, sizeof(float) * 16 * 36);
+	memcpy(y, out[0].data, out[0].nbytes);
+	for (int k = 0; k < m->n_outputs; k++)
+		mfs_tensor_release(&out[k]);
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+}
+
+static void test_layout_block16_plan(void **state)
+{
+	(void)state;
+	float ref[16 * 36], got[16 * 36];
+	mfs_graph *m;
+
+	setenv("MFS_LAYOUT", "plain", 1);
+	m = compile_ok(block16_graph(false));
+	assert_int_equal(m->n_block16, 0);
+	run_block16_graph(m, ref);
+	mfs_graph_free(m);
+
+	unsetenv("MFS_LAYOUT");
+	m = compile_ok(block16_graph(false));
+	assert_int_equal(m->n_block16, 3);     /* a, b, c */
+	assert_int_equal(m->n_nhwc, 1);        /* d */
+	run_block16_graph(m, got);
+	mfs_graph_free(m);
+	for (int i = 0; i < 16 * 36; i++)
+		assert_float_equal(got[i], ref[i], 1e-4);
+
+	m = compile_ok(block16_graph(true));
+	assert_int_equal(m->n_block16, 1);     /* a */
+	run_block16_graph(m, got);
+	mfs_graph_free(m);
+	for (int i = 0; i < 16 * 36; i++)
+		assert_float_equal(got[i], ref[i], 1e-4);
+
+	setenv("MFS_LAYOUT", "nhwc", 1);
+	m = compile_ok(block16_graph(false));
+	unsetenv("MFS_LAYOUT");
+	assert_int_equal(m->n_block16, 0);
+	run_block16_graph(m, got);
+	mfs_graph_free(m);
+	for (int i = 0; i < 16 * 36; i++)
+		assert_float_equal(got[i], ref[i], 1e-4);
+}
+
 static void test_tensor_size_limit(void **state)
 {
 	(void)state;
@@ -1554,6 +1693,8 @@ int main(void)
 		cmocka_unit_test_setup(test_layout_infer_refuses, setup),
 		cmocka_unit_test_setup(test_layout_dynamic_batch, setup),
 		cmocka_unit_test_setup(test_layout_convert_roundtrip, setup),
+		cmocka_unit_test_setup(test_layout_block16_roundtrip, setup),
+		cmocka_unit_test_setup(test_layout_block16_plan, setup),
 		cmocka_unit_test_setup(test_shared_model_threads, setup),
 		cmocka_unit_test_setup(test_tensor_size_limit, setup),
 		cmocka_unit_test_setup(test_real_identity, setup),

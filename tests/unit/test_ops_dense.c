@@ -603,6 +603,32 @@ static void to_nhwc(const float *src, float *dst, int64_t n, int64_t c, int64_t 
 				dst[(b * s + p) * c + ch] = src[(b * c + ch) * s + p];
 }
 
+/* Plain [n, c, s] floats to the 16-channel blocked layout (tensor.h:
+ * N, C/16, S, 16), written here independently of exec/layout.c. */
+static void to_block16(const float *src, float *dst, int64_t n, int64_t c, int64_t s)
+{
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t ch = 0; ch < c; ch++)
+			for (int64_t p = 0; p < s; p++)
+				dst[((b * (c / 16) + ch / 16) * s + p) * 16 + ch % 16] =
+					src[(b * c + ch) * s + p];
+}
+
+/* Store plain [n, c, s] data in layout l, in place. */
+static void store_as(float *data, mfs_layout l, int64_t n, int64_t c, int64_t s)
+{
+	float *tmp = malloc(sizeof(float) * (size_t)(n * c * s));
+	assert_non_null(tmp);
+	if (l == MFS_LAYOUT_NHWC)
+		to_nhwc(data, tmp, n, c, s);
+	else if (l == MFS_LAYOUT_BLOCK16)
+		to_block16(data, tmp, n, c, s);
+	else
+		memcpy(tmp, data, sizeof(float) * (size_t)(n * c * s));
+	memcpy(data, tmp, sizeof(float) * (size_t)(n * c * s));
+	free(tmp);
+}
+
 /* Run one case through the operator (layouts xl/yl) and compare. */
 static void conv_check(const conv_case *cc, mfs_layout xl, mfs_layout yl)
 {
@@ -665,12 +691,9 @@ static void conv_check(const conv_case *cc, mfs_layout xl, mfs_layout yl)
 	float *ref = malloc(sizeof(float) * osz);
 	ref_conv(&r, out, x.data, w.data, cc->bias ? b.data : NULL, ref);
 
-	if (xl == MFS_LAYOUT_NHWC) {
-		float *tmp = malloc(x.nbytes);
-		to_nhwc(x.data, tmp, cc->n, cc->c, cc->in[0] * cc->in[1]);
-		memcpy(x.data, tmp, x.nbytes);
-		free(tmp);
-		x.layout = MFS_LAYOUT_NHWC;
+	if (xl != MFS_LAYOUT_PLAIN) {
+		store_as(x.data, xl, cc->n, cc->c, cc->in[0] * cc->in[1]);
+		x.layout = xl;
 	}
 	y.layout = yl;
 	mfs_tensor *in[] = { &x, &w, cc->bias ? &b : NULL }, *outs[] = { &y };
@@ -682,12 +705,8 @@ static void conv_check(const conv_case *cc, mfs_layout xl, mfs_layout yl)
 	assert_int_equal(y.shape.rank, 2 + nsp);
 	for (int i = 0; i < nsp; i++)
 		assert_int_equal(y.shape.dims[2 + i], out[i]);
-	if (yl == MFS_LAYOUT_NHWC) {
-		float *tmp = malloc(sizeof(float) * osz);
-		to_nhwc(ref, tmp, cc->n, cc->m, out[0] * out[1]);
-		free(ref);
-		ref = tmp;
-	}
+	if (yl != MFS_LAYOUT_PLAIN)
+		store_as(ref, yl, cc->n, cc->m, out[0] * out[1]);
 	assert_close(y.data, ref, osz, 1e-4f);
 	/* a second run reuses the state (weights already reordered) */
 	memset(y.data, 0, y.nbytes);
@@ -721,6 +740,12 @@ static const conv_case conv_cases[] = {
 	{ 1, 2, 3, 4, 1, { 11 }, { 3 }, { 2 }, { 1 }, { 1 }, { 2 }, NULL, true },
 	{ 1, 1, 4, 4, 2, { 9 }, { 2 }, { 1 }, { 3 }, { 0 }, { 0 }, NULL, false },
 	{ 3, 1, 2, 3, 1, { 5, 6, 4 }, { 3, 3, 2 }, { 1, 2, 1 }, { 1, 1, 2 }, { 1, 1, 0 }, { 1, 0, 1 }, NULL, true },
+	/* channels in 16s, for the blocked layout: 3x3, depthwise stride 2,
+	 * 1x1, and a first layer of 3 channels into 16 */
+	{ 2, 2, 16, 32, 1, { 7, 6 }, { 3, 3 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, NULL, true },
+	{ 2, 1, 32, 32, 32, { 9, 9 }, { 3, 3 }, { 2, 2 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, NULL, true },
+	{ 2, 1, 32, 16, 1, { 5, 5 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 0, 0 }, { 0, 0 }, NULL, false },
+	{ 2, 1, 3, 16, 1, { 9, 9 }, { 3, 3 }, { 2, 2 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, NULL, true },
 };
 
 static void conv_all_cases(void)
@@ -732,6 +757,20 @@ static void conv_all_cases(void)
 			conv_check(cc, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC);
 			conv_check(cc, MFS_LAYOUT_NHWC, MFS_LAYOUT_PLAIN);
 			conv_check(cc, MFS_LAYOUT_PLAIN, MFS_LAYOUT_NHWC);
+		}
+		if (cc->nsp == 2 && cc->m % 16 == 0) {
+			/* every way into and out of the blocked layout the
+			 * engine plans (graph.c) or may meet */
+			conv_check(cc, MFS_LAYOUT_PLAIN, MFS_LAYOUT_BLOCK16);
+			conv_check(cc, MFS_LAYOUT_NHWC, MFS_LAYOUT_BLOCK16);
+			if (cc->c % 16 == 0) {
+				conv_check(cc, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16);
+				conv_check(cc, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_NHWC);
+				conv_check(cc, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_PLAIN);
+			}
+		} else if (cc->nsp == 2 && cc->c % 16 == 0) {
+			conv_check(cc, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_NHWC);
+			conv_check(cc, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_PLAIN);
 		}
 	}
 }
@@ -892,6 +931,71 @@ static void fused_all(void)
 			fused_check(l & 1 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN,
 				    l & 2 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN,
 				    l & 4 ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN, acts[a], a != 1 || l < 4);
+}
+
+/* FusedConv's residual Z in the blocked layout: Relu(conv + Z), 16 ->
+ * 16 channels, with X, Y and Z stored as given. */
+static void fused_block16_check(mfs_layout xl, mfs_layout yl, mfs_layout zl)
+{
+	conv_case cc = { 2, 2, 16, 16, 1, { 6, 5 }, { 3, 3 }, { 1, 1 }, { 1, 1 }, { 1, 1 },
+			 { 1, 1 }, NULL, true };
+	int64_t out[3] = { 6, 5, 1 }, osz = 2 * 16 * 30;
+	tnode t;
+	mfs_tensor x, w, b, z, y = { 0 };
+	call c;
+	float ref[2 * 16 * 30];
+
+	tn_init(&t, "FusedConv");
+	t.node.domain = (char *)"com.modelfs";
+	tn_ints(&t, "pads", 4, 1L, 1L, 1L, 1L);
+	tn_str(&t, "activation", "Relu");
+	t_rand(&x, shp(4, 2L, 16L, 6L, 5L));
+	t_rand(&w, shp(4, 16L, 16L, 3L, 3L));
+	t_rand(&b, shp(1, 16L));
+	t_rand(&z, shp(4, 2L, 16L, 6L, 5L));
+	ref_conv(&cc, out, x.data, w.data, b.data, ref);
+	for (int64_t i = 0; i < osz; i++) {
+		float v = ref[i] + ((float *)z.data)[i];
+		ref[i] = v > 0 ? v : 0;
+	}
+	store_as(x.data, xl, 2, 16, 30);
+	x.layout = xl;
+	store_as(z.data, zl, 2, 16, 30);
+	z.layout = zl;
+	y.layout = yl;
+	const mfs_op_def *def = mfs_op_find("com.modelfs", "FusedConv", 1);
+	memset(&c, 0, sizeof(c));
+	c.def = def;
+	c.in[0] = &x; c.in[1] = &w; c.in[2] = &b; c.in[3] = &z;
+	c.out[0] = &y;
+	c.ctx = (mfs_op_ctx){ .def = def, .node = &t.node, .opset = 1, .n_in = 4, .in = c.in,
+			      .n_out = 1, .out = c.out, .state = &c.state, .err = &c.err };
+	int rc = call_run(&c);
+	if (rc)
+		print_error("%s\n", c.err.msg);
+	assert_int_equal(rc, 0);
+	store_as(ref, yl, 2, 16, 30);
+	assert_close(y.data, ref, osz, 1e-4f);
+	call_done(&c);
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&z);
+	mfs_tensor_release(&y);
+}
+
+static void test_fused_conv_block16(void **st)
+{
+	(void)st;
+	for (int im2col = 0; im2col < 2; im2col++) {
+		if (im2col)
+			setenv("MFS_CONV", "im2col", 1);
+		fused_block16_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16);
+		fused_block16_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_NHWC);
+		fused_block16_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_NHWC, MFS_LAYOUT_BLOCK16);
+		fused_block16_check(MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, MFS_LAYOUT_BLOCK16);
+		unsetenv("MFS_CONV");
+	}
 }
 
 static void test_fused_conv(void **st)
@@ -2201,6 +2305,7 @@ int main(void)
 		cmocka_unit_test(test_conv_threads),
 		cmocka_unit_test(test_rebuild_for_threads),
 		cmocka_unit_test(test_fused_conv),
+		cmocka_unit_test(test_fused_conv_block16),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
 		cmocka_unit_test(test_global_pools),
