@@ -125,6 +125,27 @@ static void ln_apply(const float *x, float *y, int64_t n, float m, float inv,
 	}
 }
 
+/* Mean and variance of one row, in double, as vector reductions (the
+ * plain loop is a chain of dependent scalar adds: 80 us for a 128 x 256
+ * encoder input on the 16-core host, 8 such nodes a run); built for
+ * AVX-512 and AVX2 as well as the baseline. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+static void ln_stats(const float *x, int64_t n, double *mean, double *var)
+{
+	double m = 0, v = 0;
+	#pragma omp simd reduction(+:m)
+	for (int64_t i = 0; i < n; i++)
+		m += x[i];
+	m /= (double)n;
+	#pragma omp simd reduction(+:v)
+	for (int64_t i = 0; i < n; i++)
+		v += ((double)x[i] - m) * ((double)x[i] - m);
+	*mean = m;
+	*var = v / (double)n;
+}
+
 /* The common case: float data, Scale and B exactly the normalised shape. */
 static bool ln_float_fast(mfs_op_ctx *ctx, int64_t rows, int64_t len, double eps)
 {
@@ -141,13 +162,9 @@ static bool ln_float_fast(mfs_op_ctx *ctx, int64_t rows, int64_t len, double eps
 	#pragma omp parallel for if (rows * len > 65536 && rows > 1) schedule(static)
 	for (int64_t r = 0; r < rows; r++) {
 		const float *xr = xd + r * len;
-		double m = 0, v = 0;
-		for (int64_t i = 0; i < len; i++)
-			m += xr[i];
-		m /= (double)len;
-		for (int64_t i = 0; i < len; i++)
-			v += ((double)xr[i] - m) * ((double)xr[i] - m);
-		double inv = 1.0 / sqrt(v / (double)len + eps);
+		double m, v;
+		ln_stats(xr, len, &m, &v);
+		double inv = 1.0 / sqrt(v + eps);
 		ln_apply(xr, yd + r * len, len, (float)m, (float)inv, sd, bd);
 		if (mean)
 			((float *)mean->data)[r] = (float)m;
