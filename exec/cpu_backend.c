@@ -244,8 +244,9 @@ static void release_value(cpu_exec *e, int v)
  * relabelling it. */
 static bool layout_is_free(const mfs_tensor *t)
 {
-	return (t->layout == MFS_LAYOUT_NHWC && t->shape.dims[1] == 1) ||
-	       t->shape.dims[2] * t->shape.dims[3] == 1;
+	if (t->layout == MFS_LAYOUT_BLOCK16)   /* unless channels are padded */
+		return t->shape.dims[1] % 16 == 0 && t->shape.dims[2] * t->shape.dims[3] == 1;
+	return t->shape.dims[1] == 1 || t->shape.dims[2] * t->shape.dims[3] == 1;
 }
 
 /* May node nd read input k stored BLOCK16?  A convolution, as X or as
@@ -264,6 +265,7 @@ static int convert_input(cpu_exec *e, mfs_op_ctx *ctx, int k)
 	*d = *t;
 	d->owns_data = false;
 	d->layout = MFS_LAYOUT_PLAIN;
+	mfs_tensor_bytes(d, &d->nbytes);   /* less than t's when padded */
 	ctx->in[k] = d;
 	if (k < 64)   /* a temporary copy: its block is reused */
 		ctx->const_in &= ~((uint64_t)1 << k);
@@ -372,8 +374,7 @@ static void plan_output_layouts(cpu_exec *e, const mfs_node *nd,
 			if (nd->conv_layout)
 				l = e->m->values[nd->out[k]].layout;
 			/* planned on shapes with variable dims set to 1 */
-			if (l == MFS_LAYOUT_BLOCK16 &&
-			    (t->dtype != MFS_DT_FLOAT || t->shape.dims[1] % 16))
+			if (l == MFS_LAYOUT_BLOCK16 && t->dtype != MFS_DT_FLOAT)
 				l = MFS_LAYOUT_NHWC;
 			else if (nhwc0)
 				l = MFS_LAYOUT_NHWC;
@@ -418,7 +419,7 @@ static int alloc_outputs(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 		mfs_block *b;
 		if (!t || t->kind != MFS_KIND_TENSOR)
 			continue;   /* a container: run() builds it */
-		if (!mfs_tensor_bytes(t, &bytes) ||
+		if (!mfs_tensor_storage_bytes(t, &bytes) ||
 		    bytes > mfs_engine_max_tensor_bytes()) {
 			char sh[160];
 			return mfs_fail(ctx->err, EFBIG, "output %d of shape %s is larger than the %zu-byte limit",
@@ -460,6 +461,7 @@ static int outputs_to_plan(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 		src = *t;
 		t->data = nb->mem;
 		mfs_layout_convert(t, &src, MFS_LAYOUT_PLAIN);
+		mfs_tensor_bytes(t, &t->nbytes);   /* less than src's when padded */
 		mfs_block_put(e->vbuf[o]);
 		e->vbuf[o] = nb;
 		e->stats.layout_converts++;

@@ -1134,9 +1134,9 @@ static bool block16_enabled(void)
 }
 
 /* After the NHWC plan: a value between convolutions is stored BLOCK16
- * (oneDNN's nChw16c) instead when it is NHWC, made by a Conv/FusedConv,
- * float with a channel count that is a multiple of 16, and read only by
- * Conv/FusedConv nodes as X (slot 0) or as the residual Z (slot 3).
+ * (oneDNN's nChw16c, channels padded to 16s) instead when it is NHWC,
+ * made by a Conv/FusedConv, float, and read only by Conv/FusedConv nodes
+ * as X (slot 0) or as the residual Z (slot 3).
  * Why: oneDNN's depthwise kernel runs 1.7x faster on nChw16c than on
  * NHWC, its 1x1 kernels as fast or faster, its 3x3 ones the same
  * (docs/PERFORMANCE.md, "Blocked activations"), and mixing formats in
@@ -1152,7 +1152,7 @@ static void plan_block16(mfs_graph *m)
 		const mfs_value *val = &m->values[v];
 		ok[v] = val->layout == MFS_LAYOUT_NHWC && val->producer >= 0 &&
 			m->nodes[val->producer].conv_layout && val->plan_dtype == MFS_DT_FLOAT &&
-			val->plan_shape.dims[1] > 0 && val->plan_shape.dims[1] % 16 == 0;
+			val->plan_shape.dims[1] > 0;
 	}
 	for (int i = 0; i < m->n_nodes; i++) {
 		const mfs_node *nd = &m->nodes[i];
@@ -1163,10 +1163,9 @@ static void plan_block16(mfs_graph *m)
 	/* ... and only where its producer's X is BLOCK16 too, or plain
 	 * with fewer than 16 channels (a first layer, which oneDNN reads
 	 * plain into blocked directly): a convolution whose X must be
-	 * reordered into nChw16c, above all one whose channels it pads
-	 * (MobileNetV2's 24), lost more than blocking saved it, and so did
-	 * re-entering at an expansion whose X has channels in 16s
-	 * (docs/PERFORMANCE.md, "Blocked activations"). */
+	 * reordered into nChw16c lost more than blocking saved it, and so
+	 * did re-entering the layout at an expansion (docs/PERFORMANCE.md,
+	 * "Blocked activations"). */
 	for (bool changed = true; changed;) {
 		changed = false;
 		for (int v = 0; v < m->n_values; v++) {

@@ -126,9 +126,10 @@ int mfs_exec_run_nested(mfs_exec *e, const mfs_tensor *inputs,
 			mfs_tensor *outputs, mfs_error *err);
 
 /* Convert between storage layouts of a rank-4 tensor (shape is NCHW in
- * both): PLAIN <-> NHWC, and PLAIN <-> BLOCK16 for 4-byte elements with
- * C a multiple of 16 (tensor.h; nothing converts NHWC <-> BLOCK16).
- * dst must hold src->nbytes; dst's layout is set. */
+ * both): PLAIN <-> NHWC, and PLAIN <-> BLOCK16 for 4-byte elements
+ * (tensor.h; nothing converts NHWC <-> BLOCK16).  dst must hold what its
+ * layout stores (mfs_tensor_storage_bytes); dst's layout is set, its
+ * nbytes left to the caller. */
 void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src,
 			mfs_layout to);
 

@@ -15,23 +15,24 @@ static inline void copy_elem(char *d, const char *s, size_t es)
 	}
 }
 
-/* Plain <-> BLOCK16 of 4-byte elements (tensor.h: C a multiple of 16):
- * element (n, c, p) is at (n*C + c)*HW + p plain, and at
- * ((n*C/16 + c/16)*HW + p)*16 + c%16 blocked. */
+/* Plain <-> BLOCK16 of 4-byte elements (tensor.h): element (n, c, p) is
+ * at (n*C + c)*HW + p plain, and at ((n*CB + c/16)*HW + p)*16 + c%16
+ * blocked, CB = ceil(C/16); the blocked channels past C are zero. */
 static void block16_convert(uint32_t *d, const uint32_t *s, int64_t N, int64_t C,
 			    int64_t HW, bool to_blocked)
 {
-	const int64_t CB = C / 16;
+	const int64_t CB = (C + 15) / 16;
 	#pragma omp parallel for collapse(2) if (N * C * HW > 65536)
 	for (int64_t n = 0; n < N; n++)
 		for (int64_t cb = 0; cb < CB; cb++) {
 			uint32_t *bk = (to_blocked ? d : (uint32_t *)s) + (n * CB + cb) * HW * 16;
 			uint32_t *pl = (to_blocked ? (uint32_t *)s : d) + (n * C + cb * 16) * HW;
+			int64_t cn = C - cb * 16 < 16 ? C - cb * 16 : 16;
 			for (int64_t p = 0; p < HW; p++)
 				for (int64_t c = 0; c < 16; c++) {
 					if (to_blocked)
-						bk[p * 16 + c] = pl[c * HW + p];
-					else
+						bk[p * 16 + c] = c < cn ? pl[c * HW + p] : 0;
+					else if (c < cn)
 						pl[c * HW + p] = bk[p * 16 + c];
 				}
 		}
@@ -47,7 +48,7 @@ void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src, mfs_layout to)
 	if (src->nbytes == 0 || src->layout == to)
 		goto same;
 	if (src->layout == MFS_LAYOUT_BLOCK16 || to == MFS_LAYOUT_BLOCK16) {
-		if (HW == 1)
+		if (HW == 1 && C % 16 == 0)
 			goto same;   /* N, C/16, 1, 1, 16 is N, C */
 		block16_convert(dst->data, src->data, N, C, HW, to == MFS_LAYOUT_BLOCK16);
 		return;

@@ -172,10 +172,14 @@ static int fused_params(mfs_op_ctx *ctx, conv_params *p)
 /* X's or Z's storage: mfs_check_layout's, or BLOCK16 (tensor.h). */
 static int conv_check_layout(mfs_op_ctx *ctx, const mfs_tensor *t, const char *what)
 {
+	size_t bytes;
 	if (t->layout != MFS_LAYOUT_BLOCK16)
 		return mfs_check_layout(ctx, t, what);
-	if (t->shape.rank != 4 || t->dtype != MFS_DT_FLOAT || t->shape.dims[1] % 16)
-		return mfs_op_fail(ctx, EINVAL, "%s in the 16-channel blocked layout must be float of rank 4 with channels a multiple of 16", what);
+	if (t->shape.rank != 4 || t->dtype != MFS_DT_FLOAT)
+		return mfs_op_fail(ctx, EINVAL, "%s in the 16-channel blocked layout must be float of rank 4", what);
+	if (!mfs_tensor_storage_bytes(t, &bytes) || t->nbytes < bytes)
+		return mfs_op_fail(ctx, EINVAL, "%s in the 16-channel blocked layout holds %zu bytes, its padded channels need %zu",
+				   what, t->nbytes, bytes);
 	return 0;
 }
 
@@ -704,8 +708,7 @@ static int conv_prepare(mfs_op_ctx *ctx)
 		return rc;
 	if (yl != MFS_LAYOUT_PLAIN &&
 	    !(yl == MFS_LAYOUT_NHWC && ctx->out[0]->shape.rank == 4) &&
-	    !(yl == MFS_LAYOUT_BLOCK16 && ctx->out[0]->shape.rank == 4 &&
-	      ctx->out[0]->shape.dims[1] % 16 == 0))
+	    !(yl == MFS_LAYOUT_BLOCK16 && ctx->out[0]->shape.rank == 4))
 		return mfs_op_fail(ctx, EINVAL, "output layout %d is not supported for shape rank %d",
 				   (int)yl, ctx->out[0]->shape.rank);
 	bool z_apart = p.z_apart;
@@ -921,6 +924,8 @@ static int conv_run(mfs_op_ctx *ctx)
 		return rc;
 	if (p.n * p.m * p.osize == 0)
 		return 0;
+	if (y->layout == MFS_LAYOUT_BLOCK16 && (rc = conv_check_layout(ctx, y, "Y")) < 0)
+		return rc;
 	if (!p.z_apart)
 		return conv_compute(ctx, *ctx->state, &p, x, wt, b, y->data, y->layout);
 	conv_params q = p;

@@ -135,6 +135,15 @@ bool mfs_tensor_bytes(const mfs_tensor *t, size_t *out)
 	return true;
 }
 
+bool mfs_tensor_storage_bytes(const mfs_tensor *t, size_t *out)
+{
+	if (t->layout != MFS_LAYOUT_BLOCK16 || t->shape.rank != 4)
+		return mfs_tensor_bytes(t, out);
+	mfs_tensor padded = *t;
+	padded.shape.dims[1] = (t->shape.dims[1] + 15) / 16 * 16;
+	return mfs_tensor_bytes(&padded, out);
+}
+
 static void *(*big_alloc)(size_t);
 static void (*big_release)(void *);
 static size_t big_min = SIZE_MAX;

@@ -61,9 +61,10 @@ char *mfs_shape_format(const mfs_shape *s, char *buf, size_t size);
 typedef enum mfs_layout {
 	MFS_LAYOUT_PLAIN = 0,  /* ONNX order, e.g. NCHW */
 	MFS_LAYOUT_NHWC = 1,   /* rank-4 data stored N,H,W,C; shape still NCHW */
-	/* rank-4 float data stored N, C/16, H, W, 16 (oneDNN's nChw16c), C a
-	 * multiple of 16 so no padding: the same bytes as the other two;
-	 * shape still NCHW.  Only between convolutions (exec/graph.c). */
+	/* rank-4 float data stored N, ceil(C/16), H, W, 16 (oneDNN's
+	 * nChw16c), the channels past C zero: more bytes than the shape says
+	 * when C is not a multiple of 16 (mfs_tensor_storage_bytes); shape
+	 * still NCHW.  Only between convolutions (exec/graph.c). */
 	MFS_LAYOUT_BLOCK16 = 2,
 } mfs_layout;
 
@@ -96,6 +97,9 @@ typedef struct mfs_tensor {
 /* Bytes of data for t's dtype and shape (dims must be >= 0): false when
  * the product overflows size_t. */
 bool mfs_tensor_bytes(const mfs_tensor *t, size_t *out);
+/* The bytes t's layout stores: mfs_tensor_bytes, or for BLOCK16 with its
+ * channels padded to a multiple of 16.  False on overflow. */
+bool mfs_tensor_storage_bytes(const mfs_tensor *t, size_t *out);
 
 /* Allocate zeroed storage for dtype/shape; the tensor owns it.
  * Returns 0 or -ENOMEM/-EINVAL (overflow, bad dtype) with err filled. */

@@ -1144,13 +1144,47 @@ static void test_layout_block16_roundtrip(void **state)
 	free(x);
 }
 
+/* BLOCK16 with 24 channels: two blocks, the second's last 8 lanes zero;
+ * the storage is 32 channels' worth; back to plain is exact. */
+static void test_layout_block16_padded(void **state)
+{
+	(void)state;
+	static const int64_t d4[] = { 2, 24, 2, 3 };
+	enum { NUM = 2 * 24 * 6, PADDED = 2 * 32 * 6 };
+	float x[NUM], blk[PADDED], back[NUM];
+	mfs_tensor a, b, c;
+	size_t bytes;
+
+	for (int i = 0; i < NUM; i++)
+		x[i] = (float)i + 1;
+	a = f32(4, d4, x);
+	b = a;
+	b.data = blk;
+	b.layout = MFS_LAYOUT_BLOCK16;
+	assert_true(mfs_tensor_storage_bytes(&b, &bytes));
+	assert_int_equal(bytes, sizeof(blk));
+	memset(blk, 0x7f, sizeof(blk));        /* the pad lanes must be cleared */
+	mfs_layout_convert(&b, &a, MFS_LAYOUT_BLOCK16);
+	for (int n = 0; n < 2; n++)
+		for (int ch = 0; ch < 32; ch++)
+			for (int p = 0; p < 6; p++)
+				assert_float_equal(blk[((n * 2 + ch / 16) * 6 + p) * 16 + ch % 16],
+						   ch < 24 ? x[(n * 24 + ch) * 6 + p] : 0.0f, 0);
+	c = a;
+	c.data = back;
+	c.layout = MFS_LAYOUT_PLAIN;
+	mfs_layout_convert(&c, &b, MFS_LAYOUT_PLAIN);
+	assert_memory_equal(back, x, sizeof(x));
+	mfs_tensor_release(&a);
+}
+
 /* Real convolutions x[1,3,6,6] -> A (16, 3x3) -> a -> B (depthwise 16)
  * -> b -> C (1x1 16) -> c -> D (1x1 to 24) -> d -> E (1x1 to 16) -> y.
- * The plan stores a, b, c BLOCK16 (made and read by convolutions, 16
- * channels, each producer's X blocked or a plain 3-channel input); d has
- * 24 channels (NHWC), y is the graph's output (plain).  With side set,
- * an Identity also reads b: b is then NHWC, and so is c, whose
- * producer's X is no longer blocked. */
+ * The plan stores a, b, c, d BLOCK16 (made and read by convolutions,
+ * each producer's X blocked or a plain 3-channel input; d's 24 channels
+ * padded to 32), y is the graph's output (plain).  With side set, an
+ * Identity also reads b: b is then NHWC, and so are c and d, whose
+ * producers' X is no longer blocked. */
 static onnx_model *block16_graph(bool side)
 {
 	onnx_model *o = gb_new(13);
@@ -1220,8 +1254,8 @@ static void test_layout_block16_plan(void **state)
 
 	unsetenv("MFS_LAYOUT");
 	m = compile_ok(block16_graph(false));
-	assert_int_equal(m->n_block16, 3);     /* a, b, c */
-	assert_int_equal(m->n_nhwc, 1);        /* d */
+	assert_int_equal(m->n_block16, 4);     /* a, b, c, d */
+	assert_int_equal(m->n_nhwc, 0);
 	run_block16_graph(m, got);
 	mfs_graph_free(m);
 	for (int i = 0; i < 16 * 36; i++)
@@ -1231,6 +1265,17 @@ static void test_layout_block16_plan(void **state)
 	assert_int_equal(m->n_block16, 1);     /* a */
 	run_block16_graph(m, got);
 	mfs_graph_free(m);
+	for (int i = 0; i < 16 * 36; i++)
+		assert_float_equal(got[i], ref[i], 1e-4);
+
+	/* the im2col path reads and writes the blocked (and padded) values
+	 * too */
+	setenv("MFS_CONV", "im2col", 1);
+	m = compile_ok(block16_graph(false));
+	assert_int_equal(m->n_block16, 4);
+	run_block16_graph(m, got);
+	mfs_graph_free(m);
+	unsetenv("MFS_CONV");
 	for (int i = 0; i < 16 * 36; i++)
 		assert_float_equal(got[i], ref[i], 1e-4);
 
@@ -1487,10 +1532,22 @@ static void test_real_cnn_layouts_agree(void **state)
 
 	mfs_graph_set_op_lookup(NULL);
 	m = compile_ok(cnn_graph());
-	/* r and s: conv2 and the Add are one FusedConv (rewrite_residual.c) */
-	assert_int_equal(m->n_nhwc, 2);
+	/* r and s: conv2 and the Add are one FusedConv (rewrite_residual.c);
+	 * r, read only by it (as X and Z), is blocked with its 8 channels
+	 * padded to 16 (graph.c plan_block16), s read by the pool NHWC */
+	assert_int_equal(m->n_nhwc, 1);
+	assert_int_equal(m->n_block16, 1);
 	run_cnn(m, y_nhwc);
 	mfs_graph_free(m);
+	setenv("MFS_LAYOUT", "nhwc", 1);
+	m = compile_ok(cnn_graph());
+	unsetenv("MFS_LAYOUT");
+	assert_int_equal(m->n_nhwc, 2);
+	assert_int_equal(m->n_block16, 0);
+	run_cnn(m, y_plain);
+	mfs_graph_free(m);
+	for (int i = 0; i < 16; i++)
+		assert_float_equal(y_nhwc[i], y_plain[i], 1e-4);
 	setenv("MFS_LAYOUT", "plain", 1);
 	m = compile_ok(cnn_graph());
 	unsetenv("MFS_LAYOUT");
@@ -1694,6 +1751,7 @@ int main(void)
 		cmocka_unit_test_setup(test_layout_dynamic_batch, setup),
 		cmocka_unit_test_setup(test_layout_convert_roundtrip, setup),
 		cmocka_unit_test_setup(test_layout_block16_roundtrip, setup),
+		cmocka_unit_test_setup(test_layout_block16_padded, setup),
 		cmocka_unit_test_setup(test_layout_block16_plan, setup),
 		cmocka_unit_test_setup(test_shared_model_threads, setup),
 		cmocka_unit_test_setup(test_tensor_size_limit, setup),
