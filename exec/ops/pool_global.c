@@ -8,6 +8,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "dense_util.h"
@@ -73,9 +74,57 @@ static void NAME(enum gkind k, double p, const T *x, T *y, int64_t planes,      
 GLOBAL_PLAIN(float, global_f32)
 GLOBAL_PLAIN(double, global_f64)
 
+/* Average or max over NHWC pixels, channels innermost: each pixel's row
+ * of channels is added into a block of per-channel accumulators, one
+ * vector operation per row, instead of one strided scalar chain per
+ * channel (MobileNetV2's pool: 1280 channels of 49 pixels, 60-70 us
+ * that way).  Each channel still sums its pixels in order, in double:
+ * the same result as the loop below. */
+#define GLOBAL_CBLOCK 256
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+static void global_nhwc_rows(bool avg, const float *x, float *y, int64_t n, int64_t c,
+			     int64_t s)
+{
+	const int64_t blocks = (c + GLOBAL_CBLOCK - 1) / GLOBAL_CBLOCK;
+
+	#pragma omp parallel for collapse(2) schedule(static) if (n * c * s > 262144)
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t cb = 0; cb < blocks; cb++) {
+			const int64_t c0 = cb * GLOBAL_CBLOCK;
+			const int64_t cn = c - c0 < GLOBAL_CBLOCK ? c - c0 : GLOBAL_CBLOCK;
+			const float *xb = x + b * s * c + c0;
+			double acc[GLOBAL_CBLOCK];
+			float best[GLOBAL_CBLOCK];
+			for (int64_t ch = 0; ch < cn; ch++) {
+				acc[ch] = 0;
+				best[ch] = xb[ch];
+			}
+			for (int64_t i = 0; i < s; i++) {
+				const float *row = xb + i * c;
+				if (avg) {
+					#pragma omp simd
+					for (int64_t ch = 0; ch < cn; ch++)
+						acc[ch] += row[ch];
+				} else {
+					#pragma omp simd
+					for (int64_t ch = 0; ch < cn; ch++)
+						best[ch] = row[ch] > best[ch] ? row[ch] : best[ch];
+				}
+			}
+			for (int64_t ch = 0; ch < cn; ch++)
+				y[b * c + c0 + ch] = avg ? (float)(acc[ch] / (double)s) : best[ch];
+		}
+}
+
 static void global_nhwc(enum gkind k, double p, const float *x, float *y, int64_t n,
 			int64_t c, int64_t s)
 {
+	if (k != G_LP && s > 0) {
+		global_nhwc_rows(k == G_AVG, x, y, n, c, s);
+		return;
+	}
 	#pragma omp parallel for collapse(2) schedule(static)
 	for (int64_t b = 0; b < n; b++)
 		for (int64_t ch = 0; ch < c; ch++) {

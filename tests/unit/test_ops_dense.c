@@ -1386,8 +1386,10 @@ static void test_avgpool(void **st)
 static void test_global_pools(void **st)
 {
 	(void)st;
-	const int64_t N = 2, C = 5, S = 12;
+	const int64_t N = 2, S = 12;
 	const char *ops[] = { "GlobalAveragePool", "GlobalMaxPool" };
+	/* 300 channels: more than one of the NHWC path's channel blocks */
+	for (int64_t C = 5; C <= 300; C += 295)
 	for (int oi = 0; oi < 2; oi++)
 		for (int nhwc = 0; nhwc < 2; nhwc++) {
 			tnode t;
@@ -1395,7 +1397,7 @@ static void test_global_pools(void **st)
 			call c;
 			tn_init(&t, ops[oi]);
 			t_rand(&x, shp(4, N, C, 3L, 4L));
-			float ref[N * C];
+			float ref[2 * 300];
 			for (int64_t pl = 0; pl < N * C; pl++) {
 				const float *xp = (float *)x.data + pl * S;
 				double acc = 0;
