@@ -371,13 +371,14 @@ static void plan_output_layouts(cpu_exec *e, const mfs_node *nd,
 		if (!t)
 			continue;
 		if (t->shape.rank == 4 && (nd->def->flags & MFS_OP_NHWC_OK)) {
-			if (nd->conv_layout)
+			if (nd->conv_layout) {
 				l = e->m->values[nd->out[k]].layout;
-			/* planned on shapes with variable dims set to 1 */
-			if (l == MFS_LAYOUT_BLOCK16 && t->dtype != MFS_DT_FLOAT)
+				/* BLOCK16 holds floats only (layout.c) */
+				if (l == MFS_LAYOUT_BLOCK16 && t->dtype != MFS_DT_FLOAT)
+					l = MFS_LAYOUT_NHWC;
+			} else if (nhwc0) {
 				l = MFS_LAYOUT_NHWC;
-			else if (nhwc0)
-				l = MFS_LAYOUT_NHWC;
+			}
 		}
 		t->layout = l;
 	}

@@ -986,6 +986,45 @@ static void test_layout_nhwc(void **state)
 	mfs_graph_free(m);
 }
 
+/* test.Conv -> c -> test.Conv -> d -> TPlain, 16 channels (so nothing is
+ * blocked: graph.c plan_block16): c is NHWC; the second convolution
+ * reads it so and writes d plain, as planned, itself: no conversion
+ * after it. */
+static void test_layout_conv_writes_plan(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	static const int64_t d4[] = { 1, 16, 2, 2 };
+	mfs_exec *e;
+	mfs_error err;
+	mfs_exec_stats st;
+	mfs_tensor in, out;
+	float x[64];
+	mfs_graph *m;
+
+	for (int i = 0; i < 64; i++)
+		x[i] = (float)i;
+	gb_input(o, "x", MFS_DT_FLOAT, 4, d4);
+	gb_output(o, "y");
+	tnode(o, "Conv", "conv1", "x", "c");
+	tnode(o, "Conv", "conv2", "c", "d");
+	tnode(o, "TPlain", "plain", "d", "y");
+	m = compile_ok(o);
+	assert_int_equal(m->n_nhwc, 1);         /* c */
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(4, d4, x);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+	assert_int_equal(conv_seen_in, MFS_LAYOUT_NHWC);
+	assert_int_equal(conv_seen_out, MFS_LAYOUT_PLAIN);
+	mfs_exec_get_stats(e, &st);
+	assert_int_equal(st.layout_converts, 0);
+	assert_memory_equal(out.data, x, sizeof(x));
+	mfs_tensor_release(&out);
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+	mfs_graph_free(m);
+}
+
 /* A Conv output read by a plain operator is not planned NHWC at all. */
 static void test_layout_demoted(void **state)
 {
@@ -1746,6 +1785,7 @@ int main(void)
 		cmocka_unit_test_setup(test_dynamic_shape_and_prepare, setup),
 		cmocka_unit_test_setup(test_output_is_input_or_constant, setup),
 		cmocka_unit_test_setup(test_layout_nhwc, setup),
+		cmocka_unit_test_setup(test_layout_conv_writes_plan, setup),
 		cmocka_unit_test_setup(test_layout_demoted, setup),
 		cmocka_unit_test_setup(test_layout_infer_refuses, setup),
 		cmocka_unit_test_setup(test_layout_dynamic_batch, setup),
