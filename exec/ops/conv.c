@@ -184,17 +184,11 @@ static int conv_check_layout(mfs_op_ctx *ctx, const mfs_tensor *t, const char *w
 }
 
 /* Plain copies of stored tensors and back, for the im2col path: [n, c,
- * hw] floats in layout l (NHWC or BLOCK16) to plain, or the other way. */
+ * hw] floats in layout l (NHWC or BLOCK16) to plain, or the other way,
+ * through the engine's converter (graph.h). */
 static void layout_copy(const float *src, float *dst, mfs_layout l, int64_t n, int64_t c,
 			int64_t hw, bool to_plain)
 {
-	if (l == MFS_LAYOUT_NHWC) {
-		if (to_plain)
-			mfs_nhwc_to_nchw(src, dst, n, c, hw);
-		else
-			mfs_nchw_to_nhwc(src, dst, n, c, hw);
-		return;
-	}
 	mfs_tensor st = { .dtype = MFS_DT_FLOAT, .shape = { .rank = 4, .dims = { n, c, hw, 1 } },
 			  .layout = to_plain ? l : MFS_LAYOUT_PLAIN, .data = (void *)src,
 			  .nbytes = (size_t)(n * c * hw) * sizeof(float) };
@@ -459,9 +453,9 @@ static dnnl_format_tag_t tag_of(mfs_layout l, int ndims)
 	       l == MFS_LAYOUT_NHWC ? cl_tag(ndims) : plain_tag(ndims);
 }
 
-/* A reorder between a plain tensor (memory with no handle yet, *plain_m)
- * and a channels-last scratch buffer (*buf, memory *cl_m).  to_cl picks
- * the direction. */
+/* A reorder between a tensor stored as `outer` says (memory with no
+ * handle yet, *plain_m) and a scratch buffer (*buf, memory *cl_m) in the
+ * primitive's format cl_md.  to_cl picks the direction. */
 static dnnl_status_t edge_reorder(dnnl_engine_t eng, const dnnl_memory_desc_t *cl_md,
 				  int nd, const dnnl_dims_t dims, dnnl_format_tag_t outer,
 				  bool to_cl, mfs_dnnl_prim *prim, dnnl_memory_t *plain_m,
@@ -706,9 +700,7 @@ static int conv_prepare(mfs_op_ctx *ctx)
 
 	if (rc < 0)
 		return rc;
-	if (yl != MFS_LAYOUT_PLAIN &&
-	    !(yl == MFS_LAYOUT_NHWC && ctx->out[0]->shape.rank == 4) &&
-	    !(yl == MFS_LAYOUT_BLOCK16 && ctx->out[0]->shape.rank == 4))
+	if (yl != MFS_LAYOUT_PLAIN && ctx->out[0]->shape.rank != 4)
 		return mfs_op_fail(ctx, EINVAL, "output layout %d is not supported for shape rank %d",
 				   (int)yl, ctx->out[0]->shape.rank);
 	bool z_apart = p.z_apart;
