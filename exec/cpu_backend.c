@@ -23,10 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 
 #include "backend_runtime.h"
 #include "log.h"
 #include "node_threads.h"
+#include "ops/dense_util.h"
 
 typedef struct cpu_exec {
 	const mfs_graph *m;
@@ -44,12 +46,24 @@ typedef struct cpu_exec {
 	 * operator type when the context is freed; MFS_PROFILE=nodes also
 	 * each node's time, in run order */
 	double *node_ns;
+	/* and the process's minor page faults and the oneDNN primitives made
+	 * in each node, and the time, faults and primitives of each run
+	 * outside its nodes (inputs, outputs, the pool): a run's steady state
+	 * should make neither; faults there meant OpenMP threads ending and
+	 * starting again every run (node_threads.h) */
+	long *node_flt;
+	uint64_t *node_prims;
+	int *node_nt;              /* the node's threads in the last run */
+	double run_ns, nodes_ns_total;
+	long run_flt, nodes_flt_total;
+	uint64_t run_prims;        /* oneDNN primitives made during runs */
 	bool profile_nodes;
 	double first_run_ns, first_max_ns;
 	int first_max_node;
 	/* node_threads.h: the multiply-adds per thread (0: no cap), read
 	 * at mfs_exec_new, and the threads of the run in progress */
 	int64_t grain;
+	bool partial;              /* MFS_TEAMS=partial */
 	int run_threads;
 } cpu_exec;
 
@@ -65,6 +79,12 @@ static mfs_block *pool_take(cpu_exec *e, size_t size, mfs_error *err)
 }
 
 /* ---- profiling ---- */
+
+static long minor_faults(void)
+{
+	struct rusage ru;
+	return getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_minflt;
+}
 
 static double now_ns(void)
 {
@@ -118,10 +138,20 @@ static void profile_report(const cpu_exec *e)
 			     m->label, type[k], count[k],
 			     ns[k] / 1e6 / (double)(e->stats.runs - 1),
 			     total > 0 ? 100.0 * ns[k] / total : 0.0);
+	{
+		double runs = (double)(e->stats.runs - 1);
+		mfs_log_info("profile '%s': outside nodes %.3f ms/run; minor page faults %.1f/run in nodes, %.1f/run outside; oneDNN primitives made %.1f/run",
+			     m->label, (e->run_ns - e->nodes_ns_total) / 1e6 / runs,
+			     (double)e->nodes_flt_total / runs,
+			     (double)(e->run_flt - e->nodes_flt_total) / runs,
+			     (double)e->run_prims / runs);
+	}
 	for (int i = 0; e->profile_nodes && i < n; i++)
-		mfs_log_info("profile '%s': node %3d %-10s %8.3f ms/run %s", m->label, i,
-			     m->nodes[i].onnx->op_type,
-			     e->node_ns[i] / 1e6 / (double)(e->stats.runs - 1),
+		mfs_log_info("profile '%s': node %3d %-10s %8.3f ms/run %2d threads %6.1f faults/run %4.1f prims/run %s",
+			     m->label, i, m->nodes[i].onnx->op_type,
+			     e->node_ns[i] / 1e6 / (double)(e->stats.runs - 1), e->node_nt[i],
+			     (double)e->node_flt[i] / (double)(e->stats.runs - 1),
+			     (double)e->node_prims[i] / (double)(e->stats.runs - 1),
 			     onnx_node_label(m->nodes[i].onnx));
 out:
 	free(type);
@@ -139,6 +169,9 @@ static void cpu_exec_free(void *ctx)
 	if (e->node_ns) {
 		profile_report(e);
 		free(e->node_ns);
+		free(e->node_flt);
+		free(e->node_prims);
+		free(e->node_nt);
 	}
 	for (int i = 0; e->nodes && i < e->m->n_nodes; i++)
 		mfs_node_rt_release(&e->nodes[i], &e->m->nodes[i]);
@@ -181,11 +214,15 @@ static int cpu_exec_new(mfs_backend *b, const mfs_graph *m, void **out,
 	}
 	if (getenv("MFS_PROFILE") && strcmp(getenv("MFS_PROFILE"), "0")) {
 		e->node_ns = calloc((size_t)m->n_nodes + 1, sizeof(*e->node_ns));
-		if (!e->node_ns)
+		e->node_flt = calloc((size_t)m->n_nodes + 1, sizeof(*e->node_flt));
+		e->node_prims = calloc((size_t)m->n_nodes + 1, sizeof(*e->node_prims));
+		e->node_nt = calloc((size_t)m->n_nodes + 1, sizeof(*e->node_nt));
+		if (!e->node_ns || !e->node_flt || !e->node_prims || !e->node_nt)
 			goto oom;
 		e->profile_nodes = !strcmp(getenv("MFS_PROFILE"), "nodes");
 	}
 	e->grain = mfs_thread_grain();
+	e->partial = mfs_thread_partial();
 	e->tmp = calloc((size_t)e->max_in, sizeof(*e->tmp));
 	e->tmp_buf = calloc((size_t)e->max_in, sizeof(*e->tmp_buf));
 	if (!e->tmp || !e->tmp_buf)
@@ -540,7 +577,7 @@ static void set_node_threads(const cpu_exec *e, const mfs_op_ctx *ctx)
 	if (!(ctx->def->flags & (MFS_OP_BODIES | MFS_OP_OUTPUTS_AT_RUN))) {
 		bool product;
 		int64_t work = mfs_node_work(ctx, &product);
-		nt = mfs_node_threads(work, product, e->grain, e->run_threads);
+		nt = mfs_node_threads(work, product, e->grain, e->run_threads, e->partial);
 	}
 	if (nt != omp_get_max_threads())
 		omp_set_num_threads(nt);
@@ -596,15 +633,25 @@ static int step_node(void *ctx, int i, mfs_error *err)
 {
 	cpu_exec *e = ctx;
 	double t0, dt;
+	long f0;
+	uint64_t p0;
 	int rc;
 
 	if (!e->node_ns)
 		return run_node(e, i, err);
+	p0 = mfs_dnnl_prims_created();
+	f0 = minor_faults();
 	t0 = now_ns();
 	rc = run_node(e, i, err);
 	dt = now_ns() - t0;
+	e->node_nt[i] = omp_get_max_threads();
 	if (e->stats.runs > 1) {
 		e->node_ns[i] += dt;
+		e->nodes_ns_total += dt;
+		f0 = minor_faults() - f0;
+		e->node_flt[i] += f0;
+		e->node_prims[i] += mfs_dnnl_prims_created() - p0;
+		e->nodes_flt_total += f0;
 	} else {
 		e->first_run_ns += dt;
 		if (dt > e->first_max_ns) {
@@ -649,6 +696,9 @@ static int cpu_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs
 {
 	cpu_exec *e = ctx;
 	const mfs_graph *m = e->m;
+	double t0 = e->node_ns ? now_ns() : 0;
+	long f0 = e->node_ns ? minor_faults() : 0;
+	uint64_t p0 = mfs_dnnl_prims_created();
 	int rc;
 
 	mfs_pool_new_run(&e->pool);
@@ -682,6 +732,11 @@ static int cpu_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs
 		mfs_tensor *t = &e->vals[m->input_ids[i]];
 		t->data = NULL;
 		t->nbytes = 0;
+	}
+	if (e->node_ns && e->stats.runs > 1) {
+		e->run_ns += now_ns() - t0;
+		e->run_flt += minor_faults() - f0;
+		e->run_prims += mfs_dnnl_prims_created() - p0;
 	}
 	return rc;
 }

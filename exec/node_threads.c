@@ -71,15 +71,21 @@ int64_t mfs_node_work(const mfs_op_ctx *ctx, bool *product)
 	return work > 0 ? work : 1;
 }
 
-int mfs_node_threads(int64_t work, bool product, int64_t grain, int threads)
+int mfs_node_threads(int64_t work, bool product, int64_t grain, int threads, bool partial)
 {
 	if (threads < 1)
 		return 1;
 	if (grain <= 0 || work / grain >= threads)
 		return threads;
-	if (!product)
-		return work <= grain ? 1 : threads;
-	return work <= grain ? 1 : (int)((work + grain - 1) / grain);
+	if (work <= grain)
+		return 1;
+	return product && partial ? (int)((work + grain - 1) / grain) : threads;
+}
+
+bool mfs_thread_partial(void)
+{
+	const char *e = getenv("MFS_TEAMS");
+	return e && !strcmp(e, "partial");
 }
 
 int64_t mfs_thread_grain(void)

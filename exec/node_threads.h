@@ -9,14 +9,30 @@
  * products on about one thread per million multiply-adds, 5.7-7.0 ms
  * (docs/PERFORMANCE.md, "16 cores, threads").
  *
- * The rule: a product (MatMul, Gemm, Dense, Conv, ConvTranspose,
- * Attention, the RNNs) of W multiply-adds runs on W / grain threads,
- * rounded up; any other node runs on one thread when the elements it
- * touches (the larger of its first input and its outputs) times
- * MFS_ELEM_WORK are at most a grain, else on all of them.  Memory-bound
- * nodes get no partial count because it was measured to lose: ResNet-50's
- * Adds and Relus (100k-800k elements) on 2-12 threads took it from 17 to
- * 22-28 ms, the encoder's at batch 32 on 4 threads from 35 to 58-72 ms.
+ * The rule: a node runs on one thread when its work is at most a grain,
+ * else on all of the run's threads.  A product's work (MatMul, Gemm,
+ * Dense, Conv, ConvTranspose, Attention, the RNNs) is its multiply-adds;
+ * any other node's is the elements it touches (the larger of its first
+ * input and its outputs) times MFS_ELEM_WORK.
+ *
+ * Never a count in between: libgomp ends the surplus threads of its pool
+ * whenever a parallel region asks for fewer threads than the one before
+ * (more than one), and creates them again at the next larger region: a
+ * thread, its 8 MiB stack and its first page faults each time.  A run of
+ * ResNet-50 on the 16-core host put its last product on 2 threads, so
+ * every run's first convolution re-created 14 threads: 170 page faults
+ * and 0.6-1.8 ms of a 9 ms run.  With one count or the whole team,
+ * MobileNetV2 at batch 1 went from 3.3-3.8 to 2.1-2.3 ms there and
+ * ResNet-50 from 7.8-10.0 to 8.2-9.2; the encoder, for which products had
+ * W / grain threads (12-17 -> 5.7-7.0 ms against all 16 then), was no
+ * slower (docs/PERFORMANCE.md, "One thread or the whole team").  Regions
+ * of one thread leave the pool alone.  MFS_TEAMS=partial gives products
+ * W / grain threads again, for A/B runs.  oneDNN still sizes some of its
+ * own regions below the team (ResNet-50's last layers): those re-create
+ * threads whatever the engine asks.
+ * Memory-bound nodes never had a partial count: ResNet-50's Adds and
+ * Relus (100k-800k elements) on 2-12 threads took it from 17 to 22-28
+ * ms, the encoder's at batch 32 on 4 threads from 35 to 58-72 ms.
  * Every count is clamped to [1, the run's threads].
  *
  * The CPU backend sets the node's count with omp_set_num_threads before
@@ -44,12 +60,17 @@
 int64_t mfs_node_work(const mfs_op_ctx *ctx, bool *product);
 
 /* Threads for a node of that work on a run of `threads` (the rule above);
- * all of them when grain <= 0 (no cap). */
-int mfs_node_threads(int64_t work, bool product, int64_t grain, int threads);
+ * all of them when grain <= 0 (no cap).  partial: a product gets work /
+ * grain threads, rounded up (MFS_TEAMS=partial). */
+int mfs_node_threads(int64_t work, bool product, int64_t grain, int threads, bool partial);
 
 /* The grain: MFS_THREAD_GRAIN from the environment when set (a number of
  * multiply-adds; 0 runs every node on all threads, for A/B runs), else
  * MFS_THREAD_GRAIN_DEFAULT. */
 int64_t mfs_thread_grain(void);
+
+/* Whether products take partial teams: MFS_TEAMS=partial in the
+ * environment (A/B runs); else one thread or all. */
+bool mfs_thread_partial(void);
 
 #endif

@@ -81,7 +81,10 @@ static void on_team(const product *p)
 		block(p, 0, p->m, 0, p->n);
 		return;
 	}
-	#pragma omp parallel for num_threads(parts) schedule(static, 1)
+	/* The whole team, parts of it idle: a smaller team would make
+	 * libgomp end the surplus threads and create them again at the next
+	 * node (node_threads.h). */
+	#pragma omp parallel for schedule(static, 1)
 	for (int t = 0; t < parts; t++) {
 		int64_t lo = (int64_t)t * chunk, len = (by_rows ? p->m : p->n) - lo;
 		if (len > chunk)

@@ -214,13 +214,18 @@ void ew_apply(ew_fn fn, const mfs_tensor *const *in, int n_in, mfs_tensor *out,
 		run_range(&pl, fn, out->data, src, 0, total, p);
 		return;
 	}
-#pragma omp parallel num_threads(nt)
+	/* nt parts on the whole team, the rest of it idle: a smaller team
+	 * would make libgomp end the surplus threads and create them again
+	 * at the next node (node_threads.h). */
+#pragma omp parallel
 	{
 		int t = omp_get_thread_num(), m = omp_get_num_threads();
+		if (m > nt)
+			m = nt;
 		/* chunk edges on 64-element boundaries: no shared cache lines */
 		int64_t chunk = ((total + m - 1) / m + 63) & ~(int64_t)63;
 		int64_t lo = chunk * t, hi = lo + chunk < total ? lo + chunk : total;
-		if (lo < hi)
+		if (t < m && lo < hi)
 			run_range(&pl, fn, out->data, src, lo, hi, p);
 	}
 }

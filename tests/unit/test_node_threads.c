@@ -52,22 +52,40 @@ static mfs_op_ctx *make(tctx *c, const char *op, int n_in, const int *ranks,
 static void test_threads_from_work(void **st)
 {
 	(void)st;
-	/* products: work / grain threads, rounded up, within [1, threads] */
-	assert_int_equal(mfs_node_threads(1, true, 1000, 16), 1);
-	assert_int_equal(mfs_node_threads(1000, true, 1000, 16), 1);
-	assert_int_equal(mfs_node_threads(1001, true, 1000, 16), 2);
-	assert_int_equal(mfs_node_threads(3500, true, 1000, 16), 4);
-	assert_int_equal(mfs_node_threads(16000, true, 1000, 16), 16);
-	assert_int_equal(mfs_node_threads(INT64_MAX, true, 1000, 16), 16);
-	/* anything else: one thread or all */
-	assert_int_equal(mfs_node_threads(1000, false, 1000, 16), 1);
-	assert_int_equal(mfs_node_threads(1001, false, 1000, 16), 16);
-	assert_int_equal(mfs_node_threads(3500, false, 1000, 16), 16);
-	assert_int_equal(mfs_node_threads(1001, false, 1000, 2), 2);
-	/* grain 0: no cap; no threads: one */
-	assert_int_equal(mfs_node_threads(5, true, 0, 16), 16);
-	assert_int_equal(mfs_node_threads(5, false, 0, 16), 16);
-	assert_int_equal(mfs_node_threads(5000, true, 1000, 0), 1);
+	/* one thread up to a grain, else the whole team: never a count in
+	 * between (libgomp would end and re-create the surplus threads) */
+	for (int partial = 0; partial < 2; partial++) {
+		assert_int_equal(mfs_node_threads(1, true, 1000, 16, partial), 1);
+		assert_int_equal(mfs_node_threads(1000, true, 1000, 16, partial), 1);
+		assert_int_equal(mfs_node_threads(16000, true, 1000, 16, partial), 16);
+		assert_int_equal(mfs_node_threads(INT64_MAX, true, 1000, 16, partial), 16);
+		/* anything but a product: one thread or all, partial or not */
+		assert_int_equal(mfs_node_threads(1000, false, 1000, 16, partial), 1);
+		assert_int_equal(mfs_node_threads(1001, false, 1000, 16, partial), 16);
+		assert_int_equal(mfs_node_threads(3500, false, 1000, 16, partial), 16);
+		assert_int_equal(mfs_node_threads(1001, false, 1000, 2, partial), 2);
+		/* grain 0: no cap; no threads: one */
+		assert_int_equal(mfs_node_threads(5, true, 0, 16, partial), 16);
+		assert_int_equal(mfs_node_threads(5, false, 0, 16, partial), 16);
+		assert_int_equal(mfs_node_threads(5000, true, 1000, 0, partial), 1);
+	}
+	assert_int_equal(mfs_node_threads(1001, true, 1000, 16, false), 16);
+	assert_int_equal(mfs_node_threads(3500, true, 1000, 16, false), 16);
+	/* MFS_TEAMS=partial: a product's work / grain threads, rounded up */
+	assert_int_equal(mfs_node_threads(1001, true, 1000, 16, true), 2);
+	assert_int_equal(mfs_node_threads(3500, true, 1000, 16, true), 4);
+}
+
+static void test_partial_from_env(void **st)
+{
+	(void)st;
+	unsetenv("MFS_TEAMS");
+	assert_false(mfs_thread_partial());
+	setenv("MFS_TEAMS", "partial", 1);
+	assert_true(mfs_thread_partial());
+	setenv("MFS_TEAMS", "whole", 1);
+	assert_false(mfs_thread_partial());
+	unsetenv("MFS_TEAMS");
 }
 
 /* The work of a node that must count as a product. */
@@ -160,6 +178,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_threads_from_work),
+		cmocka_unit_test(test_partial_from_env),
 		cmocka_unit_test(test_product_work),
 		cmocka_unit_test(test_elementwise_work),
 		cmocka_unit_test(test_grain_from_environment),
