@@ -1,9 +1,13 @@
-/* bench_conv - time the Conv operator on ResNet-50's convolution shapes
- * (batch 1), straight through the operator (no engine), to compare the
- * oneDNN path with the im2col + OpenBLAS path and the activation layouts.
+/* bench_conv - time the Conv operator on ResNet-50's convolution shapes,
+ * straight through the operator (no engine), to compare the oneDNN path
+ * with the im2col + OpenBLAS path and the activation layouts.
  *
- *   build/tools/bench_conv [nchw|nhwc] [repeats]
+ *   build/tools/bench_conv [nchw|nhwc|block16] [repeats] [batch] [resid]
  *   MFS_CONV=im2col build/tools/bench_conv nchw
+ *
+ * batch defaults to 1; `resid` times FusedConv with a residual Z of the
+ * output's shape and layout and Relu, as ResNet's last 1x1 of each block
+ * runs after the residual rewrite.  Threads: OMP_NUM_THREADS.
  *
  * Prints per layer the median and the best time with GFLOP/s, then the
  * sums (the best time says more on a shared, noisy machine).
@@ -45,32 +49,40 @@ static int cmp_d(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	mfs_layout lay = argc > 1 && !strcmp(argv[1], "nhwc") ? MFS_LAYOUT_NHWC : MFS_LAYOUT_PLAIN;
+	const char *lname = argc > 1 ? argv[1] : "nchw";
+	mfs_layout lay = !strcmp(lname, "nhwc") ? MFS_LAYOUT_NHWC :
+			 !strcmp(lname, "block16") ? MFS_LAYOUT_BLOCK16 : MFS_LAYOUT_PLAIN;
 	int reps = argc > 2 ? atoi(argv[2]) : 30;
-	const mfs_op_def *def = mfs_op_find("", "Conv", 13);
+	int64_t batch = argc > 3 ? atoll(argv[3]) : 1;
+	bool resid = argc > 4 && !strcmp(argv[4], "resid");
+	const mfs_op_def *def = resid ? mfs_op_find("com.modelfs", "FusedConv", 1) :
+				mfs_op_find("", "Conv", 13);
 	double total = 0, total_best = 0;
 
-	if (!def || reps < 1) {
-		fprintf(stderr, "usage: bench_conv [nchw|nhwc] [repeats]\n");
+	if (!def || reps < 1 || batch < 1 ||
+	    (lay == MFS_LAYOUT_PLAIN && strcmp(lname, "nchw"))) {
+		fprintf(stderr, "usage: bench_conv [nchw|nhwc|block16] [repeats] [batch] [resid]\n");
 		return 2;
 	}
-	printf("layout %s, MFS_CONV=%s, %d repeats\n", lay ? "nhwc" : "nchw",
+	printf("layout %s, batch %lld, %s, MFS_CONV=%s, %d repeats\n", lname, (long long)batch,
+	       resid ? "FusedConv with Z and Relu" : "Conv",
 	       getenv("MFS_CONV") ? getenv("MFS_CONV") : "(default: oneDNN)", reps);
 	for (size_t li = 0; li < sizeof(layers) / sizeof(layers[0]); li++) {
 		const layer *L = &layers[li];
 		int64_t pads[4] = { L->pad, L->pad, L->pad, L->pad };
 		int64_t strides[2] = { L->stride, L->stride };
-		onnx_attr attrs[2] = {
+		onnx_attr attrs[3] = {
 			{ .name = (char *)"pads", .type = ONNX_ATTR_INTS, .ints = pads, .n_ints = 4 },
 			{ .name = (char *)"strides", .type = ONNX_ATTR_INTS, .ints = strides, .n_ints = 2 },
+			{ .name = (char *)"activation", .type = ONNX_ATTR_STRING, .s = (char *)"Relu" },
 		};
 		char *outname = (char *)"y";
-		onnx_node node = { .name = (char *)"bench", .op_type = (char *)"Conv",
-				   .domain = (char *)"", .outputs = &outname, .n_outputs = 1,
-				   .attrs = attrs, .n_attrs = 2 };
+		onnx_node node = { .name = (char *)"bench", .op_type = (char *)(resid ? "FusedConv" : "Conv"),
+				   .domain = (char *)(resid ? "com.modelfs" : ""), .outputs = &outname,
+				   .n_outputs = 1, .attrs = attrs, .n_attrs = resid ? 3 : 2 };
 		mfs_error err = { 0 };
-		mfs_tensor x = { 0 }, w = { 0 }, b = { 0 }, y = { 0 };
-		mfs_shape xs = { 4, { 1, L->c, L->hw, L->hw } };
+		mfs_tensor x = { 0 }, w = { 0 }, b = { 0 }, y = { 0 }, z = { 0 };
+		mfs_shape xs = { 4, { batch, L->c, L->hw, L->hw } };
 		mfs_shape ws = { 4, { L->m, L->c, L->k, L->k } };
 		mfs_shape bs = { 1, { L->m } };
 		if (mfs_tensor_alloc(&x, MFS_DT_FLOAT, &xs, &err) ||
@@ -83,8 +95,11 @@ int main(int argc, char **argv)
 			((float *)x.data)[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
 		for (int64_t i = 0; i < mfs_shape_numel(&ws); i++)
 			((float *)w.data)[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
-		x.layout = lay;
-		mfs_tensor *in[3] = { &x, &w, &b }, *out[1] = { &y };
+		/* block16 of a channel count that is a multiple of 16 (every
+		 * layer but conv1's input) takes the plain size; conv1's input
+		 * stays plain under block16, as the engine's plan keeps it */
+		x.layout = lay == MFS_LAYOUT_BLOCK16 && L->c % 16 ? MFS_LAYOUT_PLAIN : lay;
+		mfs_tensor *in[4] = { &x, &w, &b, &z }, *out[1] = { &y };
 		void *state = NULL;
 		mfs_op_ctx ctx = { .def = def, .node = &node, .opset = 13, .n_in = 3, .in = in,
 				   .n_out = 1, .out = out, .state = &state, .err = &err };
@@ -95,6 +110,14 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		y.layout = lay;
+		if (resid) {
+			if (mfs_tensor_alloc(&z, MFS_DT_FLOAT, &ys, &err) < 0) {
+				fprintf(stderr, "%s\n", err.msg);
+				return 1;
+			}
+			z.layout = lay;
+			ctx.n_in = 4;
+		}
 		if (def->prepare(&ctx) < 0) {
 			fprintf(stderr, "%s\n", err.msg);
 			return 1;
@@ -122,6 +145,7 @@ int main(int argc, char **argv)
 		mfs_tensor_release(&w);
 		mfs_tensor_release(&b);
 		mfs_tensor_release(&y);
+		mfs_tensor_release(&z);
 	}
 	printf("%-26s median %8.3f ms                  best %8.3f ms\n", "all layers",
 	       total * 1e3, total_best * 1e3);
