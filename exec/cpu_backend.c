@@ -64,6 +64,8 @@ typedef struct cpu_exec {
 	 * at mfs_exec_new, and the threads of the run in progress */
 	int64_t grain;
 	bool partial;              /* MFS_TEAMS=partial */
+	bool out_over_in3;         /* op.h MFS_OP_OUT0_OVER_IN3 honoured
+				      (MFS_Z_IN_PLACE=0: not, for A/B) */
 	int run_threads;
 } cpu_exec;
 
@@ -223,6 +225,7 @@ static int cpu_exec_new(mfs_backend *b, const mfs_graph *m, void **out,
 	}
 	e->grain = mfs_thread_grain();
 	e->partial = mfs_thread_partial();
+	e->out_over_in3 = !(getenv("MFS_Z_IN_PLACE") && !strcmp(getenv("MFS_Z_IN_PLACE"), "0"));
 	e->tmp = calloc((size_t)e->max_in, sizeof(*e->tmp));
 	e->tmp_buf = calloc((size_t)e->max_in, sizeof(*e->tmp_buf));
 	if (!e->tmp || !e->tmp_buf)
@@ -448,6 +451,33 @@ static bool share_view(cpu_exec *e, const mfs_node *nd, const mfs_op_ctx *ctx)
 	return true;
 }
 
+/* Step 5a: input 3's block, for output 0 of an MFS_OP_OUT0_OVER_IN3
+ * node (op.h), when the output may take it over; else NULL.  t is the
+ * output (layout planned), bytes its storage. */
+static mfs_block *in3_block_to_reuse(const cpu_exec *e, const mfs_node *nd,
+				     const mfs_op_ctx *ctx, const mfs_tensor *t, size_t bytes)
+{
+	int z = nd->n_in > 3 ? nd->in[3] : -1;
+	const mfs_tensor *zt;
+	mfs_block *b;
+
+	if (!e->out_over_in3 || !(nd->def->flags & MFS_OP_OUT0_OVER_IN3) || z < 0 ||
+	    e->m->values[z].kind != MFS_VAL_NODE ||
+	    e->m->values[z].last_use != (int)(nd - e->m->nodes))
+		return NULL;
+	for (int k = 0; k < 3; k++)
+		if (nd->in[k] == z)
+			return NULL;
+	zt = ctx->in[3];
+	b = e->vbuf[z];
+	if (zt != &e->vals[z] || !b || b->refs != 1 || b->pinned || zt->data != b->mem ||
+	    zt->kind != MFS_KIND_TENSOR || zt->dtype != MFS_DT_FLOAT || t->dtype != MFS_DT_FLOAT ||
+	    zt->layout != t->layout || !mfs_shape_equal(&zt->shape, &t->shape) ||
+	    zt->nbytes != bytes || b->cap < bytes)
+		return NULL;
+	return b;
+}
+
 /* Step 5: a pool block for every named output, within the size limit. */
 static int alloc_outputs(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 {
@@ -470,9 +500,12 @@ static int alloc_outputs(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 			t->data = NULL;
 			continue;
 		}
-		b = pool_take(e, bytes, ctx->err);
-		if (!b)
+		if (k == 0 && (b = in3_block_to_reuse(e, nd, ctx, t, bytes))) {
+			b->refs++;   /* Z's reference goes at this node's frees */
+			e->stats.outputs_over_inputs++;
+		} else if (!(b = pool_take(e, bytes, ctx->err))) {
 			return -ENOMEM;
+		}
 		e->vbuf[nd->out[k]] = b;
 		t->data = b->mem;
 	}

@@ -106,6 +106,8 @@ typedef struct mfs_exec_stats {
 	uint64_t buffer_allocs;   /* malloc of a pool buffer (new or regrown) */
 	uint64_t views;           /* VIEW nodes that aliased instead of running */
 	uint64_t layout_converts; /* NHWC <-> plain copies made at run */
+	uint64_t outputs_over_inputs; /* outputs given their input 3's block
+					 (op.h: MFS_OP_OUT0_OVER_IN3) */
 	uint64_t prepares;        /* calls of op prepare() */
 	/* OpenCL backend only */
 	uint64_t uploads;         /* host -> device copies */

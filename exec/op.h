@@ -101,6 +101,15 @@ enum {
 	 * bottleneck or a MobileNetV2 block: converting it would cost a
 	 * reorder there and push its producer and readers to plain). */
 	MFS_OP_NHWC_ANY_INPUT = 1u << 7,
+	/* Output 0 may be given input 3's memory (FusedConv's residual Z)
+	 * when this node is Z's last reader and Z is a float value of the
+	 * output's shape, layout and bytes that no view shares: the operator
+	 * then finds out[0]->data == in[3]->data and must read each element
+	 * of Z before it writes that element of the output (the CPU
+	 * backend; a sum into the output instead of a separate add reads
+	 * and writes the output's memory once, docs/PERFORMANCE.md, "The
+	 * residual in place"). */
+	MFS_OP_OUT0_OVER_IN3 = 1u << 8,
 };
 
 typedef struct mfs_op_def {

@@ -97,6 +97,8 @@ typedef struct conv_state {
 	mfs_shape xs, ws;
 	mfs_layout xl, yl, zl;
 	bool has_bias, has_z, z_apart;
+	bool z_in_y;                     /* Y's memory is Z's (op.h:
+					    MFS_OP_OUT0_OVER_IN3) */
 	mfs_shape zs, ys;                /* Z's and Y's shapes when z_apart */
 	bool forced_im2col;              /* MFS_CONV=im2col when built */
 	int threads;                     /* mfs_dnnl_threads() when built */
@@ -116,7 +118,10 @@ typedef struct conv_state {
 	dnnl_memory_t xplain_m, yplain_m;
 	void *xcl_buf, *ycl_buf;
 	/* FusedConv's Z: a binary-add post-op reading channels-last memory
-	 * (plain Z goes through zreorder into zcl_buf first). */
+	 * (plain Z goes through zreorder into zcl_buf first); or, when Y's
+	 * memory holds Z and the primitive writes it directly, a sum
+	 * post-op onto the destination (z_sum: no Z argument). */
+	bool z_sum;
 	dnnl_memory_t z_m, zplain_m;
 	mfs_dnnl_prim zreorder;
 	void *zcl_buf;
@@ -585,7 +590,15 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 	if (p->z || p->act != ACT_NONE) {
 		/* FusedConv: Y = act(conv + Z) inside the primitive. */
 		CK(dnnl_post_ops_create(&po));
-		if (p->z)
+		/* Z already in the destination (Y over Z, written without an
+		 * edge reorder): add it as the sum post-op, which reads and
+		 * writes the destination once, instead of reading Z apart
+		 * (40% of a residual 1x1 layer at batch 32 on 16 cores). */
+		s->z_sum = p->z && s->z_in_y && tag_of(yl, nd) == ftag &&
+			   tag_of(p->z->layout, nd) == ftag;
+		if (s->z_sum)
+			CK(dnnl_post_ops_append_sum(po, 1.0f));
+		else if (p->z)
 			CK(dnnl_post_ops_append_binary(po, dnnl_binary_add, &dmd));
 		if (p->act == ACT_RELU)
 			CK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
@@ -617,7 +630,9 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 	else
 		CK(edge_reorder(eng, &dmd, nd, dd, tag_of(yl, nd), false, &s->yreorder,
 				&s->yplain_m, &s->dst_m, &s->ycl_buf));
-	if (p->z && tag_of(p->z->layout, nd) == ftag)
+	if (s->z_sum)
+		;   /* Z is the destination */
+	else if (p->z && tag_of(p->z->layout, nd) == ftag)
 		CK(dnnl_memory_create(&s->z_m, &dmd, eng, DNNL_MEMORY_NONE));
 	else if (p->z)
 		CK(edge_reorder(eng, &dmd, nd, dd, tag_of(p->z->layout, nd), true, &s->zreorder,
@@ -713,6 +728,7 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	}
 	bool has_z = p.z != NULL;
 	mfs_layout zl = has_z ? p.z->layout : MFS_LAYOUT_PLAIN;
+	bool z_in_y = has_z && p.z->data && p.z->data == ctx->out[0]->data;
 	bool wconst = (ctx->const_in >> 1) & 1;
 	if (s && s->wei.is_const != wconst) {
 		s->wei.is_const = wconst;
@@ -720,7 +736,7 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	}
 	if (s && mfs_shape_equal(&s->xs, &x->shape) && mfs_shape_equal(&s->ws, &wt->shape) &&
 	    s->xl == x->layout && s->yl == yl && s->has_bias == has_bias &&
-	    s->has_z == has_z && s->zl == zl && s->z_apart == z_apart &&
+	    s->has_z == has_z && s->zl == zl && s->z_apart == z_apart && s->z_in_y == z_in_y &&
 	    (!z_apart || (mfs_shape_equal(&s->zs, &ctx->in[3]->shape) &&
 			  mfs_shape_equal(&s->ys, &ctx->out[0]->shape))) &&
 	    s->forced_im2col == conv_force_im2col() &&
@@ -753,6 +769,8 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	s->has_z = has_z;
 	s->zl = zl;
 	s->z_apart = z_apart;
+	s->z_in_y = z_in_y;
+	s->z_sum = false;
 	if (z_apart && (rc = apart_alloc(ctx, s, &p)) < 0)
 		return rc;
 	s->use_dnnl = false;
@@ -792,7 +810,7 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	if (yl != MFS_LAYOUT_PLAIN &&
 	    !(s->ytmp = malloc((size_t)(p.n * p.m * p.osize) * sizeof(float) + 1)))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
-	if (zl != MFS_LAYOUT_PLAIN && has_z &&
+	if (has_z && (zl != MFS_LAYOUT_PLAIN || z_in_y) &&
 	    !(s->ztmp = malloc((size_t)(p.n * p.m * p.osize) * sizeof(float) + 1)))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
 	return 0;
@@ -818,7 +836,7 @@ static int conv_compute(mfs_op_ctx *ctx, conv_state *s, const conv_params *pp,
 		int nargs = 3;
 		if (b)
 			args[nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, s->bias_m };
-		if (p.z)
+		if (p.z && !s->z_sum)
 			args[nargs++] = (dnnl_exec_arg_t){
 				DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, s->z_m };
 		dnnl_exec_arg_t zargs[2] = { { DNNL_ARG_FROM, s->zplain_m }, { DNNL_ARG_TO, s->z_m } };
@@ -829,7 +847,7 @@ static int conv_compute(mfs_op_ctx *ctx, conv_state *s, const conv_params *pp,
 		    (st = dnnl_memory_set_data_handle(s->yreorder.prim ? s->yplain_m : s->dst_m,
 						      ydata)) != dnnl_success ||
 		    (b && (st = dnnl_memory_set_data_handle(s->bias_m, b->data)) != dnnl_success) ||
-		    (p.z && (st = dnnl_memory_set_data_handle(s->zreorder.prim ? s->zplain_m : s->z_m,
+		    (p.z && !s->z_sum && (st = dnnl_memory_set_data_handle(s->zreorder.prim ? s->zplain_m : s->z_m,
 							      p.z->data)) != dnnl_success) ||
 		    (s->xreorder.prim && (st = mfs_dnnl_prim_exec(&s->xreorder, s->stream, 2, xargs)) != dnnl_success) ||
 		    (s->zreorder.prim && (st = mfs_dnnl_prim_exec(&s->zreorder, s->stream, 2, zargs)) != dnnl_success) ||
@@ -840,8 +858,13 @@ static int conv_compute(mfs_op_ctx *ctx, conv_state *s, const conv_params *pp,
 		return 0;
 	}
 
-	const float *xp = x->data;
+	const float *xp = x->data, *zin = p.z ? p.z->data : NULL;
 	float *yp = ydata;
+	if (p.z && p.z->layout == MFS_LAYOUT_PLAIN && zin == ydata) {
+		/* Y's memory is Z's and the product below writes it first */
+		memcpy(s->ztmp, zin, (size_t)(p.n * p.m * p.osize) * sizeof(float));
+		zin = s->ztmp;
+	}
 	if (x->layout != MFS_LAYOUT_PLAIN) {
 		layout_copy(xp, s->xtmp, x->layout, p.n, p.c, p.isize, true);
 		xp = s->xtmp;
@@ -850,7 +873,7 @@ static int conv_compute(mfs_op_ctx *ctx, conv_state *s, const conv_params *pp,
 		yp = s->ytmp;
 	conv_im2col_plain(&p, xp, wt->data, b ? b->data : NULL, yp, s->col);
 	if (p.z || p.act != ACT_NONE) {
-		const float *zp = p.z ? p.z->data : NULL;
+		const float *zp = zin;
 		int64_t total = p.n * p.m * p.osize;
 		if (p.z && p.z->layout != MFS_LAYOUT_PLAIN) {
 			layout_copy(zp, s->ztmp, p.z->layout, p.n, p.m, p.osize, true);
@@ -935,5 +958,6 @@ MFS_OP(Conv, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = conv_i
 MFS_OP(Conv, 11, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = conv_infer, .prepare = conv_prepare,
        .run = conv_run, .release = conv_release);
 MFS_OP_DOMAIN("com.modelfs", FusedConv, 1,
-	      .flags = MFS_OP_NHWC_OK | MFS_OP_NHWC_ANY_INPUT | MFS_OP_HALF_VIA_FLOAT, .infer = conv_infer,
+	      .flags = MFS_OP_NHWC_OK | MFS_OP_NHWC_ANY_INPUT | MFS_OP_HALF_VIA_FLOAT |
+		      MFS_OP_OUT0_OVER_IN3, .infer = conv_infer,
 	      .prepare = conv_prepare, .run = conv_run, .release = conv_release);

@@ -2,12 +2,14 @@
  * straight through the operator (no engine), to compare the oneDNN path
  * with the im2col + OpenBLAS path and the activation layouts.
  *
- *   build/tools/bench_conv [nchw|nhwc|block16] [repeats] [batch] [resid]
+ *   build/tools/bench_conv [nchw|nhwc|block16] [repeats] [batch] [resid|resid-over]
  *   MFS_CONV=im2col build/tools/bench_conv nchw
  *
  * batch defaults to 1; `resid` times FusedConv with a residual Z of the
  * output's shape and layout and Relu, as ResNet's last 1x1 of each block
- * runs after the residual rewrite.  Threads: OMP_NUM_THREADS.
+ * runs after the residual rewrite; `resid-over` the same with the output
+ * written over Z, as the CPU backend runs it where Z dies there (op.h:
+ * MFS_OP_OUT0_OVER_IN3).  Threads: OMP_NUM_THREADS.
  *
  * Prints per layer the median and the best time with GFLOP/s, then the
  * sums (the best time says more on a shared, noisy machine).
@@ -54,18 +56,19 @@ int main(int argc, char **argv)
 			 !strcmp(lname, "block16") ? MFS_LAYOUT_BLOCK16 : MFS_LAYOUT_PLAIN;
 	int reps = argc > 2 ? atoi(argv[2]) : 30;
 	int64_t batch = argc > 3 ? atoll(argv[3]) : 1;
-	bool resid = argc > 4 && !strcmp(argv[4], "resid");
+	bool over = argc > 4 && !strcmp(argv[4], "resid-over");
+	bool resid = over || (argc > 4 && !strcmp(argv[4], "resid"));
 	const mfs_op_def *def = resid ? mfs_op_find("com.modelfs", "FusedConv", 1) :
 				mfs_op_find("", "Conv", 13);
 	double total = 0, total_best = 0;
 
 	if (!def || reps < 1 || batch < 1 ||
 	    (lay == MFS_LAYOUT_PLAIN && strcmp(lname, "nchw"))) {
-		fprintf(stderr, "usage: bench_conv [nchw|nhwc|block16] [repeats] [batch] [resid]\n");
+		fprintf(stderr, "usage: bench_conv [nchw|nhwc|block16] [repeats] [batch] [resid|resid-over]\n");
 		return 2;
 	}
 	printf("layout %s, batch %lld, %s, MFS_CONV=%s, %d repeats\n", lname, (long long)batch,
-	       resid ? "FusedConv with Z and Relu" : "Conv",
+	       over ? "FusedConv over Z, with Relu" : resid ? "FusedConv with Z and Relu" : "Conv",
 	       getenv("MFS_CONV") ? getenv("MFS_CONV") : "(default: oneDNN)", reps);
 	for (size_t li = 0; li < sizeof(layers) / sizeof(layers[0]); li++) {
 		const layer *L = &layers[li];
@@ -117,6 +120,11 @@ int main(int argc, char **argv)
 			}
 			z.layout = lay;
 			ctx.n_in = 4;
+			if (over) {
+				mfs_tensor_release(&y);
+				y = z;
+				y.owns_data = false;
+			}
 		}
 		if (def->prepare(&ctx) < 0) {
 			fprintf(stderr, "%s\n", err.msg);
@@ -134,7 +142,7 @@ int main(int argc, char **argv)
 		}
 		qsort(t, reps, sizeof(double), cmp_d);
 		double med = t[reps / 2];
-		double flops = 2.0 * L->m * L->c * L->k * L->k * y.shape.dims[2] * y.shape.dims[3];
+		double flops = 2.0 * batch * L->m * L->c * L->k * L->k * y.shape.dims[2] * y.shape.dims[3];
 		printf("%-26s median %8.3f ms %6.1f GFLOP/s   best %8.3f ms %6.1f GFLOP/s\n",
 		       L->name, med * 1e3, flops / med * 1e-9, t[0] * 1e3, flops / t[0] * 1e-9);
 		total += med;

@@ -158,12 +158,13 @@ int main(int argc, char **argv)
 	mfs_exec_get_stats(e, &st);
 	printf("%s: %d nodes (%d folded, %d values NHWC), load %.1f ms, first run %.3f ms, "
 	       "warm median %.3f ms (min %.3f), %.2f us/node; blocks allocated %llu, "
-	       "views %llu, layout conversions %llu\n",
+	       "views %llu, layout conversions %llu, outputs over inputs %llu\n",
 	       path, m->n_nodes, m->n_folded, m->n_nhwc, load_ms, first_ms,
 	       times[runs / 2], times[0],
 	       m->n_nodes ? times[runs / 2] * 1e3 / m->n_nodes : 0.0,
 	       (unsigned long long)st.buffer_allocs, (unsigned long long)st.views,
-	       (unsigned long long)st.layout_converts);
+	       (unsigned long long)st.layout_converts,
+	       (unsigned long long)st.outputs_over_inputs);
 	if (ocl) {
 		uint64_t n = st.runs ? st.runs : 1;
 		printf("opencl per run: %llu device nodes, %llu host nodes, %llu uploads, "

@@ -1497,6 +1497,22 @@ static void test_real_add(void **state)
 	run_case("test_add", 2);
 }
 
+/* A Conv node with pads 1 on every side. */
+static void gb_conv_pad1(onnx_model *o, const char *name, const char *ins, const char *out)
+{
+	static const int64_t pads[] = { 1, 1, 1, 1 };
+	onnx_node *n = gb_node(o, "", "Conv", name, ins, out);
+
+	n->attrs = realloc(n->attrs, sizeof(*n->attrs));
+	memset(n->attrs, 0, sizeof(*n->attrs));
+	n->n_attrs = 1;
+	n->attrs[0].name = strdup("pads");
+	n->attrs[0].type = ONNX_ATTR_INTS;
+	n->attrs[0].n_ints = 4;
+	n->attrs[0].ints = malloc(sizeof(pads));
+	memcpy(n->attrs[0].ints, pads, sizeof(pads));
+}
+
 /* Conv -> Relu -> Conv -> Add(residual) -> GlobalAveragePool with the
  * registry's operators: the NHWC plan and the plain run agree. */
 static onnx_model *cnn_graph(void)
@@ -1505,8 +1521,6 @@ static onnx_model *cnn_graph(void)
 	static const int64_t dx[] = { -1, 8, 6, 6 }, dw[] = { 8, 8, 3, 3 }, db[] = { 8 };
 	float w1[576], w2[576], b[8];
 	uint32_t seed = 7;
-	onnx_node *n;
-	static const int64_t pads[] = { 1, 1, 1, 1 };
 
 	for (int i = 0; i < 576; i++) {
 		seed = seed * 1664525u + 1013904223u;
@@ -1522,16 +1536,7 @@ static onnx_model *cnn_graph(void)
 	gb_init_f32(o, "b", 1, db, b);
 	gb_output(o, "y");
 	for (int k = 0; k < 2; k++) {
-		n = gb_node(o, "", "Conv", k ? "conv2" : "conv1", k ? "r,w2,b" : "x,w1,b",
-			    k ? "c2" : "c1");
-		n->attrs = realloc(n->attrs, sizeof(*n->attrs));
-		memset(n->attrs, 0, sizeof(*n->attrs));
-		n->n_attrs = 1;
-		n->attrs[0].name = strdup("pads");
-		n->attrs[0].type = ONNX_ATTR_INTS;
-		n->attrs[0].n_ints = 4;
-		n->attrs[0].ints = malloc(sizeof(pads));
-		memcpy(n->attrs[0].ints, pads, sizeof(pads));
+		gb_conv_pad1(o, k ? "conv2" : "conv1", k ? "r,w2,b" : "x,w1,b", k ? "c2" : "c1");
 		if (!k)
 			gb_node(o, "", "Relu", "relu", "c1", "r");
 	}
@@ -1595,6 +1600,104 @@ static void test_real_cnn_layouts_agree(void **state)
 	mfs_graph_free(m);
 	for (int i = 0; i < 16; i++)
 		assert_float_equal(y_nhwc[i], y_plain[i], 1e-4);
+}
+
+/* x -> conv1 -> relu -> r; r -> conv2 -> c2; conv3(c2) + r -> s (one
+ * FusedConv with Z = r, rewrite_residual.c); GlobalAveragePool(s) -> y.
+ * r's last reader is that FusedConv unless r is a graph output too. */
+static onnx_model *resid_graph(bool r_out)
+{
+	onnx_model *o = gb_new(13);
+	static const int64_t dx[] = { -1, 8, 6, 6 }, dw[] = { 8, 8, 3, 3 }, db[] = { 8 };
+	static const char *names[3] = { "conv1", "conv2", "conv3" };
+	static const char *ins[3] = { "x,w0,b", "r,w1,b", "c2,w2,b" };
+	static const char *outs[3] = { "c1", "c2", "c3" };
+	float w[3][576], b[8];
+	uint32_t seed = 11;
+
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < 576; i++) {
+			seed = seed * 1664525u + 1013904223u;
+			w[k][i] = (float)(seed >> 8) / (float)(1 << 24) - 0.5f;
+		}
+	for (int i = 0; i < 8; i++)
+		b[i] = 0.1f * (float)i - 0.3f;
+	gb_input(o, "x", MFS_DT_FLOAT, 4, dx);
+	gb_init_f32(o, "w0", 4, dw, w[0]);
+	gb_init_f32(o, "w1", 4, dw, w[1]);
+	gb_init_f32(o, "w2", 4, dw, w[2]);
+	gb_init_f32(o, "b", 1, db, b);
+	gb_output(o, "y");
+	if (r_out)
+		gb_output(o, "r");
+	for (int k = 0; k < 3; k++) {
+		gb_conv_pad1(o, names[k], ins[k], outs[k]);
+		if (!k)
+			gb_node(o, "", "Relu", "relu", "c1", "r");
+	}
+	gb_node(o, "", "Add", "add", "c3,r", "s");
+	gb_node(o, "", "GlobalAveragePool", "gap", "s", "y");
+	return o;
+}
+
+/* Two runs of resid_graph; y (16 floats) and the outputs given their
+ * input 3's block (op.h: MFS_OP_OUT0_OVER_IN3). */
+static uint64_t run_resid(bool r_out, float *y)
+{
+	static const int64_t d[] = { 2, 8, 6, 6 };
+	float x[576];
+	mfs_graph *m = compile_ok(resid_graph(r_out));
+	mfs_exec *e;
+	mfs_exec_stats st;
+	mfs_error err;
+	mfs_tensor in, out[2];
+
+	for (int i = 0; i < 576; i++)
+		x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(4, d, x);
+	for (int r = 0; r < 2; r++) {
+		if (mfs_exec_run(e, &in, out, &err))
+			fail_msg("%s", err.msg);
+		assert_int_equal(out[0].nbytes, 16 * sizeof(float));
+		memcpy(y, out[0].data, out[0].nbytes);
+		for (int k = 0; k < (r_out ? 2 : 1); k++)
+			mfs_tensor_release(&out[k]);
+	}
+	mfs_exec_get_stats(e, &st);
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+	mfs_graph_free(m);
+	return st.outputs_over_inputs;
+}
+
+/* The residual's FusedConv writes over Z where Z dies there and has the
+ * output's layout, with the results of the run that does not; never
+ * where Z is read later (a graph output) or under MFS_Z_IN_PLACE=0.  The
+ * default plan stores r blocked (read only by convolutions) and s NHWC
+ * (read by the pool): layouts differ, no sharing. */
+static void test_output_over_dying_z(void **state)
+{
+	(void)state;
+	static const char *plans[3] = { NULL, "nhwc", "plain" };
+	static const uint64_t shared[3] = { 0, 2, 2 };
+	float y[16], y_apart[16];
+
+	mfs_graph_set_op_lookup(NULL);
+	for (int p = 0; p < 3; p++) {
+		if (plans[p])
+			setenv("MFS_LAYOUT", plans[p], 1);
+		assert_int_equal(run_resid(false, y), shared[p]);
+		assert_int_equal(run_resid(true, y_apart), 0);
+		for (int i = 0; i < 16; i++)
+			assert_float_equal(y[i], y_apart[i], 1e-5);
+		setenv("MFS_Z_IN_PLACE", "0", 1);
+		assert_int_equal(run_resid(false, y_apart), 0);
+		unsetenv("MFS_Z_IN_PLACE");
+		for (int i = 0; i < 16; i++)
+			assert_float_equal(y[i], y_apart[i], 1e-5);
+		unsetenv("MFS_LAYOUT");
+	}
 }
 
 static void test_real_missing_file(void **state)
@@ -1799,6 +1902,7 @@ int main(void)
 		cmocka_unit_test_setup(test_real_reshape, setup),
 		cmocka_unit_test_setup(test_real_add, setup),
 		cmocka_unit_test_setup(test_real_cnn_layouts_agree, setup),
+		cmocka_unit_test_setup(test_output_over_dying_z, setup),
 		cmocka_unit_test_setup(test_real_missing_file, setup),
 		cmocka_unit_test(test_thread_share),
 		cmocka_unit_test_setup(test_node_threads_applied, setup),

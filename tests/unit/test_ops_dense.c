@@ -935,29 +935,39 @@ static void fused_all(void)
 
 /* FusedConv's residual Z in the blocked layout: Relu(conv + Z), 16 ->
  * 16 channels, with X, Y and Z stored as given. */
-static void fused_block16_check(mfs_layout xl, mfs_layout yl, mfs_layout zl)
+/* A 3x3 FusedConv of [2, 16, 6, 5] with a residual Z and Relu: the node,
+ * random X, W, B, Z (plain) and the reference result (plain, 2*16*30). */
+static void fused_resid_case(tnode *t, mfs_tensor *x, mfs_tensor *w, mfs_tensor *b,
+			     mfs_tensor *z, float *ref)
 {
 	conv_case cc = { 2, 2, 16, 16, 1, { 6, 5 }, { 3, 3 }, { 1, 1 }, { 1, 1 }, { 1, 1 },
 			 { 1, 1 }, NULL, true };
-	int64_t out[3] = { 6, 5, 1 }, osz = 2 * 16 * 30;
+	int64_t out[3] = { 6, 5, 1 };
+
+	tn_init(t, "FusedConv");
+	t->node.domain = (char *)"com.modelfs";
+	tn_ints(t, "pads", 4, 1L, 1L, 1L, 1L);
+	tn_str(t, "activation", "Relu");
+	t_rand(x, shp(4, 2L, 16L, 6L, 5L));
+	t_rand(w, shp(4, 16L, 16L, 3L, 3L));
+	t_rand(b, shp(1, 16L));
+	t_rand(z, shp(4, 2L, 16L, 6L, 5L));
+	ref_conv(&cc, out, x->data, w->data, b->data, ref);
+	for (int64_t i = 0; i < 2 * 16 * 30; i++) {
+		float v = ref[i] + ((float *)z->data)[i];
+		ref[i] = v > 0 ? v : 0;
+	}
+}
+
+static void fused_block16_check(mfs_layout xl, mfs_layout yl, mfs_layout zl)
+{
+	int64_t osz = 2 * 16 * 30;
 	tnode t;
 	mfs_tensor x, w, b, z, y = { 0 };
 	call c;
 	float ref[2 * 16 * 30];
 
-	tn_init(&t, "FusedConv");
-	t.node.domain = (char *)"com.modelfs";
-	tn_ints(&t, "pads", 4, 1L, 1L, 1L, 1L);
-	tn_str(&t, "activation", "Relu");
-	t_rand(&x, shp(4, 2L, 16L, 6L, 5L));
-	t_rand(&w, shp(4, 16L, 16L, 3L, 3L));
-	t_rand(&b, shp(1, 16L));
-	t_rand(&z, shp(4, 2L, 16L, 6L, 5L));
-	ref_conv(&cc, out, x.data, w.data, b.data, ref);
-	for (int64_t i = 0; i < osz; i++) {
-		float v = ref[i] + ((float *)z.data)[i];
-		ref[i] = v > 0 ? v : 0;
-	}
+	fused_resid_case(&t, &x, &w, &b, &z, ref);
 	store_as(x.data, xl, 2, 16, 30);
 	x.layout = xl;
 	store_as(z.data, zl, 2, 16, 30);
@@ -994,6 +1004,65 @@ static void test_fused_conv_block16(void **st)
 		fused_block16_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_NHWC);
 		fused_block16_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_NHWC, MFS_LAYOUT_BLOCK16);
 		fused_block16_check(MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, MFS_LAYOUT_BLOCK16);
+		unsetenv("MFS_CONV");
+	}
+}
+
+/* Y given Z's memory (op.h: MFS_OP_OUT0_OVER_IN3, as the CPU backend
+ * does when Z dies at the node): the result is still act(conv + Z), on
+ * the oneDNN sum post-op (Y and Z in the compute format), the binary add
+ * with an edge reorder, and im2col (which must save a plain Z before the
+ * product overwrites it). */
+static void fused_over_z_check(mfs_layout xl, mfs_layout yzl)
+{
+	int64_t osz = 2 * 16 * 30;
+	tnode t;
+	mfs_tensor x, w, b, z, y;
+	float ref[2 * 16 * 30];
+	void *state = NULL;
+	mfs_error err = { 0 };
+
+	fused_resid_case(&t, &x, &w, &b, &z, ref);
+	store_as(x.data, xl, 2, 16, 30);
+	x.layout = xl;
+	store_as(z.data, yzl, 2, 16, 30);
+	z.layout = yzl;
+	y = z;
+	y.owns_data = false;
+	const mfs_op_def *def = mfs_op_find("com.modelfs", "FusedConv", 1);
+	assert_true(def->flags & MFS_OP_OUT0_OVER_IN3);
+	mfs_tensor *in[12] = { &x, &w, &b, &z }, *outs[8] = { &y };   /* padded as the engine pads */
+	mfs_op_ctx ctx = { .def = def, .node = &t.node, .opset = 1, .n_in = 4, .in = in,
+			   .n_out = 1, .out = outs, .state = &state, .err = &err };
+	int rc = def->infer(&ctx);
+	if (rc >= 0)
+		rc = def->prepare(&ctx);
+	if (rc >= 0)
+		rc = def->run(&ctx);
+	if (rc)
+		print_error("%s\n", err.msg);
+	assert_int_equal(rc, 0);
+	assert_ptr_equal(y.data, z.data);
+	store_as(ref, yzl, 2, 16, 30);
+	assert_close(y.data, ref, osz, 1e-4f);
+	def->release(state);
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&z);
+}
+
+static void test_fused_conv_over_z(void **st)
+{
+	(void)st;
+	for (int im2col = 0; im2col < 2; im2col++) {
+		if (im2col)
+			setenv("MFS_CONV", "im2col", 1);
+		fused_over_z_check(MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC);      /* sum */
+		fused_over_z_check(MFS_LAYOUT_PLAIN, MFS_LAYOUT_NHWC);     /* sum */
+		fused_over_z_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16); /* sum */
+		fused_over_z_check(MFS_LAYOUT_PLAIN, MFS_LAYOUT_PLAIN);    /* edge reorders */
+		fused_over_z_check(MFS_LAYOUT_NHWC, MFS_LAYOUT_PLAIN);     /* edge reorders */
 		unsetenv("MFS_CONV");
 	}
 }
@@ -2308,6 +2377,7 @@ int main(void)
 		cmocka_unit_test(test_rebuild_for_threads),
 		cmocka_unit_test(test_fused_conv),
 		cmocka_unit_test(test_fused_conv_block16),
+		cmocka_unit_test(test_fused_conv_over_z),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
 		cmocka_unit_test(test_global_pools),
