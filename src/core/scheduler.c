@@ -1,9 +1,18 @@
 /* scheduler.c - see scheduler.h.
  *
  * One mutex (s->lock) protects every queue's list and counters; it is
- * never held while a model runs or while done() callbacks run.  Workers
- * sleep on s->work; s->idle is signalled whenever a run ends so that
- * queue_free and stop can wait for in-flight runs.
+ * never held while a model runs or while done() callbacks run.  Each
+ * worker sleeps on its own condition variable; s->idle is signalled
+ * whenever a run ends so that queue_free and stop can wait for in-flight
+ * runs.
+ *
+ * Idle workers form a stack: work wakes the one that went idle last.
+ * Its OpenMP team is the one still spinning (openmp_policy.h) and its
+ * caches hold the model; a condition variable shared by all woke them in
+ * turn, so that each run started on a team that had slept since the run
+ * before last: ResNet-18 in the daemon on the 16-core host took 1.39x
+ * bench_engine's time per run (docs/PERFORMANCE.md, "The last idle
+ * compute thread first").
  */
 #include "scheduler.h"
 
@@ -43,7 +52,11 @@ struct mfs_queue {
 
 struct mfs_sched {
 	pthread_mutex_t lock;
-	pthread_cond_t work;          /* a queue may have become runnable */
+	pthread_cond_t *wake;         /* per worker: a queue may have become runnable */
+	int *idle_stack;              /* idle workers, the last to go idle on top */
+	int n_idle;
+	int n_slots;                  /* workers wake and idle_stack were made for */
+	int next_index;               /* the index the next worker takes */
 	pthread_cond_t idle;          /* a run ended */
 	pthread_t *threads;
 	int n_threads;
@@ -54,6 +67,35 @@ struct mfs_sched {
 };
 
 static void *worker(void *arg);
+
+/* Wake the worker that went idle last, if any is idle (lock held): a
+ * worker that is busy looks for work again when its run ends. */
+static void wake_one(mfs_sched *s)
+{
+	if (s->n_idle)
+		pthread_cond_signal(&s->wake[s->idle_stack[--s->n_idle]]);
+}
+
+/* Wake every worker (lock held): stop, quit. */
+static void wake_all(mfs_sched *s)
+{
+	for (int i = 0; i < s->n_slots; i++)
+		pthread_cond_signal(&s->wake[i]);
+	s->n_idle = 0;
+}
+
+/* Worker me stops waiting (lock held): off the stack unless wake_one
+ * took it off (a timed or spurious wake-up leaves it there). */
+static void idle_leave(mfs_sched *s, int me)
+{
+	for (int i = s->n_idle - 1; i >= 0; i--)
+		if (s->idle_stack[i] == me) {
+			memmove(&s->idle_stack[i], &s->idle_stack[i + 1],
+				(size_t)(s->n_idle - i - 1) * sizeof(int));
+			s->n_idle--;
+			return;
+		}
+}
 
 int mfs_sched_new(int threads, mfs_sched **out, mfs_error *err)
 {
@@ -69,7 +111,12 @@ int mfs_sched_new_with_init(int threads, void (*thread_init)(void), mfs_sched **
 	if (!s)
 		return mfs_fail(err, ENOMEM, "out of memory");
 	s->threads = calloc((size_t)threads, sizeof(pthread_t));
-	if (!s->threads) {
+	s->wake = calloc((size_t)threads, sizeof(pthread_cond_t));
+	s->idle_stack = calloc((size_t)threads, sizeof(int));
+	if (!s->threads || !s->wake || !s->idle_stack) {
+		free(s->threads);
+		free(s->wake);
+		free(s->idle_stack);
 		free(s);
 		return mfs_fail(err, ENOMEM, "out of memory");
 	}
@@ -77,7 +124,9 @@ int mfs_sched_new_with_init(int threads, void (*thread_init)(void), mfs_sched **
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->work, &ca);
+	for (int i = 0; i < threads; i++)
+		pthread_cond_init(&s->wake[i], &ca);
+	s->n_slots = threads;
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&s->idle, NULL);
 	s->thread_init = thread_init;
@@ -320,10 +369,10 @@ static int submit(mfs_queue *q, mfs_job *job, bool may_run_here, mfs_error *err)
 	if (job->deadline) {
 		q->timed++;
 		/* An idle thread must wake at the deadline. */
-		pthread_cond_signal(&s->work);
+		wake_one(s);
 	}
 	if (!job->here)
-		pthread_cond_signal(&s->work);
+		wake_one(s);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
@@ -553,7 +602,7 @@ static void run_taken(mfs_sched *s, mfs_queue *pick, mfs_job **batch, int n_jobs
 	pthread_mutex_lock(&s->lock);
 	pthread_cond_broadcast(&s->idle);
 	if (more)
-		pthread_cond_signal(&s->work);
+		wake_one(s);
 }
 
 void mfs_sched_run_here(mfs_queue *q)
@@ -569,12 +618,12 @@ void mfs_sched_run_here(mfs_queue *q)
 			run_taken(s, q, &job, 1, inst);
 		} else {
 			first->here = false;
-			pthread_cond_signal(&s->work);
+			wake_one(s);
 		}
 	} else if (q->queued) {
 		/* Another job went ahead of it (a higher priority): a worker
 		 * takes them in order. */
-		pthread_cond_signal(&s->work);
+		wake_one(s);
 	}
 	pthread_mutex_unlock(&s->lock);
 }
@@ -588,6 +637,7 @@ static void *worker(void *arg)
 	if (s->thread_init)
 		s->thread_init();
 	pthread_mutex_lock(&s->lock);
+	int me = s->next_index++;   /* < n_slots: one per thread created */
 	while (!s->quit) {
 		uint64_t now = mfs_now_ns(), earliest = 0;
 		mfs_queue *pick = NULL;
@@ -633,13 +683,15 @@ static void *worker(void *arg)
 			}
 		}
 		if (!pick) {
+			s->idle_stack[s->n_idle++] = me;
 			if (earliest) {
 				struct timespec ts = { (time_t)(earliest / 1000000000u),
 						       (long)(earliest % 1000000000u) };
-				pthread_cond_timedwait(&s->work, &s->lock, &ts);
+				pthread_cond_timedwait(&s->wake[me], &s->lock, &ts);
 			} else {
-				pthread_cond_wait(&s->work, &s->lock);
+				pthread_cond_wait(&s->wake[me], &s->lock);
 			}
+			idle_leave(s, me);
 			continue;
 		}
 		if (n_jobs > batch_cap) {
@@ -662,7 +714,7 @@ static void *worker(void *arg)
 		int inst = take_jobs(pick, batch, n_jobs);
 		/* Another worker may serve another instance or queue. */
 		if (jobs_waiting(s))
-			pthread_cond_signal(&s->work);
+			wake_one(s);
 		run_taken(s, pick, batch, n_jobs, inst);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -748,7 +800,7 @@ void mfs_sched_stop(mfs_sched *s, uint64_t drain_ns)
 	uint64_t until = mfs_now_ns() + drain_ns;
 	pthread_mutex_lock(&s->lock);
 	s->stopping = true;
-	pthread_cond_broadcast(&s->work);
+	wake_all(s);
 	while (busy(s) && mfs_now_ns() < until) {
 		/* idle uses the realtime clock; wait in short slices. */
 		struct timespec ts;
@@ -772,7 +824,7 @@ void mfs_sched_stop(mfs_sched *s, uint64_t drain_ns)
 	while (busy(s))
 		pthread_cond_wait(&s->idle, &s->lock);
 	s->quit = true;
-	pthread_cond_broadcast(&s->work);
+	wake_all(s);
 	pthread_mutex_unlock(&s->lock);
 	for (int i = 0; i < s->n_threads; i++)
 		pthread_join(s->threads[i], NULL);
@@ -786,8 +838,11 @@ void mfs_sched_free(mfs_sched *s)
 	if (s->n_threads)
 		mfs_sched_stop(s, 0);
 	pthread_mutex_destroy(&s->lock);
-	pthread_cond_destroy(&s->work);
+	for (int i = 0; i < s->n_slots; i++)
+		pthread_cond_destroy(&s->wake[i]);
 	pthread_cond_destroy(&s->idle);
+	free(s->wake);
+	free(s->idle_stack);
 	free(s->threads);
 	free(s);
 }

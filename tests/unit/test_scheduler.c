@@ -211,6 +211,51 @@ static void test_thread_init_before_runs(void **state)
 	free(f);
 }
 
+/* One job at a time: each runs on the compute thread that went idle last,
+ * the one that ran the job before (its OpenMP team still warm), not on
+ * the threads in turn. */
+static pthread_t ran_on[8];
+static int n_ran;
+
+static int recording_run(void *ctx, int instance, const mfs_tensor *in, mfs_tensor *out,
+			 mfs_error *err)
+{
+	if (n_ran < 8)
+		ran_on[n_ran++] = pthread_self();
+	return fake_run(ctx, instance, in, out, err);
+}
+
+static void test_last_idle_thread_runs_next(void **state)
+{
+	(void)state;
+	mfs_sched *s;
+	mfs_error err;
+	fake *f = fake_new();
+	assert_int_equal(mfs_sched_new(4, &s, &err), 0);
+	mfs_runner r = { .run = recording_run, .ctx = f, .n_inputs = 1, .n_outputs = 1 };
+	mfs_queue *q;
+	assert_int_equal(mfs_sched_queue_new(s, &(mfs_queue_conf){ .label = "lifo", .instances = 1 },
+					     &r, &q, &err), 0);
+	usleep(20000);   /* every thread idle */
+	n_ran = 0;
+	for (int i = 0; i < 8; i++) {
+		tjob t;
+		tjob_init(&t, 0, 4, (float)i, false);
+		assert_int_equal(mfs_sched_submit(q, &t.job, &err), 0);
+		tjob_wait(&t);
+		tjob_check(&t, (float)i);
+		tjob_free(&t);
+		usleep(5000);   /* the thread goes back to waiting */
+	}
+	assert_int_equal(n_ran, 8);
+	for (int i = 1; i < 8; i++)
+		assert_true(pthread_equal(ran_on[i], ran_on[0]));
+	mfs_sched_queue_free(q);
+	mfs_sched_stop(s, 0);
+	mfs_sched_free(s);
+	free(f);
+}
+
 static void test_instances_run_concurrently(void **state)
 {
 	(void)state;
@@ -594,6 +639,7 @@ int main(void)
 		cmocka_unit_test(test_single_jobs),
 		cmocka_unit_test(test_instances_run_concurrently),
 		cmocka_unit_test(test_thread_init_before_runs),
+		cmocka_unit_test(test_last_idle_thread_runs_next),
 		cmocka_unit_test(test_dynamic_batching_merges_and_splits),
 		cmocka_unit_test(test_batch_limit_and_shape_mismatch),
 		cmocka_unit_test(test_queue_full_and_close),
