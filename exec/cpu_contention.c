@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cpu_contention.h"
+#include "log.h"
 
 bool mfs_contention_active(const mfs_contention *c, int64_t now_ns)
 {
@@ -55,6 +56,7 @@ void mfs_contention_update(mfs_contention *c, uint64_t wait_ns,
 
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static mfs_contention state;
+static bool reported;      /* this busy spell's first mark was logged */
 
 /* Each thread keeps its schedstat file open (a run reads it twice); the
  * key's destructor closes it when the thread ends. */
@@ -147,9 +149,25 @@ void mfs_cpu_sample_end(const mfs_cpu_sample *s, int threads)
 		return;
 	end = now_ns();
 	pthread_mutex_lock(&state_lock);
+	bool was = mfs_contention_active(&state, end);
 	mfs_contention_update(&state, wait - s->wait_ns,
 			      (uint64_t)(end - s->start_ns), threads, end);
+	bool marked = !was && mfs_contention_active(&state, end);
+	int64_t hold = state.hold_ns;
+	/* The first mark of a busy spell at info, so that a slow daemon's log
+	 * says why; the marks that follow it (one per hold, 50 ms doubling
+	 * to 2 s, until a team run no longer waits) at debug. */
+	bool first = marked && !reported;
+	if (marked)
+		reported = true;
+	else if (!state.marked)
+		reported = false;
 	pthread_mutex_unlock(&state_lock);
+	if (marked)
+		mfs_log(first ? MFS_LOG_INFO : MFS_LOG_DEBUG,
+			"CPU contention: a run on %d threads waited %.2f of %.2f ms for a CPU; runs take one thread for %lld ms",
+			threads, (double)(wait - s->wait_ns) / 1e6,
+			(double)(end - s->start_ns) / 1e6, (long long)(hold / 1000000));
 }
 
 bool mfs_cpu_contended(void)

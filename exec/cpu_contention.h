@@ -24,6 +24,11 @@
  * cannot be read, runs are never marked (the team always runs).
  *
  * The state is process-wide: all of a daemon's instances share the cores.
+ * The first mark of a busy spell is logged at info (the run's wait and
+ * the hold), later ones at debug, so that a daemon that got slow says
+ * why; on the 16-core host such marks on an idle machine are the likely
+ * reason its ResNet-18 runs in the daemon took longer than bench_engine's
+ * (docs/PERFORMANCE.md, "The last idle compute thread first").
  */
 #ifndef MFS_CPU_CONTENTION_H
 #define MFS_CPU_CONTENTION_H
