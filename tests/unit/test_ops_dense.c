@@ -508,6 +508,52 @@ static void test_sgemm_split(void **st)
 	openblas_set_num_threads(blas_was);
 }
 
+/* A one-row C (a classifier's Gemm at batch 1) goes through OpenBLAS'
+ * gemv, split by columns over the team or whole: every transpose, leading
+ * dimensions wider than the extents, float and double, and a zero beta
+ * over a C of NaNs (OpenBLAS' gemv must set C, not scale it). */
+static void test_blas_one_row(void **st)
+{
+	(void)st;
+	static const int64_t shapes[][2] = { { 2000, 600 }, { 37, 40 } };   /* N, K */
+	int omp_was = omp_get_max_threads(), blas_was = openblas_get_num_threads();
+	openblas_set_num_threads(1);
+	omp_set_num_threads(4);
+	for (size_t s = 0; s < 2; s++)
+		for (int t = 0; t < 8; t++) {
+			int64_t N = shapes[s][0], K = shapes[s][1], pad = 3;
+			bool ta = t & 1, tb = t & 2, beta0 = t & 4;
+			int64_t lda = (ta ? 1 : K) + pad, ldb = (tb ? K : N) + pad;
+			size_t na = (size_t)((ta ? K : 1) * lda), nb = (size_t)((tb ? N : K) * ldb);
+			float *a = malloc(sizeof(float) * na), *b = malloc(sizeof(float) * nb);
+			float *c = malloc(sizeof(float) * (size_t)N);
+			double *ad = malloc(sizeof(double) * na), *bd = malloc(sizeof(double) * nb);
+			double *cd = malloc(sizeof(double) * (size_t)N);
+			assert_true(a && b && c && ad && bd && cd);
+			for (size_t i = 0; i < na; i++)
+				ad[i] = a[i] = (float)((i * 7) % 13) / 6.0f - 1.0f;
+			for (size_t i = 0; i < nb; i++)
+				bd[i] = b[i] = (float)((i * 5) % 11) / 5.0f - 1.0f;
+			for (int64_t j = 0; j < N; j++)
+				cd[j] = c[j] = beta0 ? NAN : (float)(j % 5);
+			float beta = beta0 ? 0.0f : 0.5f;
+			mfs_blas_sgemm(ta, tb, 1, N, K, 1.5f, a, lda, b, ldb, beta, c, N);
+			mfs_blas_dgemm(ta, tb, 1, N, K, 1.5, ad, lda, bd, ldb, beta, cd, N);
+			for (int64_t j = 0; j < N; j++) {
+				double acc = 0;
+				for (int64_t p = 0; p < K; p++)
+					acc += (double)(ta ? a[p * lda] : a[p]) *
+					       (tb ? b[j * ldb + p] : b[p * ldb + j]);
+				double want = 1.5 * acc + (beta0 ? 0.0 : 0.5 * (double)(j % 5));
+				assert_true(fabsf(c[j] - (float)want) <= 1e-3f * (1 + fabsf((float)want)));
+				assert_true(fabs(cd[j] - want) <= 1e-9 * (1 + fabs(want)));
+			}
+			free(a); free(b); free(c); free(ad); free(bd); free(cd);
+		}
+	omp_set_num_threads(omp_was);
+	openblas_set_num_threads(blas_was);
+}
+
 static void test_matmul_openblas(void **st)
 {
 	setenv("MFS_GEMM", "openblas", 1);
@@ -2365,6 +2411,7 @@ int main(void)
 		cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_sgemm_measured),
 		cmocka_unit_test(test_sgemm_split),
+		cmocka_unit_test(test_blas_one_row),
 		cmocka_unit_test(test_gemm_bad),
 		cmocka_unit_test(test_gemm_int_matmul_double),
 		cmocka_unit_test(test_conv_onednn),
