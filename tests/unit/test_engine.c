@@ -1501,16 +1501,7 @@ static void test_real_add(void **state)
 static void gb_conv_pad1(onnx_model *o, const char *name, const char *ins, const char *out)
 {
 	static const int64_t pads[] = { 1, 1, 1, 1 };
-	onnx_node *n = gb_node(o, "", "Conv", name, ins, out);
-
-	n->attrs = realloc(n->attrs, sizeof(*n->attrs));
-	memset(n->attrs, 0, sizeof(*n->attrs));
-	n->n_attrs = 1;
-	n->attrs[0].name = strdup("pads");
-	n->attrs[0].type = ONNX_ATTR_INTS;
-	n->attrs[0].n_ints = 4;
-	n->attrs[0].ints = malloc(sizeof(pads));
-	memcpy(n->attrs[0].ints, pads, sizeof(pads));
+	attr_ints(gb_node(o, "", "Conv", name, ins, out), "pads", 4, pads);
 }
 
 /* Conv -> Relu -> Conv -> Add(residual) -> GlobalAveragePool with the
@@ -1545,27 +1536,34 @@ static onnx_model *cnn_graph(void)
 	return o;
 }
 
-static void run_cnn(mfs_graph *m, float *y)
+/* Two runs of m on a [2, 8, 6, 6] input; y: output 0 (16 floats).
+ * Returns the outputs given their input 3's block (op.h:
+ * MFS_OP_OUT0_OVER_IN3). */
+static uint64_t run_cnn(mfs_graph *m, float *y)
 {
 	static const int64_t d[] = { 2, 8, 6, 6 };
 	float x[576];
 	mfs_exec *e;
+	mfs_exec_stats st;
 	mfs_error err;
-	mfs_tensor in, out;
+	mfs_tensor in, out[2];
 
 	for (int i = 0; i < 576; i++)
 		x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
 	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
 	in = f32(4, d, x);
 	for (int r = 0; r < 2; r++) {
-		if (mfs_exec_run(e, &in, &out, &err))
+		if (mfs_exec_run(e, &in, out, &err))
 			fail_msg("%s", err.msg);
-		assert_int_equal(out.nbytes, 16 * sizeof(float));
-		memcpy(y, out.data, out.nbytes);
-		mfs_tensor_release(&out);
+		assert_int_equal(out[0].nbytes, 16 * sizeof(float));
+		memcpy(y, out[0].data, out[0].nbytes);
+		for (int k = 0; k < m->n_outputs; k++)
+			mfs_tensor_release(&out[k]);
 	}
+	mfs_exec_get_stats(e, &st);
 	mfs_tensor_release(&in);
 	mfs_exec_free(e);
+	return st.outputs_over_inputs;
 }
 
 static void test_real_cnn_layouts_agree(void **state)
@@ -1640,35 +1638,13 @@ static onnx_model *resid_graph(bool r_out)
 	return o;
 }
 
-/* Two runs of resid_graph; y (16 floats) and the outputs given their
- * input 3's block (op.h: MFS_OP_OUT0_OVER_IN3). */
+/* run_cnn on resid_graph. */
 static uint64_t run_resid(bool r_out, float *y)
 {
-	static const int64_t d[] = { 2, 8, 6, 6 };
-	float x[576];
 	mfs_graph *m = compile_ok(resid_graph(r_out));
-	mfs_exec *e;
-	mfs_exec_stats st;
-	mfs_error err;
-	mfs_tensor in, out[2];
-
-	for (int i = 0; i < 576; i++)
-		x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
-	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
-	in = f32(4, d, x);
-	for (int r = 0; r < 2; r++) {
-		if (mfs_exec_run(e, &in, out, &err))
-			fail_msg("%s", err.msg);
-		assert_int_equal(out[0].nbytes, 16 * sizeof(float));
-		memcpy(y, out[0].data, out[0].nbytes);
-		for (int k = 0; k < (r_out ? 2 : 1); k++)
-			mfs_tensor_release(&out[k]);
-	}
-	mfs_exec_get_stats(e, &st);
-	mfs_tensor_release(&in);
-	mfs_exec_free(e);
+	uint64_t shared = run_cnn(m, y);
 	mfs_graph_free(m);
-	return st.outputs_over_inputs;
+	return shared;
 }
 
 /* The residual's FusedConv writes over Z where Z dies there and has the

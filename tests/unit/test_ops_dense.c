@@ -1005,13 +1005,18 @@ static void fused_resid_case(tnode *t, mfs_tensor *x, mfs_tensor *w, mfs_tensor 
 	}
 }
 
-static void fused_block16_check(mfs_layout xl, mfs_layout yl, mfs_layout zl)
+/* FusedConv's residual case with X, Y, Z stored in these layouts; over:
+ * Y given Z's memory (op.h: MFS_OP_OUT0_OVER_IN3, as the CPU backend does
+ * when Z dies at the node; yl must be zl), where the result must still
+ * be act(conv + Z). */
+static void fused_resid_check(mfs_layout xl, mfs_layout yl, mfs_layout zl, bool over)
 {
 	int64_t osz = 2 * 16 * 30;
 	tnode t;
 	mfs_tensor x, w, b, z, y = { 0 };
 	call c;
 	float ref[2 * 16 * 30];
+	int rc;
 
 	fused_resid_case(&t, &x, &w, &b, &z, ref);
 	store_as(x.data, xl, 2, 16, 30);
@@ -1026,10 +1031,23 @@ static void fused_block16_check(mfs_layout xl, mfs_layout yl, mfs_layout zl)
 	c.out[0] = &y;
 	c.ctx = (mfs_op_ctx){ .def = def, .node = &t.node, .opset = 1, .n_in = 4, .in = c.in,
 			      .n_out = 1, .out = c.out, .state = &c.state, .err = &c.err };
-	int rc = call_run(&c);
+	if (over) {
+		assert_true(def->flags & MFS_OP_OUT0_OVER_IN3);
+		y = z;
+		y.owns_data = false;
+		rc = def->infer(&c.ctx);
+		if (rc >= 0)
+			rc = def->prepare(&c.ctx);
+		if (rc >= 0)
+			rc = def->run(&c.ctx);
+	} else {
+		rc = call_run(&c);
+	}
 	if (rc)
 		print_error("%s\n", c.err.msg);
 	assert_int_equal(rc, 0);
+	if (over)
+		assert_ptr_equal(y.data, z.data);
 	store_as(ref, yl, 2, 16, 30);
 	assert_close(y.data, ref, osz, 1e-4f);
 	call_done(&c);
@@ -1046,69 +1064,28 @@ static void test_fused_conv_block16(void **st)
 	for (int im2col = 0; im2col < 2; im2col++) {
 		if (im2col)
 			setenv("MFS_CONV", "im2col", 1);
-		fused_block16_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16);
-		fused_block16_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_NHWC);
-		fused_block16_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_NHWC, MFS_LAYOUT_BLOCK16);
-		fused_block16_check(MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, MFS_LAYOUT_BLOCK16);
+		fused_resid_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16, false);
+		fused_resid_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_NHWC, false);
+		fused_resid_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_NHWC, MFS_LAYOUT_BLOCK16, false);
+		fused_resid_check(MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, MFS_LAYOUT_BLOCK16, false);
 		unsetenv("MFS_CONV");
 	}
 }
 
-/* Y given Z's memory (op.h: MFS_OP_OUT0_OVER_IN3, as the CPU backend
- * does when Z dies at the node): the result is still act(conv + Z), on
- * the oneDNN sum post-op (Y and Z in the compute format), the binary add
- * with an edge reorder, and im2col (which must save a plain Z before the
- * product overwrites it). */
-static void fused_over_z_check(mfs_layout xl, mfs_layout yzl)
-{
-	int64_t osz = 2 * 16 * 30;
-	tnode t;
-	mfs_tensor x, w, b, z, y;
-	float ref[2 * 16 * 30];
-	void *state = NULL;
-	mfs_error err = { 0 };
-
-	fused_resid_case(&t, &x, &w, &b, &z, ref);
-	store_as(x.data, xl, 2, 16, 30);
-	x.layout = xl;
-	store_as(z.data, yzl, 2, 16, 30);
-	z.layout = yzl;
-	y = z;
-	y.owns_data = false;
-	const mfs_op_def *def = mfs_op_find("com.modelfs", "FusedConv", 1);
-	assert_true(def->flags & MFS_OP_OUT0_OVER_IN3);
-	mfs_tensor *in[12] = { &x, &w, &b, &z }, *outs[8] = { &y };   /* padded as the engine pads */
-	mfs_op_ctx ctx = { .def = def, .node = &t.node, .opset = 1, .n_in = 4, .in = in,
-			   .n_out = 1, .out = outs, .state = &state, .err = &err };
-	int rc = def->infer(&ctx);
-	if (rc >= 0)
-		rc = def->prepare(&ctx);
-	if (rc >= 0)
-		rc = def->run(&ctx);
-	if (rc)
-		print_error("%s\n", err.msg);
-	assert_int_equal(rc, 0);
-	assert_ptr_equal(y.data, z.data);
-	store_as(ref, yzl, 2, 16, 30);
-	assert_close(y.data, ref, osz, 1e-4f);
-	def->release(state);
-	mfs_tensor_release(&x);
-	mfs_tensor_release(&w);
-	mfs_tensor_release(&b);
-	mfs_tensor_release(&z);
-}
-
+/* Y over Z on every path: the oneDNN sum post-op (Y and Z in the compute
+ * format), the binary add with edge reorders, and im2col (which must save
+ * a plain Z before the product overwrites it). */
 static void test_fused_conv_over_z(void **st)
 {
 	(void)st;
 	for (int im2col = 0; im2col < 2; im2col++) {
 		if (im2col)
 			setenv("MFS_CONV", "im2col", 1);
-		fused_over_z_check(MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC);      /* sum */
-		fused_over_z_check(MFS_LAYOUT_PLAIN, MFS_LAYOUT_NHWC);     /* sum */
-		fused_over_z_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16); /* sum */
-		fused_over_z_check(MFS_LAYOUT_PLAIN, MFS_LAYOUT_PLAIN);    /* edge reorders */
-		fused_over_z_check(MFS_LAYOUT_NHWC, MFS_LAYOUT_PLAIN);     /* edge reorders */
+		fused_resid_check(MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, true);      /* sum */
+		fused_resid_check(MFS_LAYOUT_PLAIN, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, true);     /* sum */
+		fused_resid_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16, true); /* sum */
+		fused_resid_check(MFS_LAYOUT_PLAIN, MFS_LAYOUT_PLAIN, MFS_LAYOUT_PLAIN, true);    /* edge reorders */
+		fused_resid_check(MFS_LAYOUT_NHWC, MFS_LAYOUT_PLAIN, MFS_LAYOUT_PLAIN, true);     /* edge reorders */
 		unsetenv("MFS_CONV");
 	}
 }
