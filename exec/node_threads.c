@@ -40,8 +40,11 @@ static int64_t product_work(const mfs_op_ctx *ctx, int64_t out)
 		return out * last_dim(a);
 	if (is(ctx, "Gemm") && a && a->shape.rank == 2)
 		return out * a->shape.dims[onnx_attr_int(ctx->node, "transA", 0) ? 0 : 1];
-	if (is(ctx, "Conv") || is(ctx, "FusedConv") || is(ctx, "ConvInteger"))
-		return out * per_filter(input(ctx, 1));
+	if (is(ctx, "Conv") || is(ctx, "FusedConv") || is(ctx, "ConvInteger")) {
+		const mfs_tensor *w = input(ctx, 1);
+		bool depthwise = w && w->shape.rank >= 3 && w->shape.dims[1] == 1;
+		return out * per_filter(w) * (depthwise ? MFS_DEPTHWISE_WORK : 1);
+	}
 	if (is(ctx, "QLinearConv"))
 		return out * per_filter(input(ctx, 3));
 	if (is(ctx, "ConvTranspose"))

@@ -13,7 +13,8 @@
  * else on all of the run's threads.  A product's work (MatMul, Gemm,
  * Dense, Conv, ConvTranspose, Attention, the RNNs) is its multiply-adds;
  * any other node's is the elements it touches (the larger of its first
- * input and its outputs) times MFS_ELEM_WORK.
+ * input and its outputs) times MFS_ELEM_WORK.  A depthwise convolution's
+ * multiply-adds count MFS_DEPTHWISE_WORK times.
  *
  * Never a count in between: libgomp ends the surplus threads of its pool
  * whenever a parallel region asks for fewer threads than the one before
@@ -51,6 +52,14 @@
  * of a product: with the default grain, nodes of up to 64k elements run on
  * one thread. */
 #define MFS_ELEM_WORK 16
+/* What one multiply-add of a depthwise convolution (W [M, 1, k...]: each
+ * output reads one input channel) counts as: it reuses no loaded input
+ * across output channels, so it costs memory traffic that a dense
+ * product's does not.  On 1 thread MobileNetV2's depthwise layers from
+ * 14x14 on (250k-680k multiply-adds) took 0.02-0.07 ms, 1.5-1.8x their
+ * time on 2 threads and ONNX Runtime's on 2; counted 4 times they take
+ * the team (docs/PERFORMANCE.md, "Depthwise layers on the team"). */
+#define MFS_DEPTHWISE_WORK 4
 /* Default multiply-adds per thread. */
 #define MFS_THREAD_GRAIN_DEFAULT ((int64_t)1 << 20)
 

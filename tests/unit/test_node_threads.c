@@ -128,6 +128,12 @@ static void test_product_work(void **st)
 	static const int64_t cv[][4] = { { 1, 32, 12, 12 }, { 64, 32, 3, 3 } }, co[] = { 1, 64, 10, 10 };
 	static const int rc[] = { 4, 4 };
 	assert_int_equal(product(make(&c, "FusedConv", 2, rc, cv, 4, co)), 6400LL * 288);
+	/* depthwise W [64, 1, 3, 3]: 9 per output, counted MFS_DEPTHWISE_WORK
+	 * times; a grouped W [64, 2, 3, 3] is not depthwise */
+	static const int64_t dw[][4] = { { 1, 64, 12, 12 }, { 64, 1, 3, 3 } };
+	assert_int_equal(product(make(&c, "Conv", 2, rc, dw, 4, co)), 6400LL * 9 * MFS_DEPTHWISE_WORK);
+	static const int64_t gw[][4] = { { 1, 64, 12, 12 }, { 64, 2, 3, 3 } };
+	assert_int_equal(product(make(&c, "Conv", 2, rc, gw, 4, co)), 6400LL * 18);
 	/* ConvTranspose W [32, 16, 3, 3]: input values x 144 */
 	static const int64_t ct[][4] = { { 1, 32, 5, 5 }, { 32, 16, 3, 3 } }, cto[] = { 1, 16, 7, 7 };
 	assert_int_equal(product(make(&c, "ConvTranspose", 2, rc, ct, 4, cto)), 800LL * 144);
