@@ -1058,6 +1058,46 @@ static void fused_resid_check(mfs_layout xl, mfs_layout yl, mfs_layout zl, bool 
 	mfs_tensor_release(&y);
 }
 
+/* Winograd (MFS_WINOGRAD=1: wherever the shape fits) on every layout the
+ * engine may hand over, against the naive reference; FusedConv's residual
+ * Z and Relu too, Y apart and over Z.  A 3x3 layer with enough work per
+ * thread takes it by default, and MFS_WINOGRAD=0 keeps it direct. */
+static void test_conv_winograd(void **st)
+{
+	(void)st;
+	int omp_was = omp_get_max_threads();
+	unsetenv("MFS_CONV");
+	setenv("MFS_WINOGRAD", "1", 1);
+	conv_all_cases();
+	const conv_case sq = { 2, 2, 16, 32, 1, { 7, 6 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
+			       { 1, 1 }, { 1, 1 }, NULL, true };
+	conv_check(&sq, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC);
+	assert_non_null(strstr(mfs_dnnl_last_impl(), "wino"));
+	/* Z in the destination, all nChw16c: the sum post-op, which
+	 * oneDNN's Winograd takes (a Z read apart, a binary post-op, it
+	 * does not: those stay direct) */
+	fused_resid_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16, true);
+	assert_non_null(strstr(mfs_dnnl_last_impl(), "wino"));
+	fused_resid_check(MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, false);
+	fused_resid_check(MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, true);
+	fused_resid_check(MFS_LAYOUT_PLAIN, MFS_LAYOUT_PLAIN, MFS_LAYOUT_PLAIN, false);
+	/* ResNet's 64-channel layer at 28x28, batch 2, on 2 threads: 29M
+	 * multiply-adds per thread */
+	const conv_case big = { 2, 2, 64, 64, 1, { 28, 28 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
+				{ 1, 1 }, { 1, 1 }, NULL, true };
+	omp_set_num_threads(2);
+	unsetenv("MFS_WINOGRAD");
+	conv_check(&big, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC);
+	assert_non_null(strstr(mfs_dnnl_last_impl(), "wino"));
+	conv_check(&sq, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC);   /* too little work */
+	assert_null(strstr(mfs_dnnl_last_impl(), "wino"));
+	setenv("MFS_WINOGRAD", "0", 1);
+	conv_check(&big, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC);
+	assert_null(strstr(mfs_dnnl_last_impl(), "wino"));
+	unsetenv("MFS_WINOGRAD");
+	omp_set_num_threads(omp_was);
+}
+
 static void test_fused_conv_block16(void **st)
 {
 	(void)st;
@@ -2402,6 +2442,7 @@ int main(void)
 		cmocka_unit_test(test_fused_conv),
 		cmocka_unit_test(test_fused_conv_block16),
 		cmocka_unit_test(test_fused_conv_over_z),
+		cmocka_unit_test(test_conv_winograd),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
 		cmocka_unit_test(test_global_pools),
