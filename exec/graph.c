@@ -1019,8 +1019,10 @@ static bool is_rank4_planned(const mfs_value *v)
 
 /* Call nd's infer on the planning shapes (graph.h: plan_shape), with the
  * planned layouts when layouts is set.  Returns infer's result; the
- * outputs are left in c->tout.  Every input must be plan_known. */
-static int plan_infer(compiler *c, const mfs_node *nd, bool layouts)
+ * outputs are left in c->tout.  Every input must be plan_known.  With
+ * blocked set, ask the operator's computes_blocked instead (false where
+ * it has none) and return 0. */
+static int plan_ask(compiler *c, const mfs_node *nd, bool layouts, bool *blocked)
 {
 	const mfs_graph *m = c->m;
 	mfs_error scratch;
@@ -1059,7 +1061,16 @@ static int plan_infer(compiler *c, const mfs_node *nd, bool layouts)
 		c->pout[k] = nd->out[k] >= 0 ? &c->tout[k] : NULL;
 	}
 	clear_pad(c, nd);
+	if (blocked) {
+		*blocked = nd->def->computes_blocked && nd->def->computes_blocked(&ctx);
+		return 0;
+	}
 	return nd->def->infer(&ctx);
+}
+
+static int plan_infer(compiler *c, const mfs_node *nd, bool layouts)
+{
+	return plan_ask(c, nd, layouts, NULL);
 }
 
 /* Planning shapes: static ones where known, else from the graph inputs
@@ -1136,14 +1147,16 @@ static bool block16_enabled(void)
 /* After the NHWC plan: a value between convolutions is stored BLOCK16
  * (oneDNN's nChw16c, channels padded to 16s) instead when it is NHWC,
  * made by a Conv/FusedConv, float, and read only by Conv/FusedConv nodes
- * as X (slot 0) or as the residual Z (slot 3).
+ * as X (slot 0) or as the residual Z (slot 3), and its producer reads a
+ * BLOCK16 X or computes in nChw16c anyway (below).
  * Why: oneDNN's depthwise kernel runs 1.7x faster on nChw16c than on
  * NHWC, its 1x1 kernels as fast or faster, its 3x3 ones the same
  * (docs/PERFORMANCE.md, "Blocked activations"), and mixing formats in
  * one primitive falls to its reference kernel, so a run of convolutions
  * stays in one format and converts at its edges (exec/ops/conv.c). */
-static void plan_block16(mfs_graph *m)
+static void plan_block16(compiler *c)
 {
+	mfs_graph *m = c->m;
 	bool *ok;
 
 	if (!block16_enabled() || !(ok = calloc((size_t)m->n_values + 1, sizeof(bool))))
@@ -1165,7 +1178,16 @@ static void plan_block16(mfs_graph *m)
 	 * plain into blocked directly): a convolution whose X must be
 	 * reordered into nChw16c lost more than blocking saved it, and so
 	 * did re-entering the layout at an expansion (docs/PERFORMANCE.md,
-	 * "Blocked activations"). */
+	 * "Blocked activations").  A producer that computes in nChw16c
+	 * whatever its layouts (Conv on Winograd, op.h computes_blocked)
+	 * starts a chain: its X is reordered either way, and its Y no
+	 * longer is (docs/PERFORMANCE.md, "Winograd for the 3x3 layers"). */
+	bool *starts = calloc((size_t)m->n_nodes + 1, sizeof(bool));
+	for (int v = 0; starts && v < m->n_values; v++) {
+		int pr = m->values[v].producer;
+		if (ok[v] && !starts[pr] && plan_ask(c, &m->nodes[pr], true, &starts[pr]) < 0)
+			starts[pr] = false;
+	}
 	for (bool changed = true; changed;) {
 		changed = false;
 		for (int v = 0; v < m->n_values; v++) {
@@ -1174,6 +1196,8 @@ static void plan_block16(mfs_graph *m)
 			const mfs_node *pr = &m->nodes[m->values[v].producer];
 			int x = pr->n_in > 0 ? pr->in[0] : -1;
 			const mfs_value *xv = x >= 0 ? &m->values[x] : NULL;
+			if (starts && starts[m->values[v].producer])
+				continue;
 			if (xv && (ok[x] || (xv->layout == MFS_LAYOUT_PLAIN && xv->plan_known &&
 					     xv->plan_shape.rank == 4 && xv->plan_shape.dims[1] < 16)))
 				continue;
@@ -1184,6 +1208,7 @@ static void plan_block16(mfs_graph *m)
 	for (int v = 0; v < m->n_values; v++)
 		if (ok[v])
 			m->values[v].layout = MFS_LAYOUT_BLOCK16;
+	free(starts);
 	free(ok);
 }
 
@@ -1246,7 +1271,7 @@ static void plan_layouts(compiler *c)
 						changed |= demote(&m->values[nd->in[k]]);
 		}
 	}
-	plan_block16(m);
+	plan_block16(c);
 	for (int i = 0; i < m->n_values; i++) {
 		m->n_nhwc += m->values[i].layout == MFS_LAYOUT_NHWC;
 		m->n_block16 += m->values[i].layout == MFS_LAYOUT_BLOCK16;

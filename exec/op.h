@@ -126,6 +126,13 @@ typedef struct mfs_op_def {
 	 * must compute.  Asked by the backends before they alias; NULL means
 	 * always a view. */
 	bool (*may_view)(const mfs_op_ctx *ctx);
+	/* Whether the node, at ctx's input shapes (as infer sees them) and
+	 * the calling thread's OpenMP count, computes in oneDNN's nChw16c
+	 * whatever its tensors' layouts (Conv on Winograd), so that the
+	 * engine's layout plan stores its neighbours BLOCK16 and saves it
+	 * the reorders at its edges (exec/graph.c, plan_block16).  NULL:
+	 * never. */
+	bool (*computes_blocked)(const mfs_op_ctx *ctx);
 } mfs_op_def;
 
 #define MFS_OP_DOMAIN(dom, name, ver, ...)                                   \

@@ -739,6 +739,14 @@ static bool conv_force_im2col(void)
 	return e && strcmp(e, "im2col") == 0;
 }
 
+/* op.h: Winograd computes in nChw16c (conv_dnnl_build). */
+static bool conv_computes_blocked(const mfs_op_ctx *ctx)
+{
+	conv_params p;
+	return !conv_force_im2col() && conv_params_get((mfs_op_ctx *)ctx, &p) == 0 &&
+	       !p.z_apart && conv_winograd_fits(&p);
+}
+
 static int conv_prepare(mfs_op_ctx *ctx)
 {
 	const mfs_tensor *x = ctx->in[0], *wt = ctx->in[1];
@@ -993,10 +1001,11 @@ static int conv_run(mfs_op_ctx *ctx)
 }
 
 MFS_OP(Conv, 1, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = conv_infer, .prepare = conv_prepare,
-       .run = conv_run, .release = conv_release);
+       .run = conv_run, .release = conv_release, .computes_blocked = conv_computes_blocked);
 MFS_OP(Conv, 11, .flags = MFS_OP_NHWC_OK | MFS_OP_HALF_VIA_FLOAT, .infer = conv_infer, .prepare = conv_prepare,
-       .run = conv_run, .release = conv_release);
+       .run = conv_run, .release = conv_release, .computes_blocked = conv_computes_blocked);
 MFS_OP_DOMAIN("com.modelfs", FusedConv, 1,
 	      .flags = MFS_OP_NHWC_OK | MFS_OP_NHWC_ANY_INPUT | MFS_OP_HALF_VIA_FLOAT |
 		      MFS_OP_OUT0_OVER_IN3, .infer = conv_infer,
-	      .prepare = conv_prepare, .run = conv_run, .release = conv_release);
+	      .prepare = conv_prepare, .run = conv_run, .release = conv_release,
+	      .computes_blocked = conv_computes_blocked);

@@ -1279,6 +1279,60 @@ static void run_block16_graph(mfs_graph *m, float *y)
 	mfs_exec_free(e);
 }
 
+/* x [1, 16, 6, 6] -> 3x3 Conv -> c -> 1x1 Conv -> y: c's producer reads
+ * a plain X of 16 channels, so c is blocked only where the 3x3 layer
+ * computes in nChw16c anyway, on Winograd (op.h computes_blocked); the
+ * result is the same either way. */
+static void wino_chain_run(float *y, int *blocked)
+{
+	onnx_model *o = gb_new(13);
+	static const int64_t dx[] = { 1, 16, 6, 6 }, w3[] = { 16, 16, 3, 3 }, w1[] = { 16, 16, 1, 1 };
+	static const int64_t pads[] = { 1, 1, 1, 1 };
+	float w[16 * 16 * 9], x[16 * 36];
+	mfs_exec *e;
+	mfs_error err;
+	mfs_tensor in, out = { 0 };
+
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		w[i] = (float)((i * 37) % 19) / 19.0f - 0.45f;
+	for (int i = 0; i < 16 * 36; i++)
+		x[i] = (float)((i * 13) % 11) / 11.0f - 0.5f;
+	gb_input(o, "x", MFS_DT_FLOAT, 4, dx);
+	gb_output(o, "y");
+	gb_init_f32(o, "W3", 4, w3, w);
+	gb_init_f32(o, "W1", 4, w1, w);
+	onnx_node *n = gb_node(o, "", "Conv", "three", "x,W3", "c");
+	attr_ints(n, "pads", 4, pads);
+	gb_node(o, "", "Conv", "one", "c,W1", "y");
+	mfs_graph *m = compile_ok(o);
+	*blocked = m->n_block16;
+	assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+	in = f32(4, dx, x);
+	assert_int_equal(mfs_exec_run(e, &in, &out, &err), 0);
+	memcpy(y, out.data, sizeof(float) * 16 * 36);
+	mfs_tensor_release(&out);
+	mfs_tensor_release(&in);
+	mfs_exec_free(e);
+	mfs_graph_free(m);
+}
+
+static void test_layout_block16_winograd(void **state)
+{
+	(void)state;
+	float ref[16 * 36], got[16 * 36];
+	int blocked;
+
+	setenv("MFS_WINOGRAD", "0", 1);
+	wino_chain_run(ref, &blocked);
+	assert_int_equal(blocked, 0);
+	setenv("MFS_WINOGRAD", "1", 1);
+	wino_chain_run(got, &blocked);
+	unsetenv("MFS_WINOGRAD");
+	assert_int_equal(blocked, 1);      /* c */
+	for (int i = 0; i < 16 * 36; i++)
+		assert_float_equal(got[i], ref[i], 1e-4);
+}
+
 static void test_layout_block16_plan(void **state)
 {
 	(void)state;
@@ -1843,6 +1897,11 @@ static void test_thread_warm_makes_the_team(void **state)
 
 int main(void)
 {
+	/* Tests here count the threads a run takes; on a busy machine the
+	 * contention check (cpu_contention.h, tested on its own) would put
+	 * runs on one thread: a fresh clone's CI run failed two of them so
+	 * while other work kept both cores busy. */
+	setenv("MFS_CONTENTION", "0", 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_topo_sort_and_run, setup),
 		cmocka_unit_test(test_thread_warm_makes_the_team),
@@ -1872,6 +1931,7 @@ int main(void)
 		cmocka_unit_test_setup(test_layout_block16_roundtrip, setup),
 		cmocka_unit_test_setup(test_layout_block16_padded, setup),
 		cmocka_unit_test_setup(test_layout_block16_plan, setup),
+		cmocka_unit_test_setup(test_layout_block16_winograd, setup),
 		cmocka_unit_test_setup(test_shared_model_threads, setup),
 		cmocka_unit_test_setup(test_tensor_size_limit, setup),
 		cmocka_unit_test_setup(test_real_identity, setup),
