@@ -24,7 +24,7 @@
  *
  * A 3x3 convolution of stride 1 with enough work per thread runs oneDNN's
  * Winograd F(4x4, 3x3) instead of the direct algorithm, in nChw16c with
- * reorders at the edges (conv_winograd_fits says when and why).
+ * reorders at the edges (conv_winograd_how says when and why).
  *
  * Primitives use a user-managed scratchpad from a per-thread buffer
  * (dense_util.h says why), so a node may run on any worker thread.
@@ -114,6 +114,12 @@ typedef struct conv_state {
 	mfs_dnnl_prim prim;
 	dnnl_memory_t src_m, bias_m, dst_m;   /* what the primitive reads/writes */
 	mfs_dnnl_weights wei;                 /* W, packed once when constant */
+	/* The packing kept beside wei for another shape (conv_weights_pick) */
+	mfs_dnnl_weights wei_alt;
+	/* Winograd built for one image runs images times, X, Y and Z moving
+	 * by one image's bytes in their own layouts; 1 otherwise. */
+	int64_t images;
+	size_t x_img, y_img, z_img;
 	/* Plain (NCHW) activations: the primitive still runs channels-last
 	 * (its fastest kernels; in plain layout oneDNN falls back to its
 	 * gemm or reference kernels, about 1.6x slower), with a oneDNN
@@ -443,6 +449,52 @@ static void conv_dnnl_free(conv_state *s)
 {
 	conv_prims_free(s);
 	mfs_dnnl_weights_free(&s->wei);
+	mfs_dnnl_weights_free(&s->wei_alt);
+}
+
+static size_t mem_bytes(const_dnnl_memory_t m)
+{
+	const dnnl_memory_desc_t *md = NULL;
+	return m && dnnl_memory_get_memory_desc(m, &md) == dnnl_success && md ?
+	       dnnl_memory_desc_get_size(md) : 0;
+}
+
+static bool weights_winograd(const mfs_dnnl_weights *w)
+{
+	const dnnl_memory_desc_t *md = NULL;
+	return w->mem && dnnl_memory_get_memory_desc(w->mem, &md) == dnnl_success && md &&
+	       md->format_kind == dnnl_format_kind_wino;
+}
+
+/* Make s->wei the packing wanted, keeping at most one other: oneDNN's
+ * Winograd weight format follows the batch size (and the thread count),
+ * so a node run at several batch sizes (dynamic batching) would pack its
+ * weights anew at each change: ResNet-18's throughput under 8 clients
+ * halved.  A packing s holds in either slot is reused; a Winograd build
+ * that wants another Winograd format than the one held is refused
+ * (dnnl_unimplemented: the caller builds the direct kernel, whose packing
+ * goes beside it), so a node keeps one Winograd packing and one direct. */
+static dnnl_status_t conv_weights_pick(conv_state *s, const dnnl_memory_desc_t *want,
+				       const dnnl_memory_desc_t *plain, bool wino,
+				       dnnl_engine_t eng)
+{
+	mfs_dnnl_weights t;
+
+	if (!mfs_dnnl_weights_hold(&s->wei, want, plain) &&
+	    mfs_dnnl_weights_hold(&s->wei_alt, want, plain)) {
+		t = s->wei; s->wei = s->wei_alt; s->wei_alt = t;
+	}
+	if (mfs_dnnl_weights_hold(&s->wei, want, plain))
+		return dnnl_success;
+	if (wino && (weights_winograd(&s->wei) || weights_winograd(&s->wei_alt)))
+		return dnnl_unimplemented;
+	if (s->wei.mem) {
+		mfs_dnnl_weights_free(&s->wei_alt);
+		s->wei_alt = s->wei;
+		memset(&s->wei, 0, sizeof(s->wei));
+		s->wei.is_const = s->wei_alt.is_const;
+	}
+	return mfs_dnnl_weights_init(&s->wei, want, plain, eng);
 }
 
 static dnnl_format_tag_t plain_tag(int ndims)
@@ -525,9 +577,10 @@ static dnnl_status_t conv_pick_impl(dnnl_primitive_desc_t *pd, const dnnl_convol
 }
 
 /* How conv_prepare asks oneDNN, in the order it tries: Winograd (where
- * conv_winograd_fits), then the direct algorithm reading X as it is
- * stored, then the direct algorithm with X reordered at the edge. */
-enum conv_build { BUILD_WINOGRAD, BUILD_DIRECT_X, BUILD_REORDER_X };
+ * conv_winograd_how says how: for one image, run image by image, or for
+ * the whole batch), then the direct algorithm reading X as it is stored,
+ * then the direct algorithm with X reordered at the edge. */
+enum conv_build { BUILD_WINOGRAD_IMAGE, BUILD_WINOGRAD, BUILD_DIRECT_X, BUILD_REORDER_X };
 
 /* Build the primitive; on failure return a dnnl status and leave s clean
  * (the caller tries the next way, and falls back to im2col). */
@@ -548,8 +601,9 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 
 	if (!eng)
 		return dnnl_runtime_error;
-	sd[0] = p->n; sd[1] = p->c;
-	dd[0] = p->n; dd[1] = p->m;
+	int64_t n = how == BUILD_WINOGRAD_IMAGE ? 1 : p->n;
+	sd[0] = n; sd[1] = p->c;
+	dd[0] = n; dd[1] = p->m;
 	bd[0] = p->m;
 	for (int i = 0; i < p->w.nsp; i++) {
 		sd[2 + i] = p->w.in[i];
@@ -582,7 +636,7 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 	 * it is, and the caller tries again without when oneDNN answers with
 	 * a reference kernel.  Winograd computes in nChw16c, the one format
 	 * oneDNN 2.6 has it for. */
-	bool wino = how == BUILD_WINOGRAD;
+	bool wino = how == BUILD_WINOGRAD || how == BUILD_WINOGRAD_IMAGE;
 	bool blocked = nd == 4 && (wino || xl == MFS_LAYOUT_BLOCK16 || yl == MFS_LAYOUT_BLOCK16 ||
 				   (p->z && p->z->layout == MFS_LAYOUT_BLOCK16));
 	dnnl_format_tag_t ftag = blocked ? dnnl_nChw16c : cl_tag(nd);
@@ -650,7 +704,11 @@ static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 				&s->zplain_m, &s->z_m, &s->zcl_buf));
 	if (has_bias)
 		CK(dnnl_memory_create(&s->bias_m, &bmd, eng, DNNL_MEMORY_NONE));
-	CK(mfs_dnnl_weights_init(&s->wei, wmd, &wmd_plain, eng));
+	CK(conv_weights_pick(s, wmd, &wmd_plain, wino, eng));
+	s->images = how == BUILD_WINOGRAD_IMAGE ? p->n : 1;
+	s->x_img = mem_bytes(s->xreorder.prim ? s->xplain_m : s->src_m);
+	s->y_img = mem_bytes(s->yreorder.prim ? s->yplain_m : s->dst_m);
+	s->z_img = p->z && !s->z_sum ? mem_bytes(s->zreorder.prim ? s->zplain_m : s->z_m) : 0;
 	{
 		const char *impl = NULL;
 		dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
@@ -670,7 +728,7 @@ fail:
 		dnnl_primitive_attr_destroy(attr);
 	if (pd)
 		dnnl_primitive_desc_destroy(pd);
-	conv_dnnl_free(s);
+	conv_prims_free(s);   /* the packings stay for the next try */
 	return st;
 }
 
@@ -709,28 +767,41 @@ static int apart_alloc(mfs_op_ctx *ctx, conv_state *s, const conv_params *p)
 	return 0;
 }
 
-/* Whether oneDNN's Winograd F(4x4, 3x3) is tried first: a 2-D 3x3
- * convolution of stride 1, no dilation, one group, with at least
- * CONV_WINOGRAD_MIN_WORK multiply-adds per thread; MFS_WINOGRAD=0 never,
- * =1 whatever the work (A/B runs, tests).  It needs 4x fewer multiplications and computes in
- * nChw16c, with reorders at the edges where X, Y or Z is stored
- * otherwise; results stay within 3e-6 of PyTorch's on ResNet-18.  On the
- * 2-core VM (58M per thread for each of ResNet's 3x3 layers at batch 1)
- * ResNet-18 ran 7-9% faster at batch 1, 14-19% at batch 8, ResNet-50 11%
- * at batch 1; on the 16-core host ResNet-50 at batch 32 (231M per thread)
- * 13-20% faster, but at batch 1 (7M per thread) 5-20% slower
- * (docs/PERFORMANCE.md, "Winograd for the 3x3 layers").  Its weights
- * take 4x the memory of the 3x3 ones. */
+/* Whether and how oneDNN's Winograd F(4x4, 3x3) is tried first, for a
+ * 2-D 3x3 convolution of stride 1, no dilation, one group: built for one
+ * image and run image by image (BUILD_WINOGRAD_IMAGE) where one image has
+ * at least CONV_WINOGRAD_MIN_WORK multiply-adds per thread, else for the
+ * whole batch (BUILD_WINOGRAD) where the batch has; -1: direct.
+ * MFS_WINOGRAD=0 never, =1 image by image and =batch the whole batch
+ * whatever the work (A/B runs, tests).
+ * Why: it needs 4x fewer multiplications and computes in nChw16c (with
+ * reorders at the edges where X, Y or Z is stored otherwise; the layout
+ * plan stores its neighbours so, conv_computes_blocked); results stay
+ * within 3e-6 of PyTorch's on ResNet-18.  On the 2-core VM (58M per
+ * thread for each of ResNet's 3x3 layers at batch 1) ResNet-18 ran 7-9%
+ * faster at batch 1, 14-19% at batch 8, ResNet-50 11% at batch 1; on the
+ * 16-core host ResNet-50 at batch 32 (231M per thread) 13-20% faster,
+ * but at batch 1 (7M per thread) 5-20% slower (docs/PERFORMANCE.md,
+ * "Winograd for the 3x3 layers").  Image by image because oneDNN's
+ * Winograd weight format follows the batch size: one built per batch
+ * size packed the weights anew at every change of batch (dynamic
+ * batching halved ResNet-18's throughput), while one image's format
+ * serves every batch.  Its weights take 4x the memory of the 3x3 ones. */
 #define CONV_WINOGRAD_MIN_WORK ((int64_t)1 << 24)
-static bool conv_winograd_fits(const conv_params *p)
+static int conv_winograd_how(const conv_params *p)
 {
 	const char *e = getenv("MFS_WINOGRAD");
-	if (e && strcmp(e, "0") == 0)
-		return false;
-	int64_t work = p->n * p->osize * p->c * p->m * 9;
-	return p->w.nsp == 2 && p->group == 1 && p->w.k[0] == 3 && p->w.k[1] == 3 &&
-	       p->w.stride[0] == 1 && p->w.stride[1] == 1 && p->w.dil[0] == 1 && p->w.dil[1] == 1 &&
-	       ((e && strcmp(e, "1") == 0) || work / mfs_dnnl_threads() >= CONV_WINOGRAD_MIN_WORK);
+	if ((e && strcmp(e, "0") == 0) ||
+	    !(p->w.nsp == 2 && p->group == 1 && p->w.k[0] == 3 && p->w.k[1] == 3 &&
+	      p->w.stride[0] == 1 && p->w.stride[1] == 1 && p->w.dil[0] == 1 && p->w.dil[1] == 1))
+		return -1;
+	if (e && strcmp(e, "1") == 0)
+		return BUILD_WINOGRAD_IMAGE;
+	if (e && strcmp(e, "batch") == 0)
+		return BUILD_WINOGRAD;
+	int64_t image = p->osize * p->c * p->m * 9 / mfs_dnnl_threads();
+	return image >= CONV_WINOGRAD_MIN_WORK ? BUILD_WINOGRAD_IMAGE :
+	       image * p->n >= CONV_WINOGRAD_MIN_WORK ? BUILD_WINOGRAD : -1;
 }
 
 static bool conv_force_im2col(void)
@@ -744,7 +815,7 @@ static bool conv_computes_blocked(const mfs_op_ctx *ctx)
 {
 	conv_params p;
 	return !conv_force_im2col() && conv_params_get((mfs_op_ctx *)ctx, &p) == 0 &&
-	       !p.z_apart && conv_winograd_fits(&p);
+	       !p.z_apart && conv_winograd_how(&p) >= 0;
 }
 
 static int conv_prepare(mfs_op_ctx *ctx)
@@ -774,8 +845,8 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	bool z_in_y = has_z && p.z->data && p.z->data == ctx->out[0]->data;
 	bool wconst = (ctx->const_in >> 1) & 1;
 	if (s && s->wei.is_const != wconst) {
-		s->wei.is_const = wconst;
-		s->wei.src = NULL;
+		s->wei.is_const = s->wei_alt.is_const = wconst;
+		s->wei.src = s->wei_alt.src = NULL;
 	}
 	if (s && mfs_shape_equal(&s->xs, &x->shape) && mfs_shape_equal(&s->ws, &wt->shape) &&
 	    s->xl == x->layout && s->yl == yl && s->has_bias == has_bias &&
@@ -803,7 +874,7 @@ static int conv_prepare(mfs_op_ctx *ctx)
 			return mfs_op_fail(ctx, ENOMEM, "out of memory");
 		*ctx->state = s;
 	}
-	s->wei.is_const = wconst;
+	s->wei.is_const = s->wei_alt.is_const = wconst;
 	s->xs = x->shape;
 	s->ws = wt->shape;
 	s->xl = x->layout;
@@ -823,12 +894,14 @@ static int conv_prepare(mfs_op_ctx *ctx)
 
 	if (s->forced_im2col) {
 		mfs_dnnl_weights_free(&s->wei);
+		mfs_dnnl_weights_free(&s->wei_alt);
 		snprintf(s->why_im2col, sizeof(s->why_im2col), "MFS_CONV=im2col");
 	} else {
 		mfs_error derr = { 0 };
 		dnnl_status_t st = dnnl_unimplemented;
-		if (conv_winograd_fits(&p))
-			st = conv_dnnl_build(s, &p, x->layout, yl, has_bias, BUILD_WINOGRAD, &derr);
+		int wino = conv_winograd_how(&p);
+		if (wino >= 0)
+			st = conv_dnnl_build(s, &p, x->layout, yl, has_bias, (enum conv_build)wino, &derr);
 		if (st != dnnl_success)
 			st = conv_dnnl_build(s, &p, x->layout, yl, has_bias, BUILD_DIRECT_X, &derr);
 		if (st != dnnl_success)
@@ -841,6 +914,8 @@ static int conv_prepare(mfs_op_ctx *ctx)
 				return rc;
 			return 0;
 		}
+		mfs_dnnl_weights_free(&s->wei);
+		mfs_dnnl_weights_free(&s->wei_alt);
 		snprintf(s->why_im2col, sizeof(s->why_im2col), "oneDNN: %.120s",
 			 derr.code ? derr.msg : mfs_dnnl_status_str(st));
 		mfs_log_info("%s '%s': using im2col + sgemm (%s)", ctx->node->op_type,
@@ -889,19 +964,26 @@ static int conv_compute(mfs_op_ctx *ctx, conv_state *s, const conv_params *pp,
 		dnnl_exec_arg_t zargs[2] = { { DNNL_ARG_FROM, s->zplain_m }, { DNNL_ARG_TO, s->z_m } };
 		dnnl_exec_arg_t xargs[2] = { { DNNL_ARG_FROM, s->xplain_m }, { DNNL_ARG_TO, s->src_m } };
 		dnnl_exec_arg_t yargs[2] = { { DNNL_ARG_FROM, s->dst_m }, { DNNL_ARG_TO, s->yplain_m } };
-		if ((st = dnnl_memory_set_data_handle(s->xreorder.prim ? s->xplain_m : s->src_m,
-						      x->data)) != dnnl_success ||
-		    (st = dnnl_memory_set_data_handle(s->yreorder.prim ? s->yplain_m : s->dst_m,
-						      ydata)) != dnnl_success ||
-		    (b && (st = dnnl_memory_set_data_handle(s->bias_m, b->data)) != dnnl_success) ||
-		    (p.z && !s->z_sum && (st = dnnl_memory_set_data_handle(s->zreorder.prim ? s->zplain_m : s->z_m,
-							      p.z->data)) != dnnl_success) ||
-		    (s->xreorder.prim && (st = mfs_dnnl_prim_exec(&s->xreorder, s->stream, 2, xargs)) != dnnl_success) ||
-		    (s->zreorder.prim && (st = mfs_dnnl_prim_exec(&s->zreorder, s->stream, 2, zargs)) != dnnl_success) ||
-		    (st = mfs_dnnl_prim_exec(&s->prim, s->stream, nargs, args)) != dnnl_success ||
-		    (s->yreorder.prim && (st = mfs_dnnl_prim_exec(&s->yreorder, s->stream, 2, yargs)) != dnnl_success))
-			return mfs_op_fail(ctx, EIO, "oneDNN convolution failed: %s",
-					   mfs_dnnl_status_str(st));
+		/* one pass, or one per image (s->images: Winograd built for
+		 * one image) */
+		for (int64_t i = 0; i < s->images; i++) {
+			char *xi = (char *)x->data + (size_t)i * s->x_img;
+			char *yi = (char *)ydata + (size_t)i * s->y_img;
+			char *zi = p.z && !s->z_sum ? (char *)p.z->data + (size_t)i * s->z_img : NULL;
+			if ((st = dnnl_memory_set_data_handle(s->xreorder.prim ? s->xplain_m : s->src_m,
+							      xi)) != dnnl_success ||
+			    (st = dnnl_memory_set_data_handle(s->yreorder.prim ? s->yplain_m : s->dst_m,
+							      yi)) != dnnl_success ||
+			    (b && (st = dnnl_memory_set_data_handle(s->bias_m, b->data)) != dnnl_success) ||
+			    (zi && (st = dnnl_memory_set_data_handle(s->zreorder.prim ? s->zplain_m : s->z_m,
+								     zi)) != dnnl_success) ||
+			    (s->xreorder.prim && (st = mfs_dnnl_prim_exec(&s->xreorder, s->stream, 2, xargs)) != dnnl_success) ||
+			    (s->zreorder.prim && (st = mfs_dnnl_prim_exec(&s->zreorder, s->stream, 2, zargs)) != dnnl_success) ||
+			    (st = mfs_dnnl_prim_exec(&s->prim, s->stream, nargs, args)) != dnnl_success ||
+			    (s->yreorder.prim && (st = mfs_dnnl_prim_exec(&s->yreorder, s->stream, 2, yargs)) != dnnl_success))
+				return mfs_op_fail(ctx, EIO, "oneDNN convolution failed: %s",
+						   mfs_dnnl_status_str(st));
+		}
 		return 0;
 	}
 

@@ -504,6 +504,12 @@ static bool weights_layout_is(const mfs_dnnl_weights *w, const dnnl_memory_desc_
 	       dnnl_memory_desc_equal(have_plain, plain);
 }
 
+bool mfs_dnnl_weights_hold(const mfs_dnnl_weights *w, const dnnl_memory_desc_t *want,
+			   const dnnl_memory_desc_t *plain)
+{
+	return w->mem && weights_layout_is(w, want, plain);
+}
+
 dnnl_status_t mfs_dnnl_weights_init(mfs_dnnl_weights *w, const dnnl_memory_desc_t *want,
 				    const dnnl_memory_desc_t *plain, dnnl_engine_t eng)
 {
@@ -526,6 +532,13 @@ dnnl_status_t mfs_dnnl_weights_init(mfs_dnnl_weights *w, const dnnl_memory_desc_
 	return st;
 }
 
+static _Atomic uint64_t weights_packed;
+
+uint64_t mfs_dnnl_weights_packed(void)
+{
+	return weights_packed;
+}
+
 int mfs_dnnl_weights_set(mfs_op_ctx *ctx, mfs_dnnl_weights *w, const void *data,
 			 dnnl_stream_t stream)
 {
@@ -537,8 +550,10 @@ int mfs_dnnl_weights_set(mfs_op_ctx *ctx, mfs_dnnl_weights *w, const void *data,
 		return 0;
 	} else if ((st = dnnl_memory_set_data_handle(w->plain, (void *)data)) == dnnl_success) {
 		dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, w->plain }, { DNNL_ARG_TO, w->mem } };
-		if ((st = mfs_dnnl_prim_exec(&w->reorder, stream, 2, args)) == dnnl_success)
+		if ((st = mfs_dnnl_prim_exec(&w->reorder, stream, 2, args)) == dnnl_success) {
 			w->src = data;
+			weights_packed++;
+		}
 	}
 	if (st != dnnl_success)
 		return mfs_op_fail(ctx, EIO, "oneDNN weight reorder failed: %s",

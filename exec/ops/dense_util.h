@@ -114,10 +114,16 @@ typedef struct mfs_dnnl_weights {
  * included; else it is freed and made anew.  On failure w holds nothing. */
 dnnl_status_t mfs_dnnl_weights_init(mfs_dnnl_weights *w, const dnnl_memory_desc_t *want,
 				    const dnnl_memory_desc_t *plain, dnnl_engine_t eng);
+/* Whether w holds weights packed as want from plain (a packing to keep). */
+bool mfs_dnnl_weights_hold(const mfs_dnnl_weights *w, const dnnl_memory_desc_t *want,
+			   const dnnl_memory_desc_t *plain);
 /* Point w at data, reordering it unless a constant already packed; 0 or
  * -EIO naming the node. */
 int mfs_dnnl_weights_set(mfs_op_ctx *ctx, mfs_dnnl_weights *w, const void *data,
 			 dnnl_stream_t stream);
+/* Weight reorders run so far in this process (tests: whether a packing
+ * was reused). */
+uint64_t mfs_dnnl_weights_packed(void);
 /* Free what w holds (is_const kept). */
 void mfs_dnnl_weights_free(mfs_dnnl_weights *w);
 

@@ -1067,7 +1067,11 @@ static void test_conv_winograd(void **st)
 	(void)st;
 	int omp_was = omp_get_max_threads();
 	unsetenv("MFS_CONV");
-	setenv("MFS_WINOGRAD", "1", 1);
+	setenv("MFS_WINOGRAD", "batch", 1);
+	conv_all_cases();
+	fused_resid_check(MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16, MFS_LAYOUT_BLOCK16, true);
+	assert_non_null(strstr(mfs_dnnl_last_impl(), "wino"));
+	setenv("MFS_WINOGRAD", "1", 1);     /* image by image */
 	conv_all_cases();
 	const conv_case sq = { 2, 2, 16, 32, 1, { 7, 6 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
 			       { 1, 1 }, { 1, 1 }, NULL, true };
@@ -1096,6 +1100,62 @@ static void test_conv_winograd(void **st)
 	assert_null(strstr(mfs_dnnl_last_impl(), "wino"));
 	unsetenv("MFS_WINOGRAD");
 	omp_set_num_threads(omp_was);
+}
+
+/* One node run at batch 1 and 8 in turn (dynamic batching), Winograd
+ * built for the whole batch: oneDNN's weight format differs between them
+ * (64 channels at 56x56 on 2 threads), so the node keeps its first
+ * Winograd packing and one direct packing beside it, and packs nothing
+ * more however often the batch changes; each image comes out as at batch
+ * 1.  Built for one image (the default where one image has the work), a
+ * single packing serves both. */
+static void test_conv_winograd_batch_changes(void **st)
+{
+	(void)st;
+	int omp_was = omp_get_max_threads();
+	tnode t;
+	mfs_tensor x8, x1, w, y = { 0 };
+	float *y1 = malloc(sizeof(float) * 64 * 56 * 56);
+	call c;
+	uint64_t packed = 0;
+
+	omp_set_num_threads(2);
+	tn_init(&t, "Conv");
+	tn_ints(&t, "pads", 4, 1L, 1L, 1L, 1L);
+	t_rand(&x8, shp(4, 8L, 64L, 56L, 56L));
+	t_rand(&w, shp(4, 64L, 64L, 3L, 3L));
+	x1 = x8;
+	x1.owns_data = false;
+	x1.shape.dims[0] = 1;
+	x1.nbytes = x8.nbytes / 8;
+	mfs_tensor *in[] = { &x1, &w }, *out[] = { &y };
+	for (int mode = 0; mode < 2; mode++) {
+		setenv("MFS_WINOGRAD", mode ? "1" : "batch", 1);
+		uint64_t start = mfs_dnnl_weights_packed();
+		call_setup(&c, &t, 11, in, 2, out, 1);
+		c.ctx.const_in = 1u << 1;   /* W is a model constant */
+		for (int run = 0; run < 5; run++) {
+			c.in[0] = run % 2 ? &x8 : &x1;
+			assert_int_equal(call_run(&c), 0);
+			if (run == 0)
+				memcpy(y1, y.data, sizeof(float) * 64 * 56 * 56);
+			else
+				assert_close(y.data, y1, 64 * 56 * 56, 1e-4f);   /* image 0 */
+			if (run == 1)
+				packed = mfs_dnnl_weights_packed();
+			else if (run > 1)
+				assert_int_equal(mfs_dnnl_weights_packed(), packed);
+		}
+		assert_true(strstr(mfs_dnnl_last_impl(), "wino") != NULL);
+		assert_int_equal(packed - start, mode ? 1 : 2);
+		call_done(&c);
+	}
+	unsetenv("MFS_WINOGRAD");
+	omp_set_num_threads(omp_was);
+	mfs_tensor_release(&x8);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&y);
+	free(y1);
 }
 
 static void test_fused_conv_block16(void **st)
@@ -2443,6 +2503,7 @@ int main(void)
 		cmocka_unit_test(test_fused_conv_block16),
 		cmocka_unit_test(test_fused_conv_over_z),
 		cmocka_unit_test(test_conv_winograd),
+		cmocka_unit_test(test_conv_winograd_batch_changes),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
 		cmocka_unit_test(test_global_pools),
