@@ -771,7 +771,8 @@ static int apart_alloc(mfs_op_ctx *ctx, conv_state *s, const conv_params *p)
  * 2-D 3x3 convolution of stride 1, no dilation, one group: built for one
  * image and run image by image (BUILD_WINOGRAD_IMAGE) where one image has
  * at least CONV_WINOGRAD_MIN_WORK multiply-adds per thread, else for the
- * whole batch (BUILD_WINOGRAD) where the batch has; -1: direct.
+ * whole batch (BUILD_WINOGRAD) where the batch has CONV_WINOGRAD_BATCH_WORK;
+ * -1: direct.
  * MFS_WINOGRAD=0 never, =1 image by image and =batch the whole batch
  * whatever the work (A/B runs, tests).
  * Why: it needs 4x fewer multiplications and computes in nChw16c (with
@@ -786,8 +787,12 @@ static int apart_alloc(mfs_op_ctx *ctx, conv_state *s, const conv_params *p)
  * Winograd weight format follows the batch size: one built per batch
  * size packed the weights anew at every change of batch (dynamic
  * batching halved ResNet-18's throughput), while one image's format
- * serves every batch.  Its weights take 4x the memory of the 3x3 ones. */
+ * serves every batch.  The whole batch only from 4x that work: on the
+ * 16-core host, where ResNet-18's batches of up to 8 have 58M per thread,
+ * dynamic batching with 8 clients got 175-184 req/s with the batch at
+ * 2^24, 196-199 direct.  Its weights take 4x the memory of the 3x3 ones. */
 #define CONV_WINOGRAD_MIN_WORK ((int64_t)1 << 24)
+#define CONV_WINOGRAD_BATCH_WORK ((int64_t)1 << 26)
 static int conv_winograd_how(const conv_params *p)
 {
 	const char *e = getenv("MFS_WINOGRAD");
@@ -801,7 +806,7 @@ static int conv_winograd_how(const conv_params *p)
 		return BUILD_WINOGRAD;
 	int64_t image = p->osize * p->c * p->m * 9 / mfs_dnnl_threads();
 	return image >= CONV_WINOGRAD_MIN_WORK ? BUILD_WINOGRAD_IMAGE :
-	       image * p->n >= CONV_WINOGRAD_MIN_WORK ? BUILD_WINOGRAD : -1;
+	       image * p->n >= CONV_WINOGRAD_BATCH_WORK ? BUILD_WINOGRAD : -1;
 }
 
 static bool conv_force_im2col(void)

@@ -1085,14 +1085,24 @@ static void test_conv_winograd(void **st)
 	fused_resid_check(MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, false);
 	fused_resid_check(MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC, true);
 	fused_resid_check(MFS_LAYOUT_PLAIN, MFS_LAYOUT_PLAIN, MFS_LAYOUT_PLAIN, false);
-	/* ResNet's 64-channel layer at 28x28, batch 2, on 2 threads: 29M
-	 * multiply-adds per thread */
-	const conv_case big = { 2, 2, 64, 64, 1, { 28, 28 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
+	/* ResNet's 64-channel layer on 2 threads: at 56x56 one image has 58M
+	 * multiply-adds per thread (image by image); at 28x28 one has 14M,
+	 * under 2^24, and a batch of 6 87M, over 2^26 (the whole batch); a
+	 * batch of 2 at 28x28 stays direct */
+	const conv_case big = { 2, 1, 64, 64, 1, { 56, 56 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
 				{ 1, 1 }, { 1, 1 }, NULL, true };
+	const conv_case batch = { 2, 6, 64, 64, 1, { 28, 28 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
+				  { 1, 1 }, { 1, 1 }, NULL, true };
+	const conv_case pair = { 2, 2, 64, 64, 1, { 28, 28 }, { 3, 3 }, { 1, 1 }, { 1, 1 },
+				 { 1, 1 }, { 1, 1 }, NULL, true };
 	omp_set_num_threads(2);
 	unsetenv("MFS_WINOGRAD");
 	conv_check(&big, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC);
 	assert_non_null(strstr(mfs_dnnl_last_impl(), "wino"));
+	conv_check(&batch, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC);
+	assert_non_null(strstr(mfs_dnnl_last_impl(), "wino"));
+	conv_check(&pair, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC);
+	assert_null(strstr(mfs_dnnl_last_impl(), "wino"));
 	conv_check(&sq, MFS_LAYOUT_NHWC, MFS_LAYOUT_NHWC);   /* too little work */
 	assert_null(strstr(mfs_dnnl_last_impl(), "wino"));
 	setenv("MFS_WINOGRAD", "0", 1);
