@@ -582,8 +582,9 @@ static dnnl_status_t conv_pick_impl(dnnl_primitive_desc_t *pd, const dnnl_convol
  * then the direct algorithm with X reordered at the edge. */
 enum conv_build { BUILD_WINOGRAD_IMAGE, BUILD_WINOGRAD, BUILD_DIRECT_X, BUILD_REORDER_X };
 
-/* Build the primitive; on failure return a dnnl status and leave s clean
- * (the caller tries the next way, and falls back to im2col). */
+/* Build the primitive; on failure return a dnnl status and leave s
+ * without primitives, its weight packings kept for the next try (the
+ * caller tries the next way, and falls back to im2col). */
 static dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 				     mfs_layout xl, mfs_layout yl, bool has_bias,
 				     enum conv_build how, mfs_error *err)
@@ -969,6 +970,9 @@ static int conv_compute(mfs_op_ctx *ctx, conv_state *s, const conv_params *pp,
 		dnnl_exec_arg_t zargs[2] = { { DNNL_ARG_FROM, s->zplain_m }, { DNNL_ARG_TO, s->z_m } };
 		dnnl_exec_arg_t xargs[2] = { { DNNL_ARG_FROM, s->xplain_m }, { DNNL_ARG_TO, s->src_m } };
 		dnnl_exec_arg_t yargs[2] = { { DNNL_ARG_FROM, s->dst_m }, { DNNL_ARG_TO, s->yplain_m } };
+		if (b && (st = dnnl_memory_set_data_handle(s->bias_m, b->data)) != dnnl_success)
+			return mfs_op_fail(ctx, EIO, "oneDNN convolution failed: %s",
+					   mfs_dnnl_status_str(st));
 		/* one pass, or one per image (s->images: Winograd built for
 		 * one image) */
 		for (int64_t i = 0; i < s->images; i++) {
@@ -979,7 +983,6 @@ static int conv_compute(mfs_op_ctx *ctx, conv_state *s, const conv_params *pp,
 							      xi)) != dnnl_success ||
 			    (st = dnnl_memory_set_data_handle(s->yreorder.prim ? s->yplain_m : s->dst_m,
 							      yi)) != dnnl_success ||
-			    (b && (st = dnnl_memory_set_data_handle(s->bias_m, b->data)) != dnnl_success) ||
 			    (zi && (st = dnnl_memory_set_data_handle(s->zreorder.prim ? s->zplain_m : s->z_m,
 								     zi)) != dnnl_success) ||
 			    (s->xreorder.prim && (st = mfs_dnnl_prim_exec(&s->xreorder, s->stream, 2, xargs)) != dnnl_success) ||

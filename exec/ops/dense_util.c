@@ -515,7 +515,7 @@ dnnl_status_t mfs_dnnl_weights_init(mfs_dnnl_weights *w, const dnnl_memory_desc_
 {
 	dnnl_status_t st;
 
-	if (w->mem && weights_layout_is(w, want, plain))
+	if (mfs_dnnl_weights_hold(w, want, plain))
 		return dnnl_success;   /* a rebuild (other threads): keep the packing */
 	mfs_dnnl_weights_free(w);
 	if (dnnl_memory_desc_equal(want, plain))
