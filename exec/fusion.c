@@ -176,7 +176,8 @@ int mfs_fuse_graph(onnx_model *m, mfs_error *err)
 		int (*run)(onnx_model *);
 	} passes[] = {
 		{ "layernorm", mfs_rewrite_layernorm }, { "gelu", mfs_rewrite_gelu },
-		{ "attention", mfs_rewrite_attention }, { "dense", mfs_rewrite_dense },
+		{ "attention", mfs_rewrite_attention },
+		{ "attention_layout", mfs_rewrite_attention_layout }, { "dense", mfs_rewrite_dense },
 		{ "residual", mfs_rewrite_residual },
 	};
 	for (size_t p = 0; p < sizeof(passes) / sizeof(passes[0]); p++) {

@@ -8,10 +8,12 @@
  * its limits are in fusion.c.  Then the transformer rewrites (rewrite.h,
  * one exec/rewrite_*.c each): decomposed LayerNorm -> LayerNormalization,
  * GELU -> Gelu, MatMul / scale / mask / Softmax / MatMul -> Attention,
- * MatMul + bias (+ activation) -> Dense, Conv + Add (+ Relu) ->
- * FusedConv with a residual input.  MFS_FUSE=0 in the environment turns the pass
- * off (to compare, or to rule it out); MFS_FUSE_SKIP=name[,name...] leaves
- * out only the rewrites named (layernorm, gelu, attention, dense, residual),
+ * then Attention reading the heads where the projections wrote them
+ * (their Transposes and Split dropped), MatMul + bias (+ activation) ->
+ * Dense, Conv + Add (+ Relu) -> FusedConv with a residual input.
+ * MFS_FUSE=0 in the environment turns the pass off (to compare, or to
+ * rule it out); MFS_FUSE_SKIP=name[,name...] leaves out only the rewrites
+ * named (layernorm, gelu, attention, attention_layout, dense, residual),
  * for an A/B run of one of them.
  */
 #ifndef MFS_FUSION_H

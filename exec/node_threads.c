@@ -49,8 +49,11 @@ static int64_t product_work(const mfs_op_ctx *ctx, int64_t out)
 		return out * per_filter(input(ctx, 3));
 	if (is(ctx, "ConvTranspose"))
 		return numel(a) * per_filter(input(ctx, 1));
-	if (is(ctx, "Attention"))   /* Q Kt then P V: 2 T per output value */
-		return out * 2 * last_dim(input(ctx, 1));
+	if (is(ctx, "Attention")) {   /* Q Kt then P V: 2 T per output value */
+		const mfs_tensor *k = input(ctx, 1);   /* Kt [.., T], or K [B, T, ..] in layout 1 */
+		bool bshd = onnx_attr_int(ctx->node, "layout", 0) == 1;
+		return out * 2 * (bshd && k && k->shape.rank >= 2 ? k->shape.dims[1] : last_dim(k));
+	}
 	if (is(ctx, "LSTM") || is(ctx, "GRU") || is(ctx, "RNN")) {
 		/* every step: W x and R h for each sequence and batch entry */
 		int64_t steps = a && a->shape.rank == 3 ? a->shape.dims[0] * a->shape.dims[1] : 1;

@@ -17,6 +17,7 @@
 
 #include "ocl_internal.h"   /* first: sets CL_TARGET_OPENCL_VERSION */
 #include <clblast_c.h>
+#include "ops/attention.h"
 #include "ops/dense_util.h"
 #include "ops/op_common.h"
 
@@ -957,10 +958,51 @@ int ocl_op_softmax(ocl_run *r)
 
 /* ---- Attention (com.modelfs): softmax(mask(scale Q Kt)) V ---- */
 
-/* Per batch item (Q's leading dims): the scores through one strided-
- * batched GEMM with alpha = scale into scratch, the mask and the softmax
- * in place by one work group per score row, then one more batched GEMM
- * by V.  Shapes were checked by the CPU operator's infer. */
+/* c_i = alpha a_i b_i (b_i transposed when tb) for the nb items of g,
+ * each at its own offsets (layout 1: items are (batch, head) pairs whose
+ * matrices interleave in the projections' rows). */
+static int sgemm_items(ocl_run *r, const mfs_attn_geom *g, bool tb, size_t m, size_t n,
+		       size_t k, float alpha, cl_mem a, const mfs_attn_mat *am, cl_mem b,
+		       const mfs_attn_mat *bm, cl_mem c, const mfs_attn_mat *cm)
+{
+	size_t nb = (size_t)g->nb, *off = malloc(3 * nb * sizeof(size_t));
+	float *ab = malloc(2 * nb * sizeof(float));
+	CLBlastStatusCode s = CLBlastSuccess;
+	cl_event ev;
+
+	if (!off || !ab) {
+		free(off);
+		free(ab);
+		return mfs_op_fail(r->ctx, ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < nb; i++) {
+		int64_t bi = (int64_t)i / g->heads, h = (int64_t)i % g->heads;
+		off[i] = (size_t)(am->off + bi * am->bstride + h * am->hstride);
+		off[nb + i] = (size_t)(bm->off + bi * bm->bstride + h * bm->hstride);
+		off[2 * nb + i] = (size_t)(cm->off + bi * cm->bstride + h * cm->hstride);
+		ab[i] = alpha;
+		ab[nb + i] = 0.0f;
+	}
+	if (m && n && nb)
+		s = CLBlastSgemmBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+					tb ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, ab, a,
+					off, (size_t)am->ld, b, off + nb, (size_t)bm->ld, ab + nb, c,
+					off + 2 * nb, (size_t)cm->ld, nb, ocl_queue(r),
+					ocl_prof_event(r, &ev));
+	free(off);
+	free(ab);
+	if (s != CLBlastSuccess)
+		return blast_fail(r, s, "SgemmBatched");
+	if (m && n && nb)
+		ocl_prof_add(r, ev, K_COUNT);
+	return 0;
+}
+
+/* Per batch item (layout 0: Q's leading dims; layout 1: batch and head):
+ * the scores by one batched GEMM with alpha = scale into scratch, the
+ * mask and the softmax in place by one work group per score row, then one
+ * more batched GEMM by V.  Layout 0 items are evenly strided, layout 1
+ * items are addressed one by one (attention.h). */
 int ocl_op_attention(ocl_run *r)
 {
 	mfs_op_ctx *ctx = r->ctx;
@@ -969,25 +1011,26 @@ int ocl_op_attention(ocl_run *r)
 	float scale = onnx_attr_float(ctx->node, "scale", 1.0f);
 	float fill = onnx_attr_float(ctx->node, "fill", 0.0f);
 	cl_int keep = onnx_attr_int(ctx->node, "keep_if", 1) != 0;
-	int rank = q->shape.rank;
-	int64_t nb = 1, s, t, dk, dv;
+	int64_t nb, s, t, dk, dv;
+	mfs_attn_geom g;
 	mfs_shape ss;
 	ocl_bc p;
 	cl_mem mq, mk, mv, mc = NULL, my, sc;
 	int rc;
 
 	if (q->dtype != MFS_DT_FLOAT || kt->dtype != MFS_DT_FLOAT || v->dtype != MFS_DT_FLOAT ||
-	    (c && c->dtype != MFS_DT_BOOL) || rank < 2 || rank > OCL_MAXR)
-		return OCL_HOST;
-	for (int i = 0; i < rank - 2; i++)
-		nb *= q->shape.dims[i];
-	s = q->shape.dims[rank - 2];
-	dk = q->shape.dims[rank - 1];
-	t = kt->shape.dims[rank - 1];
-	dv = v->shape.dims[rank - 1];
-	ss = q->shape;
-	ss.dims[rank - 1] = t;   /* the scores' shape */
+	    (c && c->dtype != MFS_DT_BOOL) || q->shape.rank < 2 || q->shape.rank > OCL_MAXR ||
+	    mfs_attn_geometry(ctx, &g) < 0)
+		return OCL_HOST;   /* the CPU operator's error */
+	nb = g.nb;
+	s = g.s;
+	t = g.t;
+	dk = g.dk;
+	dv = g.dv;
+	ss.rank = g.srank;
+	memcpy(ss.dims, g.sdims, sizeof(ss.dims));   /* the scores' shape */
 	if (!t || !dk || !fits_int(nb * s * t) || !fits_int(mfs_shape_numel(&q->shape)) ||
+	    !fits_int(mfs_shape_numel(&kt->shape)) || !fits_int(mfs_shape_numel(&v->shape)) ||
 	    !fits_int(mfs_shape_numel(&ctx->out[0]->shape)) ||
 	    (c && !ocl_bc_make(&p, &ss, &c->shape, NULL, NULL)))
 		return OCL_HOST;   /* empty keys: the CPU operator's error */
@@ -999,6 +1042,15 @@ int ocl_op_attention(ocl_run *r)
 	    !(mv = ocl_in(r, 2, &rc)) || (c && !(mc = ocl_in(r, 3, &rc))) ||
 	    !(sc = ocl_scratch(r, sizeof(float) * (size_t)(nb * s * t), &rc)))
 		return rc;
+	if (g.layout == 1) {
+		mfs_attn_mat sm = { 0, g.heads * s * t, s * t, t };
+		if ((rc = sgemm_items(r, &g, true, (size_t)s, (size_t)t, (size_t)dk, scale, mq,
+				      &g.q, mk, &g.k, sc, &sm)) ||
+		    (rc = softmax_rows(r, sc, sc, nb * s, t, 0, mc, &p, keep, fill)))
+			return rc;
+		return sgemm_items(r, &g, false, (size_t)s, (size_t)dv, (size_t)t, 1.0f, sc, &sm,
+				   mv, &g.v, my, &g.y);
+	}
 	if ((rc = sgemm_batched(r, (size_t)s, (size_t)t, (size_t)dk, scale, mq, (size_t)dk,
 				(size_t)(s * dk), mk, (size_t)t, (size_t)(dk * t), sc, (size_t)t,
 				(size_t)(s * t), (size_t)nb)) ||

@@ -81,6 +81,7 @@ int rw_ensure_opset(onnx_model *m);
 int mfs_rewrite_layernorm(onnx_model *m);   /* rewrite_layernorm.c */
 int mfs_rewrite_gelu(onnx_model *m);        /* rewrite_gelu.c */
 int mfs_rewrite_attention(onnx_model *m);   /* rewrite_attention.c */
+int mfs_rewrite_attention_layout(onnx_model *m);   /* rewrite_attention.c */
 int mfs_rewrite_dense(onnx_model *m);       /* rewrite_dense.c */
 int mfs_rewrite_residual(onnx_model *m);    /* rewrite_residual.c */
 

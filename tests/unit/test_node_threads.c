@@ -49,6 +49,17 @@ static mfs_op_ctx *make(tctx *c, const char *op, int n_in, const int *ranks,
 	return &c->ctx;
 }
 
+/* ctx, its node given the one int attribute name = v */
+static mfs_op_ctx *with_int(mfs_op_ctx *ctx, tctx *c, const char *name, int64_t v)
+{
+	c->attr.name = (char *)name;
+	c->attr.type = ONNX_ATTR_INT;
+	c->attr.i = v;
+	c->node.attrs = &c->attr;
+	c->node.n_attrs = 1;
+	return ctx;
+}
+
 static void test_threads_from_work(void **st)
 {
 	(void)st;
@@ -117,13 +128,8 @@ static void test_product_work(void **st)
 	assert_int_equal(product(make(&c, "Dense", 2, r2, mm, 2, mo)), 128LL * 512 * 256);
 	/* Gemm with transA: A [K, M] = [256, 128] */
 	static const int64_t gt[][4] = { { 256, 128 }, { 256, 512 } };
-	mfs_op_ctx *g = make(&c, "Gemm", 2, r2, gt, 2, mo);
-	c.attr.name = (char *)"transA";
-	c.attr.type = ONNX_ATTR_INT;
-	c.attr.i = 1;
-	c.node.attrs = &c.attr;
-	c.node.n_attrs = 1;
-	assert_int_equal(product(g), 128LL * 512 * 256);
+	assert_int_equal(product(with_int(make(&c, "Gemm", 2, r2, gt, 2, mo), &c, "transA", 1)),
+			 128LL * 512 * 256);
 	/* Conv W [64, 32, 3, 3], out [1, 64, 10, 10]: 288 per output */
 	static const int64_t cv[][4] = { { 1, 32, 12, 12 }, { 64, 32, 3, 3 } }, co[] = { 1, 64, 10, 10 };
 	static const int rc[] = { 4, 4 };
@@ -140,6 +146,13 @@ static void test_product_work(void **st)
 	/* Attention Q [2, 128, 64], Kt [2, 64, 96], V [2, 96, 64]: 2 T per output */
 	static const int64_t at[][4] = { { 2, 128, 64 }, { 2, 64, 96 }, { 2, 96, 64 } }, ao[] = { 2, 128, 64 };
 	assert_int_equal(product(make(&c, "Attention", 3, r3, at, 3, ao)), 2LL * 128 * 64 * 2 * 96);
+	/* layout 1: Q [2, 128, 4, 16], K [2, 96, 4, 16], V [2, 96, 4, 16]: T
+	 * is K's dim 1 */
+	static const int r4[] = { 4, 4, 4 };
+	static const int64_t ah[][4] = { { 2, 128, 4, 16 }, { 2, 96, 4, 16 }, { 2, 96, 4, 16 } };
+	static const int64_t aho[] = { 2, 128, 4, 16 };
+	assert_int_equal(product(with_int(make(&c, "Attention", 3, r4, ah, 4, aho), &c, "layout", 1)),
+			 2LL * 128 * 64 * 2 * 96);
 	/* LSTM X [10, 4, 8], W [1, 64, 8], R [1, 64, 16]: per step W and R */
 	static const int64_t ls[][4] = { { 10, 4, 8 }, { 1, 64, 8 }, { 1, 64, 16 } }, lo[] = { 10, 1, 4, 16 };
 	assert_int_equal(product(make(&c, "LSTM", 3, r3, ls, 4, lo)), 40LL * (512 + 1024));

@@ -437,12 +437,14 @@ static void test_fused(void **state)
 
 /* Attention on the device: a padding mask broadcast over heads and query
  * rows (keep_if 1), a causal-style one given in full with keep_if 0, and
- * none; rows wider than a work group and narrower than one. */
+ * none; rows wider than a work group and narrower than one; layout 1,
+ * separate and packed. */
 static void test_attention(void **state)
 {
 	int64_t dq[] = { 2, 3, 5, 8 }, dk[] = { 2, 3, 8, 40 }, dv[] = { 2, 3, 40, 4 };
 	int64_t dm[] = { 2, 1, 1, 40 }, dc[] = { 5, 40 }, dq2[] = { 3, 4, 6 }, dk2[] = { 3, 6, 3 };
-	int64_t dv2[] = { 3, 3, 5 };
+	int64_t dv2[] = { 3, 3, 5 }, dqh[] = { 2, 5, 3, 8 }, dkh[] = { 2, 40, 3, 8 };
+	int64_t dvh[] = { 2, 40, 3, 4 }, dqkv[] = { 2, 6, 3, 3, 8 };
 	onnx_model *m = gb_new(17);
 	onnx_node *n;
 	mfs_tensor mask, causal;
@@ -455,6 +457,10 @@ static void test_attention(void **state)
 	gb_input(m, "q2", MFS_DT_FLOAT, 3, dq2);
 	gb_input(m, "k2", MFS_DT_FLOAT, 3, dk2);
 	gb_input(m, "v2", MFS_DT_FLOAT, 3, dv2);
+	gb_input(m, "qh", MFS_DT_FLOAT, 4, dqh);
+	gb_input(m, "kh", MFS_DT_FLOAT, 4, dkh);
+	gb_input(m, "vh", MFS_DT_FLOAT, 4, dvh);
+	gb_input(m, "qkv", MFS_DT_FLOAT, 5, dqkv);
 	n = ours(m, "Attention", "q,k,v,mask", "a");
 	attr_float(n, "scale", 0.35f);
 	attr_float(n, "fill", -10000.0f);
@@ -462,9 +468,26 @@ static void test_attention(void **state)
 	attr_float(n, "fill", -3.4e38f);
 	attr_int(n, "keep_if", 0);
 	ours(m, "Attention", "q2,k2,v2", "a2");
+	/* layout 1: Q [2, 5, 3, 8], K [2, 40, 3, 8], V [2, 40, 3, 4] where the
+	 * projections wrote them, the padding mask; and Q, K, V as parts of
+	 * one packed [2, 6, 3, 3, 8] */
+	n = ours(m, "Attention", "qh,kh,vh,mask", "ah");
+	attr_int(n, "layout", 1);
+	attr_float(n, "fill", -10000.0f);
+	n = ours(m, "Attention", "qkv,qkv,qkv", "ap");
+	attr_int(n, "layout", 1);
+	attr_float(n, "scale", 0.35f);
+	for (int i = 0; i < 3; i++) {
+		char part[8] = "q_part", parts[8] = "q_parts";
+		part[0] = parts[0] = "qkv"[i];
+		attr_int(n, part, 2 - i);   /* V first in the packing */
+		attr_int(n, parts, 3);
+	}
 	gb_output(m, "a");
 	gb_output(m, "ac");
 	gb_output(m, "a2");
+	gb_output(m, "ah");
+	gb_output(m, "ap");
 	assert_int_equal(mfs_tensor_alloc(&mask, MFS_DT_BOOL, &(mfs_shape){ .rank = 4,
 		.dims = { 2, 1, 1, 40 } }, NULL), 0);
 	for (int i = 0; i < 80; i++)
@@ -474,8 +497,9 @@ static void test_attention(void **state)
 	for (int i = 0; i < 200; i++)
 		((uint8_t *)causal.data)[i] = i % 40 > 35 + i / 40;   /* masked: the future */
 	mfs_tensor in[] = { rand_f32(4, dq), rand_f32(4, dk), rand_f32(4, dv), mask, causal,
-			    rand_f32(3, dq2), rand_f32(3, dk2), rand_f32(3, dv2) };
-	check(m, 8, in, 1e-4, true);
+			    rand_f32(3, dq2), rand_f32(3, dk2), rand_f32(3, dv2), rand_f32(4, dqh),
+			    rand_f32(4, dkh), rand_f32(4, dvh), rand_f32(5, dqkv) };
+	check(m, 12, in, 1e-4, true);
 }
 
 /* Group-1 convolutions on the implicit-GEMM kernels: every tile (130

@@ -592,6 +592,92 @@ static void test_gemm_bad(void **st)
 	mfs_tensor_release(&y);
 }
 
+/* ---- Attention (com.modelfs) -------------------------------------------- */
+
+/* Attention in layout 1 on q, k, v: the code its infer returns. */
+static int attention_infer(tnode *t, mfs_tensor *q, mfs_tensor *k, mfs_tensor *v, call *c)
+{
+	mfs_tensor y = { 0 };
+	const mfs_op_def *def = mfs_op_find("com.modelfs", "Attention", 1);
+	assert_non_null(def);
+	memset(c, 0, sizeof(*c));
+	c->def = def;
+	c->in[0] = q;
+	c->in[1] = k;
+	c->in[2] = v;
+	c->out[0] = &y;
+	c->ctx = (mfs_op_ctx){ .def = def, .node = &t->node, .opset = 1, .n_in = 3, .in = c->in,
+			       .n_out = 1, .out = c->out, .state = &c->state, .err = &c->err };
+	int rc = def->infer(&c->ctx);
+	if (!rc) {   /* [B, S, H, Dv] */
+		assert_int_equal(y.shape.rank, 4);
+		assert_int_equal(y.shape.dims[0], q->shape.dims[0]);
+		assert_int_equal(y.shape.dims[1], q->shape.dims[1]);
+		assert_int_equal(y.shape.dims[3], v->shape.dims[v->shape.rank - 1]);
+	}
+	return rc;
+}
+
+/* Layout 1 operands that do not fit: clear errors naming the operand. */
+static void test_attention_layout_bad(void **st)
+{
+	(void)st;
+	tnode t;
+	call c;
+	mfs_tensor q, k, v, p;
+
+	t_rand(&q, shp(4, 2L, 5L, 3L, 8L));
+	t_rand(&k, shp(4, 2L, 7L, 3L, 8L));
+	t_rand(&v, shp(4, 2L, 7L, 3L, 4L));
+	t_rand(&p, shp(5, 2L, 7L, 3L, 3L, 8L));
+	static const struct {
+		int64_t layout, q_part, q_parts;   /* -1: not set */
+		bool packed;                       /* p for Q, K and V (parts 0, 1, 2) */
+		int code;
+		const char *needle;
+	} cases[] = {
+		{ 1, -1, -1, false, 0, NULL },
+		{ 1, 0, 3, true, 0, NULL },
+		{ 2, -1, -1, false, -ENOTSUP, "layout 2 is unsupported" },
+		{ 1, 0, -1, false, -EINVAL, "Q: part 0 of an input that is not packed" },
+		{ 1, -1, -1, true, -EINVAL, "Q: part -1 of a packed input" },
+		{ 1, 3, -1, true, -EINVAL, "Q: part 3 of a packed input with fewer parts" },
+		{ 1, 0, 4, true, -EINVAL, "Q: 3 parts packed where the graph split 4" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tn_init(&t, "Attention");
+		t.node.domain = (char *)"com.modelfs";
+		tn_int(&t, "layout", cases[i].layout);
+		if (cases[i].q_part >= 0)
+			tn_int(&t, "q_part", cases[i].q_part);
+		if (cases[i].q_parts >= 0)
+			tn_int(&t, "q_parts", cases[i].q_parts);
+		if (cases[i].packed) {
+			tn_int(&t, "k_part", 1);
+			tn_int(&t, "v_part", 2);
+		}
+		int rc = cases[i].packed ? attention_infer(&t, &p, &p, &p, &c)
+					 : attention_infer(&t, &q, &k, &v, &c);
+		if (rc != cases[i].code)
+			fail_msg("case %zu: %d, want %d (%s)", i, rc, cases[i].code, c.err.msg);
+		if (cases[i].needle && !strstr(c.err.msg, cases[i].needle))
+			fail_msg("case %zu: \"%s\" lacks \"%s\"", i, c.err.msg, cases[i].needle);
+	}
+	/* K with other heads than Q */
+	mfs_tensor k2;
+	t_rand(&k2, shp(4, 2L, 7L, 2L, 8L));
+	tn_init(&t, "Attention");
+	t.node.domain = (char *)"com.modelfs";
+	tn_int(&t, "layout", 1);
+	assert_int_equal(attention_infer(&t, &q, &k2, &v, &c), -EINVAL);
+	assert_non_null(strstr(c.err.msg, "do not fit"));
+	mfs_tensor_release(&k2);
+	mfs_tensor_release(&q);
+	mfs_tensor_release(&k);
+	mfs_tensor_release(&v);
+	mfs_tensor_release(&p);
+}
+
 /* ---- Conv --------------------------------------------------------------- */
 
 typedef struct conv_case {
@@ -2501,6 +2587,7 @@ int main(void)
 		cmocka_unit_test(test_blas_one_row),
 		cmocka_unit_test(test_gemm_bad),
 		cmocka_unit_test(test_gemm_int_matmul_double),
+		cmocka_unit_test(test_attention_layout_bad),
 		cmocka_unit_test(test_conv_onednn),
 		cmocka_unit_test(test_conv_im2col),
 		cmocka_unit_test(test_conv_paths_agree),

@@ -412,6 +412,147 @@ static void test_attention(void **st)
 	check_n(attn_fill, "Attention", ROWS * D, 1e-5f, 2);
 }
 
+/* Attention fed the way exporters write multi-head attention over x [2,
+ * 3, D] with 2 heads of 4 (the attention_layout pass reads the
+ * projections in place, exec/rewrite_attention.c):
+ *   0: separate projections: Q and V = Transpose(Reshape(x), [0,2,1,3]),
+ *      K = Reshape(2x) transposed by [0,2,3,1]
+ *   1: as 0, K transposed by [0,2,1,3] then [0,1,3,2], a causal Where
+ *   2: one packed QKV projection x W [D, 3D] reshaped to [2, 3, 3, 2, 4],
+ *      Transpose [2,0,3,1,4], Split into ones, Squeeze, K's last two dims
+ *      swapped; Where with the fill first (keep_if 0)
+ *   3: as 2 with Gather(0 / 1 / 2) in place of Split and Squeeze
+ *   4: as 0 with the attention's [2, 2, 3, 4] output a graph output too:
+ *      left in layout 0
+ *   5: as 0 with the output transposed by [0,1,3,2]: left in layout 0
+ * The output goes back through Transpose [0,2,1,3] and Reshape [2, 3, D]. */
+static onnx_model *attention_heads_model(int form)
+{
+	onnx_model *m = gb_new(13);
+	const int64_t p_heads[4] = { 0, 2, 1, 3 }, p_kt[4] = { 0, 2, 3, 1 };
+	const int64_t p_last2[4] = { 0, 1, 3, 2 }, p_packed[5] = { 2, 0, 3, 1, 4 };
+	const int64_t one[1] = { 1 }, four[1] = { 4 }, five[1] = { 5 }, three[1] = { 3 };
+	const int64_t s4[4] = { 2, 3, 2, 4 }, s5[5] = { 2, 3, 3, 2, 4 }, s3[3] = { 2, 3, D };
+	const int64_t ones[3] = { 1, 1, 1 }, zero[1] = { 0 }, wd[2] = { D, 3 * D };
+	bool packed = form == 2 || form == 3;
+
+	io(m, "y");
+	gb_init(m, "s4", MFS_DT_INT64, 1, four, s4);
+	gb_init(m, "s5", MFS_DT_INT64, 1, five, s5);
+	gb_init(m, "s3", MFS_DT_INT64, 1, three, s3);
+	scalar(m, "c", 2.0f);
+	scalar(m, "two", 2.0f);
+	scalar(m, "neg", -1e4f);
+	if (form == 1 || packed) {
+		mfs_shape cs = { 2, { 3, 3 } };
+		onnx_graph *g = m->graph;
+		g->initializers = realloc(g->initializers, (size_t)(g->n_initializers + 1) *
+					  sizeof(*g->initializers));
+		onnx_initializer *in = &g->initializers[g->n_initializers++];
+		in->name = strdup("causal");
+		assert_int_equal(mfs_tensor_alloc(&in->tensor, MFS_DT_BOOL, &cs, NULL), 0);
+		for (int i = 0; i < 9; i++)
+			((uint8_t *)in->tensor.data)[i] = (i % 3 <= i / 3) == (form == 1);
+	}
+	if (packed) {
+		float w[D * 3 * D];
+		for (int i = 0; i < D * 3 * D; i++)
+			w[i] = (float)((i * 7) % 13) / 13.0f - 0.45f;
+		gb_init_f32(m, "w", 2, wd, w);
+		gb_node(m, "", "MatMul", "proj", "x,w", "qkv");
+		gb_node(m, "", "Reshape", "r5", "qkv,s5", "qkv5");
+		attr_ints(gb_node(m, "", "Transpose", "tp", "qkv5", "t5"), "perm", 5, p_packed);
+		if (form == 2) {
+			gb_init(m, "ones", MFS_DT_INT64, 1, three, ones);
+			gb_init(m, "ax0", MFS_DT_INT64, 1, one, zero);
+			gb_node(m, "", "Split", "split", "t5,ones", "q0,k0,v0");
+			gb_node(m, "", "Squeeze", "sq", "q0,ax0", "q");
+			gb_node(m, "", "Squeeze", "sk", "k0,ax0", "k");
+			gb_node(m, "", "Squeeze", "sv", "v0,ax0", "v");
+		} else {
+			const char *gi[3] = { "i0", "i1", "i2" };
+			for (int64_t i = 0; i < 3; i++)
+				gb_init(m, gi[i], MFS_DT_INT64, 0, one, &i);
+			gb_node(m, "", "Gather", "gq", "t5,i0", "q");
+			gb_node(m, "", "Gather", "gk", "t5,i1", "k");
+			gb_node(m, "", "Gather", "gv", "t5,i2", "v");
+		}
+		attr_ints(gb_node(m, "", "Transpose", "tk", "k", "kt"), "perm", 4, p_last2);
+	} else {
+		gb_node(m, "", "Reshape", "rx", "x,s4", "xr");
+		gb_node(m, "", "Mul", "k2", "x,two", "x2");
+		gb_node(m, "", "Reshape", "rk", "x2,s4", "kr");
+		attr_ints(gb_node(m, "", "Transpose", "tq", "xr", "q"), "perm", 4, p_heads);
+		attr_ints(gb_node(m, "", "Transpose", "tv", "xr", "v"), "perm", 4, p_heads);
+		if (form == 1) {
+			attr_ints(gb_node(m, "", "Transpose", "tk0", "kr", "k"), "perm", 4, p_heads);
+			attr_ints(gb_node(m, "", "Transpose", "tk", "k", "kt"), "perm", 4, p_last2);
+		} else {
+			attr_ints(gb_node(m, "", "Transpose", "tk", "kr", "kt"), "perm", 4, p_kt);
+		}
+	}
+	gb_node(m, "", "MatMul", "s", "q,kt", "s");
+	gb_node(m, "", "Div", "sd", "s,c", "sd");
+	const char *sm_in = "sd";
+	if (form == 1)
+		gb_node(m, "", "Where", "sw", "causal,sd,neg", sm_in = "sw");
+	else if (packed)
+		gb_node(m, "", "Where", "sw", "causal,neg,sd", sm_in = "sw");
+	attr_int(gb_node(m, "", "Softmax", "p", sm_in, "p"), "axis", -1);
+	gb_node(m, "", "MatMul", "o", "p,v", "o");
+	if (form == 4)
+		gb_output(m, "o");
+	attr_ints(gb_node(m, "", "Transpose", "to", "o", "ot"), "perm", 4,
+		  form == 5 ? p_last2 : p_heads);
+	gb_node(m, "", "Reshape", "ry", "ot,s3", "y");
+	return m;
+}
+
+static int heads_form;
+static onnx_model *attn_heads(void) { return attention_heads_model(heads_form); }
+
+/* The compiled graph's Attention node has layout want, and with layout 1
+ * no Transpose, Split, Squeeze or Gather is left; fused and unfused agree. */
+static void check_heads(int form, int want)
+{
+	float a[ROWS * D], b[ROWS * D];
+	mfs_error err;
+	mfs_graph *g;
+	int found = 0;
+
+	heads_form = form;
+	assert_int_equal(mfs_graph_compile(attn_heads(), "rewrite", &g, &err), 0);
+	for (int i = 0; i < g->n_nodes; i++) {
+		const onnx_node *n = g->nodes[i].onnx;
+		if (!strcmp(n->op_type, "Attention")) {
+			found++;
+			assert_int_equal(onnx_attr_int(n, "layout", 0), want);
+		}
+		if (want && (!strcmp(n->op_type, "Transpose") || !strcmp(n->op_type, "Split") ||
+			     !strcmp(n->op_type, "Squeeze") || !strcmp(n->op_type, "Gather")))
+			fail_msg("form %d: a %s is left", form, n->op_type);
+	}
+	assert_int_equal(found, 1);
+	mfs_graph_free(g);
+	run(attn_heads(), false, a, ROWS * D, NULL);
+	run(attn_heads(), true, b, ROWS * D, NULL);
+	for (int i = 0; i < ROWS * D; i++)
+		if (fabsf(a[i] - b[i]) > 1e-5f)
+			fail_msg("form %d: element %d: unfused %g, fused %g", form, i, (double)a[i],
+				 (double)b[i]);
+}
+
+static void test_attention_layout(void **st)
+{
+	(void)st;
+	for (int form = 0; form < 6; form++)
+		check_heads(form, form < 4);
+	/* MFS_FUSE_SKIP names the pass: layout 0, the same answer */
+	setenv("MFS_FUSE_SKIP", "attention_layout", 1);
+	check_heads(2, 0);
+	unsetenv("MFS_FUSE_SKIP");
+}
+
 static void test_layernorm(void **st)
 {
 	(void)st;
@@ -564,6 +705,7 @@ int main(void)
 		cmocka_unit_test(test_gelu),
 		cmocka_unit_test(test_dense),
 		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_attention_layout),
 		cmocka_unit_test(test_residual),
 		cmocka_unit_test(test_not_rewritten),
 	};
