@@ -1,4 +1,5 @@
 /* node_threads.c - node_threads.h: a node's work and its thread count. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,6 +82,11 @@ int mfs_node_threads(int64_t work, bool product, int64_t grain, int threads, boo
 {
 	if (threads < 1)
 		return 1;
+	if (product && !partial && grain > 0) {   /* grain / 16 per thread (header) */
+		grain = grain <= INT64_MAX / threads ? grain * threads / MFS_PRODUCT_TEAM_REF
+						     : grain / MFS_PRODUCT_TEAM_REF * threads;
+		grain = grain > 0 ? grain : 1;
+	}
 	if (grain <= 0 || work / grain >= threads)
 		return threads;
 	if (work <= grain)

@@ -62,6 +62,16 @@
 #define MFS_DEPTHWISE_WORK 4
 /* Default multiply-adds per thread. */
 #define MFS_THREAD_GRAIN_DEFAULT ((int64_t)1 << 20)
+/* A product's grain is the grain on a team of this many threads, and
+ * scales with the team: a product goes to the team when each thread gets
+ * at least grain / 16 multiply-adds (2^16 by default: 2^20 on 16 threads
+ * as before, 2^17 on 2).  Waking a team costs about one wake-up per
+ * thread, and a small product that is memory-bound (a one-row product
+ * reading its weights) gains from a second core what a compute-bound one
+ * does.  On 2 cores GPT-2's one-token products (196k-262k multiply-adds)
+ * took 0.27-0.32 ms a run on one thread, 0.21-0.23 on both
+ * (docs/PERFORMANCE.md, "Small products on the team"). */
+#define MFS_PRODUCT_TEAM_REF 16
 
 /* The node's estimated work (>= 1) from its operator type and the shapes
  * of ctx's inputs and outputs (after infer); *product says whether it is

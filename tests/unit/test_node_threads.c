@@ -82,6 +82,16 @@ static void test_threads_from_work(void **st)
 	}
 	assert_int_equal(mfs_node_threads(1001, true, 1000, 16, false), 16);
 	assert_int_equal(mfs_node_threads(3500, true, 1000, 16, false), 16);
+	/* a product's grain scales with the team (grain / 16 per thread): on
+	 * 2 threads 125; anything else keeps the grain */
+	assert_int_equal(mfs_node_threads(125, true, 1000, 2, false), 1);
+	assert_int_equal(mfs_node_threads(126, true, 1000, 2, false), 2);
+	assert_int_equal(mfs_node_threads(1000, false, 1000, 2, false), 1);
+	assert_int_equal(mfs_node_threads(250, true, 1000, 4, false), 1);
+	assert_int_equal(mfs_node_threads(251, true, 1000, 4, false), 4);
+	assert_int_equal(mfs_node_threads(1, true, 1, 2, false), 1);   /* never a grain of 0 */
+	assert_int_equal(mfs_node_threads(2, true, 1, 2, false), 2);
+	assert_int_equal(mfs_node_threads(INT64_MAX / 2, true, INT64_MAX, 16, false), 1);
 	/* MFS_TEAMS=partial: a product's work / grain threads, rounded up */
 	assert_int_equal(mfs_node_threads(1001, true, 1000, 16, true), 2);
 	assert_int_equal(mfs_node_threads(3500, true, 1000, 16, true), 4);
