@@ -33,6 +33,8 @@ int mfs_sizing_plan(mfs_sizing *s, int64_t rows, int n, mfs_sizing_slot **slot)
 	*slot = t;
 	if (!t)
 		return n;
+	if (t->threads && ++t->kept_runs > SIZING_REDECIDE_RUNS)
+		*t = (mfs_sizing_slot){ .rows = rows };   /* measure again (header) */
 	if (t->threads)
 		return t->threads < n ? t->threads : n;
 	if (t->full_runs < SIZING_FULL_RUNS)

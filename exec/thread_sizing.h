@@ -25,6 +25,13 @@
  * MFS_THREAD_SIZING=0 (no_half, for A/B runs) skips the trials: small
  * runs take one thread, others all, as the engine did before them.
  *
+ * A decision holds for SIZING_REDECIDE_RUNS runs, then the slot measures
+ * again: a trial made while the host was busy (on the 16-core device
+ * host, another load's spell) would otherwise keep half the threads for
+ * good (ResNet-50 at batch 1 then took 24 ms a run instead of 9), and a
+ * daemon's load changes over its life.  Another trial costs at most its
+ * 12 runs in 10000.
+ *
  * Up to SIZING_SLOTS batch sizes are tracked per context (dynamic
  * batching gives a few); others run on the full count.  Not thread-safe:
  * one per execution context, which runs one request at a time.
@@ -40,12 +47,14 @@
 #define SIZING_SMALL_NS 200000u
 #define SIZING_MARGIN_NS 10000u
 #define SIZING_SLOTS 4
+#define SIZING_REDECIDE_RUNS 10000
 
 typedef struct mfs_sizing_slot {
 	int64_t rows;
 	int full_runs, trial_runs;    /* runs timed at each count so far */
 	uint64_t full_ns, trial_ns;   /* the fastest of them */
 	int threads;                  /* from then on; 0 while undecided */
+	int kept_runs;                /* runs planned since the decision */
 } mfs_sizing_slot;
 
 typedef struct mfs_sizing {

@@ -140,6 +140,25 @@ static void test_batch_sizes_apart(void **state)
 	assert_true(mfs_sizing_settled(&s, 3, 0));
 }
 
+/* A decision holds SIZING_REDECIDE_RUNS runs, then the slot measures
+ * again: half the threads chosen in a busy spell go back to all of them
+ * once all are faster. */
+static void test_decision_measured_again(void **state)
+{
+	mfs_sizing s = { 0 };
+	mfs_sizing_slot *slot;
+	(void)state;
+	assert_int_equal(runs(&s, 1, 16, SIZING_FULL_RUNS + SIZING_TRIAL_RUNS, half_best), 8);
+	assert_int_equal(runs(&s, 1, 16, SIZING_REDECIDE_RUNS - 2, scales), 8);   /* plans 2..REDECIDE */
+	assert_true(mfs_sizing_settled(&s, 1, 16));
+	/* the next plan starts the measuring again, on all threads */
+	assert_int_equal(mfs_sizing_plan(&s, 1, 16, &slot), 16);
+	assert_false(mfs_sizing_settled(&s, 1, 16));
+	mfs_sizing_record(&s, slot, 16, 16, scales(16));
+	assert_int_equal(runs(&s, 1, 16, SIZING_FULL_RUNS - 1 + SIZING_TRIAL_RUNS, scales), 16);
+	assert_true(mfs_sizing_settled(&s, 1, 16));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -150,6 +169,7 @@ int main(void)
 		cmocka_unit_test(test_few_threads_no_half_trial),
 		cmocka_unit_test(test_reduced_runs_not_counted),
 		cmocka_unit_test(test_batch_sizes_apart),
+		cmocka_unit_test(test_decision_measured_again),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
