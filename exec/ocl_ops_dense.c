@@ -977,9 +977,9 @@ static int sgemm_items(ocl_run *r, const mfs_attn_geom *g, bool tb, size_t m, si
 	}
 	for (size_t i = 0; i < nb; i++) {
 		int64_t bi = (int64_t)i / g->heads, h = (int64_t)i % g->heads;
-		off[i] = (size_t)(am->off + bi * am->bstride + h * am->hstride);
-		off[nb + i] = (size_t)(bm->off + bi * bm->bstride + h * bm->hstride);
-		off[2 * nb + i] = (size_t)(cm->off + bi * cm->bstride + h * cm->hstride);
+		off[i] = (size_t)mfs_attn_offset(am, bi, h);
+		off[nb + i] = (size_t)mfs_attn_offset(bm, bi, h);
+		off[2 * nb + i] = (size_t)mfs_attn_offset(cm, bi, h);
 		ab[i] = alpha;
 		ab[nb + i] = 0.0f;
 	}

@@ -42,14 +42,16 @@ typedef struct attn_state {
 } attn_state;
 
 /* A layout 1 operand x ([B, L, H, D], or [B, L, P, H, D] with the
- * attributes <which>_part and, when a Split made the parts, <which>_parts):
- * its matrix addressing, and dims B, L, H, D. */
+ * attribute part_attr and, when a Split made the parts, parts_attr): its
+ * matrix addressing, and dims B, L, H, D. */
 static int bshd_operand(mfs_op_ctx *ctx, const char *what, const mfs_tensor *x,
-			char which, mfs_attn_mat *m, int64_t dims[4])
+			const char *part_attr, const char *parts_attr, mfs_attn_mat *m,
+			int64_t dims[4])
 {
-	char pa[8] = { which, '_', 'p', 'a', 'r', 't', 0 }, pn[8] = { 0 };
 	int r = x->shape.rank;
-	int64_t part = onnx_attr_int(ctx->node, pa, -1), parts;
+	int64_t part = onnx_attr_int(ctx->node, part_attr, -1);
+	/* the parts a Split made: the packed dim must have them all */
+	int64_t parts = onnx_attr_int(ctx->node, parts_attr, 0);
 
 	if (r != 4 && r != 5)
 		return mfs_op_fail(ctx, EINVAL, "%s must be [B, L, H, D] or [B, L, P, H, D] in layout 1, not of rank %d",
@@ -57,9 +59,6 @@ static int bshd_operand(mfs_op_ctx *ctx, const char *what, const mfs_tensor *x,
 	if ((r == 5) != (part >= 0) || (r == 5 && part >= x->shape.dims[2]))
 		return mfs_op_fail(ctx, EINVAL, "%s: part %lld of %s", what, (long long)part,
 				   r == 5 ? "a packed input with fewer parts" : "an input that is not packed");
-	memcpy(pn, pa, 6);
-	pn[6] = 's';   /* the parts a Split made: the packed dim must have them all */
-	parts = onnx_attr_int(ctx->node, pn, 0);
 	if (r == 5 && parts > 0 && x->shape.dims[2] != parts)
 		return mfs_op_fail(ctx, EINVAL, "%s: %lld parts packed where the graph split %lld",
 				   what, (long long)x->shape.dims[2], (long long)parts);
@@ -79,9 +78,9 @@ static int geometry_bshd(mfs_op_ctx *ctx, mfs_attn_geom *g)
 	int64_t q[4], k[4], v[4];
 	int rc;
 
-	if ((rc = bshd_operand(ctx, "Q", ctx->in[0], 'q', &g->q, q)) < 0 ||
-	    (rc = bshd_operand(ctx, "K", ctx->in[1], 'k', &g->k, k)) < 0 ||
-	    (rc = bshd_operand(ctx, "V", ctx->in[2], 'v', &g->v, v)) < 0)
+	if ((rc = bshd_operand(ctx, "Q", ctx->in[0], "q_part", "q_parts", &g->q, q)) < 0 ||
+	    (rc = bshd_operand(ctx, "K", ctx->in[1], "k_part", "k_parts", &g->k, k)) < 0 ||
+	    (rc = bshd_operand(ctx, "V", ctx->in[2], "v_part", "v_parts", &g->v, v)) < 0)
 		return rc;
 	if (k[0] != q[0] || v[0] != q[0] || k[2] != q[2] || v[2] != q[2] || k[3] != q[3] ||
 	    v[1] != k[1])
@@ -246,7 +245,7 @@ static void softmax_row(float *x, int64_t n)
 
 static const float *at(const float *base, const mfs_attn_mat *m, int64_t b, int64_t h)
 {
-	return base + m->off + b * m->bstride + h * m->hstride;
+	return base + mfs_attn_offset(m, b, h);
 }
 
 /* One batch item: scores into sc, then the output rows. */

@@ -36,6 +36,13 @@ typedef struct mfs_attn_geom {
 	int64_t cstride[MFS_MAX_RANK];   /* Cond's element strides per score dim (0: broadcast) */
 } mfs_attn_geom;
 
+/* Where item (b, h)'s matrix of m starts, in floats from its tensor's
+ * data. */
+static inline int64_t mfs_attn_offset(const mfs_attn_mat *m, int64_t b, int64_t h)
+{
+	return m->off + b * m->bstride + h * m->hstride;
+}
+
 /* Check the node's inputs and fill g; 0, or mfs_op_fail's negative errno
  * (the message names what does not fit). */
 int mfs_attn_geometry(mfs_op_ctx *ctx, mfs_attn_geom *g);
