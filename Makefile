@@ -6,16 +6,24 @@
 # headers of its own layer and the layers below it:
 #
 #   src/base   error, log, tensor, files              (nothing)
-#   exec       the engine: ONNX, graph, backends, ops  (base)
+#   exec       the engine, in rooms:                  (base)
+#     exec/onnx      the ONNX model: reader, tensors  (base)
+#     exec/op, exec/graph, exec/runtime
+#                    the operator contract, the graph
+#                    and its rewrites, the runtime
+#                    both engines share               (base, onnx)
+#     exec/cpu       the CPU engine and its operators (the shared rooms)
+#     exec/opencl    the OpenCL engine                (the shared rooms)
 #   src/core   codecs, configs, repository, requests,
 #              scheduler, registry, reload, metrics,
 #              custom backends (worker processes)     (base, exec, include/)
 #   fs         the FUSE layer                          (base, exec, core)
 #   src/cli    main, the commands, options             (everything)
 #
-# Each layer is compiled with the include paths of the layers below it
-# only, so an #include that points upward fails the build
-# (`make check-layers` proves it with one probe per layer).
+# Each layer and room is compiled with the include paths of the layers
+# below it only, so an #include that points upward (or from one engine
+# into the other) fails the build (`make check-layers` proves it with one
+# probe per boundary).
 
 CC       ?= cc
 BUILD    ?= build
@@ -52,25 +60,37 @@ CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 LDFLAGS  += -fsanitize=address,undefined
 endif
 
-BASE_INC := -Isrc/base
-EXEC_INC := $(BASE_INC) -Iexec -I$(BUILD)/gen
+BASE_INC   := -Isrc/base
+ONNX_INC   := $(BASE_INC) -Iexec/onnx
+# The rooms both engines share: the operator contract, the graph, the runtime.
+ENGINE_INC := $(ONNX_INC) -Iexec/op -Iexec/graph -Iexec/runtime -I$(BUILD)/gen
+CPU_INC    := $(ENGINE_INC) -Iexec/cpu -Iexec/cpu/ops
+OCL_INC    := $(ENGINE_INC) -Iexec/opencl
+# What the layers above the engine see of it: the shared rooms and each
+# engine's public header (mfs_backend_opencl_new, the thread policy).
+EXEC_INC   := $(ENGINE_INC) -Iexec/cpu -Iexec/opencl
 CORE_INC := $(EXEC_INC) -Iinclude -Isrc/core -Isrc/core/backend -Isrc/core/codec -Isrc/core/config \
             -Isrc/core/reload
 FS_INC   := $(CORE_INC) -Ifs
 CLI_INC  := $(FS_INC) -Isrc/cli
-# The include paths for a source file, by the layer its folder is in.
+# The include paths for a source file, by the layer (and room) its folder is in.
 layer_inc = $(strip \
   $(if $(filter src/base/%,$1),$(BASE_INC), \
-  $(if $(filter exec/% $(BUILD)/gen/%,$1),$(EXEC_INC), \
+  $(if $(filter exec/onnx/%,$1),$(ONNX_INC), \
+  $(if $(filter exec/cpu/%,$1),$(CPU_INC), \
+  $(if $(filter exec/opencl/% $(BUILD)/gen/kernels%,$1),$(OCL_INC), \
+  $(if $(filter exec/% $(BUILD)/gen/%,$1),$(ENGINE_INC), \
   $(if $(filter src/core/%,$1),$(CORE_INC), \
   $(if $(filter fs/%,$1),$(FS_INC), \
-  $(CLI_INC))))))
+  $(CLI_INC)))))))))
+# The flags of one layer or room by name (check-layers.sh asks for them).
+layer_flags = $(if $(filter base,$1),$(BASE_INC),$(if $(filter onnx,$1),$(ONNX_INC),$(if $(filter engine,$1),$(ENGINE_INC),$(if $(filter cpu,$1),$(CPU_INC),$(if $(filter opencl,$1),$(OCL_INC),$(if $(filter exec,$1),$(EXEC_INC),$(if $(filter core,$1),$(CORE_INC),$(if $(filter fs,$1),$(FS_INC),$(CLI_INC)))))))))
 
-LIB_SRC  := $(wildcard src/base/*.c exec/*.c exec/ops/*.c src/core/*.c \
+LIB_SRC  := $(wildcard src/base/*.c exec/*/*.c exec/cpu/ops/*.c src/core/*.c \
               src/core/*/*.c fs/*.c src/cli/*.c)
 LIB_SRC  := $(filter-out src/cli/main.c,$(LIB_SRC))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/kernels_embedded.o
-OP_SRC   := $(wildcard exec/ops/*.c)
+OP_SRC   := $(wildcard exec/cpu/ops/*.c)
 KERNELS  := $(wildcard kernels/*.cl)
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -78,7 +98,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all deps run test unit conformance e2e asan clean bench fuzz models check-models check-models-all docs check-layers print-layer-flags bench-fs bench-bins backends
+.PHONY: all deps run test unit conformance e2e asan clean bench fuzz models check-models check-models-all docs check-layers check-size print-layer-flags bench-fs bench-bins backends
 all: modelfs backends
 
 # Custom backends (docs/BACKENDS.md): shared libraries built against the
@@ -127,7 +147,7 @@ $(BUILD)/obj/%.o: %.c | $(BUILD)/gen/op_table.inc
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(call layer_inc,$<) -c -o $@ $<
 
-# Operator registry: every `MFS_OP(Name, version, ...)` line in exec/ops/.
+# Operator registry: every `MFS_OP(Name, version, ...)` line in exec/cpu/ops/.
 $(BUILD)/gen/op_table.inc: $(OP_SRC) Makefile
 	@mkdir -p $(dir $@)
 	@sed -n 's/^MFS_OP(\([A-Za-z0-9_]*\), *\([0-9]*\),.*/MFS_OP_ENTRY(\1, \2)/p; s/^MFS_OP_DOMAIN("[^"]*", *\([A-Za-z0-9_]*\), *\([0-9]*\),.*/MFS_OP_ENTRY(\1, \2)/p' $(OP_SRC) > $@.tmp
@@ -140,7 +160,7 @@ $(BUILD)/gen/kernels_embedded.c: $(KERNELS) scripts/embed-kernels.sh
 
 $(BUILD)/obj/kernels_embedded.o: $(BUILD)/gen/kernels_embedded.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(EXEC_INC) -c -o $@ $<
+	$(CC) $(CFLAGS) $(OCL_INC) -c -o $@ $<
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libmodelfs.a
 	@mkdir -p $(dir $@)
@@ -159,8 +179,13 @@ bench-bins: $(BUILD)/bench/bench_engine $(BUILD)/bench/bare_fs
 check-layers: | $(BUILD)/gen/op_table.inc
 	sh tests/layers/check-layers.sh
 
+# The size rule: no file over 900 lines, no function over 120
+# (tests/layers/check-size.sh, run by make test; prints the longest five).
+check-size:
+	sh tests/layers/check-size.sh
+
 print-layer-flags:
-	@echo $(CFLAGS) $(if $(filter base,$(LAYER)),$(BASE_INC),$(if $(filter exec,$(LAYER)),$(EXEC_INC),$(if $(filter core,$(LAYER)),$(CORE_INC),$(if $(filter fs,$(LAYER)),$(FS_INC),$(CLI_INC)))))
+	@echo $(CFLAGS) $(call layer_flags,$(LAYER))
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libmodelfs.a
 	@mkdir -p $(dir $@)

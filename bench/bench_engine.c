@@ -222,7 +222,7 @@ int main(int argc, char **argv)
 	double *times = calloc((size_t)iters, sizeof(double));
 	/* Three runs of warm-up, and more until the engine has settled how
 	 * many threads this batch size takes (its first runs are trials of
-	 * all, then one or half: exec/thread_sizing.h), at most 20 in all. */
+	 * all, then one or half: exec/runtime/thread_sizing.h), at most 20 in all. */
 	for (int i = 0, warm = 0; i < iters;) {
 		double t0 = now_ms();
 		if (mfs_exec_run(exec, in, out, &err)) {

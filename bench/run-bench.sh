@@ -6,7 +6,7 @@
 set -e
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 # bench_engine takes the daemon's OpenMP wait policy itself
-# (exec/openmp_policy.h) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.
+# (exec/runtime/openmp_policy.h) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.
 THREADS=${BENCH_THREADS:-2}
 ITERS=${BENCH_ITERS:-20}
 # Each row alternates modelfs and ONNX Runtime BENCH_ROUNDS times and

@@ -1,4 +1,4 @@
-/* ops.cl - the OpenCL engine's kernels (exec/ocl_backend.c, exec/ocl_ops.c).
+/* ops.cl - the OpenCL engine's kernels (exec/opencl/ocl_backend.c, exec/ocl_ops.c).
  *
  * Generic kernels carry most operators: one strided copy (Transpose, Slice,
  * Concat, Expand, Gemm's C), one broadcasting binary kernel per element
@@ -9,7 +9,7 @@
  * host may round the global size up to a work-group multiple.
  *
  * The parameter structs are passed by value and match struct definitions
- * in exec/ocl_internal.h field for field (all 32-bit ints: no padding).
+ * in exec/opencl/ocl_internal.h field for field (all 32-bit ints: no padding).
  */
 
 #define MAXR 8
@@ -394,7 +394,7 @@ __kernel void cast(__global const uchar *src, __global uchar *dst, int n,
 }
 
 /* ---- Gather: out[o, j, k] = data[o, idx[j], k].  The host checked the
- * indices (exec/ocl_ops_elem.c); the bound here only keeps a read from
+ * indices (exec/opencl/ocl_ops_elem.c); the bound here only keeps a read from
  * ever leaving the buffer. ---- */
 
 #define GATHER(T, I, name)                                                    \

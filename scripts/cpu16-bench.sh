@@ -17,7 +17,7 @@ mkdir -p "$W" "$R"
 tar xzf "$CARRY/lib.tgz" -C "$W"
 BENCH="$CARRY/bin/bench_engine"
 THREADS=${THREADS:-$(nproc)}
-# bench_engine takes the daemon's OpenMP wait policy (exec/openmp_policy.h)
+# bench_engine takes the daemon's OpenMP wait policy (exec/runtime/openmp_policy.h)
 run_engine() { LD_LIBRARY_PATH="$W/lib" "$BENCH" "$@"; }
 field() { sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"; }
 

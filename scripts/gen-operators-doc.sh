@@ -43,7 +43,7 @@ fails when this file is stale ("run make docs").
 
 ## Registry
 
-One row per definition (`MFS_OP` line in exec/ops/).  A model importing
+One row per definition (`MFS_OP` line in exec/cpu/ops/).  A model importing
 opset V of a domain gets the definition with the largest since-version
 <= V, so each row covers "since .. next since - 1"; operators below their
 first since-version are not supported.

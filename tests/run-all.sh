@@ -138,12 +138,13 @@ run_counted() { # suite command...
 	record_counted "$suite" "$rc"
 }
 
-# OpenMP's wait policy is the daemon's own (exec/openmp_policy.h: a bounded
+# OpenMP's wait policy is the daemon's own (exec/runtime/openmp_policy.h: a bounded
 # spin, one thread while the cores are busy), as users get it.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 
 run_counted layers sh tests/layers/check-layers.sh
+run_counted sizes sh tests/layers/check-size.sh
 run_unit unit build
 run_conformance conformance build/tools/conformance
 run_conformance conformance-opencl build/tools/conformance \

@@ -188,7 +188,7 @@ with open(out, "w") as f:
 }
 
 @test "the daemon's OpenMP threads spin a bounded time, unless the user chose a policy" {
-	# exec/openmp_policy.h: the daemon starts again with GOMP_SPINCOUNT set
+	# exec/runtime/openmp_policy.h: the daemon starts again with GOMP_SPINCOUNT set
 	unset OMP_WAIT_POLICY GOMP_SPINCOUNT
 	mount_repo "$EXAMPLES"
 	tr '\0' '\n' < "/proc/$DAEMON_PID/environ" | grep -qx 'GOMP_SPINCOUNT=30000'

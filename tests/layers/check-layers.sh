@@ -3,6 +3,9 @@
 # includes a header of the layer above must fail to compile with that
 # layer's include paths, and the same file must compile with the upper
 # layer's paths (so a renamed header cannot make the probe pass vacuously).
+# The engine's rooms are tried the same way: the ONNX reader sees nothing
+# of the graph, the shared rooms nothing of either engine, and the CPU and
+# OpenCL engines nothing of each other.
 # Also refuses an #include that climbs out of its folder ("../"), the one
 # way around the include paths.
 # Usage: check-layers.sh  (run from the repository root; `make check-layers`)
@@ -31,6 +34,12 @@ probe() { # lower-layer upper-layer header
 }
 
 probe base exec engine.h
+probe onnx engine graph.h
+probe engine cpu node_threads.h
+probe engine opencl ocl_internal.h
+probe cpu opencl ocl_internal.h
+probe opencl cpu node_threads.h
+probe opencl cpu dense_util.h
 probe exec core registry.h
 probe core fs fs.h
 probe fs cli options.h

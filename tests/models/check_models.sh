@@ -77,7 +77,7 @@ for m in $MODELS; do
 		continue
 	fi
 	t1=$(date +%s.%N)
-	# The transformer rewrites (exec/rewrite_*.c) must fire on the real
+	# The transformer rewrites (exec/graph/rewrite_*.c) must fire on the real
 	# exports at every opset: the profile lists the operators that ran.
 	case ${MFS_FUSE:-1}:$m in 0:*) ;; *:encoder*|*:bert*|*:gpt2*)
 		ops=$(printf '%s\n' "$msg" | sed -n "s/.*profile '[^']*': \([A-Za-z]*\) .* nodes .*/\1/p")

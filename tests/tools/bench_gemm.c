@@ -1,6 +1,6 @@
 /* bench_gemm - FP32 GEMM through mfs_sgemm with oneDNN's sgemm and with
  * OpenBLAS, on the transformer encoder's shapes and a few others: the
- * measurement behind mfs_sgemm's default (exec/ops/dense_util.h).
+ * measurement behind mfs_sgemm's default (exec/cpu/ops/dense_util.h).
  *
  *   build/tools/bench_gemm [repeats]      (threads: OMP_NUM_THREADS and
  *                                          OPENBLAS_NUM_THREADS)

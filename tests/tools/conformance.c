@@ -14,7 +14,7 @@
  * --write-passing writes every passing case, sorted, in that form (`make
  * docs` updates the lists with it: scripts/update-pass-list.sh).
  *
- * --device opencl runs the cases on the OpenCL engine (exec/ocl_backend.c)
+ * --device opencl runs the cases on the OpenCL engine (exec/opencl/ocl_backend.c)
  * of the device SELECTOR picks (ocl_device.h).  The device is opened once
  * and the cases run in the runner's own process, one after another: a
  * forked child cannot use the parent's OpenCL runtime, and opening the

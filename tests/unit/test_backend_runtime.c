@@ -1,4 +1,4 @@
-/* Unit tests for exec/backend_runtime.c: the block pool both backends use
+/* Unit tests for exec/runtime/backend_runtime.c: the block pool both backends use
  * (replay, best fit, regrow, pinned blocks, failures), when a node's
  * prepare() runs again, and how a node error is named. */
 #include <setjmp.h>

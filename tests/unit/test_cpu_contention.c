@@ -1,4 +1,4 @@
-/* Unit tests for exec/cpu_contention.c: when runs take one thread because
+/* Unit tests for exec/runtime/cpu_contention.c: when runs take one thread because
  * the cores are busy, how long for, and the sample around a real run. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* Unit tests for exec/fusion.c: which Conv + activation pairs become
+/* Unit tests for exec/graph/fusion.c: which Conv + activation pairs become
  * FusedConv, and that everything else is left alone. */
 #include <setjmp.h>
 #include <stdarg.h>

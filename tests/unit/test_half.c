@@ -1,4 +1,4 @@
-/* Unit tests for FP16/BFLOAT16 through FP32-only operators (exec/op_half.c,
+/* Unit tests for FP16/BFLOAT16 through FP32-only operators (exec/op/op_half.c,
  * flag MFS_OP_HALF_VIA_FLOAT): each graph is built twice, once in FLOAT and
  * once in FLOAT16 (or BFLOAT16) with the same values (pre-rounded to the
  * half type), and the half result must equal the FP32 result rounded to the

@@ -1,4 +1,4 @@
-/* Unit tests for exec/ops/mt19937.c: the stream must be numpy's legacy
+/* Unit tests for exec/cpu/ops/mt19937.c: the stream must be numpy's legacy
  * generator's (np.random.seed(s); np.random.random_sample()), draw for
  * draw, including past the first refill of its 624-word state. */
 #include <setjmp.h>

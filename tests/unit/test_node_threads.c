@@ -1,4 +1,4 @@
-/* Unit tests for exec/node_threads.c: the work a node is counted as, and
+/* Unit tests for exec/cpu/node_threads.c: the work a node is counted as, and
  * the threads that work is worth. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* Unit tests for the OpenCL backend (exec/ocl_backend.c, ocl_ops_*.c) on
+/* Unit tests for the OpenCL backend (exec/opencl/ocl_backend.c, ocl_ops_*.c) on
  * whatever OpenCL device is present (PoCL's CPU device in CI): each kernel
  * family runs a small graph of real operators on both engines with the
  * same random inputs, and the results must agree; the backend's counters
@@ -375,7 +375,7 @@ static void attr_float(onnx_node *n, const char *name, float v)
 	gb_attr(n, name, ONNX_ATTR_FLOAT)->f = v;
 }
 
-/* What the transformer rewrites make (exec/rewrite_*.c) runs on the
+/* What the transformer rewrites make (exec/graph/rewrite_*.c) runs on the
  * device: Dense with each activation, with and without bias and
  * transB (on 80 x 130 too: several 64 x 64 tiles each way, partial
  * ones, K not a multiple of 16), with a residual Z (after an activation

@@ -1,4 +1,4 @@
-/* Unit tests for exec/ocl_device.c on whatever OpenCL device is present
+/* Unit tests for exec/opencl/ocl_device.c on whatever OpenCL device is present
  * (PoCL's CPU device in CI). */
 #include <setjmp.h>
 #include <stdarg.h>

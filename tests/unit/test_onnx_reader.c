@@ -1,5 +1,5 @@
-/* test_onnx_reader.c - the ONNX reader (exec/onnx_reader.c,
- * exec/onnx_tensor.c, exec/pb_wire.c) and the .pb codec on real ONNX test
+/* test_onnx_reader.c - the ONNX reader (exec/onnx/onnx_reader.c,
+ * exec/onnx/onnx_tensor.c, exec/onnx/pb_wire.c) and the .pb codec on real ONNX test
  * files and on hand-built protobuf messages: typed fields, raw_data,
  * external data, hostile and truncated input, round trips. */
 #include <setjmp.h>

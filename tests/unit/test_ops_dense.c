@@ -1,4 +1,4 @@
-/* Unit tests for the compute-heavy operators (exec/ops/{matmul,gemm,conv,
+/* Unit tests for the compute-heavy operators (exec/cpu/ops/{matmul,gemm,conv,
  * ...}.c): each operator is called through the registry with a hand-built
  * node, no engine, and compared with a naive loop written here. */
 #include <math.h>
@@ -736,7 +736,7 @@ static void to_nhwc(const float *src, float *dst, int64_t n, int64_t c, int64_t 
 }
 
 /* Plain [n, c, s] floats to the 16-channel blocked layout (tensor.h:
- * N, C/16, S, 16), written here independently of exec/layout.c. */
+ * N, C/16, S, 16), written here independently of exec/graph/layout.c. */
 static void to_block16(const float *src, float *dst, int64_t n, int64_t c, int64_t s)
 {
 	for (int64_t b = 0; b < n; b++)

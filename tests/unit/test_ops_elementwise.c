@@ -1,4 +1,4 @@
-/* Unit tests of the elementwise operators (exec/ops/elementwise.c and the
+/* Unit tests of the elementwise operators (exec/cpu/ops/elementwise.c and the
  * op files using it), called through the registry with hand-built nodes:
  * broadcasting against a naive reference, every dtype path, integer
  * division by zero, Clip's versions, float16, layouts and the errors. */

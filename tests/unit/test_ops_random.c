@@ -1,4 +1,4 @@
-/* Unit tests for the random operators (exec/ops/random.c), run through
+/* Unit tests for the random operators (exec/cpu/ops/random.c), run through
  * the engine on hand-built graphs.  Their values cannot match the ONNX
  * reference (numpy's generator), so they are checked on statistics:
  * mean and variance within bounds of many draws, seeded runs identical
@@ -283,7 +283,7 @@ static void test_refusals(void **state)
 	assert_non_null(strstr(err.msg, "shape attribute is required"));
 }
 
-/* Dropout in training mode draws numpy's stream (exec/ops/mt19937.h):
+/* Dropout in training mode draws numpy's stream (exec/cpu/ops/mt19937.h):
  * with seed 0 and ratio 0.6 numpy keeps elements 1 and 2 of 4
  * (np.random.seed(0); np.random.uniform(0, 1, 4) >= 0.6), scaled by 2.5;
  * with training_mode false the output is the input. */

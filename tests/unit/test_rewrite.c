@@ -1,4 +1,4 @@
-/* Unit tests for the graph rewrites of exec/rewrite_*.c: each pattern,
+/* Unit tests for the graph rewrites of exec/graph/rewrite_*.c: each pattern,
  * built by hand the way exporters write it, compiles to the one fused
  * node and computes what the unfused graph computes (MFS_FUSE=0); near
  * misses are left alone. */
@@ -414,7 +414,7 @@ static void test_attention(void **st)
 
 /* Attention fed the way exporters write multi-head attention over x [2,
  * 3, D] with 2 heads of 4 (the attention_layout pass reads the
- * projections in place, exec/rewrite_attention.c):
+ * projections in place, exec/graph/rewrite_attention.c):
  *   0: separate projections: Q and V = Transpose(Reshape(x), [0,2,1,3]),
  *      K = Reshape(2x) transposed by [0,2,3,1]
  *   1: as 0, K transposed by [0,2,1,3] then [0,1,3,2], a causal Where

@@ -1,9 +1,9 @@
 /* test_sequence.c - sequences and optionals: the operators of
- * exec/ops/sequence.c, sequence_split.c, optional.c and identity.c run
+ * exec/cpu/ops/sequence.c, sequence_split.c, optional.c and identity.c run
  * through hand-built graphs on the CPU engine (so the engine's side is
  * under test too: container outputs built by run(), freed at their last
  * use, refused where a tensor belongs), the SequenceProto/OptionalProto
- * codec (exec/onnx_value.c), the reader's sequence/optional types, the
+ * codec (exec/onnx/onnx_value.c), the reader's sequence/optional types, the
  * one-file forms of the mount (src/core/codec/codec_value.c) and config
  * completion of such inputs. */
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /* Unit tests for body graphs (graph.c's scoping, subgraph.c) and the
- * control-flow operators If, Loop and Scan (exec/ops/if.c, loop.c,
+ * control-flow operators If, Loop and Scan (exec/cpu/ops/if.c, loop.c,
  * scan.c).  Graphs are built by hand; bodies read values of the graphs
  * around them by name, the way exporters write them. */
 #include <setjmp.h>

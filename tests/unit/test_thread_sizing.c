@@ -1,4 +1,4 @@
-/* Unit tests for exec/thread_sizing.c: how many threads a model's runs
+/* Unit tests for exec/runtime/thread_sizing.c: how many threads a model's runs
  * take, from synthetic run times. */
 #include <setjmp.h>
 #include <stdarg.h>

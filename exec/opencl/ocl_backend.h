@@ -1,0 +1,28 @@
+/* ocl_backend.h - the OpenCL engine behind exec/runtime/backend.h.
+ *
+ * mfs_backend_opencl_new opens the device the selector chooses (see
+ * ocl_device.h), builds the kernels (kernels/ directory) once (cached on disk) and returns a
+ * backend that mfs_exec_new places models on.  Tensors stay on the device
+ * between operators; operators without a device implementation (and
+ * cases the kernels do not cover, e.g. double tensors) run on the CPU
+ * with transfers (docs/OPENCL.md).  The backend may be shared by any
+ * number of execution contexts and threads: each context has its own
+ * command queue and kernel objects.
+ */
+#ifndef MFS_OCL_BACKEND_H
+#define MFS_OCL_BACKEND_H
+
+#include <stdbool.h>
+
+#include "engine.h"
+#include "error.h"
+
+/* -ENODEV when no device matches, -EIO with the build log when the kernels
+ * do not build. */
+int mfs_backend_opencl_new(const char *selector, mfs_backend **out,
+			   mfs_error *err);
+/* Free a backend made by mfs_backend_opencl_new (after every exec on it). */
+void mfs_backend_opencl_free(mfs_backend *b);
+bool mfs_backend_is_opencl(const mfs_backend *b);
+
+#endif
