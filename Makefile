@@ -330,7 +330,7 @@ BACKENDDIR  ?= $(PREFIX)/lib/modelfs/backends
 SYSCONFDIR  ?= /etc
 INSTALL     ?= install
 UNITS       := modelfs.service modelfs@.service
-DOC_FILES   := README.md $(wildcard docs/*.md)
+DOC_FILES   := README.md CHANGELOG.md $(wildcard docs/*.md)
 EXAMPLE_FILES := $(shell find examples -type f 2>/dev/null)
 
 # The folders install may have made that are not modelfs's own (on a
