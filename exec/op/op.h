@@ -159,4 +159,9 @@ int mfs_norm_axis(int64_t axis, int rank, int *out, mfs_error *err);
 int mfs_op_fail(mfs_op_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Was the run this thread executes cancelled (engine.h
+ * mfs_exec_watch_cancel)?  An operator that loops without bound (Loop,
+ * Scan) asks at each iteration and fails with ECANCELED. */
+bool mfs_run_cancelled(void);
+
 #endif

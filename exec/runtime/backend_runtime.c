@@ -230,6 +230,10 @@ int mfs_node_rt_prepare(mfs_node_rt *rt, const mfs_node *nd, mfs_op_ctx *ctx,
 {
 	int rc;
 
+	/* Every node of every backend comes here before it runs: the one
+	 * place to stop a cancelled run between nodes. */
+	if (mfs_run_cancelled())
+		return mfs_op_fail(ctx, ECANCELED, "the run was cancelled");
 	if (!nd->def->prepare ||
 	    (rt->prepared && (nd->shapes_static || !sig_changed(rt, nd->n_in))))
 		return 0;

@@ -118,9 +118,11 @@ void mfs_node_rt_release(mfs_node_rt *rt, const mfs_node *nd);
 /* The operator context for running nd with rt's arrays. */
 mfs_op_ctx mfs_node_ctx(const mfs_node *nd, mfs_node_rt *rt, mfs_error *err);
 
-/* Call prepare() when the operator has one and it has not run yet, or the
- * shapes are not static and an input's dtype, layout or shape changed
- * since it last ran.  0, or the operator's error; *prepares counts calls. */
+/* Before a node runs: fail with ECANCELED when the run was cancelled
+ * (op.h mfs_run_cancelled); then call prepare() when the operator has one
+ * and it has not run yet, or the shapes are not static and an input's
+ * dtype, layout or shape changed since it last ran.  0, or the operator's
+ * error; *prepares counts calls. */
 int mfs_node_rt_prepare(mfs_node_rt *rt, const mfs_node *nd, mfs_op_ctx *ctx,
 			uint64_t *prepares);
 

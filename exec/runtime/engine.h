@@ -116,4 +116,11 @@ void mfs_engine_thread_warm(void);
  * (itself included) out of threads: threads / active, at least 1. */
 int mfs_engine_thread_share(int threads, int active);
 
+/* Cancellation: the runs this thread makes from now on stop, failing
+ * with -ECANCELED, once *flag is true: the engine looks at it before each
+ * node and at each iteration of Loop and Scan (a single long kernel runs
+ * to its end).  NULL: no flag.  The scheduler watches the flag of the
+ * instance a run holds (mfs_sched_cancel). */
+void mfs_exec_watch_cancel(const _Atomic bool *flag);
+
 #endif

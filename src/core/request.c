@@ -1291,6 +1291,14 @@ bool mfs_request_busy(mfs_request *r)
 void mfs_request_mark_removed(mfs_request *r)
 {
 	__atomic_store_n(&r->removed, true, __ATOMIC_RELEASE);
+	/* Nobody can ask for the result any more unless a read already
+	 * waits for it: stop the run (a Loop without end would otherwise
+	 * hold the instance for good).  An ensemble's steps run on. */
+	pthread_mutex_lock(&r->lock);
+	if ((r->state == MFS_REQ_QUEUED || r->state == MFS_REQ_RUNNING) && !r->waiters &&
+	    !r->v->plan)
+		mfs_sched_cancel(r->v->queue, &r->job);
+	pthread_mutex_unlock(&r->lock);
 }
 
 bool mfs_request_removed(mfs_request *r)

@@ -222,7 +222,9 @@ char *mfs_request_trace_json(mfs_request *r);
 int mfs_request_list(mfs_request *r, char ***names, int *n);
 
 /* Directory bookkeeping (the filesystem's): a removed request keeps
- * serving what is in flight but is no longer listed or found. */
+ * serving what is in flight but is no longer listed or found; its run,
+ * queued or running, is cancelled unless a read waits for its result
+ * (mfs_sched_cancel; an ensemble's steps run on). */
 void mfs_request_mark_removed(mfs_request *r);
 bool mfs_request_removed(mfs_request *r);
 

@@ -17,10 +17,12 @@
 #include "scheduler.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "engine.h"
 #include "log.h"
 
 /* One priority level: its jobs in order (seg 0), then those that waited
@@ -30,6 +32,16 @@ typedef struct level {
 	mfs_job *head[2], *tail[2];
 	int64_t queued;
 } level;
+
+/* One instance of a queue: whether a run holds it, and that run's cancel
+ * flag (set once every job of the run was cancelled, or at a bounded
+ * shutdown; the engine checks it between nodes and loop iterations,
+ * engine.h mfs_exec_watch_cancel). */
+typedef struct instance_slot {
+	bool busy;
+	int live;                     /* jobs of the run not cancelled */
+	atomic_bool cancel;
+} instance_slot;
 
 struct mfs_queue {
 	mfs_sched *sched;
@@ -42,7 +54,7 @@ struct mfs_queue {
 	int64_t timed;                /* of them, jobs with a deadline */
 	int running;                  /* runs in flight */
 	int running_jobs;
-	bool *busy;                   /* per instance */
+	instance_slot *inst;          /* per instance */
 	bool closed;
 	uint64_t run_ns;              /* recent runs' duration (moving average); 0: none yet */
 };
@@ -166,11 +178,11 @@ int mfs_sched_queue_new(mfs_sched *s, const mfs_queue_conf *conf,
 	if (q->conf.default_level < 1 || q->conf.default_level > q->conf.n_levels)
 		q->conf.default_level = 1;
 	q->label = strdup(conf->label ? conf->label : "model");
-	q->busy = calloc((size_t)q->conf.instances, sizeof(bool));
+	q->inst = calloc((size_t)q->conf.instances, sizeof(instance_slot));
 	q->levels = calloc((size_t)q->conf.n_levels, sizeof(level));
-	if (!q->label || !q->busy || !q->levels) {
+	if (!q->label || !q->inst || !q->levels) {
 		free(q->label);
-		free(q->busy);
+		free(q->inst);
 		free(q->levels);
 		free(q);
 		return mfs_fail(err, ENOMEM, "out of memory");
@@ -324,6 +336,8 @@ static void fail_late(mfs_queue *q, mfs_job *late)
 
 static int submit(mfs_queue *q, mfs_job *job, bool may_run_here, mfs_error *err)
 {
+	job->cancelled = false;
+	job->inst = -1;
 	mfs_sched *s = q->sched;
 	int rows = q->runner.n_inputs > 0 ? job_rows(q, job, err) : 1;
 	if (rows < 0)
@@ -493,6 +507,7 @@ static void run_batch(mfs_queue *q, mfs_job **jobs, int n, int instance)
 	uint64_t t0 = mfs_now_ns(), t1, t2;
 
 	mfs_error_clear(&err);
+	mfs_exec_watch_cancel(&q->inst[instance].cancel);
 	for (int j = 0; j < n; j++) {
 		rows += jobs[j]->rows;
 		jobs[j]->t_start = t0;
@@ -527,6 +542,7 @@ static void run_batch(mfs_queue *q, mfs_job **jobs, int n, int instance)
 			mfs_tensor_release(&merged[i]);
 		free(merged);
 	}
+	mfs_exec_watch_cancel(NULL);
 	uint64_t t3 = mfs_now_ns();
 	if (r < 0 && !err.code)
 		mfs_fail(&err, -r, "%s: the run failed (%s)", q->label, strerror(-r));
@@ -552,14 +568,20 @@ static void run_batch(mfs_queue *q, mfs_job **jobs, int n, int instance)
 /* Take n jobs off pick's head and a free instance (lock held). */
 static int take_jobs(mfs_queue *pick, mfs_job **batch, int n_jobs)
 {
+	int inst = 0, live = 0;
+	while (pick->inst[inst].busy)
+		inst++;
 	for (int j = 0; j < n_jobs; j++) {
 		batch[j] = pop_first(pick);
 		batch[j]->here = false;
+		batch[j]->inst = inst;
+		live += !batch[j]->cancelled;
 	}
-	int inst = 0;
-	while (pick->busy[inst])
-		inst++;
-	pick->busy[inst] = true;
+	/* A run whose every job was cancelled while queued stops at its
+	 * first node. */
+	pick->inst[inst].busy = true;
+	pick->inst[inst].live = live;
+	atomic_store(&pick->inst[inst].cancel, live == 0);
 	pick->running++;
 	pick->running_jobs += n_jobs;
 	return inst;
@@ -586,7 +608,9 @@ static void run_taken(mfs_sched *s, mfs_queue *pick, mfs_job **batch, int n_jobs
 	uint64_t d = mfs_now_ns() - t0;
 
 	pthread_mutex_lock(&s->lock);
-	pick->busy[inst] = false;
+	pick->inst[inst].busy = false;
+	for (int j = 0; j < n_jobs; j++)
+		batch[j]->inst = -1;
 	pick->running--;
 	pick->running_jobs -= n_jobs;
 	pick->run_ns = pick->run_ns ? (pick->run_ns * 7 + d) / 8 : d;
@@ -781,10 +805,32 @@ void mfs_sched_queue_free(mfs_queue *q)
 			break;
 		}
 	pthread_mutex_unlock(&s->lock);
-	free(q->busy);
+	free(q->inst);
 	free(q->levels);
 	free(q->label);
 	free(q);
+}
+
+void mfs_sched_cancel(mfs_queue *q, mfs_job *job)
+{
+	mfs_sched *s = q->sched;
+
+	pthread_mutex_lock(&s->lock);
+	if (!job->cancelled) {
+		job->cancelled = true;
+		if (job->inst >= 0 && --q->inst[job->inst].live == 0)
+			atomic_store(&q->inst[job->inst].cancel, true);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Ask every run in flight to stop (lock held). */
+static void cancel_running(mfs_sched *s)
+{
+	for (mfs_queue *q = s->queues; q; q = q->next_q)
+		for (int i = 0; i < q->conf.instances; i++)
+			if (q->inst[i].busy)
+				atomic_store(&q->inst[i].cancel, true);
 }
 
 static bool busy(mfs_sched *s)
@@ -818,6 +864,9 @@ void mfs_sched_stop(mfs_sched *s, uint64_t drain_ns)
 		while (*tail)
 			tail = &(*tail)->next;
 	}
+	/* What still runs after the drain stops at its next node or loop
+	 * iteration. */
+	cancel_running(s);
 	pthread_mutex_unlock(&s->lock);
 	fail_list(lists, ESHUTDOWN, "the daemon is stopping; the request did not run");
 	pthread_mutex_lock(&s->lock);

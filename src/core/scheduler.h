@@ -63,6 +63,8 @@ struct mfs_job {
 	int level, seg;          /* the FIFO it waits in */
 	uint64_t deadline;       /* mfs_now_ns() past which it is late; 0: none */
 	bool here;               /* left for mfs_sched_run_here() */
+	bool cancelled;          /* mfs_sched_cancel() was called */
+	int inst;                /* the instance running it; -1: none */
 };
 
 typedef struct mfs_runner {
@@ -128,6 +130,14 @@ int mfs_sched_submit(mfs_queue *q, mfs_job *job, mfs_error *err);
 int mfs_sched_submit_here(mfs_queue *q, mfs_job *job, mfs_error *err);
 void mfs_sched_run_here(mfs_queue *q);
 
+/* The job's submitter no longer wants its result (its request directory
+ * was removed): a queued job's run stops at its first node, a running
+ * one's at the next node or loop iteration, once every job merged into
+ * that run is cancelled (a batch partner's run goes on).  done() is
+ * still called once, with -ECANCELED or whatever the run ended with.
+ * Never calls done() itself, so the caller may hold its own lock. */
+void mfs_sched_cancel(mfs_queue *q, mfs_job *job);
+
 /* Refuse new jobs and fail the queued ones (status -ESHUTDOWN, reason as
  * the message); running ones finish.  Idempotent. */
 void mfs_sched_queue_close(mfs_queue *q, const char *reason);
@@ -139,7 +149,8 @@ void mfs_sched_queue_free(mfs_queue *q);
 int mfs_sched_queue_depth(mfs_queue *q);
 
 /* Stop: refuse new jobs, let queued and running ones finish for at most
- * drain_ns, fail what is still queued, wait for the runs in flight, join
+ * drain_ns, fail what is still queued, cancel the runs still in flight
+ * (they stop at their next node or loop iteration), wait for them, join
  * the threads.  Queues must still be freed (before mfs_sched_free). */
 void mfs_sched_stop(mfs_sched *s, uint64_t drain_ns);
 

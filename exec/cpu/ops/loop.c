@@ -282,6 +282,11 @@ static int loop_run(mfs_op_ctx *ctx)
 		s->carried[j].owns_data = false;
 	}
 	for (s->iter = 0; !rc && s->iter < trips && s->cond; s->iter++) {
+		if (mfs_run_cancelled()) {
+			rc = mfs_op_fail(ctx, ECANCELED, "cancelled after %lld iterations",
+					 (long long)s->iter);
+			break;
+		}
 		if (s->iter >= mfs_engine_max_iterations()) {
 			rc = mfs_op_fail(ctx, EFBIG, "more than %lld iterations",
 					 (long long)mfs_engine_max_iterations());
