@@ -66,6 +66,17 @@ status_reason() {
 	[ "$output" = "modelfs run: add_sub: ${reason#model \'add_sub\' }" ]
 }
 
+@test "run: a directory the daemon does not serve as a model is not run either" {
+	cp -r "$REPO/add_sub" "$REPO/add sub"
+	mount_repo "$REPO"
+	grep -q '^READY' "$MNT/add_sub/status"
+	[ ! -e "$MNT/add sub" ]
+	run "$MODELFS" run "$REPO/add sub" INPUT0="$S/INPUT0.npy" INPUT1="$S/INPUT1.npy" --out "$T/out"
+	[ "$status" -eq 1 ]
+	[ "$output" = "modelfs run: add sub: 'add sub' is not a model name ([A-Za-z0-9._-], not starting with '.')" ]
+	[ ! -e "$T/out" ]
+}
+
 @test "run: the daemon's options with its checks and words; daemon-only ones refused by name" {
 	for opt in "--threads 0" "--device gpu" "--max-request-bytes 0" "--backend-dir /nonexistent"; do
 		# shellcheck disable=SC2086
