@@ -48,10 +48,6 @@
 #include "reloader.h"
 #include "scheduler.h"
 
-#ifndef MODELFS_VERSION
-#define MODELFS_VERSION "0.1.0"
-#endif
-
 /* FUSE operations served at once: a short run computes on the thread
  * that committed its last input, and a request-directory cycle has two
  * or three operations in flight (an asynchronous RELEASE beside the

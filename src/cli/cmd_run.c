@@ -37,10 +37,6 @@
 #include "repo.h"
 #include "scheduler.h"
 
-#ifndef MODELFS_VERSION
-#define MODELFS_VERSION "0.1.0"
-#endif
-
 typedef struct run_args {
 	mfs_options opts;            /* the daemon's options */
 	mfs_run_options run;         /* run's own: target, --version, --out, --format, NAME=FILE */
