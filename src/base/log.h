@@ -4,6 +4,7 @@
 #define MFS_LOG_H
 
 typedef enum mfs_log_level {
+	MFS_LOG_OFF = -1,   /* for mfs_log_set_level only: nothing is logged */
 	MFS_LOG_ERROR = 0,
 	MFS_LOG_WARN,
 	MFS_LOG_INFO,

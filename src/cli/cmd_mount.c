@@ -48,10 +48,6 @@
 #include "reloader.h"
 #include "scheduler.h"
 
-#ifndef MODELFS_VERSION
-#define MODELFS_VERSION "0.1.0"
-#endif
-
 /* FUSE operations served at once: a short run computes on the thread
  * that committed its last input, and a request-directory cycle has two
  * or three operations in flight (an asynchronous RELEASE beside the
@@ -303,31 +299,24 @@ static void model_changed(void *ctx, const char *model)
 	mfs_fs_model_changed(ctx, model);
 }
 
-static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd)
+/* The compute threads, the registry, the reloader (which loads the
+ * models) and the filesystem's state; one line on stderr for a failure. */
+static int start_parts(daemon_ctx *d, const char *repo, int threads)
 {
 	mfs_error err;
-	int rc = 1;
 	mfs_error_clear(&err);
-	int threads = d->opts.threads > 0 ? d->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	if (threads < 1)
-		threads = 1;
-
 	/* Set before the compute threads start: each makes its OpenMP team
 	 * at once (mfs_engine_thread_warm), not at its first run. */
 	mfs_engine_set_threads(threads);
-	if (mfs_sched_new_with_init(threads, mfs_engine_thread_warm, &d->sched, &err) < 0) {
-		fprintf(stderr, "modelfs: %s\n", err.msg);
-		goto out;
-	}
+	if (mfs_sched_new_with_init(threads, mfs_engine_thread_warm, &d->sched, &err) < 0)
+		goto fail;
 	/* engine_threads left 0: set above */
 	mfs_registry_conf rc_ = { .repository = repo, .sched = d->sched,
 				  .route = { .device = d->opts.device,
 					     .opencl_device = d->opts.opencl_device },
 				  .backend_dir = d->opts.backend_dir };
-	if (mfs_registry_new(&rc_, &d->reg, &err) < 0) {
-		fprintf(stderr, "modelfs: %s\n", err.msg);
-		goto out;
-	}
+	if (mfs_registry_new(&rc_, &d->reg, &err) < 0)
+		goto fail;
 	/* Watches the repository, then loads it (hot reload: reloader.h). */
 	mfs_reloader_conf rlc = { .repository = repo, .registry = d->reg,
 				  .mode = d->opts.model_control,
@@ -340,7 +329,7 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 	int failed = mfs_reloader_new(&rlc, &d->reloader, &err);
 	if (failed < 0) {
 		fprintf(stderr, "modelfs: repository '%s': %s\n", d->opts.repository, err.msg);
-		goto out;
+		return -1;
 	}
 	if (failed > 0)
 		mfs_log_warn("%d model version(s) failed to load; see .index.json", failed);
@@ -354,11 +343,17 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 		.read_deadline_ns = (uint64_t)(d->opts.request_ttl_secs > 60 ? d->opts.request_ttl_secs : 60) * 1000000000ull,
 		.control = d->opts.model_control == MFS_CONTROL_EXPLICIT ? d->reloader : NULL,
 	};
-	if (mfs_fs_new(&fc, &d->fs, &err) < 0) {
-		fprintf(stderr, "modelfs: %s\n", err.msg);
-		goto out;
-	}
+	if (mfs_fs_new(&fc, &d->fs, &err) < 0)
+		goto fail;
+	return 0;
+fail:
+	fprintf(stderr, "modelfs: %s\n", err.msg);
+	return -1;
+}
 
+/* The FUSE session, with the -o options that are FUSE's, mounted on mnt. */
+static int mount_session(daemon_ctx *d, const char *repo, const char *mnt)
+{
 	char fsname[PATH_MAX + 16];
 	snprintf(fsname, sizeof(fsname), "-ofsname=%s,subtype=modelfs", repo);
 	char *fargv[4] = { "modelfs", fsname, NULL, NULL };
@@ -373,40 +368,42 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 	fuse_opt_free_args(&args);
 	if (!d->se) {
 		fprintf(stderr, "modelfs: bad FUSE mount options '%s'\n", d->opts.fuse_opts ? d->opts.fuse_opts : "");
-		goto out;
+		return -1;
 	}
 	mfs_fs_set_session(d->fs, d->se);
 	mfs_reloader_set_callback(d->reloader, model_changed, d->fs);
 	if (fuse_session_mount(d->se, mnt) != 0) {
 		fprintf(stderr, "modelfs: cannot mount on '%s' (see the line above)\n", d->opts.mountpoint);
-		goto out;
+		return -1;
 	}
-	if (mfs_reloader_run(d->reloader, &err) < 0) {
-		fprintf(stderr, "modelfs: %s\n", err.msg);
-		goto unmount;
-	}
-	mfs_log_info("serving '%s' on '%s' (%d compute threads)", repo, mnt, threads);
-	/* systemd's Type=notify: every model has been loaded and the mount
-	 * is there (nothing happens without $NOTIFY_SOCKET). */
-	sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s", repo, mnt);
-	if (notify_fd >= 0) {
-		/* Daemon: detach from the terminal now that start-up worked. */
-		int nullfd = open("/dev/null", O_RDWR);
-		tell_parent(&notify_fd, 0);
-		if (nullfd >= 0) {
-			dup2(nullfd, 0);
-			dup2(nullfd, 1);
-			dup2(nullfd, 2);
-			if (nullfd > 2)
-				close(nullfd);
-		}
-	}
+	return 0;
+}
 
+/* Start-up worked: tell the parent, and (a daemon) leave the terminal. */
+static void detach(int *notify_fd)
+{
+	if (*notify_fd < 0)
+		return;
+	int nullfd = open("/dev/null", O_RDWR);
+	tell_parent(notify_fd, 0);
+	if (nullfd >= 0) {
+		dup2(nullfd, 0);
+		dup2(nullfd, 1);
+		dup2(nullfd, 2);
+		if (nullfd > 2)
+			close(nullfd);
+	}
+}
+
+/* Serve until a signal's shutdown or an unmount ends the FUSE loop.
+ * 0, or -1 when the loop's threads could not start. */
+static int serve_loop(daemon_ctx *d)
+{
 	/* The loop first: a signal's shutdown stops it. */
 	d->loop = mfs_fuse_loop_start(d->se, FUSE_THREADS);
 	if (!d->loop) {
 		mfs_log_error("cannot start the threads that serve the mount");
-		goto unmount;
+		return -1;
 	}
 	pthread_create(&d->sig_thread, NULL, signal_thread, d);
 	pthread_create(&d->reaper, NULL, reaper_thread, d);
@@ -417,9 +414,33 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 	(void)wn;
 	pthread_join(d->sig_thread, NULL);
 	pthread_join(d->reaper, NULL);
-	rc = 0;
 	mfs_fuse_loop_free(d->loop);
 	d->loop = NULL;
+	return 0;
+}
+
+static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd)
+{
+	mfs_error err;
+	int rc = 1;
+	mfs_error_clear(&err);
+	int threads = d->opts.threads > 0 ? d->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (threads < 1)
+		threads = 1;
+
+	if (start_parts(d, repo, threads) < 0 || mount_session(d, repo, mnt) < 0)
+		goto out;
+	if (mfs_reloader_run(d->reloader, &err) < 0) {
+		fprintf(stderr, "modelfs: %s\n", err.msg);
+		goto unmount;
+	}
+	mfs_log_info("serving '%s' on '%s' (%d compute threads)", repo, mnt, threads);
+	/* systemd's Type=notify: every model has been loaded and the mount
+	 * is there (nothing happens without $NOTIFY_SOCKET). */
+	sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s", repo, mnt);
+	detach(&notify_fd);
+	if (serve_loop(d) == 0)
+		rc = 0;
 unmount:
 	/* No reload may notify the kernel about a session that is gone. */
 	mfs_reloader_free(d->reloader);

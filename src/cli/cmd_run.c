@@ -1,12 +1,24 @@
 /* cmd_run.c - `modelfs run`: one request without mounting (SPEC.md
- * section 1).  Load the version the repository would serve, decode each
- * NAME=FILE by its extension against the config in effect, run once on
- * the CPU engine, write each output to DIR/OUTPUT.EXT.  Every failure is
- * one line, "modelfs run: <model>: <reason>", and exit status 1 (2 for a
- * command line that cannot be understood). */
+ * section 1).
+ *
+ * Built on the daemon's parts, so that it checks what the daemon checks
+ * with the same words: the daemon's command line (options.h: every
+ * option that applies to one run, with the same meaning); the daemon's
+ * registry (registry.h) loads the version (config, completion against
+ * the graph, every validation, the engine choice, the warm-up, one
+ * execution context or backend worker per instance, the queue); and the
+ * request goes through that version's queue (scheduler.h), after the
+ * checks the daemon makes on a request's inputs.  What is run's own:
+ * picking the one version the repository would serve, reading NAME=FILE
+ * by its extension, writing each output to DIR/OUTPUT.EXT.  Every
+ * failure is one line, "modelfs run: <model>: <reason>", and exit status
+ * 1 (2 for a command line that cannot be understood); --log-level adds
+ * the daemon's log lines on stderr. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,178 +28,40 @@
 #include "codec.h"
 #include "commands.h"
 #include "config.h"
+#include "device_router.h"
 #include "engine.h"
 #include "file_util.h"
-#include "installed_backends.h"
-#include "backend_worker.h"
-#include "device_router.h"
 #include "log.h"
-#include "model_load.h"
+#include "options.h"
+#include "registry.h"
 #include "repo.h"
-#include "warmup.h"
-
-/* Inputs larger than this are refused (the daemon's --max-request-bytes
- * default). */
-#define RUN_MAX_INPUT_BYTES (1ull << 30)
-
-static const char usage_text[] =
-	"usage: modelfs run REPOSITORY/MODEL [--version N] NAME=FILE... [--out DIR]\n"
-	"                   [--format EXT] [--threads N] [--device cpu|opencl|auto]\n"
-	"                   [--opencl-device N|TEXT] [--backend-dir DIR]\n"
-	"\n"
-	"Run MODEL of REPOSITORY once on the input files and write each output to\n"
-	"DIR/OUTPUT.EXT, without mounting anything.\n"
-	"\n"
-	"  NAME=FILE      input NAME read from FILE; the extension names the format:\n"
-	"                 .npy .json .txt .raw .pb (see SPEC.md section 6); a sequence\n"
-	"                 input may be a directory of 0.EXT, 1.EXT, ...\n"
-	"  --version N    run version N (default: the latest the version policy serves)\n"
-	"  --out DIR      write outputs into DIR, created if missing (default: .)\n"
-	"  --format EXT   write outputs as EXT (default: the first input's format)\n"
-	"  --threads N    compute threads (default: the number of cores)\n"
-	"  --device D     engine when the config's instance_group does not choose:\n"
-	"                 cpu, opencl, or auto (time both, keep the faster; default)\n"
-	"  --opencl-device N|TEXT  OpenCL device by index or name substring\n"
-	"  --backend-dir DIR  where custom backends (libmodelfs_NAME.so) are looked for\n"
-	"                 when not in the model's version directory (default: the\n"
-	"                 installed BINDIR/../lib/modelfs/backends, if there is one)\n"
-	"  -h, --help     show this text\n"
-	"\n"
-	"Exit status: 0 on success; 1 if the model or a file failed (one line on\n"
-	"stderr says why); 2 for a bad command line.\n";
+#include "scheduler.h"
 
 typedef struct run_args {
-	const char *target;          /* REPOSITORY/MODEL as given */
-	char *repo, *model;
-	int64_t version;             /* 0 = the policy's latest */
-	const char *out_dir;
-	const char *format;
-	int threads;
-	mfs_route_opts route;        /* --device, --opencl-device */
-	const char *backend_dir;     /* --backend-dir */
-	const char **names, **files;
-	int n_inputs;
+	mfs_options opts;            /* the daemon's options */
+	mfs_run_options run;         /* run's own: target, --version, --out, --format, NAME=FILE */
+	char *repo, *model;          /* from run.target */
+	uint64_t input_bytes;        /* read so far, against --max-request-bytes */
 } run_args;
 
-static int usage_error(const char *fmt, const char *arg)
+static int usage_error(const char *msg)
 {
-	fprintf(stderr, "modelfs run: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'modelfs run --help'.\n");
+	fprintf(stderr, "modelfs run: %s\nTry 'modelfs run --help'.\n", msg);
 	return 2;
-}
-
-/* "--opt=value" or "--opt value": the value, advancing *i; NULL if absent. */
-static const char *opt_value(int argc, char **argv, int *i, const char *opt)
-{
-	size_t n = strlen(opt);
-
-	if (strncmp(argv[*i], opt, n) != 0)
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] == '\0' && *i + 1 < argc)
-		return argv[++*i];
-	return NULL;
-}
-
-static bool is_opt(const char *arg, const char *opt)
-{
-	size_t n = strlen(opt);
-	return strncmp(arg, opt, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
-}
-
-static bool parse_positive(const char *s, int64_t max, int64_t *out)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (end == s || *end || errno || v < 1 || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
-static int parse_args(int argc, char **argv, run_args *a)
-{
-	const char *v;
-	int64_t n;
-
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-
-		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-			fputs(usage_text, stdout);
-			return 0;
-		}
-		if (is_opt(arg, "--version")) {
-			if (!(v = opt_value(argc, argv, &i, "--version")) ||
-			    !parse_positive(v, INT64_MAX, &a->version))
-				return usage_error("--version needs a positive integer", NULL);
-		} else if (is_opt(arg, "--out")) {
-			if (!(v = opt_value(argc, argv, &i, "--out")) || !*v)
-				return usage_error("--out needs a directory", NULL);
-			a->out_dir = v;
-		} else if (is_opt(arg, "--format")) {
-			if (!(v = opt_value(argc, argv, &i, "--format")) ||
-			    mfs_format_from_ext(v) < 0)
-				return usage_error("--format needs one of npy, json, txt, raw, pb%s", "");
-			a->format = v;
-		} else if (is_opt(arg, "--device")) {
-			if (!(v = opt_value(argc, argv, &i, "--device")))
-				return usage_error("--device needs cpu, opencl or auto%s", "");
-			if (!strcmp(v, "cpu"))
-				a->route.device = MFS_DEVICE_CPU;
-			else if (!strcmp(v, "opencl"))
-				a->route.device = MFS_DEVICE_OPENCL;
-			else if (!strcmp(v, "auto"))
-				a->route.device = MFS_DEVICE_AUTO;
-			else
-				return usage_error("--device: expected cpu, opencl or auto, got '%s'", v);
-		} else if (is_opt(arg, "--opencl-device")) {
-			if (!(v = opt_value(argc, argv, &i, "--opencl-device")) || !*v)
-				return usage_error("--opencl-device needs an index or a name%s", "");
-			a->route.opencl_device = v;
-		} else if (is_opt(arg, "--backend-dir")) {
-			if (!(v = opt_value(argc, argv, &i, "--backend-dir")) || !*v)
-				return usage_error("--backend-dir needs a directory%s", "");
-			a->backend_dir = v;
-		} else if (is_opt(arg, "--threads")) {
-			if (!(v = opt_value(argc, argv, &i, "--threads")) ||
-			    !parse_positive(v, 4096, &n))
-				return usage_error("--threads needs a positive integer", NULL);
-			a->threads = (int)n;
-		} else if (arg[0] == '-' && arg[1] != '\0') {
-			return usage_error("unknown option '%s'", arg);
-		} else if (!a->target) {
-			a->target = arg;
-		} else {
-			const char *eq = strchr(arg, '=');
-			if (!eq || eq == arg || !eq[1])
-				return usage_error("'%s' is not NAME=FILE", arg);
-			a->names[a->n_inputs] = arg;
-			a->files[a->n_inputs] = eq + 1;
-			a->n_inputs++;
-		}
-	}
-	if (!a->target)
-		return usage_error("no REPOSITORY/MODEL given%s", "");
-	return -1;   /* go on */
 }
 
 /* REPOSITORY/MODEL -> repo, model (trailing slashes ignored; no slash
  * means the model is in the current directory). */
 static int split_target(run_args *a)
 {
-	size_t len = strlen(a->target);
+	const char *target = a->run.target;
+	size_t len = strlen(target);
 	const char *slash;
 	char *t;
 
-	while (len > 1 && a->target[len - 1] == '/')
+	while (len > 1 && target[len - 1] == '/')
 		len--;
-	t = strndup(a->target, len);
+	t = strndup(target, len);
 	if (!t)
 		return -ENOMEM;
 	slash = strrchr(t, '/');
@@ -202,11 +76,35 @@ static int split_target(run_args *a)
 	return a->repo && a->model ? 0 : -ENOMEM;
 }
 
-static int read_file(const char *path, char **buf, size_t *len, mfs_error *err)
+static const char *file_ext(const char *path)
 {
-	int rc = mfs_read_file(path, RUN_MAX_INPUT_BYTES, buf, len, err);
-	if (rc < 0)
+	const char *base = strrchr(path, '/'), *dot;
+
+	base = base ? base + 1 : path;
+	dot = strrchr(base, '.');
+	return dot ? dot + 1 : "";
+}
+
+/* An input file, within what the daemon would take: the request's
+ * inputs together at most --max-request-bytes, a .json one at most
+ * --max-json-bytes. */
+static int read_file(run_args *a, const char *path, char **buf, size_t *len, mfs_error *err)
+{
+	uint64_t room = a->opts.max_request_bytes - a->input_bytes;
+	bool json = mfs_format_from_ext(file_ext(path)) == MFS_FMT_JSON;
+	uint64_t limit = json && a->opts.max_json_bytes < room ? a->opts.max_json_bytes : room;
+	int rc = mfs_read_file(path, limit > SIZE_MAX ? SIZE_MAX : (size_t)limit, buf, len, err);
+
+	if (rc == -EFBIG && limit == room)
+		rc = mfs_fail(err, EFBIG, "'%s' refused: the request would pass --max-request-bytes=%llu",
+			      path, (unsigned long long)a->opts.max_request_bytes);
+	else if (rc == -EFBIG)
+		rc = mfs_fail(err, EFBIG, "'%s' refused: JSON text past --max-json-bytes=%llu",
+			      path, (unsigned long long)a->opts.max_json_bytes);
+	else if (rc < 0)
 		mfs_error_prefix(err, "%s: ", path);
+	else
+		a->input_bytes += *len;
 	return rc;
 }
 
@@ -233,15 +131,6 @@ static int write_file(const char *path, const char *buf, size_t len, mfs_error *
 	return 0;
 }
 
-static const char *file_ext(const char *path)
-{
-	const char *base = strrchr(path, '/'), *dot;
-
-	base = base ? base + 1 : path;
-	dot = strrchr(base, '.');
-	return dot ? dot + 1 : "";
-}
-
 /* The format of an input file; of a sequence directory, that of its
  * first tensor (0.EXT). */
 static int input_format(const char *path)
@@ -265,7 +154,9 @@ static int input_format(const char *path)
 }
 
 /* The version to run: --version if the policy serves it, else the
- * highest it serves. */
+ * highest it serves (the reloader's choice, reload/reloader.c).  An
+ * ensemble is refused here: its steps are other models, which only the
+ * daemon loads. */
 static int pick_version(const run_args *a, int64_t *out, mfs_error *err)
 {
 	mfs_model_config cfg;
@@ -284,6 +175,12 @@ static int pick_version(const run_args *a, int64_t *out, mfs_error *err)
 	if (rc) {
 		mfs_repo_entry_release(&e);
 		return rc;
+	}
+	if (mfs_config_is_ensemble(&cfg)) {
+		mfs_repo_entry_release(&e);
+		mfs_config_release(&cfg);
+		return mfs_fail(err, EINVAL, "model '%s' is an ensemble: `modelfs run` runs one model; mount the repository to run an ensemble",
+				a->model);
 	}
 	if (e.n_versions == 0) {
 		mfs_repo_entry_release(&e);
@@ -308,21 +205,21 @@ static int pick_version(const run_args *a, int64_t *out, mfs_error *err)
 	rc = 0;
 	if (n == 0) {
 		rc = mfs_fail(err, ENOENT, "the version policy serves none of its versions");
-	} else if (a->version == 0) {
+	} else if (a->run.version == 0) {
 		*out = e.versions[n - 1];
 	} else {
-		rc = mfs_fail(err, ENOENT, "no version %lld (versions: %s)",
-			      (long long)a->version, list);
+		int64_t want = a->run.version;
+		rc = mfs_fail(err, ENOENT, "no version %lld (versions: %s)", (long long)want, list);
 		for (int i = 0; i < n; i++)
-			if (e.versions[i] == a->version) {
-				*out = a->version;
+			if (e.versions[i] == want) {
+				*out = want;
 				rc = 0;
 			}
 		for (int i = 0; rc && i < e.n_versions; i++)
-			if (all[i] == a->version)
+			if (all[i] == want)
 				rc = mfs_fail(err, ENOENT,
 					      "version %lld is not served by the version policy (served: %s)",
-					      (long long)a->version, list);
+					      (long long)want, list);
 	}
 	free(all);
 	mfs_repo_entry_release(&e);
@@ -351,7 +248,7 @@ static const char *reason(const char *msg, const char *model)
 
 /* A directory of tensor files 0.EXT, 1.EXT, ... (each in its own format)
  * into a sequence of io's tensors. */
-static int read_sequence_dir(const char *dir, const mfs_io_config *io,
+static int read_sequence_dir(run_args *a, const char *dir, const mfs_io_config *io,
 			     mfs_tensor *t, mfs_error *err)
 {
 	DIR *d = opendir(dir);
@@ -410,7 +307,7 @@ static int read_sequence_dir(const char *dir, const mfs_io_config *io,
 				      file_ext(names[k]));
 			break;
 		}
-		if ((rc = read_file(path, &buf, &len, err)))
+		if ((rc = read_file(a, path, &buf, &len, err)))
 			break;
 		rc = mfs_tensor_decode((mfs_format)fmt, buf, len, &spec, &t->items[k], err);
 		free(buf);
@@ -428,7 +325,7 @@ static int read_sequence_dir(const char *dir, const mfs_io_config *io,
 /* A sequence or optional input from path: a .pb file holds the ONNX
  * message (SequenceProto, OptionalProto); a directory is a sequence; a
  * tensor file is an optional's tensor. */
-static int read_container(const char *path, const mfs_io_config *io,
+static int read_container(run_args *a, const char *path, const mfs_io_config *io,
 			  mfs_tensor *t, mfs_error *err)
 {
 	mfs_kind want = io->kind == MFS_KIND_OPTIONAL ? io->elem_kind : io->kind;
@@ -441,7 +338,7 @@ static int read_container(const char *path, const mfs_io_config *io,
 				    .dtype = io->dtype };
 		char *buf;
 		size_t len = 0;
-		if ((rc = read_file(path, &buf, &len, err)))
+		if ((rc = read_file(a, path, &buf, &len, err)))
 			return rc;
 		rc = onnx_value_decode(buf, len, NULL, &like, t, err);
 		free(buf);
@@ -457,7 +354,7 @@ static int read_container(const char *path, const mfs_io_config *io,
 		rc = 0;
 	}
 	if (!rc && want == MFS_KIND_SEQUENCE) {
-		rc = read_sequence_dir(path, io, t, err);
+		rc = read_sequence_dir(a, path, io, t, err);
 	} else if (!rc) {
 		mfs_tensor_spec spec = { .name = io->name, .dtype = io->dtype, .rank = -1 };
 		int fmt = mfs_format_from_ext(file_ext(path));
@@ -466,7 +363,7 @@ static int read_container(const char *path, const mfs_io_config *io,
 		if (fmt < 0)
 			return mfs_fail(err, EINVAL, "%s: unknown format '.%s'", path,
 					file_ext(path));
-		if ((rc = read_file(path, &buf, &len, err)))
+		if ((rc = read_file(a, path, &buf, &len, err)))
 			return rc;
 		rc = mfs_tensor_decode((mfs_format)fmt, buf, len, &spec, t, err);
 		free(buf);
@@ -474,66 +371,79 @@ static int read_container(const char *path, const mfs_io_config *io,
 	return rc;
 }
 
-static int decode_inputs(const run_args *a, const mfs_loaded_version *lv,
-			 mfs_tensor *inputs, mfs_error *err)
+/* NAME=FILE for a tensor input i of the config: decoded against the
+ * config's spec, then the daemon's checks on a request's input (the
+ * batch against max_batch_size, the reshape). */
+static int decode_tensor(run_args *a, const mfs_model_config *c, int i, const char *file,
+			 mfs_tensor *t, mfs_error *err)
 {
-	const mfs_model_config *c = &lv->config;
+	int fmt = mfs_format_from_ext(file_ext(file)), rc;
+	mfs_tensor_spec spec;
+	mfs_shape model_shape;
+	char *buf;
+	size_t len = 0;
 
-	for (int k = 0; k < a->n_inputs; k++) {
-		size_t name_len = (size_t)(strchr(a->names[k], '=') - a->names[k]);
-		char name[256];
-		int i, fmt, rc;
-		mfs_tensor_spec spec;
-		mfs_shape model_shape;
-		mfs_tensor *t;
-		char *buf;
-		size_t len = 0;
+	if (fmt < 0)
+		return mfs_fail(err, EINVAL, "%s: unknown format '.%s' (npy, json, txt, raw, pb)",
+				file, file_ext(file));
+	rc = read_file(a, file, &buf, &len, err);
+	if (rc)
+		return rc;
+	mfs_config_input_spec(c, i, &spec);
+	rc = mfs_tensor_decode((mfs_format)fmt, buf, len, &spec, t, err);
+	free(buf);
+	if (rc) {
+		memset(t, 0, sizeof(*t));
+	} else {
+		rc = mfs_config_check_batch(c, i, &t->shape, err);
+		if (rc == 0)
+			rc = mfs_config_input_to_model(c, i, &t->shape, &model_shape, err);
+		if (rc == 0)
+			t->shape = model_shape;
+	}
+	if (rc)
+		mfs_error_prefix(err, "%s: ", file);
+	return rc;
+}
 
-		snprintf(name, sizeof(name), "%.*s", (int)name_len, a->names[k]);
-		i = mfs_config_find_input(c, name);
-		if (i < 0) {
-			char names[512] = "";
-			for (int j = 0; j < c->n_inputs; j++) {
-				size_t used = strlen(names);
-				snprintf(names + used, sizeof(names) - used, "%s%s",
-					 j ? ", " : "", c->inputs[j].name);
-			}
-			return mfs_fail(err, ENOENT, "unknown input '%s' (inputs: %s)",
-					name, names);
+/* One NAME=FILE into inputs[] (indexed as the engine takes them). */
+static int decode_input(run_args *a, const mfs_model_config *c, const char *arg,
+			mfs_tensor *inputs, mfs_error *err)
+{
+	const char *file = strchr(arg, '=') + 1;
+	char name[256];
+	mfs_tensor *t;
+	int i, rc;
+
+	snprintf(name, sizeof(name), "%.*s", (int)(file - 1 - arg), arg);
+	i = mfs_config_find_input(c, name);
+	if (i < 0) {
+		char names[512] = "";
+		for (int j = 0; j < c->n_inputs; j++) {
+			size_t used = strlen(names);
+			snprintf(names + used, sizeof(names) - used, "%s%s", j ? ", " : "",
+				 c->inputs[j].name);
 		}
-		t = &inputs[c->inputs[i].graph_index];
-		if (t->dtype != MFS_DT_UNDEFINED)
-			return mfs_fail(err, EINVAL, "input '%s' given twice", name);
-		if (c->inputs[i].kind != MFS_KIND_TENSOR) {
-			rc = read_container(a->files[k], &c->inputs[i], t, err);
-			if (rc) {
-				mfs_tensor_release(t);
-				return rc;
-			}
-			continue;
-		}
-		fmt = mfs_format_from_ext(file_ext(a->files[k]));
-		if (fmt < 0)
-			return mfs_fail(err, EINVAL,
-					"%s: unknown format '.%s' (npy, json, txt, raw, pb)",
-					a->files[k], file_ext(a->files[k]));
-		rc = read_file(a->files[k], &buf, &len, err);
+		return mfs_fail(err, ENOENT, "unknown input '%s' (inputs: %s)", name, names);
+	}
+	t = &inputs[c->inputs[i].graph_index];
+	if (t->dtype != MFS_DT_UNDEFINED)
+		return mfs_fail(err, EINVAL, "input '%s' given twice", name);
+	if (c->inputs[i].kind == MFS_KIND_TENSOR)
+		return decode_tensor(a, c, i, file, t, err);
+	rc = read_container(a, file, &c->inputs[i], t, err);
+	if (rc)
+		mfs_tensor_release(t);
+	return rc;
+}
+
+static int decode_inputs(run_args *a, const mfs_model_config *c, mfs_tensor *inputs,
+			 mfs_error *err)
+{
+	for (int k = 0; k < a->run.n_inputs; k++) {
+		int rc = decode_input(a, c, a->run.inputs[k], inputs, err);
 		if (rc)
 			return rc;
-		mfs_config_input_spec(c, i, &spec);
-		rc = mfs_tensor_decode((mfs_format)fmt, buf, len, &spec, t, err);
-		free(buf);
-		if (rc) {
-			memset(t, 0, sizeof(*t));
-			mfs_error_prefix(err, "%s: ", a->files[k]);
-			return rc;
-		}
-		rc = mfs_config_input_to_model(c, i, &t->shape, &model_shape, err);
-		if (rc) {
-			mfs_error_prefix(err, "%s: ", a->files[k]);
-			return rc;
-		}
-		t->shape = model_shape;
 	}
 	for (int i = 0; i < c->n_inputs; i++) {
 		mfs_tensor *t = &inputs[c->inputs[i].graph_index];
@@ -620,13 +530,12 @@ static int write_container(const char *dir, const char *name, const mfs_tensor *
 	return rc;
 }
 
-static int write_outputs(const run_args *a, const mfs_loaded_version *lv,
+static int write_outputs(const run_args *a, const mfs_model_config *c,
 			 const mfs_tensor *outputs, mfs_format fmt, mfs_error *err)
 {
-	const mfs_model_config *c = &lv->config;
-	const char *dir = a->out_dir ? a->out_dir : ".";
+	const char *dir = a->run.out_dir ? a->run.out_dir : ".";
 
-	if (a->out_dir) {
+	if (a->run.out_dir) {
 		/* mkdir -p */
 		char path[4096];
 		snprintf(path, sizeof(path), "%s", dir);
@@ -668,114 +577,139 @@ static int write_outputs(const run_args *a, const mfs_loaded_version *lv,
 	return 0;
 }
 
-/* A custom backend's one run: a worker process, as the daemon would use
- * (backend_worker.h), so a crashing backend is reported, not inherited. */
-static int run_backend(const mfs_loaded_version *lv, const mfs_tensor *inputs,
-		       mfs_tensor *outputs, mfs_error *err)
-{
-	mfs_worker_spec spec = {
-		.program = "/proc/self/exe", .library = lv->backend_library,
-		.model_name = lv->model_name, .version = lv->version,
-		.version_dir = lv->version_dir, .instance = 0, .config = &lv->config,
-	};
-	mfs_worker *w;
-	int rc = mfs_worker_new(&spec, &w, err);
+/* ---- the run: the daemon's registry and queue ---- */
 
-	if (rc)
-		return rc;
-	rc = mfs_worker_run(w, inputs, outputs, err);
-	mfs_worker_free(w);
+typedef struct one_job {
+	mfs_job job;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+} one_job;
+
+static void job_done(mfs_job *job)
+{
+	one_job *j = job->arg;
+	pthread_mutex_lock(&j->lock);
+	j->done = true;
+	pthread_cond_signal(&j->cond);
+	pthread_mutex_unlock(&j->lock);
+}
+
+/* The request through the version's queue, as the daemon's requests go
+ * (scheduler.h: its checks, its instance, a custom backend's worker). */
+static int run_job(mfs_version *v, const mfs_tensor *inputs, mfs_tensor *outputs,
+		   mfs_error *err)
+{
+	one_job j = { .job = { .inputs = inputs, .outputs = outputs, .done = job_done } };
+	int rc;
+
+	j.job.arg = &j;
+	pthread_mutex_init(&j.lock, NULL);
+	pthread_cond_init(&j.cond, NULL);
+	rc = mfs_sched_submit(v->queue, &j.job, err);
+	if (rc == 0) {
+		pthread_mutex_lock(&j.lock);
+		while (!j.done)
+			pthread_cond_wait(&j.cond, &j.lock);
+		pthread_mutex_unlock(&j.lock);
+		rc = j.job.status;
+		if (rc)
+			*err = j.job.err;
+	}
+	pthread_mutex_destroy(&j.lock);
+	pthread_cond_destroy(&j.cond);
 	return rc;
 }
 
-static int run(const run_args *a, mfs_error *err)
+/* Inputs decoded, run, outputs written, for a served version. */
+static int run_version(run_args *a, mfs_version *v, int fmt, mfs_error *err)
 {
-	mfs_loaded_version *lv = NULL;
-	mfs_tensor *inputs = NULL, *outputs = NULL;
-	mfs_exec *ex = NULL;
-	mfs_placement placement;
-	int64_t version = 0;
-	int n_in, n_out, fmt, rc, n_samples = 0;
-	mfs_warmup_sample *samples = NULL;
+	const mfs_model_config *c = v->config;
+	mfs_tensor *inputs = calloc((size_t)v->n_graph_inputs + 1, sizeof(*inputs));
+	mfs_tensor *outputs = calloc((size_t)v->n_graph_outputs + 1, sizeof(*outputs));
 	bool ran = false;
+	int rc;
 
-	fmt = a->format ? mfs_format_from_ext(a->format)
-			: a->n_inputs ? input_format(a->files[0])
-				      : MFS_FMT_NPY;
-	if (fmt < 0)
-		return mfs_fail(err, EINVAL, "%s: unknown format '.%s' (npy, json, txt, raw, pb)",
-				a->files[0], file_ext(a->files[0]));
-	rc = pick_version(a, &version, err);
-	if (rc)
-		return rc;
-	if (a->threads > 0)
-		mfs_engine_set_threads(a->threads);
-	char *installed_backends = a->backend_dir ? NULL : mfs_installed_backend_dir();
-	rc = mfs_load_version(a->repo, a->model, version,
-			      a->backend_dir ? a->backend_dir : installed_backends, &lv, err);
-	free(installed_backends);
-	if (rc)
-		return rc;
-	if (mfs_config_is_ensemble(&lv->config)) {
-		/* Its steps are other models, which only the daemon loads. */
-		rc = mfs_fail(err, EINVAL, "model '%s' is an ensemble: `modelfs run` runs one model; mount the repository to run an ensemble",
-			      a->model);
-		mfs_loaded_version_free(lv);
-		return rc;
-	}
-	/* A custom backend has no graph: its tensors are the config's. */
-	n_in = lv->graph ? mfs_graph_n_inputs(lv->graph) : lv->config.n_inputs;
-	n_out = lv->graph ? mfs_graph_n_outputs(lv->graph) : lv->config.n_outputs;
-	inputs = calloc((size_t)n_in + 1, sizeof(*inputs));
-	outputs = calloc((size_t)n_out + 1, sizeof(*outputs));
-	if (!inputs || !outputs) {
+	if (!inputs || !outputs)
 		rc = mfs_fail(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	rc = decode_inputs(a, lv, inputs, err);
-	if (rc)
-		goto out;
-	if (lv->backend_library) {
-		rc = run_backend(lv, inputs, outputs, err);
-		if (rc)
-			goto out;
-		ran = true;
-		rc = write_outputs(a, lv, outputs, (mfs_format)fmt, err);
-		goto out;
-	}
-	/* The model's warm-up (warmup.h) runs as in the daemon: a sample
-	 * that fails fails the load here too. */
-	rc = mfs_warmup_prepare(&lv->config, lv->graph, lv->version_dir, &samples, &n_samples, err);
-	if (rc == 0)
-		rc = mfs_route(lv->graph, &lv->config, &a->route, n_samples ? samples[0].inputs : NULL,
-			       n_samples ? samples[0].def->name : NULL, &placement, err);
+	else
+		rc = decode_inputs(a, c, inputs, err);
 	if (rc == 0) {
-		mfs_log_debug("model '%s': running on %s (%s)", a->model, placement.device,
-			     placement.note);
-		rc = mfs_exec_new(lv->graph, placement.backend, &ex, err);
+		rc = run_job(v, inputs, outputs, err);
+		ran = rc == 0;
+		if (rc)
+			mfs_error_prefix(err, "version %lld: ", (long long)v->version);
 	}
 	if (rc == 0)
-		rc = mfs_warmup_run(ex, lv->graph, samples, n_samples, err);
-	if (rc == 0)
-		rc = mfs_exec_run(ex, inputs, outputs, err);
-	if (rc) {
-		mfs_error_prefix(err, "version %lld: ", (long long)version);
-		goto out;
-	}
-	ran = true;
-	rc = write_outputs(a, lv, outputs, (mfs_format)fmt, err);
-out:
-	for (int i = 0; inputs && i < n_in; i++)
+		rc = write_outputs(a, c, outputs, (mfs_format)fmt, err);
+	for (int i = 0; inputs && i < v->n_graph_inputs; i++)
 		mfs_tensor_release(&inputs[i]);
-	for (int i = 0; ran && i < n_out; i++)
+	for (int i = 0; ran && i < v->n_graph_outputs; i++)
 		mfs_tensor_release(&outputs[i]);
 	free(inputs);
 	free(outputs);
-	mfs_warmup_samples_free(samples, n_samples);
-	mfs_exec_free(ex);
-	mfs_loaded_version_free(lv);
-	mfs_router_shutdown();
 	return rc;
+}
+
+/* The daemon's start-up, cut to one model: the compute thread and the
+ * registry as cmd_mount.c makes them, the one version loaded by
+ * mfs_registry_load_version (every check, the same messages). */
+static int load_and_run(run_args *a, int64_t version, int fmt, mfs_error *err)
+{
+	char repo[PATH_MAX];
+	mfs_sched *sched = NULL;
+	mfs_registry *reg = NULL;
+	mfs_version *v = NULL;
+	int threads = a->opts.threads > 0 ? a->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	int rc;
+
+	if (!realpath(a->repo, repo))
+		return mfs_fail(err, errno, "%s: %s", a->repo, strerror(errno));
+	mfs_engine_set_threads(threads > 0 ? threads : 1);
+	/* One request: one compute thread runs it. */
+	rc = mfs_sched_new_with_init(1, mfs_engine_thread_warm, &sched, err);
+	mfs_registry_conf conf = { .repository = repo, .sched = sched,
+				   .route = { .device = a->opts.device,
+					      .opencl_device = a->opts.opencl_device },
+				   .backend_dir = a->opts.backend_dir };
+	if (rc == 0)
+		rc = mfs_registry_new(&conf, &reg, err);
+	if (rc == 0)
+		rc = mfs_registry_load_version(reg, a->model, version, err);
+	if (rc == 0)
+		rc = mfs_registry_get(reg, a->model, version, &v, err);
+	if (rc == 0) {
+		mfs_log_debug("model '%s' version %lld: running on %s (%s)", a->model,
+			      (long long)version, v->device, v->placement.note);
+		rc = run_version(a, v, fmt, err);
+		mfs_version_put(v);
+	}
+	if (sched)
+		mfs_sched_stop(sched, 0);
+	mfs_registry_free(reg);
+	mfs_sched_free(sched);
+	mfs_router_shutdown();     /* after every engine context is gone */
+	return rc;
+}
+
+static int run(run_args *a, mfs_error *err)
+{
+	int64_t version = 0;
+	const char *first = a->run.n_inputs ? strchr(a->run.inputs[0], '=') + 1 : NULL;
+	int fmt, rc;
+
+	fmt = a->run.format ? mfs_format_from_ext(a->run.format)
+			    : first ? input_format(first) : MFS_FMT_NPY;
+	if (fmt < 0)
+		return mfs_fail(err, EINVAL, "%s: unknown format '.%s' (npy, json, txt, raw, pb)",
+				first, file_ext(first));
+	if (!mfs_repo_model_name_ok(a->model))
+		return mfs_fail(err, EINVAL, "'%s' is not a model name ([A-Za-z0-9._-], not starting with '.')",
+				a->model);
+	rc = pick_version(a, &version, err);
+	if (rc)
+		return rc;
+	return load_and_run(a, version, fmt, err);
 }
 
 int mfs_cmd_run(int argc, char **argv)
@@ -784,32 +718,30 @@ int mfs_cmd_run(int argc, char **argv)
 	mfs_error err;
 	int rc;
 
-	a.names = calloc((size_t)argc + 1, sizeof(*a.names));
-	a.files = calloc((size_t)argc + 1, sizeof(*a.files));
-	if (!a.names || !a.files) {
-		fprintf(stderr, "modelfs run: out of memory\n");
-		rc = 1;
-		goto out;
-	}
-	rc = parse_args(argc, argv, &a);
-	if (rc >= 0)
-		goto out;
-	if (split_target(&a) != 0) {
-		fprintf(stderr, "modelfs run: out of memory\n");
-		rc = 1;
-		goto out;
-	}
 	mfs_error_clear(&err);
-	if (run(&a, &err) != 0) {
-		fprintf(stderr, "modelfs run: %s: %s\n", a.model, reason(err.msg, a.model));
+	mfs_options_init_run(&a.opts, &a.run);
+	if (mfs_options_parse_run(&a.opts, &a.run, argc, argv, &err) < 0) {
+		if (err.code == ENOMEM)
+			fprintf(stderr, "modelfs run: %s\n", err.msg);
+		rc = err.code == ENOMEM ? 1 : usage_error(err.msg);
+	} else if (a.opts.help) {
+		fputs(mfs_options_run_usage(), stdout);
+		rc = 0;
+	} else if (a.opts.version) {
+		printf("modelfs %s\n", MODELFS_VERSION);
+		rc = 0;
+	} else if (split_target(&a) != 0) {
+		fprintf(stderr, "modelfs run: out of memory\n");
 		rc = 1;
 	} else {
-		rc = 0;
+		mfs_log_set_level((mfs_log_level)a.opts.log_level);
+		rc = run(&a, &err) != 0;
+		if (rc)
+			fprintf(stderr, "modelfs run: %s: %s\n", a.model, reason(err.msg, a.model));
 	}
-out:
-	free(a.names);
-	free(a.files);
 	free(a.repo);
 	free(a.model);
+	mfs_run_options_release(&a.run);
+	mfs_options_release(&a.opts);
 	return rc;
 }

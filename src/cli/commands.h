@@ -2,8 +2,13 @@
 #ifndef MFS_COMMANDS_H
 #define MFS_COMMANDS_H
 
-/* `modelfs run REPOSITORY/MODEL [--version N] NAME=FILE... [--out DIR]
- * [--format EXT]` (src/cli/cmd_run.c).  argv[0] is "run".  Returns the exit
+/* What --version (and run's -V) prints. */
+#ifndef MODELFS_VERSION
+#define MODELFS_VERSION "0.1.0"
+#endif
+
+/* `modelfs run [OPTIONS] REPOSITORY/MODEL NAME=FILE...`
+ * (src/cli/cmd_run.c).  argv[0] is "run".  Returns the exit
  * status. */
 int mfs_cmd_run(int argc, char **argv);
 

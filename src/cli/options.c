@@ -1,6 +1,7 @@
-/* options.c - see options.h.  Options may come before or after the two
+/* options.c - see options.h.  Options may come before or after the
  * operands (fuse's own programs allow both); `--name=value` and
- * `--name value` are both accepted; `--` ends the options. */
+ * `--name value` are both accepted; `--` ends the options.  One parser
+ * serves both commands: a table says which command takes each option. */
 #include "options.h"
 
 #include <limits.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "codec.h"
 #include "installed_backends.h"
 #include "log.h"
 #include "membudget.h"
@@ -26,6 +28,24 @@ void mfs_options_init(mfs_options *o)
 	o->log_level = MFS_LOG_INFO;
 }
 
+void mfs_options_init_run(mfs_options *o, mfs_run_options *r)
+{
+	mfs_options_init(o);
+	memset(r, 0, sizeof(*r));
+	o->log_level = MFS_LOG_OFF;
+}
+
+void mfs_run_options_release(mfs_run_options *r)
+{
+	free(r->target);
+	free(r->out_dir);
+	free(r->format);
+	for (int i = 0; i < r->n_inputs; i++)
+		free(r->inputs[i]);
+	free(r->inputs);
+	memset(r, 0, sizeof(*r));
+}
+
 void mfs_options_release(mfs_options *o)
 {
 	free(o->opencl_device);
@@ -39,10 +59,21 @@ void mfs_options_release(mfs_options *o)
 	memset(o, 0, sizeof(*o));
 }
 
+/* The options the daemon and `modelfs run` share, for both --help texts. */
+#define SHARED_OPTIONS_HELP \
+	"  --device=cpu|opencl|auto  engine for models whose config does not choose (auto)\n" \
+	"  --opencl-device=N|TEXT    OpenCL device by index or name substring\n" \
+	"  --backend-dir=DIR         custom backends (libmodelfs_NAME.so) not in a model's\n" \
+	"                            version directory are looked for here (the installed\n" \
+	"                            BINDIR/../lib/modelfs/backends, if there is one)\n" \
+	"  --threads=N               compute threads (number of cores)\n" \
+	"  --max-request-bytes=N     largest request accepted, K/M/G suffixes (1G)\n" \
+	"  --max-json-bytes=N        largest .json input or infer request (256M)\n"
+
 const char *mfs_options_usage(void)
 {
 	return "usage: modelfs [OPTIONS] REPOSITORY MOUNTPOINT\n"
-	       "       modelfs run REPOSITORY/MODEL [--version N] NAME=FILE... [--out DIR] [--format EXT]\n"
+	       "       modelfs run [OPTIONS] REPOSITORY/MODEL NAME=FILE... (see modelfs run --help)\n"
 	       "\n"
 	       "Mount a Triton-style model repository as a filesystem: write input\n"
 	       "tensor files into MOUNTPOINT/<model>/requests/<name>/, read the outputs.\n"
@@ -50,11 +81,8 @@ const char *mfs_options_usage(void)
 	       "\n"
 	       "options:\n"
 	       "  -f                        stay in the foreground (default: daemonize)\n"
-	       "  --device=cpu|opencl|auto  engine for models whose config does not choose (auto)\n"
-	       "  --opencl-device=N|TEXT    OpenCL device by index or name substring\n"
-	       "  --backend-dir=DIR         custom backends (libmodelfs_NAME.so) not in a model's\n"
-	       "                            version directory are looked for here (the installed\n"
-	       "                            BINDIR/../lib/modelfs/backends, if there is one)\n"
+	       SHARED_OPTIONS_HELP
+	       "  --log-level=LEVEL         error|warn|info|debug (info)\n"
 	       "  --model-control=MODE      poll: follow the repository; none: load all at start,\n"
 	       "                            watch nothing; explicit: load what --load-model names\n"
 	       "                            and what is loaded through MODEL/control (poll)\n"
@@ -62,18 +90,42 @@ const char *mfs_options_usage(void)
 	       "  --poll-secs=N             poll mode: notice repository changes within N s by\n"
 	       "                            polling, not inotify (0)\n"
 	       "  --reload-quiet-ms=N       act on a repository change after N ms of quiet (250)\n"
-	       "  --threads=N               compute threads (number of cores)\n"
-	       "  --max-request-bytes=N     largest request accepted, K/M/G suffixes (1G)\n"
-	       "  --max-json-bytes=N        largest .json input or infer request (256M)\n"
 	       "  --max-memory=N            bytes all requests may hold together; a write past\n"
 	       "                            it fails with ENOSPC; 0: no limit (half of RAM)\n"
 	       "  --request-ttl-secs=N      abandoned request directories expire (300)\n"
 	       "  --max-requests=N          live request directories per model; mkdir beyond: ENOSPC (10000)\n"
-	       "  --log-level=LEVEL         error|warn|info|debug (info)\n"
 	       "  -o OPT[,OPT...]           FUSE mount options (allow_other, default_permissions, ...);\n"
 	       "                            every option above also as -o name=value (poll_secs=5)\n"
 	       "  -h, --help                this text\n"
 	       "  -V, --version             print the version\n";
+}
+
+const char *mfs_options_run_usage(void)
+{
+	return "usage: modelfs run [OPTIONS] REPOSITORY/MODEL NAME=FILE...\n"
+	       "\n"
+	       "Run MODEL of REPOSITORY once on the input files and write each output to\n"
+	       "DIR/OUTPUT.EXT, without mounting anything.  The model version is loaded as\n"
+	       "the daemon loads it (every check, the engine choice, the warm-up) and the\n"
+	       "request is checked as the daemon checks one, with the same messages.\n"
+	       "\n"
+	       "  NAME=FILE                 input NAME read from FILE; the extension names the\n"
+	       "                            format: .npy .json .txt .raw .pb (SPEC.md section 6);\n"
+	       "                            a sequence input may be a directory of 0.EXT, 1.EXT, ...\n"
+	       "  --version=N               run version N (the latest the version policy serves)\n"
+	       "  --out=DIR                 write outputs into DIR, created if missing (.)\n"
+	       "  --format=EXT              write outputs as EXT (the first input's format)\n"
+	       SHARED_OPTIONS_HELP
+	       "  --log-level=LEVEL         error|warn|info|debug: the daemon's log lines on\n"
+	       "                            stderr (none: only the line saying why a run failed)\n"
+	       "  -h, --help                this text\n"
+	       "  -V                        print the version of modelfs\n"
+	       "\n"
+	       "The daemon's options about the mount, the repository's changes and many\n"
+	       "requests (-f, -o, --model-control, --load-model, --poll-secs,\n"
+	       "--reload-quiet-ms, --max-memory, --request-ttl-secs, --max-requests) are\n"
+	       "refused.  Exit status: 0 on success; 1 if the model or a file failed (one\n"
+	       "line on stderr says why); 2 for a bad command line.\n";
 }
 
 /* A non-negative integer within [0, max]; false if not one. */
@@ -137,29 +189,77 @@ static int append_fuse_opt(mfs_options *o, const char *opt, mfs_error *err)
 }
 
 /* Options that take a value; the value is given with '=' or as the next
- * argument, or as `-o name=value` (see split_mount_opts). */
-static const char *const valued[] = {
-	"device", "opencl-device", "backend-dir", "model-control", "load-model", "poll-secs",
-	"reload-quiet-ms", "threads",
-	"max-request-bytes", "max-json-bytes", "max-memory", "request-ttl-secs",
-	"max-requests", "log-level", NULL
+ * argument, or as `-o name=value` (see split_mount_opts).  `use` says
+ * which command takes it; why_not_run is the reason `modelfs run`
+ * refuses a daemon-only one. */
+enum { FOR_BOTH, FOR_DAEMON, FOR_RUN };
+#define NOT_FOLLOWING "`modelfs run` loads the one model it is given, once"
+#define ONE_REQUEST "`modelfs run` makes one request (--max-request-bytes bounds it)"
+static const struct valued_opt {
+	const char *name;
+	int use;
+	const char *why_not_run;
+} valued[] = {
+	{ "device", FOR_BOTH, NULL },
+	{ "opencl-device", FOR_BOTH, NULL },
+	{ "backend-dir", FOR_BOTH, NULL },
+	{ "model-control", FOR_DAEMON, NOT_FOLLOWING },
+	{ "load-model", FOR_DAEMON, NOT_FOLLOWING },
+	{ "poll-secs", FOR_DAEMON, NOT_FOLLOWING },
+	{ "reload-quiet-ms", FOR_DAEMON, NOT_FOLLOWING },
+	{ "threads", FOR_BOTH, NULL },
+	{ "max-request-bytes", FOR_BOTH, NULL },
+	{ "max-json-bytes", FOR_BOTH, NULL },
+	{ "max-memory", FOR_DAEMON, ONE_REQUEST },
+	{ "request-ttl-secs", FOR_DAEMON, ONE_REQUEST },
+	{ "max-requests", FOR_DAEMON, ONE_REQUEST },
+	{ "log-level", FOR_BOTH, NULL },
+	{ "version", FOR_RUN, NULL },
+	{ "out", FOR_RUN, NULL },
+	{ "format", FOR_RUN, NULL },
+	{ NULL, 0, NULL }
 };
 
-/* The entry of valued[] named by the first len bytes of name, NULL if
- * none.  With mount_style, '_' in name stands for '-' (poll_secs). */
-static const char *find_valued(const char *name, size_t len, bool mount_style)
+/* The entry of valued[] named by the first len bytes of name that the
+ * command takes (run: also the daemon-only ones, to refuse them by
+ * name), NULL if none.  With mount_style, '_' in name stands for '-'
+ * (poll_secs). */
+static const struct valued_opt *find_valued(const char *name, size_t len, bool mount_style,
+					    bool run)
 {
-	for (int k = 0; valued[k]; k++) {
-		if (strlen(valued[k]) != len)
+	for (int k = 0; valued[k].name; k++) {
+		const char *v = valued[k].name;
+		if (strlen(v) != len || (!run && valued[k].use == FOR_RUN))
 			continue;
 		size_t i = 0;
-		while (i < len && (name[i] == valued[k][i] ||
-				   (mount_style && name[i] == '_' && valued[k][i] == '-')))
+		while (i < len && (name[i] == v[i] || (mount_style && name[i] == '_' && v[i] == '-')))
 			i++;
 		if (i == len)
-			return valued[k];
+			return &valued[k];
 	}
 	return NULL;
+}
+
+/* `modelfs run`'s own options. */
+static int set_run_valued(mfs_run_options *r, const char *name, const char *val,
+			  mfs_error *err)
+{
+	long long n;
+	char **slot = strcmp(name, "out") == 0 ? &r->out_dir : &r->format;
+	if (strcmp(name, "version") == 0) {
+		if (!parse_int(val, INT64_MAX, &n) || n == 0)
+			return mfs_fail(err, EINVAL, "--version: expected a positive version number, got '%s'", val);
+		r->version = n;
+		return 0;
+	}
+	if (strcmp(name, "out") == 0 && !*val)
+		return mfs_fail(err, EINVAL, "--out: empty directory name");
+	if (strcmp(name, "format") == 0 && mfs_format_from_ext(val) < 0)
+		return mfs_fail(err, EINVAL, "--format: expected npy, json, txt, raw or pb, got '%s'", val);
+	free(*slot);
+	if (!(*slot = strdup(val)))
+		return mfs_fail(err, ENOMEM, "out of memory");
+	return 0;
 }
 
 static int set_valued(mfs_options *o, const char *name, const char *val,
@@ -250,9 +350,6 @@ static int set_valued(mfs_options *o, const char *name, const char *val,
 	return 0;
 }
 
-static int set_valued(mfs_options *o, const char *name, const char *val,
-		      mfs_error *err);
-
 /* `-o a,b=c,...`: mount(8) and fstab hand every option over this way
  * (mount.fuse3 runs `modelfs SOURCE MOUNTPOINT -o OPTS`), so each
  * daemon option is also accepted as `-o name=value` (poll_secs=5, or
@@ -266,13 +363,14 @@ static int split_mount_opts(mfs_options *o, const char *list, mfs_error *err)
 	for (char *opt = strtok_r(copy, ",", &save); opt && r == 0;
 	     opt = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(opt, '=');
-		const char *known = find_valued(opt, eq ? (size_t)(eq - opt) : strlen(opt), true);
+		const struct valued_opt *known =
+			find_valued(opt, eq ? (size_t)(eq - opt) : strlen(opt), true, false);
 		if (!known)
 			r = append_fuse_opt(o, opt, err);
 		else if (!eq)
 			r = mfs_fail(err, EINVAL, "-o %s needs a value (-o %s=VALUE)", opt, opt);
 		else
-			r = set_valued(o, known, eq + 1, err);
+			r = set_valued(o, known->name, eq + 1, err);
 	}
 	free(copy);
 	return r;
@@ -290,50 +388,109 @@ static int set_operand(mfs_options *o, const char *arg, mfs_error *err)
 	return 0;
 }
 
-int mfs_options_parse(mfs_options *o, int argc, char **argv, mfs_error *err)
+/* run: REPOSITORY/MODEL, then NAME=FILE each. */
+static int set_run_operand(mfs_run_options *r, const char *arg, mfs_error *err)
+{
+	const char *eq = strchr(arg, '=');
+	char **slot;
+	if (!r->target) {
+		slot = &r->target;
+	} else if (!eq || eq == arg || !eq[1]) {
+		return mfs_fail(err, EINVAL, "'%s' is not NAME=FILE", arg);
+	} else {
+		char **l = realloc(r->inputs, (size_t)(r->n_inputs + 1) * sizeof(*l));
+		if (!l)
+			return mfs_fail(err, ENOMEM, "out of memory");
+		r->inputs = l;
+		slot = &l[r->n_inputs++];
+		*slot = NULL;
+	}
+	if (!(*slot = strdup(arg)))
+		return mfs_fail(err, ENOMEM, "out of memory");
+	return 0;
+}
+
+/* `--name[=value]` (a value not after '=' is the next argument). */
+static int long_option(mfs_options *o, mfs_run_options *r, int argc, char **argv, int *i,
+		       mfs_error *err)
+{
+	const char *a = argv[*i], *name = a + 2;
+	const char *eq = strchr(name, '=');
+	size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+	const struct valued_opt *known = find_valued(name, nlen, false, r != NULL);
+	if (!known)
+		return mfs_fail(err, EINVAL, "unknown option '%s' (see --help)", a);
+	if (r && known->use == FOR_DAEMON)
+		return mfs_fail(err, EINVAL, "--%s is an option of the daemon only: %s", known->name,
+				known->why_not_run);
+	const char *v = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+	if (!v)
+		return mfs_fail(err, EINVAL, "--%s needs a value", known->name);
+	if (known->use == FOR_RUN)
+		return set_run_valued(r, known->name, v, err);
+	return set_valued(o, known->name, v, err);
+}
+
+/* One option argv[*i] (advancing *i past its value); r is NULL for the
+ * daemon.  1: stop parsing (--help, --version). */
+static int one_option(mfs_options *o, mfs_run_options *r, int argc, char **argv, int *i,
+		      mfs_error *err)
+{
+	const char *a = argv[*i];
+	if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+		o->help = true;
+		return 1;
+	}
+	if (strcmp(a, "-V") == 0 || (!r && strcmp(a, "--version") == 0)) {
+		o->version = true;
+		return 1;
+	}
+	if (strcmp(a, "-f") == 0) {
+		if (r)
+			return mfs_fail(err, EINVAL, "-f is an option of the daemon only: `modelfs run` always runs in the foreground");
+		o->foreground = true;
+		return 0;
+	}
+	if (strncmp(a, "-o", 2) == 0) {
+		if (r)
+			return mfs_fail(err, EINVAL, "%s: mount options are the daemon's only: `modelfs run` mounts nothing", a);
+		const char *v = a[2] ? a + 2 : (*i + 1 < argc ? argv[++*i] : NULL);
+		if (!v || !*v)
+			return mfs_fail(err, EINVAL, "-o needs a mount option");
+		return split_mount_opts(o, v, err);
+	}
+	if (a[1] == '-')
+		return long_option(o, r, argc, argv, i, err);
+	return mfs_fail(err, EINVAL, "unknown option '%s' (see --help)", a);
+}
+
+/* Both command lines: options may come before or after the operands. */
+static int parse(mfs_options *o, mfs_run_options *r, int argc, char **argv, mfs_error *err)
 {
 	bool only_operands = false;
-	int r;
+	int rc;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (only_operands || a[0] != '-' || a[1] == '\0') {
-			if ((r = set_operand(o, a, err)) < 0)
-				return r;
-			continue;
-		}
-		if (strcmp(a, "--") == 0) {
-			only_operands = true;
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			o->help = true;
-			return 0;
-		} else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
-			o->version = true;
-			return 0;
-		} else if (strcmp(a, "-f") == 0) {
-			o->foreground = true;
-		} else if (strncmp(a, "-o", 2) == 0) {
-			const char *v = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
-			if (!v || !*v)
-				return mfs_fail(err, EINVAL, "-o needs a mount option");
-			if ((r = split_mount_opts(o, v, err)) < 0)
-				return r;
-		} else if (a[1] == '-') {
-			const char *name = a + 2;
-			const char *eq = strchr(name, '=');
-			size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-			const char *known = find_valued(name, nlen, false);
-			if (!known)
-				return mfs_fail(err, EINVAL, "unknown option '%s' (see --help)", a);
-			const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-			if (!v)
-				return mfs_fail(err, EINVAL, "--%s needs a value", known);
-			if ((r = set_valued(o, known, v, err)) < 0)
-				return r;
-		} else {
-			return mfs_fail(err, EINVAL, "unknown option '%s' (see --help)", a);
-		}
+		if (only_operands || a[0] != '-' || a[1] == '\0')
+			rc = r ? set_run_operand(r, a, err) : set_operand(o, a, err);
+		else if (strcmp(a, "--") == 0)
+			only_operands = true, rc = 0;
+		else
+			rc = one_option(o, r, argc, argv, &i, err);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
 	}
+	if (!o->backend_dir)
+		o->backend_dir = mfs_installed_backend_dir();
+	return 0;
+}
+
+int mfs_options_parse(mfs_options *o, int argc, char **argv, mfs_error *err)
+{
+	int r = parse(o, NULL, argc, argv, err);
+	if (r < 0 || o->help || o->version)
+		return r;
 	/* Triton's rules: models named at start only where nothing else
 	 * loads; polling only where something is followed. */
 	if (o->n_load_models > 0 && o->model_control != MFS_CONTROL_EXPLICIT)
@@ -346,7 +503,16 @@ int mfs_options_parse(mfs_options *o, int argc, char **argv, mfs_error *err)
 		return mfs_fail(err, EINVAL, "missing REPOSITORY and MOUNTPOINT (see --help)");
 	if (!o->mountpoint)
 		return mfs_fail(err, EINVAL, "missing MOUNTPOINT (see --help)");
-	if (!o->backend_dir)
-		o->backend_dir = mfs_installed_backend_dir();
+	return 0;
+}
+
+int mfs_options_parse_run(mfs_options *o, mfs_run_options *r, int argc, char **argv,
+			  mfs_error *err)
+{
+	int rc = parse(o, r, argc, argv, err);
+	if (rc < 0 || o->help || o->version)
+		return rc;
+	if (!r->target)
+		return mfs_fail(err, EINVAL, "no REPOSITORY/MODEL given");
 	return 0;
 }

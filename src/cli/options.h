@@ -1,8 +1,15 @@
-/* options.h - the daemon's command line (SPEC.md section 1).
+/* options.h - the command lines of the daemon and of `modelfs run`
+ * (SPEC.md section 1).
  *
  * mfs_options_parse() understands every option of `modelfs [OPTIONS]
- * REPOSITORY MOUNTPOINT`; it never prints and never exits: the caller
- * (cmd_mount.c) prints the one-line error or the help text.
+ * REPOSITORY MOUNTPOINT`; mfs_options_parse_run() those of `modelfs run
+ * [OPTIONS] REPOSITORY/MODEL NAME=FILE...`: every daemon option that
+ * applies to one run (--device, --threads, --log-level, ...) with the
+ * same meaning and the same checks, plus run's own (--version N, --out,
+ * --format); a daemon option that makes no sense for one run (-f, -o,
+ * --poll-secs, ...) is refused with a message naming it.  Neither prints
+ * nor exits: the caller (cmd_mount.c, cmd_run.c) prints the one-line
+ * error or the help text.
  */
 #ifndef MFS_OPTIONS_H
 #define MFS_OPTIONS_H
@@ -39,15 +46,36 @@ typedef struct mfs_options {
 	bool version;                 /* --version / -V */
 } mfs_options;
 
+/* What `modelfs run` takes besides the daemon's options. */
+typedef struct mfs_run_options {
+	char *target;                 /* REPOSITORY/MODEL as given */
+	int64_t version;              /* --version N; 0 = the latest the policy serves */
+	char *out_dir;                /* --out (NULL = the current directory) */
+	char *format;                 /* --format (NULL = the first input's) */
+	char **inputs;                /* NAME=FILE, as given (each has a '=') */
+	int n_inputs;
+} mfs_run_options;
+
 /* Defaults of SPEC.md section 1. */
 void mfs_options_init(mfs_options *o);
 void mfs_options_release(mfs_options *o);
+
+/* The daemon's defaults in o, run's in r; the log level is MFS_LOG_OFF
+ * (only run's own one line) until --log-level says otherwise. */
+void mfs_options_init_run(mfs_options *o, mfs_run_options *r);
+void mfs_run_options_release(mfs_run_options *r);
 
 /* Parse argv (argv[0] is the program).  -EINVAL with a one-line message
  * naming the bad option or the missing operand. */
 int mfs_options_parse(mfs_options *o, int argc, char **argv, mfs_error *err);
 
-/* The --help text (ends with a newline). */
+/* argv[0] is "run".  The same contract; o->repository, o->mountpoint and
+ * o->fuse_opts stay NULL. */
+int mfs_options_parse_run(mfs_options *o, mfs_run_options *r, int argc, char **argv,
+			  mfs_error *err);
+
+/* The --help texts (each ends with a newline). */
 const char *mfs_options_usage(void);
+const char *mfs_options_run_usage(void);
 
 #endif

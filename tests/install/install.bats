@@ -172,7 +172,10 @@ comp() {
 	[ "$(comp modelfs -o allow_other,pol)" = allow_other,poll_secs= ]
 	[ "$(comp modelfs -o max_request_b)" = max_request_bytes= ]
 	[ "$(comp modelfs -o max_req | sort | tr '\n' ' ')" = "max_request_bytes= max_requests= " ]
-	[ "$(comp modelfs run --fo)" = --format ]
+	[ "$(comp modelfs run --fo)" = --format= ]
+	# run offers the daemon's options that apply to it, and not the others
+	[ "$(comp modelfs run --log)" = --log-level= ]
+	[ -z "$(comp modelfs run --poll)" ]
 	[ "$(comp modelfs run x --format n)" = npy ]
 	[ -z "$(comp modelfs run x --version "")" ]
 	# Every option of --help, from the binary itself.

@@ -168,6 +168,14 @@ static void test_reshape(void **state)
 	req.dims[2] = 3;
 	assert_int_equal(mfs_config_input_to_model(&c, 0, &req, &model, &err), -EINVAL);
 	assert_string_equal(err.msg, "input 'INPUT0': 12 elements, the reshape needs 16");
+	/* The batch a request sends: at most max_batch_size (8). */
+	req.dims[0] = 8;
+	assert_int_equal(mfs_config_check_batch(&c, 0, &req, &err), 0);
+	req.dims[0] = 9;
+	assert_int_equal(mfs_config_check_batch(&c, 0, &req, &err), -EINVAL);
+	assert_string_equal(err.msg, "input 'INPUT0': batch of 9 exceeds max_batch_size 8");
+	c.max_batch_size = 0;   /* no batch dim: nothing to check */
+	assert_int_equal(mfs_config_check_batch(&c, 0, &req, &err), 0);
 	mfs_config_release(&c);
 }
 

@@ -1,4 +1,5 @@
-/* test_options.c - the daemon's command line (SPEC.md section 1). */
+/* test_options.c - the command lines of the daemon and of `modelfs run`
+ * (SPEC.md section 1). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -240,6 +241,94 @@ static void test_help_and_version_win(void **state)
 	assert_non_null(strstr(mfs_options_usage(), "--max-memory=N"));
 }
 
+static int parse_run(mfs_options *o, mfs_run_options *r, mfs_error *err, int argc, char **argv)
+{
+	mfs_options_init_run(o, r);
+	mfs_error_clear(err);
+	return mfs_options_parse_run(o, r, argc, argv, err);
+}
+
+static void test_run_takes_the_shared_options(void **state)
+{
+	(void)state;
+	mfs_options o;
+	mfs_run_options r;
+	mfs_error err;
+	char *argv[] = { "run", "--device=cpu", "repo/m", "--threads", "3", "A=a.npy",
+			 "--log-level=debug", "--version", "2", "B=x=y.txt", "--out=o",
+			 "--format", "json", "--max-request-bytes=1K", "--max-json-bytes", "2K",
+			 "--opencl-device=1" };
+	assert_int_equal(parse_run(&o, &r, &err, 17, argv), 0);
+	assert_string_equal(r.target, "repo/m");
+	assert_int_equal(r.n_inputs, 2);
+	assert_string_equal(r.inputs[0], "A=a.npy");
+	assert_string_equal(r.inputs[1], "B=x=y.txt");
+	assert_int_equal(r.version, 2);
+	assert_string_equal(r.out_dir, "o");
+	assert_string_equal(r.format, "json");
+	assert_int_equal(o.device, MFS_DEVICE_CPU);
+	assert_int_equal(o.threads, 3);
+	assert_int_equal(o.log_level, MFS_LOG_DEBUG);
+	assert_true(o.max_request_bytes == 1024);
+	assert_true(o.max_json_bytes == 2048);
+	assert_string_equal(o.opencl_device, "1");
+	assert_null(o.repository);
+	mfs_run_options_release(&r);
+	mfs_options_release(&o);
+	/* Nothing is logged unless asked: run's one line says why it failed. */
+	char *argv2[] = { "run", "m" };
+	assert_int_equal(parse_run(&o, &r, &err, 2, argv2), 0);
+	assert_int_equal(o.log_level, MFS_LOG_OFF);
+	assert_int_equal(r.version, 0);
+	mfs_run_options_release(&r);
+	mfs_options_release(&o);
+}
+
+static void test_run_refuses_daemon_options_by_name(void **state)
+{
+	(void)state;
+	mfs_options o;
+	mfs_run_options r;
+	mfs_error err;
+	struct {
+		int argc;
+		char *argv[4];
+		const char *msg;
+	} cases[] = {
+		{ 1, { "run" }, "no REPOSITORY/MODEL given" },
+		{ 3, { "run", "m", "A" }, "'A' is not NAME=FILE" },
+		{ 3, { "run", "m", "=a.npy" }, "'=a.npy' is not NAME=FILE" },
+		{ 3, { "run", "-f", "m" }, "-f is an option of the daemon only" },
+		{ 4, { "run", "-o", "allow_other", "m" }, "-o: mount options are the daemon's only" },
+		{ 3, { "run", "--poll-secs=5", "m" }, "--poll-secs is an option of the daemon only" },
+		{ 3, { "run", "--max-memory=1G", "m" }, "--max-memory is an option of the daemon only" },
+		{ 3, { "run", "--model-control", "none" }, "--model-control is an option of the daemon only" },
+		{ 3, { "run", "--version=0", "m" }, "--version: expected a positive version number" },
+		{ 3, { "run", "m", "--version" }, "--version needs a value" },
+		{ 3, { "run", "--format=csv", "m" }, "--format: expected npy, json, txt, raw or pb" },
+		{ 3, { "run", "--out=", "m" }, "--out: empty directory name" },
+		{ 3, { "run", "--threads=0", "m" }, "--threads: expected 1-1024, got '0'" },
+		{ 3, { "run", "--bogus", "m" }, "unknown option '--bogus'" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(parse_run(&o, &r, &err, cases[i].argc, cases[i].argv), -EINVAL);
+		if (!strstr(err.msg, cases[i].msg))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, cases[i].msg);
+		mfs_run_options_release(&r);
+		mfs_options_release(&o);
+	}
+	/* run's own options are not the daemon's */
+	char *argv[] = { "modelfs", "--out=o", "r", "m" };
+	assert_int_equal(parse(&o, &err, 4, argv), -EINVAL);
+	assert_non_null(strstr(err.msg, "unknown option '--out=o'"));
+	mfs_options_release(&o);
+	char *argv2[] = { "modelfs", "-o", "format=npy", "r", "m" };
+	assert_int_equal(parse(&o, &err, 5, argv2), 0);
+	assert_string_equal(o.fuse_opts, "format=npy");
+	mfs_options_release(&o);
+	assert_non_null(strstr(mfs_options_run_usage(), "--log-level=LEVEL"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -249,6 +338,8 @@ int main(void)
 		cmocka_unit_test(test_model_control),
 		cmocka_unit_test(test_errors_name_the_option),
 		cmocka_unit_test(test_help_and_version_win),
+		cmocka_unit_test(test_run_takes_the_shared_options),
+		cmocka_unit_test(test_run_refuses_daemon_options_by_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

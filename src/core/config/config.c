@@ -258,6 +258,15 @@ int mfs_config_input_to_model(const mfs_model_config *c, int i,
 			 request, io->reshape, io->reshape_rank, model, err);
 }
 
+int mfs_config_check_batch(const mfs_model_config *c, int i, const mfs_shape *request,
+			   mfs_error *err)
+{
+	if (c->max_batch_size > 0 && request->rank > 0 && request->dims[0] > c->max_batch_size)
+		return mfs_fail(err, EINVAL, "input '%s': batch of %lld exceeds max_batch_size %d",
+				c->inputs[i].name, (long long)request->dims[0], c->max_batch_size);
+	return 0;
+}
+
 int mfs_config_output_from_model(const mfs_model_config *c, int i,
 				 const mfs_shape *model, mfs_shape *request,
 				 mfs_error *err)

@@ -203,6 +203,12 @@ void mfs_config_output_spec(const mfs_model_config *c, int i,
 int mfs_config_input_to_model(const mfs_model_config *c, int i,
 			      const mfs_shape *request, mfs_shape *model,
 			      mfs_error *err);
+/* A request's input i with the shape the client sent: -EINVAL "input
+ * 'NAME': batch of N exceeds max_batch_size M" when the model batches
+ * (max_batch_size > 0) and the first dim is larger.  The daemon's
+ * requests and `modelfs run` both make this check. */
+int mfs_config_check_batch(const mfs_model_config *c, int i, const mfs_shape *request,
+			   mfs_error *err);
 /* The inverse for output i: the model's output shape as the client sees
  * it (the config's dims in place of the reshape). */
 int mfs_config_output_from_model(const mfs_model_config *c, int i,
