@@ -117,10 +117,11 @@ typedef struct handle {
 	char *wbuf;
 	size_t wlen, wcap;
 	bool dirty;                   /* changed since the last commit */
-	bool written;                 /* a write() came since the last commit */
+	bool written;                 /* a write() came since the last commit (H_CONTROL: since open) */
 	bool handed;                  /* H_INPUT: wbuf went to the request at its last commit
 					 (fs_input_reclaim gets the bytes back to write more) */
-	int refused;                  /* H_INPUT: errno that refused the file at a write (0: none) */
+	int refused;                  /* H_INPUT: errno that refused the file at a write;
+					 H_CONTROL: that of its failed command (0: none) */
 	int fmt_in;                   /* H_INPUT: the format its name gives, -1 for a temporary */
 	/* H_INFER */
 	char model[128];
