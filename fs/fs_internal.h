@@ -22,6 +22,7 @@
 #include "fs.h"
 #include "infer_json.h"
 #include "request.h"
+#include "uid_tally.h"
 
 typedef enum nkind {
 	N_ROOT, N_INDEX, N_METRICS, N_MODEL, N_VERSION, N_MFILE, N_REQS, N_REQ, N_RFILE,
@@ -51,6 +52,7 @@ typedef struct node {
 	struct node *nnext;           /* fs->names chain */
 	struct node *rnext, **rpp;    /* fs->reqs (N_REQ only) */
 	int live_reqs;                /* N_MODEL: live request directories below */
+	uid_tally reqs_by_uid;        /* N_MODEL: the same, per owner */
 	int writers;                  /* RF_INPUT: H_INPUT handles open on it */
 	uid_t uid;                    /* owner: who made the request (N_REQ and below), else the daemon's */
 	gid_t gid;

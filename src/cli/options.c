@@ -39,6 +39,11 @@ void mfs_options_release(mfs_options *o)
 	memset(o, 0, sizeof(*o));
 }
 
+int mfs_options_requests_per_uid(const mfs_options *o)
+{
+	return o->max_requests_per_uid ? o->max_requests_per_uid : (o->max_requests + 1) / 2;
+}
+
 const char *mfs_options_usage(void)
 {
 	return "usage: modelfs [OPTIONS] REPOSITORY MOUNTPOINT\n"
@@ -69,6 +74,8 @@ const char *mfs_options_usage(void)
 	       "                            it fails with ENOSPC; 0: no limit (half of RAM)\n"
 	       "  --request-ttl-secs=N      abandoned request directories expire (300)\n"
 	       "  --max-requests=N          live request directories per model; mkdir beyond: ENOSPC (10000)\n"
+	       "  --max-requests-per-uid=N  of those, what one user other than root and the\n"
+	       "                            daemon's may have (half of --max-requests)\n"
 	       "  --log-level=LEVEL         error|warn|info|debug (info)\n"
 	       "  -o OPT[,OPT...]           FUSE mount options (allow_other, default_permissions, ...);\n"
 	       "                            every option above also as -o name=value (poll_secs=5)\n"
@@ -142,7 +149,7 @@ static const char *const valued[] = {
 	"device", "opencl-device", "backend-dir", "model-control", "load-model", "poll-secs",
 	"reload-quiet-ms", "threads",
 	"max-request-bytes", "max-json-bytes", "max-memory", "request-ttl-secs",
-	"max-requests", "log-level", NULL
+	"max-requests", "max-requests-per-uid", "log-level", NULL
 };
 
 /* The entry of valued[] named by the first len bytes of name, NULL if
@@ -241,6 +248,10 @@ static int set_valued(mfs_options *o, const char *name, const char *val,
 		if (!parse_int(val, 10000000, &n) || n == 0)
 			return mfs_fail(err, EINVAL, "--max-requests: expected 1-10000000, got '%s'", val);
 		o->max_requests = (int)n;
+	} else if (strcmp(name, "max-requests-per-uid") == 0) {
+		if (!parse_int(val, 10000000, &n) || n == 0)
+			return mfs_fail(err, EINVAL, "--max-requests-per-uid: expected 1-10000000, got '%s'", val);
+		o->max_requests_per_uid = (int)n;
 	} else if (strcmp(name, "log-level") == 0) {
 		int l = mfs_log_level_parse(val);
 		if (l < 0)

@@ -31,6 +31,7 @@ typedef struct mfs_options {
 	uint64_t max_memory;          /* --max-memory (0 = no limit) */
 	int request_ttl_secs;         /* --request-ttl-secs */
 	int max_requests;             /* --max-requests: live request directories per model */
+	int max_requests_per_uid;     /* --max-requests-per-uid; 0: not given (see below) */
 	int log_level;                /* mfs_log_level */
 	char *fuse_opts;              /* -o items that are not ours, comma-joined; NULL if none */
 	char *repository;             /* as given */
@@ -46,6 +47,12 @@ void mfs_options_release(mfs_options *o);
 /* Parse argv (argv[0] is the program).  -EINVAL with a one-line message
  * naming the bad option or the missing operand. */
 int mfs_options_parse(mfs_options *o, int argc, char **argv, mfs_error *err);
+
+/* Request directories one uid other than root and the daemon's own may
+ * have under one model: --max-requests-per-uid, or when not given half
+ * of --max-requests (at least 1), so that one user cannot take them all
+ * (docs/SECURITY.md). */
+int mfs_options_requests_per_uid(const mfs_options *o);
 
 /* The --help text (ends with a newline). */
 const char *mfs_options_usage(void);
