@@ -26,6 +26,7 @@ typedef struct mfs_fs_conf {
 	uint64_t max_json_bytes;      /* a .json input or an infer request */
 	uint64_t request_ttl_ns;       /* idle request directories expire */
 	int max_requests;              /* live request directories per model (mkdir: ENOSPC beyond) */
+	int max_requests_per_uid;      /* of those, one uid's but root's and the daemon's; 0: no limit */
 	uint64_t read_deadline_ns;     /* a stored read is answered ETIMEDOUT after this */
 	mfs_reloader *control;         /* explicit model control: MODEL/control loads and
 					* unloads through it; NULL: no control files */

@@ -202,15 +202,22 @@ static bool fs_limits_is_json(const handle *h)
 /* A control write waiting for its command (answered by the loader). */
 typedef struct control_reply {
 	fuse_req_t freq;
+	handle *h;     /* open until the write is answered: the kernel holds the file */
 	size_t size;
 	char model[128];
 } control_reply;
 
-static void control_reply_now(fuse_req_t freq, const char *model, size_t size, int rc,
-			      const mfs_error *err)
+static void control_reply_now(fuse_req_t freq, handle *h, const char *model, size_t size,
+			      int rc, const mfs_error *err)
 {
 	if (rc < 0) {
 		mfs_log_error("model '%s': control: %s", model, err->msg);
+		/* A later write on this open() (Python retries a failed one at
+		 * close) gets the same answer, and nothing is done again. */
+		pthread_mutex_lock(&h->lock);
+		if (!h->refused)
+			h->refused = -rc;
+		pthread_mutex_unlock(&h->lock);
 		fuse_reply_err(freq, -rc);
 	} else {
 		fuse_reply_write(freq, size);
@@ -221,7 +228,7 @@ static void control_reply_now(fuse_req_t freq, const char *model, size_t size, i
 static void control_done(void *ctx, int rc, const mfs_error *err)
 {
 	control_reply *c = ctx;
-	control_reply_now(c->freq, c->model, c->size, rc, err);
+	control_reply_now(c->freq, c->h, c->model, c->size, rc, err);
 	free(c);
 }
 
@@ -235,12 +242,23 @@ static void control_write(mfs_fs *fs, fuse_req_t freq, handle *h, const char *bu
 	mfs_control_verb verb;
 	mfs_error err;
 	mfs_error_clear(&err);
-	int rc = mfs_control_parse(buf, size, &verb, &err);
+	/* One command per open(): `written` marks the first write. */
+	pthread_mutex_lock(&h->lock);
+	bool first = !h->written;
+	int refused = h->refused;
+	h->written = true;
+	pthread_mutex_unlock(&h->lock);
+	if (refused) {
+		fuse_reply_err(freq, refused);
+		return;
+	}
+	int rc = mfs_control_parse(buf, size, first, &verb, &err);
 	control_reply *c = NULL;
 	if (rc == 0 && !(c = calloc(1, sizeof(*c))))
 		rc = mfs_fail(&err, ENOMEM, "out of memory");
 	if (rc == 0) {
 		c->freq = freq;
+		c->h = h;
 		c->size = size;
 		snprintf(c->model, sizeof(c->model), "%s", h->model);
 		rc = mfs_reloader_control_async(fs->conf.control, h->model, verb, control_done, c, &err);
@@ -248,7 +266,7 @@ static void control_write(mfs_fs *fs, fuse_req_t freq, handle *h, const char *bu
 			return;
 		free(c);
 	}
-	control_reply_now(freq, h->model, size, rc, &err);
+	control_reply_now(freq, h, h->model, size, rc, &err);
 }
 
 void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,

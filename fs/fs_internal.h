@@ -22,6 +22,7 @@
 #include "fs.h"
 #include "infer_json.h"
 #include "request.h"
+#include "uid_tally.h"
 
 typedef enum nkind {
 	N_ROOT, N_INDEX, N_METRICS, N_MODEL, N_VERSION, N_MFILE, N_REQS, N_REQ, N_RFILE,
@@ -51,6 +52,7 @@ typedef struct node {
 	struct node *nnext;           /* fs->names chain */
 	struct node *rnext, **rpp;    /* fs->reqs (N_REQ only) */
 	int live_reqs;                /* N_MODEL: live request directories below */
+	uid_tally reqs_by_uid;        /* N_MODEL: the same, per owner */
 	int writers;                  /* RF_INPUT: H_INPUT handles open on it */
 	uid_t uid;                    /* owner: who made the request (N_REQ and below), else the daemon's */
 	gid_t gid;
@@ -117,10 +119,11 @@ typedef struct handle {
 	char *wbuf;
 	size_t wlen, wcap;
 	bool dirty;                   /* changed since the last commit */
-	bool written;                 /* a write() came since the last commit */
+	bool written;                 /* a write() came since the last commit (H_CONTROL: since open) */
 	bool handed;                  /* H_INPUT: wbuf went to the request at its last commit
 					 (fs_input_reclaim gets the bytes back to write more) */
-	int refused;                  /* H_INPUT: errno that refused the file at a write (0: none) */
+	int refused;                  /* H_INPUT: errno that refused the file at a write;
+					 H_CONTROL: that of its failed command (0: none) */
 	int fmt_in;                   /* H_INPUT: the format its name gives, -1 for a temporary */
 	/* H_INFER */
 	char model[128];

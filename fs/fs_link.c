@@ -4,8 +4,8 @@
  *   ln -s /dev/shm/x.npy "$req/INPUT0.npy"
  *
  * makes the FUSE symlink operation, which commits the input at once: the
- * daemon opens the target with the calling client's identity
- * (cred_open.h), reads it once into the request (one copy from the page
+ * daemon opens the target with the calling client's identity, through
+ * no descriptor link and not in /proc (cred_open.h), reads it once into the request (one copy from the page
  * cache, no FUSE round trips) and decodes it by the link name's
  * extension, exactly as a written file would be at close().  The input is
  * then a symlink in the directory (readlink shows the target) until the

@@ -126,6 +126,7 @@ void fs_node_free(mfs_fs *fs, node *n)
 	table_remove(&fs->inos, n, false);
 	if (n->req)
 		mfs_request_put(n->req);
+	uid_tally_release(&n->reqs_by_uid);
 	free(n->name);
 	free(n->model);
 	free(n);
@@ -196,8 +197,10 @@ void fs_node_kill(mfs_fs *fs, node *n)
 		fs_node_kill(fs, n->children);
 	if (n->kind == N_REQ && n->rpp) {
 		node *m = fs_node_model(n->parent);
-		if (m)
+		if (m) {
 			m->live_reqs--;
+			uid_tally_add(&m->reqs_by_uid, n->uid, -1);
+		}
 		*n->rpp = n->rnext;
 		if (n->rnext)
 			n->rnext->rpp = n->rpp;

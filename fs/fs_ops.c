@@ -333,11 +333,28 @@ static void op_mkdir(fuse_req_t freq, fuse_ino_t parent, const char *name, mode_
 		fuse_reply_err(freq, ENOSPC);
 		goto out;
 	}
-	c = pn && !pn->dead ? fs_node_add(fs, pn, name, N_REQ, 0, p.model, p.version, r, 0, 0) : NULL;
+	/* A user's share of them, so that one user cannot take them all;
+	 * root and the daemon's own user are not held to it. */
+	const struct fuse_ctx *ctx = fuse_req_ctx(freq);
+	int share = fs->conf.max_requests_per_uid;
+	if (m && share > 0 && ctx->uid != 0 && ctx->uid != fs->uid &&
+	    uid_tally_get(&m->reqs_by_uid, ctx->uid) >= share) {
+		pthread_mutex_unlock(&fs->lock);
+		mfs_request_put(r);
+		mfs_log_warn("model '%s' request '%s': refused, uid %u has %d of the model's request "
+			     "directories (--max-requests-per-uid); remove some or let them expire",
+			     p.model, name, (unsigned)ctx->uid, share);
+		fuse_reply_err(freq, ENOSPC);
+		goto out;
+	}
+	bool counted = m && uid_tally_add(&m->reqs_by_uid, ctx->uid, 1);
+	c = (!m || counted) && pn && !pn->dead
+		? fs_node_add(fs, pn, name, N_REQ, 0, p.model, p.version, r, 0, 0) : NULL;
+	if (!c && counted)
+		uid_tally_add(&m->reqs_by_uid, ctx->uid, -1);
 	target t;
 	if (c) {
 		/* The request and its files are its maker's (docs/SECURITY.md). */
-		const struct fuse_ctx *ctx = fuse_req_ctx(freq);
 		c->uid = ctx->uid;
 		c->gid = ctx->gid;
 		c->nlookup++;

@@ -13,6 +13,14 @@
  * descriptor (no race with a rename of the path), requires that the
  * client is the daemon's own user or owns the file.
  *
+ * Whoever the client is (root included), the open follows no magic link
+ * (openat2's RESOLVE_NO_MAGICLINKS: /proc/PID/fd/N, /dev/fd/N,
+ * /dev/stdin, /proc/PID/cwd and root lead to what the daemon has open,
+ * and the kernel checks none of the path that file was opened by) and
+ * opens nothing on a proc filesystem (/proc/self and /proc/thread-self
+ * are the daemon's own process, whose files any of its threads may read
+ * whatever its fsuid; no tensor lives in /proc): both are EACCES.
+ *
  * Only regular files are read (a FIFO or a device is refused without
  * blocking), with read() rather than mmap(): a file truncated while it is
  * read is an error, not SIGBUS; what is read is a private copy, so later
@@ -37,7 +45,10 @@ typedef struct mfs_cred {
  * rights, as described above.  Returns the descriptor, or a negative
  * errno with err saying why (the message does not name path):
  *   -EACCES, -ENOENT, ...  open() as the client failed (its errno)
- *   -EACCES                the non-root rule refused the file
+ *   -EACCES                the non-root rule refused the file; the
+ *                          path goes through a magic link; the file is
+ *                          in /proc
+ *   -ENOTSUP               the kernel has no openat2 (before Linux 5.6)
  *   -EPERM                 the identity could not be switched */
 int mfs_open_as(const mfs_cred *cred, const char *path, mfs_error *err);
 

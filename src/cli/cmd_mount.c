@@ -340,6 +340,7 @@ static int start_parts(daemon_ctx *d, const char *repo, int threads)
 		.max_json_bytes = d->opts.max_json_bytes,
 		.request_ttl_ns = (uint64_t)d->opts.request_ttl_secs * 1000000000ull,
 		.max_requests = d->opts.max_requests,
+		.max_requests_per_uid = mfs_options_requests_per_uid(&d->opts),
 		.read_deadline_ns = (uint64_t)(d->opts.request_ttl_secs > 60 ? d->opts.request_ttl_secs : 60) * 1000000000ull,
 		.control = d->opts.model_control == MFS_CONTROL_EXPLICIT ? d->reloader : NULL,
 	};

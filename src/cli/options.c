@@ -70,6 +70,11 @@ void mfs_options_release(mfs_options *o)
 	"  --max-request-bytes=N     largest request accepted, K/M/G suffixes (1G)\n" \
 	"  --max-json-bytes=N        largest .json input or infer request (256M)\n"
 
+int mfs_options_requests_per_uid(const mfs_options *o)
+{
+	return o->max_requests_per_uid ? o->max_requests_per_uid : (o->max_requests + 1) / 2;
+}
+
 const char *mfs_options_usage(void)
 {
 	return "usage: modelfs [OPTIONS] REPOSITORY MOUNTPOINT\n"
@@ -94,6 +99,8 @@ const char *mfs_options_usage(void)
 	       "                            it fails with ENOSPC; 0: no limit (half of RAM)\n"
 	       "  --request-ttl-secs=N      abandoned request directories expire (300)\n"
 	       "  --max-requests=N          live request directories per model; mkdir beyond: ENOSPC (10000)\n"
+	       "  --max-requests-per-uid=N  of those, what one user other than root and the\n"
+	       "                            daemon's may have (half of --max-requests)\n"
 	       "  -o OPT[,OPT...]           FUSE mount options (allow_other, default_permissions, ...);\n"
 	       "                            every option above also as -o name=value (poll_secs=5)\n"
 	       "  -h, --help                this text\n"
@@ -213,6 +220,7 @@ static const struct valued_opt {
 	{ "max-memory", FOR_DAEMON, ONE_REQUEST },
 	{ "request-ttl-secs", FOR_DAEMON, ONE_REQUEST },
 	{ "max-requests", FOR_DAEMON, ONE_REQUEST },
+	{ "max-requests-per-uid", FOR_DAEMON, ONE_REQUEST },
 	{ "log-level", FOR_BOTH, NULL },
 	{ "version", FOR_RUN, NULL },
 	{ "out", FOR_RUN, NULL },
@@ -341,6 +349,10 @@ static int set_valued(mfs_options *o, const char *name, const char *val,
 		if (!parse_int(val, 10000000, &n) || n == 0)
 			return mfs_fail(err, EINVAL, "--max-requests: expected 1-10000000, got '%s'", val);
 		o->max_requests = (int)n;
+	} else if (strcmp(name, "max-requests-per-uid") == 0) {
+		if (!parse_int(val, 10000000, &n) || n == 0)
+			return mfs_fail(err, EINVAL, "--max-requests-per-uid: expected 1-10000000, got '%s'", val);
+		o->max_requests_per_uid = (int)n;
 	} else if (strcmp(name, "log-level") == 0) {
 		int l = mfs_log_level_parse(val);
 		if (l < 0)

@@ -38,6 +38,7 @@ typedef struct mfs_options {
 	uint64_t max_memory;          /* --max-memory (0 = no limit) */
 	int request_ttl_secs;         /* --request-ttl-secs */
 	int max_requests;             /* --max-requests: live request directories per model */
+	int max_requests_per_uid;     /* --max-requests-per-uid; 0: not given (see below) */
 	int log_level;                /* mfs_log_level */
 	char *fuse_opts;              /* -o items that are not ours, comma-joined; NULL if none */
 	char *repository;             /* as given */
@@ -73,6 +74,12 @@ int mfs_options_parse(mfs_options *o, int argc, char **argv, mfs_error *err);
  * o->fuse_opts stay NULL. */
 int mfs_options_parse_run(mfs_options *o, mfs_run_options *r, int argc, char **argv,
 			  mfs_error *err);
+
+/* Request directories one uid other than root and the daemon's own may
+ * have under one model: --max-requests-per-uid, or when not given half
+ * of --max-requests (at least 1), so that one user cannot take them all
+ * (docs/SECURITY.md). */
+int mfs_options_requests_per_uid(const mfs_options *o);
 
 /* The --help texts (each ends with a newline). */
 const char *mfs_options_usage(void);

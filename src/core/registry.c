@@ -477,7 +477,16 @@ static bool steps_ready(mfs_registry *r, const mfs_version *e, char *why, size_t
 		for (int i = 0; sm && i < sm->n_served; i++)
 			if (st->model_version <= 0 || sm->served[i]->version == st->model_version)
 				sv = sm->served[i];
-		if (!sv) {
+		/* Said before "no READY version", which would quote the step's
+		 * own reason, itself again for an ensemble naming itself. */
+		if (strcmp(st->model_name, e->model_name) == 0) {
+			snprintf(why, size, "step %d (model '%s') is the ensemble itself", s, st->model_name);
+			ok = false;
+		} else if (sv ? sv->plan != NULL : sm && sm->n_parked > 0) {
+			snprintf(why, size, "step %d (model '%s') is an ensemble; nested ensembles are not supported",
+				 s, st->model_name);
+			ok = false;
+		} else if (!sv) {
 			const char *reason = sm && sm->n_states ? sm->states[sm->n_states - 1].reason : "";
 			if (!sm)
 				snprintf(why, size, "step %d (model '%s'): no model named '%s' is loaded",
@@ -488,10 +497,6 @@ static bool steps_ready(mfs_registry *r, const mfs_version *e, char *why, size_t
 			else
 				snprintf(why, size, "step %d (model '%s'): it has no READY version%s%s", s,
 					 st->model_name, *reason ? ": " : "", reason);
-			ok = false;
-		} else if (sv->plan) {
-			snprintf(why, size, "step %d (model '%s') is an ensemble; nested ensembles are not supported",
-				 s, st->model_name);
 			ok = false;
 		} else {
 			cfgs[s] = sv->config;

@@ -170,6 +170,84 @@ EOF
 	[ "$(py_errno "with open('$MNT/add_sub/control', 'w') as f: f.write('load')")" = ENOENT ]
 }
 
+# add_sub_ensemble NAME STEP: REPO/NAME, an ensemble of one step, model
+# STEP, with add_sub's inputs and output OUTPUT0.
+add_sub_ensemble() {
+	mkdir -p "$REPO/$1/1"
+	cat > "$REPO/$1/config.pbtxt" <<EOF
+platform: "ensemble"
+input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 16 ] },
+        { name: "INPUT1", data_type: TYPE_FP32, dims: [ 16 ] } ]
+output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 16 ] } ]
+ensemble_scheduling { step [
+  { model_name: "$2" input_map { key: "INPUT0" value: "INPUT0" } input_map { key: "INPUT1" value: "INPUT1" }
+    output_map { key: "OUTPUT0" value: "OUTPUT0" } }
+] }
+EOF
+}
+
+# load_fails MODEL REASON: echo load into MODEL's control fails with EIO;
+# MODEL is UNAVAILABLE with REASON in .index.json and status.
+load_fails() {
+	run bash -c "echo load > '$MNT/$1/control'"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Input/output error"* ]]
+	[ "$(index_state "$1")" = "UNAVAILABLE|$2" ]
+	[ "$(cat "$MNT/$1/status")" = "UNAVAILABLE 1 - $2" ]
+	[ "$(py_errno "os.mkdir('$MNT/$1/requests/r')")" = EAGAIN ]
+}
+
+@test "explicit: loading an ensemble that cannot serve (itself, nested, a step not loaded) is EIO" {
+	add_sub_ensemble selfie selfie
+	add_sub_ensemble inner add_sub
+	add_sub_ensemble outer inner
+	mount_repo "$REPO" --model-control=explicit
+	load_fails selfie "step 0 (model 'selfie') is the ensemble itself"
+	grep -q "model 'selfie': control: model 'selfie': load failed: step 0 (model 'selfie') is the ensemble itself" "$DAEMON_LOG"
+	load_fails inner "step 0 (model 'add_sub'): it has no READY version: not loaded"
+	# Its step loaded first, it loads and serves.
+	echo load > "$MNT/add_sub/control"
+	echo load > "$MNT/inner/control"
+	add_sub_answers inner
+	load_fails outer "step 0 (model 'inner') is an ensemble; nested ensembles are not supported"
+	# A failed load left nothing loaded: unloading its step and loading
+	# it again does not bring it back.
+	echo unload > "$MNT/add_sub/control"
+	echo load > "$MNT/add_sub/control"
+	[ "$(index_state outer)" = "UNAVAILABLE|step 0 (model 'inner') is an ensemble; nested ensembles are not supported" ]
+	add_sub_answers inner
+}
+
+# control_write BYTES: one write() of the Python bytes literal BYTES on
+# one open() of add_sub's control file; prints the errno name or OK.
+control_write() {
+	py_errno "fd = os.open('$MNT/add_sub/control', os.O_WRONLY); os.write(fd, $1)"
+}
+
+@test "explicit: control takes one word per open(); more, a NUL, blanks: EINVAL, nothing done" {
+	mount_repo "$REPO" --model-control=explicit --load-model=add_sub
+	# A shell's printf writes each line on its own: the second write on
+	# the same open() is refused, so the unload does not happen.
+	run bash -c "printf 'load\nunload' > '$MNT/add_sub/control'"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Invalid argument"* ]]
+	[ "$(index_state add_sub | cut -d'|' -f1)" = READY ]
+	grep -q "model 'add_sub': control: 'unload' came after another write on the same open(): one command per open()" "$DAEMON_LOG"
+	# Two words in one write, a NUL byte, blanks, two newlines: the
+	# message quotes what was written, escaped.
+	[ "$(control_write "b'unload\\nload'")" = EINVAL ]
+	grep -qF "control: unknown command 'unload\nload'" "$DAEMON_LOG"
+	[ "$(control_write "b'unload\\0garbage'")" = EINVAL ]
+	grep -qF "control: unknown command 'unload\x00garbage'" "$DAEMON_LOG"
+	for bytes in "b' unload'" "b'unload '" "b'unload\\n\\n'" "b'unload\\r\\n'"; do
+		[ "$(control_write "$bytes")" = EINVAL ]
+	done
+	[ "$(index_state add_sub | cut -d'|' -f1)" = READY ]
+	# One word on an open() of its own: done.
+	[ "$(control_write "b'unload'")" = OK ]
+	[ "$(index_state add_sub)" = "UNAVAILABLE|unloaded" ]
+}
+
 @test "explicit: no watching; SIGHUP lists new models, not loaded" {
 	mount_repo "$REPO" --model-control=explicit --load-model=add_sub
 	second_add_sub other

@@ -75,3 +75,31 @@ check_privacy() {
 	mount_repo "$EXAMPLES" -o allow_other,default_permissions
 	check_privacy
 }
+
+@test "one uid cannot take every request directory: --max-requests-per-uid (half by default)" {
+	mount_repo "$EXAMPLES" -o allow_other --max-requests=6
+	# uid 65534 gets half of --max-requests; root's mkdir still works.
+	as_nobody "mkdir $(printf "'$MNT/add_sub/requests/n%d' " 1 2 3)"
+	run as_nobody "mkdir '$MNT/add_sub/requests/n4'"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"No space left on device"* ]]
+	grep -q "model 'add_sub' request 'n4': refused, uid 65534 has 3 of the model's request directories (--max-requests-per-uid)" "$DAEMON_LOG"
+	mkdir "$MNT/add_sub/requests/root1"
+	# The share is per model, and comes back as requests go.
+	as_nobody "mkdir '$MNT/mlp/requests/n1'"
+	as_nobody "rmdir '$MNT/add_sub/requests/n1'"
+	as_nobody "mkdir '$MNT/add_sub/requests/n4'"
+	# root and the daemon's own user are held only to --max-requests.
+	mkdir "$MNT/add_sub/requests/root2" "$MNT/add_sub/requests/root3"
+	run mkdir "$MNT/add_sub/requests/root4"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"No space left on device"* ]]
+	rm -r "$MNT"/add_sub/requests/* "$MNT"/mlp/requests/*
+	unmount_repo
+	# Set explicitly: two each.
+	mount_repo "$EXAMPLES" -o allow_other,max_requests_per_uid=2 --max-requests=6
+	as_nobody "mkdir '$MNT/add_sub/requests/n1' '$MNT/add_sub/requests/n2'"
+	run as_nobody "mkdir '$MNT/add_sub/requests/n3'"
+	[ "$status" -ne 0 ]
+	as_nobody "rm -r '$MNT/add_sub/requests/n1' '$MNT/add_sub/requests/n2'"
+}

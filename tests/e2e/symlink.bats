@@ -3,7 +3,9 @@
 # `ln -s FILE "$req/INPUT0.npy"` reads FILE, as the client, into the
 # request at once.  The result equals that of the copied file; a client
 # never reads through the daemon a file it could not read itself (uid
-# 65534 through setpriv, with -o allow_other); a file changed or truncated
+# 65534 through setpriv, with -o allow_other), nor, root included, through
+# a descriptor link (/proc/self/fd/N, /dev/fd/N, /dev/stdin: what the
+# daemon has open) or from /proc; a file changed or truncated
 # while it is read or while the request runs cannot crash the daemon or
 # change the run.
 
@@ -18,9 +20,18 @@ setup_file() {
 	MOUNT_PARENT=$(mktemp -d /tmp/mfs-link.XXXXXX)
 	chmod 755 "$MOUNT_PARENT"
 	export MOUNT_PARENT
+	# A file the daemon holds open (its descriptor 7) that no client may
+	# reach by its path: readable itself, behind a 0700 directory.
+	VAULT="$MOUNT_PARENT/vault"
+	mkdir -m 700 "$VAULT"
+	seq 16 > "$VAULT/secret.txt"
+	chmod 644 "$VAULT/secret.txt"
+	export VAULT
 	local opt=()
 	[ "$(id -u)" = 0 ] && opt=(-o allow_other)
+	exec 7<"$VAULT/secret.txt"
 	mount_repo "$REPO" --max-request-bytes=64M "${opt[@]}" || return 1
+	exec 7<&-
 	export MNT DAEMON_PID DAEMON_LOG
 }
 
@@ -147,6 +158,49 @@ teardown() {
 	[ "$(cat "$root/OUTPUT1.txt")" = "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0" ]
 	# The daemon is still root for everyone else afterwards.
 	[ "$(cat "$MNT/add_sub/status" | cut -d' ' -f1)" = READY ]
+	$NOBODY rm -r "$req"
+	rm -r "$root"
+}
+
+# nobody_refused REASON TARGET...: uid 65534 linking each TARGET as
+# $req/INPUT0.txt gets EACCES, and $req/error says REASON.
+nobody_refused() {
+	local reason=$1 target
+	shift
+	for target in "$@"; do
+		run $NOBODY ln -s "$target" "$req/INPUT0.txt"
+		echo "$target: $output"
+		[ "$status" -ne 0 ]
+		[[ "$output" == *"Permission denied"* ]]
+		run $NOBODY cat "$req/error"
+		[[ "$output" == *"'INPUT0.txt' -> '$target': $reason"* ]]
+	done
+}
+
+@test "a link to the daemon's descriptors or into /proc is refused (EACCES), for every user" {
+	[ "$(id -u)" = 0 ] || skip "needs root (setpriv, allow_other)"
+	[ "$(readlink "/proc/$DAEMON_PID/fd/7")" = "$VAULT/secret.txt" ]
+	$NOBODY mkdir "$MNT/add_sub/requests/nofd"
+	req="$MNT/add_sub/requests/nofd"
+	# A chain of ordinary links that ends in a descriptor link.
+	ln -s /proc/self/fd/7 "$SHM/hop2"
+	ln -s "$SHM/hop2" "$SHM/hop1"
+	nobody_refused "the path goes through a process's descriptor link" \
+		/proc/self/fd/7 /dev/fd/7 /proc/thread-self/fd/7 "/proc/$DAEMON_PID/fd/7" \
+		"$SHM/hop1" /dev/stdin "/proc/self/root$VAULT/secret.txt" "/proc/self/cwd$VAULT/secret.txt"
+	# The daemon's own /proc (any /proc: no tensor lives there).
+	nobody_refused "the file is in /proc" \
+		/proc/self/status /proc/thread-self/status "/proc/$DAEMON_PID/maps"
+	[ "$($NOBODY cat "$req/status")" = "WAITING INPUT0 INPUT1" ]
+	grep -q "model 'add_sub' version 1 request 'nofd': 'INPUT0.txt' -> '/proc/self/fd/7': the path goes through" "$DAEMON_LOG"
+	# root is refused the same (a link is not how root reads a file).
+	root=$(new_request add_sub)
+	[ "$(py_errno "os.symlink('/proc/self/fd/7', '$root/INPUT0.txt')")" = EACCES ]
+	[ "$(py_errno "os.symlink('/proc/self/status', '$root/INPUT0.txt')")" = EACCES ]
+	# The file by its path: refused to uid 65534, read for root.
+	run $NOBODY ln -s "$VAULT/secret.txt" "$req/INPUT0.txt"
+	[ "$status" -ne 0 ]
+	ln -s "$VAULT/secret.txt" "$root/INPUT0.txt"
 	$NOBODY rm -r "$req"
 	rm -r "$root"
 }

@@ -34,8 +34,8 @@ static const char *pick_name(fz_in *in, char *buf, size_t cap)
 }
 
 /* What a symlink may point to: a good add_sub input, files that are not
- * regular, a file of 0 bytes that /proc says more of, a relative path,
- * nothing; or (1 in 8) raw bytes. */
+ * regular, a file in /proc (refused, EACCES: docs/SECURITY.md), a
+ * relative path, nothing; or (1 in 8) raw bytes. */
 static const char *pick_target(fz_in *in, char *buf, size_t cap)
 {
 	static char good[64];

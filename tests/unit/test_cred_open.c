@@ -101,6 +101,59 @@ static void test_root_opens_as_the_client(void **state)
 	assert_root_again();
 }
 
+/* What the daemon has open, its own /proc, and links that lead there,
+ * are refused for every client, root included: the kernel would let any
+ * thread of the daemon through (a descriptor link skips the checks of
+ * the path the file was opened by; /proc/self is the daemon's process). */
+static void test_no_daemon_descriptor_or_proc(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	char secret[300], fdlink[64], devfd[64], chain[300], loop[300], path[300];
+	mfs_error err;
+	mfs_cred nobody = { NOBODY, NOBODY, NULL, 0 }, root = { 0, 0, NULL, 0 };
+	tmp_mkdir(&tree, "vault");
+	tmp_sh("chmod 700 '%s/vault'", tree.root);
+	put("vault/secret", 0644, 0, 0, secret, sizeof(secret));
+	int held = open(secret, O_RDONLY);   /* the daemon holds it open */
+	assert_true(held >= 0);
+	snprintf(fdlink, sizeof(fdlink), "/proc/self/fd/%d", held);
+	snprintf(devfd, sizeof(devfd), "/dev/fd/%d", held);
+	tmp_path(&tree, "chain", chain, sizeof(chain));
+	tmp_path(&tree, "chain2", path, sizeof(path));
+	assert_int_equal(symlink(fdlink, path), 0);       /* chain -> chain2 -> /proc/self/fd/N */
+	assert_int_equal(symlink(path, chain), 0);
+	const char *const through_fd[] = { fdlink, devfd, chain, "/dev/stdin", "/proc/self/cwd/x" };
+	for (size_t i = 0; i < sizeof(through_fd) / sizeof(through_fd[0]); i++) {
+		assert_int_equal(mfs_open_as(&nobody, through_fd[i], &err), -EACCES);
+		assert_non_null(strstr(err.msg, "descriptor link"));
+		assert_root_again();
+		assert_int_equal(mfs_open_as(&root, through_fd[i], &err), -EACCES);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)getpid());
+	const char *const in_proc[] = { "/proc/self/status", "/proc/thread-self/status", path };
+	for (size_t i = 0; i < sizeof(in_proc) / sizeof(in_proc[0]); i++) {
+		assert_int_equal(mfs_open_as(&nobody, in_proc[i], &err), -EACCES);
+		assert_non_null(strstr(err.msg, "in /proc"));
+		assert_root_again();
+		assert_int_equal(mfs_open_as(&root, in_proc[i], &err), -EACCES);
+	}
+	/* A true loop of links is still ELOOP. */
+	tmp_path(&tree, "loop", loop, sizeof(loop));
+	assert_int_equal(symlink(loop, loop), 0);
+	assert_int_equal(mfs_open_as(&nobody, loop, &err), -ELOOP);
+	/* A chain of ordinary links to a file the client may read is read. */
+	char plain[300];
+	put("plain", 0644, 0, 0, plain, sizeof(plain));
+	tmp_path(&tree, "to-plain", path, sizeof(path));
+	assert_int_equal(symlink(plain, path), 0);
+	int fd = mfs_open_as(&nobody, path, &err);
+	assert_true(fd >= 0);
+	close(fd);
+	close(held);
+}
+
 /* In a child that became uid 1000: the non-root rule. */
 static int child_not_root(const char *own, const char *clients, const char *theirs)
 {
@@ -146,6 +199,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_root_opens_as_the_client),
 		cmocka_unit_test(test_not_root_reads_only_the_owners_files),
+		cmocka_unit_test(test_no_daemon_descriptor_or_proc),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

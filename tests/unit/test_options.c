@@ -40,6 +40,7 @@ static void test_defaults(void **state)
 	assert_true(o.max_memory > 0);
 	assert_int_equal(o.request_ttl_secs, 300);
 	assert_int_equal(o.max_requests, 10000);
+	assert_int_equal(mfs_options_requests_per_uid(&o), 5000);   /* half */
 	assert_int_equal(o.log_level, MFS_LOG_INFO);
 	assert_null(o.fuse_opts);
 	mfs_options_release(&o);
@@ -67,8 +68,18 @@ static void test_every_option(void **state)
 	assert_true(o.max_request_bytes == 64ull << 20);
 	assert_int_equal(o.request_ttl_secs, 9);
 	assert_int_equal(o.max_requests, 7);
+	assert_int_equal(mfs_options_requests_per_uid(&o), 4);   /* half, rounded up */
 	assert_int_equal(o.log_level, MFS_LOG_DEBUG);
 	assert_string_equal(o.fuse_opts, "allow_other,default_permissions");
+	mfs_options_release(&o);
+
+	char *share[] = { "modelfs", "-o", "max_requests_per_uid=3", "--max-requests=1", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 6, share), 0);
+	assert_int_equal(mfs_options_requests_per_uid(&o), 3);
+	mfs_options_release(&o);
+	char *one[] = { "modelfs", "--max-requests=1", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 4, one), 0);
+	assert_int_equal(mfs_options_requests_per_uid(&o), 1);
 	mfs_options_release(&o);
 
 	char *argv0[] = { "modelfs", "--max-memory=0", "repo", "mnt" };
@@ -199,6 +210,7 @@ static void test_errors_name_the_option(void **state)
 		{ 4, { "modelfs", "--max-request-bytes=12Q", "r", "m" }, "--max-request-bytes" },
 		{ 4, { "modelfs", "--log-level=loud", "r", "m" }, "--log-level" },
 		{ 4, { "modelfs", "--max-requests=0", "r", "m" }, "--max-requests" },
+		{ 4, { "modelfs", "--max-requests-per-uid=0", "r", "m" }, "--max-requests-per-uid: expected 1-10000000" },
 		{ 4, { "modelfs", "--max-json-bytes=0", "r", "m" }, "--max-json-bytes" },
 		{ 4, { "modelfs", "--max-memory=-1", "r", "m" }, "--max-memory" },
 		{ 4, { "modelfs", "--max-memory=lots", "r", "m" }, "--max-memory" },

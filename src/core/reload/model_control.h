@@ -14,6 +14,7 @@
 #ifndef MFS_MODEL_CONTROL_H
 #define MFS_MODEL_CONTROL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -33,10 +34,15 @@ typedef enum mfs_control_verb {
 	MFS_CONTROL_UNLOAD,        /* unload; the model stays listed */
 } mfs_control_verb;
 
-/* One write into a control file: a verb, with blanks and one trailing
- * newline allowed around it ("load\n" from echo, "unload" from printf).
- * -EINVAL names what was written (escaped) and the verbs accepted. */
-int mfs_control_parse(const char *buf, size_t len, mfs_control_verb *out,
+/* One write into a control file: exactly a verb, or a verb and one
+ * newline ("load\n" from echo, "unload" from printf); nothing else, no
+ * blank, no NUL byte, no second word.  first: whether this is the first
+ * write on its open(); a later one is refused whatever it says (a shell's
+ * printf 'load\nunload' writes each line on its own: one command per
+ * open() keeps the second from running).  -EINVAL quotes what was written
+ * (its first 40 bytes, NUL bytes as \x00, escaped) and says what is
+ * accepted. */
+int mfs_control_parse(const char *buf, size_t len, bool first, mfs_control_verb *out,
 		      mfs_error *err);
 
 #endif

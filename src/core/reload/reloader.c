@@ -423,16 +423,31 @@ static int control_load(mfs_reloader *rl, const char *name, mfs_error *err)
 		return mfs_fail(err, ENOENT, "model '%s': no version directories, nothing to load", name);
 	if (want(rl, name) < 0)
 		return mfs_fail(err, ENOMEM, "out of memory");
-	if (mfs_reloader_reconcile(rl, name) == 0)
-		return 0;
-	/* Failed: still loaded when an earlier load serves, else not. */
+	int failed = mfs_reloader_reconcile(rl, name);
 	mfs_model_info mi;
-	if (mfs_registry_model_snapshot(rl->conf.registry, name, &mi) == 0) {
-		if (mi.current == 0)
-			unwant(rl, name);
+	if (mfs_registry_model_snapshot(rl->conf.registry, name, &mi) < 0)
+		return mfs_fail(err, EIO, "model '%s': load failed (its status says why)", name);
+	if (failed == 0 && mi.current > 0) {
 		mfs_model_info_release(&mi);
+		return 0;
 	}
-	return mfs_fail(err, EIO, "model '%s': load failed (its status says why)", name);
+	/* Failed: still loaded when an earlier load serves, else not.  An
+	 * ensemble loads without fault and then waits, UNAVAILABLE, for steps
+	 * that may never serve (a step not loaded, an ensemble, itself): the
+	 * write returns once the model is READY, so that is a failed load too,
+	 * and the ensemble is taken out again with its reason kept. */
+	int rc = mfs_fail(err, EIO, "model '%s': load failed (its status says why)", name);
+	if (mi.current == 0) {
+		unwant(rl, name);
+		const mfs_version_info *last = mi.n_versions ? &mi.versions[mi.n_versions - 1] : NULL;
+		if (failed == 0 && last) {
+			rc = mfs_fail(err, EIO, "model '%s': load failed: %s", name, last->reason);
+			mfs_registry_list_unloaded(rl->conf.registry, name, last->version, last->reason);
+			drop_rec(rl, name);
+		}
+	}
+	mfs_model_info_release(&mi);
+	return rc;
 }
 
 static int control_unload(mfs_reloader *rl, const char *name, mfs_error *err)
