@@ -1,4 +1,8 @@
-/* ocl_backend.c - runs a compiled graph on an OpenCL device.
+/* ocl_backend.c - runs a compiled graph on an OpenCL device: the
+ * execution contexts, the node loop and the backend object.  What an
+ * operator calls on the device (buffers, launches) is ocl_run.c's; the
+ * program and kernels are ocl_program.c's; which operators have a device
+ * implementation, for which opsets, is ocl_op_table.c's.
  *
  * Values: every value of the graph has a runtime slot that knows where its
  * data is: on the device (a block of the context's device buffer pool), on
@@ -15,429 +19,33 @@
  * stays on the host: a node whose inputs are all small and already on the
  * host runs its CPU implementation there instead of round-tripping.
  *
- * Placement: a node runs on the device when ocl_ops_*.c has a function for
- * its operator and that function accepts the case; otherwise its CPU
- * implementation runs on host copies of its inputs (downloads), and the
- * outputs are uploaded when a device node reads them.  View operators
+ * Placement: a node runs on the device when the table (ocl_op_table.c) has
+ * a function for its operator at its opset and that function accepts the
+ * case; otherwise its CPU implementation runs on host copies of its inputs
+ * (downloads), and the outputs are uploaded when a device node reads
+ * them.  View operators
  * (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) alias their
  * input's block.
  *
- * Memory: cl_mem blocks come from the pool the CPU backend uses too
- * (backend_runtime.h), with reference counts for views; a value's block
- * goes back after its last reader (graph.h last_use), so a run with the
- * shapes of the previous one creates no buffer.  A constant's block is
- * pinned: uploaded once per context, never handed out again.  Host copies
- * use per-value buffers kept across runs.
+ * Memory: a value's device block (ocl_run.c) goes back after its last
+ * reader (graph.h last_use), so a run with the shapes of the previous one
+ * creates no buffer.
  *
  * Errors: every OpenCL or CLBlast status becomes a message naming the
  * model (engine.c adds it), the node and the call; out of device memory
  * is -ENOMEM.  Nothing here aborts.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend_runtime.h"
-#include "log.h"
 #include "ocl_backend.h"
-#include "ocl_internal.h"
-
-extern const struct { const char *name; const char *source; } mfs_embedded_kernels[];
-
-static const char *const kernel_names[K_COUNT] = {
-#define OCL_KERNEL_NAME(id, name) [id] = name,
-	OCL_KERNELS(OCL_KERNEL_NAME)
-#undef OCL_KERNEL_NAME
-};
+#include "ocl_exec.h"
+#include "ocl_program.h"
 
 /* Inputs at most this many bytes, all on the host: run the node there. */
 #define HOST_SMALL_BYTES 4096
-
-typedef struct ocl_backend_ctx {
-	mfs_backend base;
-	mfs_ocl_device *dev;
-	cl_program prog;
-	char name[300];
-} ocl_backend_ctx;
-
-typedef struct oval {
-	mfs_tensor t;          /* dtype, shape; t.data = host copy or NULL */
-	mfs_block *dev;        /* device copy (cl_mem) or NULL */
-	void *hbuf;            /* host storage owned by the slot */
-	size_t hcap;
-	bool on_host;
-	bool is_const;
-	bool host_made;        /* produced on the host in this run (shape
-				  arithmetic), not a caller's input */
-} oval;
-
-typedef struct node_rt {
-	mfs_node_rt rt;        /* rt.in points into hin */
-	mfs_tensor *hin;       /* host views of the inputs for infer/host run */
-	cl_mem kept;           /* ocl_node_buffer: kept across runs */
-	size_t kept_bytes;
-} node_rt;
-
-/* Profile slots past the kernels: CLBlast, then the copies between host
- * and device (the input uploads and output downloads of a run count in
- * its time as much as the kernels do). */
-enum { PROF_CLBLAST = K_COUNT, PROF_UPLOAD, PROF_DOWNLOAD, PROF_SLOTS };
-
-struct ocl_exec {
-	const mfs_graph *m;
-	ocl_backend_ctx *b;
-	cl_command_queue queue;
-	cl_kernel kernels[K_COUNT];
-	size_t wg;             /* work-group size for 1-D launches */
-	oval *vals;
-	node_rt *nodes;
-	mfs_pool pool;
-	mfs_block *scratch[OCL_SCRATCH_SLOTS];   /* not in the pool: per
-						    context, only grow */
-	mfs_exec_stats stats;
-	/* MODELFS_OCL_PROFILE set: each launch waits for its event and adds
-	 * its device time here (slot K_COUNT: CLBlast); printed at free */
-	bool profile;
-	double prof_ms[PROF_SLOTS];
-	long prof_calls[PROF_SLOTS];
-};
-
-/* ---- errors ---- */
-
-/* Fail with an OpenCL status in words, naming the node and the call:
- * "Conv 'c1': OpenCL clEnqueueWriteBuffer failed: CL_OUT_OF_RESOURCES". */
-static int ocl_fail(ocl_run *r, cl_int status, const char *what)
-{
-	int code = (status == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
-		    status == CL_OUT_OF_RESOURCES || status == CL_OUT_OF_HOST_MEMORY) ?
-		   ENOMEM : EIO;
-	return mfs_fail(r->err, code, "%s '%s': OpenCL %s failed: %s%s",
-			r->nd->onnx->op_type, onnx_node_label(r->nd->onnx), what,
-			mfs_ocl_strerror(status),
-			code == ENOMEM ? " (out of device memory)" : "");
-}
-
-/* ---- the device buffer pool ---- */
-
-static cl_mem create_buf(ocl_exec *e, size_t size, cl_int *st)
-{
-	return clCreateBuffer(e->b->dev->context, CL_MEM_READ_WRITE,
-			      size < 64 ? 64 : size, NULL, st);
-}
-
-static void *dev_alloc(void *arg, size_t size, int *status)
-{
-	cl_int st;
-	cl_mem m = create_buf(arg, size, &st);
-	if (!m)
-		*status = st;
-	return m;
-}
-
-static void dev_release(void *arg, void *mem)
-{
-	(void)arg;
-	clReleaseMemObject(mem);
-}
-
-/* ---- value movement ---- */
-
-static int host_reserve(oval *v, size_t bytes, mfs_error *err)
-{
-	if (v->hcap < bytes || !v->hbuf) {
-		void *p = mfs_aligned_block(bytes);
-		if (!p)
-			return mfs_fail(err, ENOMEM, "out of memory allocating %zu bytes", bytes);
-		free(v->hbuf);
-		v->hbuf = p;
-		v->hcap = bytes;
-	}
-	return 0;
-}
-
-/* Make v's data present on the device. */
-static int to_device(ocl_run *r, oval *v)
-{
-	ocl_exec *e = r->e;
-	size_t bytes = mfs_rt_bytes(&v->t);
-	cl_int st;
-
-	if (v->dev)
-		return 0;
-	v->dev = mfs_pool_take(&e->pool, bytes, &st);
-	if (!v->dev)
-		return ocl_fail(r, st, "clCreateBuffer");
-	if (v->is_const)
-		v->dev->pinned = true;
-	if (bytes) {
-		if (!v->on_host || !v->t.data)
-			return mfs_node_fail(r->nd, r->err, EIO, "input has no data");
-		cl_event ev;
-		st = clEnqueueWriteBuffer(e->queue, v->dev->mem, CL_FALSE, 0, bytes,
-					  v->t.data, 0, NULL, ocl_prof_event(r, &ev));
-		/* The host data (a caller's input) must outlive the
-		 * non-blocking write: it does, the run ends with a blocking
-		 * read or clFinish before returning. */
-		if (st != CL_SUCCESS)
-			return ocl_fail(r, st, "clEnqueueWriteBuffer");
-		ocl_prof_add(r, ev, PROF_UPLOAD);
-		e->stats.uploads++;
-	}
-	return 0;
-}
-
-/* Make v's data present on the host. */
-static int to_host(ocl_run *r, oval *v)
-{
-	ocl_exec *e = r->e;
-	size_t bytes = mfs_rt_bytes(&v->t);
-	cl_int st;
-	int rc;
-
-	if (v->on_host)
-		return 0;
-	if ((rc = host_reserve(v, bytes, r->err)))
-		return rc;
-	if (bytes) {
-		if (!v->dev)
-			return mfs_node_fail(r->nd, r->err, EIO, "input has no data");
-		cl_event ev;
-		st = clEnqueueReadBuffer(e->queue, v->dev->mem, CL_TRUE, 0, bytes,
-					 v->hbuf, 0, NULL, ocl_prof_event(r, &ev));
-		if (st != CL_SUCCESS)
-			return ocl_fail(r, st, "clEnqueueReadBuffer");
-		ocl_prof_add(r, ev, PROF_DOWNLOAD);
-		e->stats.downloads++;
-	}
-	v->t.data = v->hbuf;
-	v->t.nbytes = bytes;
-	v->on_host = true;
-	return 0;
-}
-
-static oval *in_val(ocl_run *r, int k)
-{
-	int id = k < r->nd->n_in ? r->nd->in[k] : -1;
-	return id >= 0 ? &r->e->vals[id] : NULL;
-}
-
-cl_mem ocl_in(ocl_run *r, int k, int *rc)
-{
-	oval *v = in_val(r, k);
-	if (!v) {
-		*rc = mfs_node_fail(r->nd, r->err, EINVAL, "input %d is missing", k);
-		return NULL;
-	}
-	if ((*rc = to_device(r, v)))
-		return NULL;
-	return v->dev->mem;
-}
-
-const void *ocl_in_host(ocl_run *r, int k, int *rc)
-{
-	oval *v = in_val(r, k);
-	if (!v) {
-		*rc = mfs_node_fail(r->nd, r->err, EINVAL, "input %d is missing", k);
-		return NULL;
-	}
-	if ((*rc = to_host(r, v)))
-		return NULL;
-	r->ctx->in[k]->data = v->t.data;
-	r->ctx->in[k]->nbytes = v->t.nbytes;
-	return v->t.data;
-}
-
-cl_mem ocl_out(ocl_run *r, int k, int *rc)
-{
-	int id = k < r->nd->n_out ? r->nd->out[k] : -1;
-	oval *v;
-	cl_int st;
-
-	*rc = 0;
-	if (id < 0) {
-		*rc = mfs_node_fail(r->nd, r->err, EINVAL, "output %d is not named", k);
-		return NULL;
-	}
-	v = &r->e->vals[id];
-	if (v->dev)
-		return v->dev->mem;
-	v->dev = mfs_pool_take(&r->e->pool, mfs_rt_bytes(&v->t), &st);
-	if (!v->dev) {
-		*rc = ocl_fail(r, st, "clCreateBuffer");
-		return NULL;
-	}
-	v->on_host = false;
-	v->t.data = NULL;
-	v->t.nbytes = mfs_rt_bytes(&v->t);
-	return v->dev->mem;
-}
-
-cl_mem ocl_node_buffer(ocl_run *r, size_t bytes, bool *fresh, int *rc)
-{
-	ocl_exec *e = r->e;
-	node_rt *rt = &e->nodes[r->nd - e->m->nodes];
-	cl_int st;
-
-	*rc = 0;
-	*fresh = false;
-	if (rt->kept && rt->kept_bytes == bytes)
-		return rt->kept;
-	if (rt->kept)
-		clReleaseMemObject(rt->kept);
-	rt->kept = create_buf(e, bytes, &st);
-	rt->kept_bytes = rt->kept ? bytes : 0;
-	if (!rt->kept) {
-		*rc = ocl_fail(r, st, "clCreateBuffer (kept)");
-		return NULL;
-	}
-	e->stats.buffer_allocs++;
-	*fresh = true;
-	return rt->kept;
-}
-
-bool ocl_in_const(ocl_run *r, int k)
-{
-	oval *v = in_val(r, k);
-	return v && v->is_const;
-}
-
-cl_mem ocl_scratch_slot(ocl_run *r, int slot, size_t bytes, int *rc)
-{
-	ocl_exec *e = r->e;
-	mfs_block **sp = &e->scratch[slot];
-	cl_int st;
-
-	*rc = 0;
-	if (*sp && (*sp)->cap >= bytes)
-		return (*sp)->mem;
-	if (*sp) {
-		clReleaseMemObject((*sp)->mem);
-		(*sp)->mem = NULL;
-	} else {
-		*sp = calloc(1, sizeof(**sp));
-		if (!*sp) {
-			*rc = mfs_fail(r->err, ENOMEM, "out of memory");
-			return NULL;
-		}
-	}
-	(*sp)->mem = create_buf(e, bytes, &st);
-	(*sp)->cap = (*sp)->mem ? bytes : 0;
-	if (!(*sp)->mem) {
-		*rc = ocl_fail(r, st, "clCreateBuffer (scratch)");
-		return NULL;
-	}
-	e->stats.buffer_allocs++;
-	return (*sp)->mem;
-}
-
-cl_mem ocl_scratch(ocl_run *r, size_t bytes, int *rc)
-{
-	return ocl_scratch_slot(r, 0, bytes, rc);
-}
-
-cl_command_queue *ocl_queue(ocl_run *r)
-{
-	return &r->e->queue;
-}
-
-size_t ocl_max_group(ocl_run *r)
-{
-	return r->e->b->dev->max_work_group;
-}
-
-size_t ocl_compute_units(ocl_run *r)
-{
-	return r->e->b->dev->compute_units ? r->e->b->dev->compute_units : 1;
-}
-
-int ocl_arg(ocl_run *r, ocl_kid k, int i, size_t size, const void *p)
-{
-	cl_int st = clSetKernelArg(r->e->kernels[k], (cl_uint)i, size, p);
-	if (st != CL_SUCCESS) {
-		char what[96];
-		snprintf(what, sizeof(what), "clSetKernelArg(%s, %d)", kernel_names[k], i);
-		return ocl_fail(r, st, what);
-	}
-	return 0;
-}
-
-cl_event *ocl_prof_event(ocl_run *r, cl_event *ev)
-{
-	*ev = NULL;
-	return r->e->profile ? ev : NULL;
-}
-
-static void prof_add(ocl_exec *e, cl_event ev, int slot)
-{
-	cl_ulong t0 = 0, t1 = 0;
-
-	if (!ev)
-		return;
-	clWaitForEvents(1, &ev);
-	clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(t0), &t0, NULL);
-	clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, NULL);
-	clReleaseEvent(ev);
-	e->prof_ms[slot] += (double)(t1 - t0) * 1e-6;
-	e->prof_calls[slot]++;
-}
-
-void ocl_prof_add(ocl_run *r, cl_event ev, int slot)
-{
-	prof_add(r->e, ev, slot);
-}
-
-/* The profile of a context, one line per kernel, to stderr. */
-static void prof_print(const ocl_exec *e)
-{
-	double all = 0;
-
-	static const char *const extra[] = { "clblast_sgemm", "upload", "download" };
-
-	for (int k = 0; k < PROF_SLOTS; k++)
-		all += e->prof_ms[k];
-	fprintf(stderr, "opencl profile (%ld runs): %.3f ms in kernels and copies\n",
-		(long)e->stats.runs, all);
-	for (int k = 0; k < PROF_SLOTS; k++)
-		if (e->prof_calls[k])
-			fprintf(stderr, "  %-18s %8ld calls %10.3f ms %5.1f%%\n",
-				k < K_COUNT ? kernel_names[k] : extra[k - K_COUNT],
-				e->prof_calls[k], e->prof_ms[k],
-				all > 0 ? 100.0 * e->prof_ms[k] / all : 0.0);
-}
-
-/* Enqueue kernel k over global work items in groups of local. */
-static int enqueue(ocl_run *r, ocl_kid k, size_t global, size_t local)
-{
-	cl_event ev;
-	cl_int st = clEnqueueNDRangeKernel(r->e->queue, r->e->kernels[k], 1, NULL,
-					   &global, &local, 0, NULL,
-					   ocl_prof_event(r, &ev));
-	if (st != CL_SUCCESS) {
-		char what[96];
-		snprintf(what, sizeof(what), "kernel %s", kernel_names[k]);
-		return ocl_fail(r, st, what);
-	}
-	ocl_prof_add(r, ev, k);
-	r->e->stats.kernels++;
-	return 0;
-}
-
-int ocl_launch(ocl_run *r, ocl_kid k, size_t n)
-{
-	size_t wg = r->e->wg;
-
-	if (!n)
-		return 0;
-	return enqueue(r, k, (n + wg - 1) / wg * wg, wg);
-}
-
-int ocl_launch_groups(ocl_run *r, ocl_kid k, size_t groups, size_t local)
-{
-	if (!groups)
-		return 0;
-	return enqueue(r, k, groups * local, local);
-}
 
 /* ---- the context ---- */
 
@@ -462,7 +70,7 @@ static void ocl_exec_free(void *ctx)
 	if (e->queue)
 		clFinish(e->queue);
 	if (e->profile)
-		prof_print(e);
+		ocl_prof_print(e);
 	for (int i = 0; e->nodes && i < e->m->n_nodes; i++) {
 		mfs_node_rt_release(&e->nodes[i].rt, &e->m->nodes[i]);
 		free(e->nodes[i].hin);
@@ -474,11 +82,7 @@ static void ocl_exec_free(void *ctx)
 		free(e->vals[i].hbuf);
 	free(e->vals);
 	mfs_pool_release(&e->pool);
-	for (int i = 0; i < OCL_SCRATCH_SLOTS; i++) {
-		if (e->scratch[i] && e->scratch[i]->mem)
-			clReleaseMemObject(e->scratch[i]->mem);
-		free(e->scratch[i]);
-	}
+	ocl_scratch_free(e);
 	for (int k = 0; k < K_COUNT; k++)
 		if (e->kernels[k])
 			clReleaseKernel(e->kernels[k]);
@@ -493,6 +97,7 @@ static int ocl_exec_new(mfs_backend *be, const mfs_graph *m, void **out,
 	ocl_backend_ctx *b = be->context;
 	ocl_exec *e;
 	cl_int st;
+	int rc;
 
 	/* Containers live in host memory, item by item: the device's pool
 	 * of buffers has no place for them (docs/OPENCL.md). */
@@ -505,9 +110,7 @@ static int ocl_exec_new(mfs_backend *be, const mfs_graph *m, void **out,
 		return mfs_fail(err, ENOMEM, "out of memory");
 	e->m = m;
 	e->b = b;
-	e->pool = (mfs_pool){ .alloc = dev_alloc, .release = dev_release,
-			      .arg = e, .oom_status = CL_OUT_OF_HOST_MEMORY,
-			      .n_allocs = &e->stats.buffer_allocs };
+	ocl_pool_init(e);
 	e->profile = getenv("MODELFS_OCL_PROFILE") && *getenv("MODELFS_OCL_PROFILE");
 	e->queue = clCreateCommandQueue(b->dev->context, b->dev->device,
 					e->profile ? CL_QUEUE_PROFILING_ENABLE : 0, &st);
@@ -516,13 +119,9 @@ static int ocl_exec_new(mfs_backend *be, const mfs_graph *m, void **out,
 		return mfs_fail(err, EIO, "OpenCL clCreateCommandQueue on %s: %s",
 				b->dev->name, mfs_ocl_strerror(st));
 	}
-	for (int k = 0; k < K_COUNT; k++) {
-		e->kernels[k] = clCreateKernel(b->prog, kernel_names[k], &st);
-		if (!e->kernels[k]) {
-			ocl_exec_free(e);
-			return mfs_fail(err, EIO, "OpenCL kernel %s on %s: %s",
-					kernel_names[k], b->dev->name, mfs_ocl_strerror(st));
-		}
+	if ((rc = ocl_kernels_create(b->dev, b->prog, e->kernels, err))) {
+		ocl_exec_free(e);
+		return rc;
 	}
 	e->wg = b->dev->max_work_group < 64 ? b->dev->max_work_group : 64;
 	if (!e->wg)
@@ -574,12 +173,12 @@ static int run_on_host(ocl_run *r, node_rt *rt)
 	int rc;
 
 	for (int k = 0; k < nd->n_in; k++) {
-		oval *v = in_val(r, k);
+		oval *v = ocl_in_val(r, k);
 		if (!v)
 			continue;
 		if (shape_only && k == 0)
 			continue;    /* reads only the shape */
-		if ((rc = to_host(r, v)))
+		if ((rc = ocl_to_host(r, v)))
 			return rc;
 		rt->hin[k].data = v->t.data;
 		rt->hin[k].nbytes = v->t.nbytes;
@@ -592,7 +191,7 @@ static int run_on_host(ocl_run *r, node_rt *rt)
 		v = &e->vals[nd->out[k]];
 		if (!mfs_tensor_bytes(&v->t, &bytes))
 			return mfs_fail(r->err, EINVAL, "output %d is too large", k);
-		if ((rc = host_reserve(v, bytes, r->err)))
+		if ((rc = ocl_host_reserve(v, bytes, r->err)))
 			return rc;
 		mfs_block_put(v->dev);
 		v->dev = NULL;
@@ -664,10 +263,10 @@ static int infer_outputs(ocl_run *r, node_rt *rt)
 	rc = mfs_node_infer(ctx);
 	if (rc == MFS_SHAPE_DEPENDS_ON_DATA) {
 		for (int k = 0; k < nd->n_in; k++) {
-			oval *v = in_val(r, k);
+			oval *v = ocl_in_val(r, k);
 			if (!v || v->on_host || v->t.dtype == MFS_DT_FLOAT)
 				continue;
-			if ((rc = to_host(r, v)))
+			if ((rc = ocl_to_host(r, v)))
 				return rc;
 			rt->hin[k].data = v->t.data;
 			rt->hin[k].nbytes = v->t.nbytes;
@@ -721,7 +320,7 @@ static int run_on_device(ocl_run *r)
 	ocl_exec *e = r->e;
 	const mfs_node *nd = r->nd;
 	ocl_op_fn fn = ocl_op_lookup(nd->onnx->domain ? nd->onnx->domain : "",
-				     nd->onnx->op_type);
+				     nd->onnx->op_type, nd->opset);
 	int rc;
 
 	if (!fn || small_on_host(e, nd))
@@ -805,7 +404,7 @@ static int step_output(void *ctx, int i, mfs_tensor *o, mfs_error *err)
 				"reading output '%s' from the device: %s",
 				m->outputs[i].name, mfs_ocl_strerror(st));
 	}
-	prof_add(e, ev, PROF_DOWNLOAD);
+	ocl_prof_record(e, ev, PROF_DOWNLOAD);
 	e->stats.downloads++;
 	return 0;
 }
@@ -890,8 +489,6 @@ int mfs_backend_opencl_new(const char *selector, mfs_backend **out,
 			   mfs_error *err)
 {
 	ocl_backend_ctx *b = calloc(1, sizeof(*b));
-	char *src = NULL;
-	size_t len = 0;
 	int rc;
 
 	*out = NULL;
@@ -902,22 +499,9 @@ int mfs_backend_opencl_new(const char *selector, mfs_backend **out,
 		free(b);
 		return rc;
 	}
-	for (int i = 0; mfs_embedded_kernels[i].name; i++)
-		len += strlen(mfs_embedded_kernels[i].source) + 1;
-	src = malloc(len + 1);
-	if (!src) {
-		ocl_free(&b->base);
-		return mfs_fail(err, ENOMEM, "out of memory");
-	}
-	src[0] = '\0';
-	for (int i = 0; mfs_embedded_kernels[i].name; i++) {
-		strcat(src, mfs_embedded_kernels[i].source);
-		strcat(src, "\n");
-	}
 	b->base.iface = &ocl_iface;
 	b->base.context = b;
-	rc = mfs_ocl_build(b->dev, "kernels", src, "-cl-std=CL1.2", &b->prog, err);
-	free(src);
+	rc = ocl_program_build(b->dev, &b->prog, err);
 	if (rc) {
 		ocl_free(&b->base);
 		return rc;

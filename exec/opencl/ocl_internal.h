@@ -1,8 +1,10 @@
-/* ocl_internal.h - what the OpenCL backend's core (ocl_backend.c) and its
- * operator implementations (ocl_ops_*.c) share.  Internal to exec/.
+/* ocl_internal.h - what the OpenCL backend's core (ocl_backend.c, ocl_run.c)
+ * and its operator implementations (ocl_ops_*.c) share.  Internal to
+ * exec/opencl/.
  *
- * A node runs on the device through an ocl_op_fn found by op type
- * (ocl_op_lookup).  The function reads its inputs with ocl_in() (which
+ * A node runs on the device through an ocl_op_fn found by domain, op type
+ * and opset (ocl_op_lookup, the table of ocl_op_table.c).  The function
+ * reads its inputs with ocl_in() (which
  * uploads a value that only lives on the host, e.g. a constant on first
  * use), allocates outputs with ocl_out() (from the context's device buffer
  * pool) and enqueues kernels or CLBlast calls on the context's queue.  It
@@ -13,7 +15,9 @@
 #ifndef MFS_OCL_INTERNAL_H
 #define MFS_OCL_INTERNAL_H
 
+#include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "backend_runtime.h"
 #include "ocl_device.h"
@@ -53,7 +57,7 @@ typedef struct ocl_conv {
 
 /* Every kernel of the .cl files in kernels/ that operators launch: its id
  * here and its __kernel name there.  A new kernel is one line
- * (exec/OPERATORS-HOWTO.md); the enum and the name table ocl_backend.c
+ * (exec/OPERATORS-HOWTO.md); the enum and the name table ocl_program.c
  * creates kernels from are both made from this list, so they cannot fall
  * out of step. */
 #define OCL_KERNELS(X) \
@@ -133,24 +137,75 @@ typedef struct ocl_run {
 
 typedef int (*ocl_op_fn)(ocl_run *r);
 
-/* The device implementation of op_type (domain "" or com.modelfs), or
- * NULL: the node then always runs on the host. */
-ocl_op_fn ocl_op_lookup(const char *domain, const char *op_type);
+/* The device implementation of op_type in domain ("", ai.onnx or
+ * com.modelfs) for a model importing opset of that domain, or NULL: the
+ * node then runs on the host.  The line of the operator with the largest
+ * since_version <= opset, as the CPU registry chooses (ocl_op_table.c). */
+ocl_op_fn ocl_op_lookup(const char *domain, const char *op_type, int64_t opset);
 
-/* The device functions of exec/opencl/ocl_ops_dense.c, listed in the table of
- * exec/opencl/ocl_ops_elem.c (its own elementwise ones are static there). */
+/* The device functions, listed in the table of ocl_op_table.c.  A suffix
+ * _N is the opset from which that variant holds. */
+/* ocl_ops_elem.c: elementwise */
+int ocl_op_relu(ocl_run *r);
+int ocl_op_leaky(ocl_run *r);
+int ocl_op_sigmoid(ocl_run *r);
+int ocl_op_tanh(ocl_run *r);
+int ocl_op_erf(ocl_run *r);
+int ocl_op_sqrt(ocl_run *r);
+int ocl_op_neg(ocl_run *r);
+int ocl_op_exp(ocl_run *r);
+int ocl_op_abs(ocl_run *r);
+int ocl_op_clip_1(ocl_run *r);
+int ocl_op_clip_11(ocl_run *r);
+int ocl_op_gelu(ocl_run *r);
+int ocl_op_add(ocl_run *r);
+int ocl_op_sub(ocl_run *r);
+int ocl_op_mul(ocl_run *r);
+int ocl_op_div(ocl_run *r);
+int ocl_op_pow(ocl_run *r);
+int ocl_op_equal(ocl_run *r);
+int ocl_op_where(ocl_run *r);
+int ocl_op_sum(ocl_run *r);
+int ocl_op_cast(ocl_run *r);
+/* ocl_ops_elem.c: data movement */
+int ocl_op_transpose(ocl_run *r);
+int ocl_op_slice_1(ocl_run *r);
+int ocl_op_slice_10(ocl_run *r);
+int ocl_op_concat(ocl_run *r);
+int ocl_op_split(ocl_run *r);
+int ocl_op_expand(ocl_run *r);
+int ocl_op_gather(ocl_run *r);
+int ocl_op_constant_of_shape(ocl_run *r);
+/* ocl_ops_conv.c */
 int ocl_op_conv(ocl_run *r);
-int ocl_op_gemm(ocl_run *r);
-int ocl_op_dense(ocl_run *r);
-int ocl_op_attention(ocl_run *r);
-int ocl_op_matmul(ocl_run *r);
 int ocl_op_maxpool(ocl_run *r);
 int ocl_op_avgpool(ocl_run *r);
 int ocl_op_gavgpool(ocl_run *r);
-int ocl_op_batchnorm(ocl_run *r);
-int ocl_op_softmax(ocl_run *r);
+/* ocl_ops_matmul.c */
+int ocl_op_gemm(ocl_run *r);
+int ocl_op_matmul(ocl_run *r);
+int ocl_op_dense(ocl_run *r);
+int ocl_op_attention(ocl_run *r);
+/* ocl_ops_norm.c */
+int ocl_op_batchnorm_7(ocl_run *r);
+int ocl_op_batchnorm_9(ocl_run *r);
+int ocl_op_softmax_1(ocl_run *r);
+int ocl_op_softmax_13(ocl_run *r);
 int ocl_op_layernorm(ocl_run *r);
-int ocl_op_reduce(ocl_run *r);
+int ocl_op_reduce_axes_attr(ocl_run *r);
+int ocl_op_reduce_axes_input(ocl_run *r);
+
+/* Whether v is a valid count or index for the kernels' int arithmetic. */
+static inline bool ocl_fits_int(int64_t v)
+{
+	return v >= 0 && v <= INT_MAX;
+}
+
+/* softmax_rows_f32 (ocl_ops_norm.c) over rows of len from x into y (y may
+ * be x); with a mask c (Attention's Cond, broadcast to the rows by p), a
+ * score whose Cond differs from keep is fill first. */
+int ocl_softmax_rows(ocl_run *r, cl_mem x, cl_mem y, int64_t rows, int64_t len,
+		     cl_int logsm, cl_mem c, const ocl_bc *p, cl_int keep, float fill);
 
 /* Broadcast geometry of up to three operands (NULL: none) against out,
  * dims of size 1 dropped and mergeable dims merged; false when out is

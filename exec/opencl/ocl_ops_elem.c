@@ -1,5 +1,5 @@
 /* ocl_ops_elem.c - device implementations of the elementwise and
- * data-movement operators, and the table ocl_op_lookup reads.
+ * data-movement operators (listed with their opsets in ocl_op_table.c).
  *
  * Elementwise: Relu, LeakyRelu, Sigmoid, Tanh, Erf, Sqrt, Neg, Exp, Abs,
  * Clip, Gelu (float) through one unary kernel with an op code; Add, Sub, Mul,
@@ -114,19 +114,19 @@ static int unary_launch(ocl_run *r, int op, float a, float b)
 	return ocl_launch(r, K_UNARY_F32, (size_t)n);
 }
 
-static int op_relu(ocl_run *r) { return unary_launch(r, OCL_U_RELU, 0, 0); }
-static int op_sigmoid(ocl_run *r) { return unary_launch(r, OCL_U_SIGMOID, 0, 0); }
-static int op_tanh(ocl_run *r) { return unary_launch(r, OCL_U_TANH, 0, 0); }
-static int op_erf(ocl_run *r) { return unary_launch(r, OCL_U_ERF, 0, 0); }
-static int op_sqrt(ocl_run *r) { return unary_launch(r, OCL_U_SQRT, 0, 0); }
-static int op_neg(ocl_run *r) { return unary_launch(r, OCL_U_NEG, 0, 0); }
-static int op_exp(ocl_run *r) { return unary_launch(r, OCL_U_EXP, 0, 0); }
-static int op_abs(ocl_run *r) { return unary_launch(r, OCL_U_ABS, 0, 0); }
+int ocl_op_relu(ocl_run *r) { return unary_launch(r, OCL_U_RELU, 0, 0); }
+int ocl_op_sigmoid(ocl_run *r) { return unary_launch(r, OCL_U_SIGMOID, 0, 0); }
+int ocl_op_tanh(ocl_run *r) { return unary_launch(r, OCL_U_TANH, 0, 0); }
+int ocl_op_erf(ocl_run *r) { return unary_launch(r, OCL_U_ERF, 0, 0); }
+int ocl_op_sqrt(ocl_run *r) { return unary_launch(r, OCL_U_SQRT, 0, 0); }
+int ocl_op_neg(ocl_run *r) { return unary_launch(r, OCL_U_NEG, 0, 0); }
+int ocl_op_exp(ocl_run *r) { return unary_launch(r, OCL_U_EXP, 0, 0); }
+int ocl_op_abs(ocl_run *r) { return unary_launch(r, OCL_U_ABS, 0, 0); }
 
 /* Gelu (opset 20, and com.modelfs Gelu from the GELU rewrite): the erf
  * form or, with approximate "tanh", the tanh one.  Another value: the
  * CPU operator reports it. */
-static int op_gelu(ocl_run *r)
+int ocl_op_gelu(ocl_run *r)
 {
 	const char *a = onnx_attr_string(r->ctx->node, "approximate", "none");
 
@@ -137,14 +137,25 @@ static int op_gelu(ocl_run *r)
 	return OCL_HOST;
 }
 
-static int op_leaky(ocl_run *r)
+int ocl_op_leaky(ocl_run *r)
 {
 	return unary_launch(r, OCL_U_LEAKY, onnx_attr_float(r->ctx->node, "alpha", 0.01f), 0);
 }
 
-/* Clip: bounds from attributes before opset 11, else optional scalar
- * inputs 1 and 2 (read on the host: tiny). */
-static int op_clip(ocl_run *r)
+/* Clip before opset 11: the bounds are attributes. */
+int ocl_op_clip_1(ocl_run *r)
+{
+	mfs_op_ctx *ctx = r->ctx;
+
+	if (ctx->in[0]->dtype != MFS_DT_FLOAT)
+		return OCL_HOST;
+	return unary_launch(r, OCL_U_CLIP, onnx_attr_float(ctx->node, "min", -INFINITY),
+			    onnx_attr_float(ctx->node, "max", INFINITY));
+}
+
+/* Clip from opset 11: the bounds are optional scalar inputs 1 and 2 (read
+ * on the host: tiny). */
+int ocl_op_clip_11(ocl_run *r)
 {
 	mfs_op_ctx *ctx = r->ctx;
 	float lo = -INFINITY, hi = INFINITY;
@@ -152,30 +163,27 @@ static int op_clip(ocl_run *r)
 
 	if (ctx->in[0]->dtype != MFS_DT_FLOAT)
 		return OCL_HOST;
-	if (ctx->opset < 11) {
-		lo = onnx_attr_float(ctx->node, "min", -INFINITY);
-		hi = onnx_attr_float(ctx->node, "max", INFINITY);
-	} else {
-		for (int k = 1; k <= 2 && k < ctx->n_in; k++) {
-			const float *p;
-			if (!ctx->in[k])
-				continue;
-			if (ctx->in[k]->dtype != MFS_DT_FLOAT ||
-			    mfs_shape_numel(&ctx->in[k]->shape) != 1)
-				return OCL_HOST;
-			if (!(p = ocl_in_host(r, k, &rc)))
-				return rc;
-			if (k == 1)
-				lo = *p;
-			else
-				hi = *p;
-		}
+	for (int k = 1; k <= 2 && k < ctx->n_in; k++) {
+		const float *p;
+		if (!ctx->in[k])
+			continue;
+		if (ctx->in[k]->dtype != MFS_DT_FLOAT ||
+		    mfs_shape_numel(&ctx->in[k]->shape) != 1)
+			return OCL_HOST;
+		if (!(p = ocl_in_host(r, k, &rc)))
+			return rc;
+		if (k == 1)
+			lo = *p;
+		else
+			hi = *p;
 	}
 	return unary_launch(r, OCL_U_CLIP, lo, hi);
 }
 
 /* ---- binary ---- */
 
+/* Numpy broadcasting, as from opset 7 (the table leaves the legacy
+ * `broadcast` attribute of opsets 1 to 6 to the host). */
 static int binary_launch(ocl_run *r, int op)
 {
 	mfs_op_ctx *ctx = r->ctx;
@@ -185,8 +193,7 @@ static int binary_launch(ocl_run *r, int op)
 	cl_mem ma, mb, my;
 	int rc;
 
-	if (ctx->opset < 7 || !b || a->dtype != b->dtype ||
-	    a->shape.rank > OCL_MAXR || b->shape.rank > OCL_MAXR)
+	if (!b || a->dtype != b->dtype || a->shape.rank > OCL_MAXR || b->shape.rank > OCL_MAXR)
 		return OCL_HOST;
 	if (a->dtype == MFS_DT_FLOAT)
 		k = K_BINARY_F32;
@@ -208,13 +215,13 @@ static int binary_launch(ocl_run *r, int op)
 	return ocl_launch(r, k, (size_t)p.n);
 }
 
-static int op_add(ocl_run *r) { return binary_launch(r, OCL_B_ADD); }
-static int op_sub(ocl_run *r) { return binary_launch(r, OCL_B_SUB); }
-static int op_mul(ocl_run *r) { return binary_launch(r, OCL_B_MUL); }
-static int op_div(ocl_run *r) { return binary_launch(r, OCL_B_DIV); }
-static int op_pow(ocl_run *r) { return binary_launch(r, OCL_B_POW); }
+int ocl_op_add(ocl_run *r) { return binary_launch(r, OCL_B_ADD); }
+int ocl_op_sub(ocl_run *r) { return binary_launch(r, OCL_B_SUB); }
+int ocl_op_mul(ocl_run *r) { return binary_launch(r, OCL_B_MUL); }
+int ocl_op_div(ocl_run *r) { return binary_launch(r, OCL_B_DIV); }
+int ocl_op_pow(ocl_run *r) { return binary_launch(r, OCL_B_POW); }
 
-static int op_equal(ocl_run *r)
+int ocl_op_equal(ocl_run *r)
 {
 	mfs_op_ctx *ctx = r->ctx;
 	mfs_tensor *a = ctx->in[0], *b = ctx->in[1], *y = ctx->out[0];
@@ -223,7 +230,7 @@ static int op_equal(ocl_run *r)
 	cl_mem ma, mb, my;
 	int rc;
 
-	if (ctx->opset < 7 || !b || a->dtype != b->dtype)
+	if (!b || a->dtype != b->dtype)
 		return OCL_HOST;
 	switch (a->dtype) {
 	case MFS_DT_FLOAT: k = K_EQUAL_F32; break;
@@ -243,7 +250,7 @@ static int op_equal(ocl_run *r)
 	return ocl_launch(r, k, (size_t)p.n);
 }
 
-static int op_where(ocl_run *r)
+int ocl_op_where(ocl_run *r)
 {
 	mfs_op_ctx *ctx = r->ctx;
 	mfs_tensor *c = ctx->in[0], *x = ctx->in[1], *z = ctx->in[2], *y = ctx->out[0];
@@ -269,7 +276,7 @@ static int op_where(ocl_run *r)
 }
 
 /* Sum: y = in0 + in1 (both broadcast to y), then y += in_k in place. */
-static int op_sum(ocl_run *r)
+int ocl_op_sum(ocl_run *r)
 {
 	mfs_op_ctx *ctx = r->ctx;
 	mfs_tensor *y = ctx->out[0];
@@ -333,7 +340,7 @@ static bool cast_type_ok(mfs_dtype dt)
 	       dt == MFS_DT_INT32 || dt == MFS_DT_INT64 || dt == MFS_DT_BOOL;
 }
 
-static int op_cast(ocl_run *r)
+int ocl_op_cast(ocl_run *r)
 {
 	mfs_tensor *x = r->ctx->in[0], *y = r->ctx->out[0];
 	int64_t n = numel_int(&y->shape);
@@ -404,7 +411,7 @@ static bool movable(const mfs_tensor *x, const mfs_tensor *y)
 	       numel_int(&x->shape) >= 0 && numel_int(&y->shape) >= 0;
 }
 
-static int op_transpose(ocl_run *r)
+int ocl_op_transpose(ocl_run *r)
 {
 	mfs_tensor *x = r->ctx->in[0], *y = r->ctx->out[0];
 	const int64_t *perm;
@@ -463,11 +470,12 @@ static int read_list(ocl_run *r, bool attrs, const char *name, int idx,
 	return rc ? (rc > 0 ? OCL_HOST : rc) : 0;
 }
 
-static int op_slice(ocl_run *r)
+/* attrs: starts, ends and axes are attributes (before opset 10); else
+ * inputs 1 to 4, steps too. */
+static int slice(ocl_run *r, bool attrs)
 {
 	mfs_op_ctx *ctx = r->ctx;
 	mfs_tensor *x = ctx->in[0], *y = ctx->out[0];
-	bool attrs = ctx->opset < 10;
 	int64_t starts[MFS_MAX_RANK], ends[MFS_MAX_RANK], axes[MFS_MAX_RANK],
 		steps[MFS_MAX_RANK], start[MFS_MAX_RANK], step[MFS_MAX_RANK];
 	int64_t ist[OCL_MAXR], ss[OCL_MAXR], ds[OCL_MAXR], off = 0;
@@ -517,6 +525,16 @@ static int op_slice(ocl_run *r)
 			   ss, off, ds, 0);
 }
 
+int ocl_op_slice_1(ocl_run *r)
+{
+	return slice(r, true);
+}
+
+int ocl_op_slice_10(ocl_run *r)
+{
+	return slice(r, false);
+}
+
 /* Concat's and Split's axis attribute, made non-negative; false when it
  * is out of range (the CPU operator then says so). */
 static bool axis_attr(const mfs_op_ctx *ctx, int rank, int64_t *ax)
@@ -527,7 +545,7 @@ static bool axis_attr(const mfs_op_ctx *ctx, int rank, int64_t *ax)
 	return *ax >= 0 && *ax < rank;
 }
 
-static int op_concat(ocl_run *r)
+int ocl_op_concat(ocl_run *r)
 {
 	mfs_op_ctx *ctx = r->ctx;
 	mfs_tensor *y = ctx->out[0];
@@ -567,7 +585,7 @@ static int op_concat(ocl_run *r)
 /* Split: each output is a slice of the input along the axis, at the sum
  * of the earlier outputs' extents (the shapes infer already checked
  * against the sizes), so the sizes themselves are not read here. */
-static int op_split(ocl_run *r)
+int ocl_op_split(ocl_run *r)
 {
 	mfs_op_ctx *ctx = r->ctx;
 	mfs_tensor *x = ctx->in[0];
@@ -601,7 +619,7 @@ static int op_split(ocl_run *r)
 	return 0;
 }
 
-static int op_expand(ocl_run *r)
+int ocl_op_expand(ocl_run *r)
 {
 	mfs_tensor *x = r->ctx->in[0], *y = r->ctx->out[0];
 	int64_t ss[OCL_MAXR], ds[OCL_MAXR];
@@ -621,7 +639,7 @@ static int op_expand(ocl_run *r)
 			   y->shape.dims, ss, 0, ds, 0);
 }
 
-static int op_gather(ocl_run *r)
+int ocl_op_gather(ocl_run *r)
 {
 	mfs_op_ctx *ctx = r->ctx;
 	mfs_tensor *x = ctx->in[0], *ix = ctx->in[1], *y = ctx->out[0];
@@ -682,7 +700,7 @@ static int op_gather(ocl_run *r)
 	return ocl_launch(r, k, (size_t)n);
 }
 
-static int op_constant_of_shape(ocl_run *r)
+int ocl_op_constant_of_shape(ocl_run *r)
 {
 	mfs_tensor *y = r->ctx->out[0];
 	const onnx_attr *va = onnx_node_attr(r->ctx->node, "value");
@@ -718,53 +736,4 @@ static int op_constant_of_shape(ocl_run *r)
 		rc = OCL_ARG(r, k, 2, v);
 	}
 	return rc ? rc : ocl_launch(r, k, (size_t)n);
-}
-
-/* ---- the table ---- */
-
-/* Which domains an entry answers for: ONNX's ("" or ai.onnx), ours
- * (com.modelfs, the fusions and rewrites of exec/graph/fusion.c), or both. */
-enum { D_ONNX = 1, D_OURS = 2, D_BOTH = 3 };
-
-static const struct {
-	const char *op;
-	ocl_op_fn fn;
-	int dom;
-} table[] = {
-	{ "Relu", op_relu, D_ONNX }, { "LeakyRelu", op_leaky, D_ONNX },
-	{ "Sigmoid", op_sigmoid, D_ONNX }, { "Tanh", op_tanh, D_ONNX },
-	{ "Erf", op_erf, D_ONNX }, { "Sqrt", op_sqrt, D_ONNX }, { "Neg", op_neg, D_ONNX },
-	{ "Exp", op_exp, D_ONNX }, { "Abs", op_abs, D_ONNX }, { "Clip", op_clip, D_ONNX },
-	{ "Gelu", op_gelu, D_BOTH },
-	{ "Add", op_add, D_ONNX }, { "Sub", op_sub, D_ONNX }, { "Mul", op_mul, D_ONNX },
-	{ "Div", op_div, D_ONNX }, { "Pow", op_pow, D_ONNX }, { "Equal", op_equal, D_ONNX },
-	{ "Where", op_where, D_ONNX }, { "Sum", op_sum, D_ONNX }, { "Cast", op_cast, D_ONNX },
-	{ "CastLike", op_cast, D_ONNX },
-	{ "Transpose", op_transpose, D_ONNX }, { "Slice", op_slice, D_ONNX },
-	{ "Concat", op_concat, D_ONNX }, { "Split", op_split, D_ONNX },
-	{ "Expand", op_expand, D_ONNX }, { "Gather", op_gather, D_ONNX },
-	{ "ConstantOfShape", op_constant_of_shape, D_ONNX },
-	{ "Conv", ocl_op_conv, D_ONNX }, { "FusedConv", ocl_op_conv, D_OURS },
-	{ "Gemm", ocl_op_gemm, D_ONNX }, { "MatMul", ocl_op_matmul, D_ONNX },
-	{ "Dense", ocl_op_dense, D_OURS }, { "Attention", ocl_op_attention, D_OURS },
-	{ "MaxPool", ocl_op_maxpool, D_ONNX }, { "AveragePool", ocl_op_avgpool, D_ONNX },
-	{ "GlobalAveragePool", ocl_op_gavgpool, D_ONNX },
-	{ "BatchNormalization", ocl_op_batchnorm, D_ONNX },
-	{ "Softmax", ocl_op_softmax, D_ONNX }, { "LogSoftmax", ocl_op_softmax, D_ONNX },
-	{ "LayerNormalization", ocl_op_layernorm, D_BOTH },
-	{ "ReduceMean", ocl_op_reduce, D_ONNX }, { "ReduceSum", ocl_op_reduce, D_ONNX },
-};
-
-ocl_op_fn ocl_op_lookup(const char *domain, const char *op_type)
-{
-	int dom = 0;
-
-	if (!strcmp(domain, "com.modelfs"))
-		dom = D_OURS;
-	else if (!*domain || !strcmp(domain, "ai.onnx"))
-		dom = D_ONNX;
-	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-		if ((table[i].dom & dom) && !strcmp(table[i].op, op_type))
-			return table[i].fn;
-	return NULL;
 }

@@ -1,6 +1,6 @@
-/* Unit tests for the OpenCL backend (exec/opencl/ocl_backend.c, ocl_ops_*.c) on
- * whatever OpenCL device is present (PoCL's CPU device in CI): each kernel
- * family runs a small graph of real operators on both engines with the
+/* Unit tests for the OpenCL backend (exec/opencl/ocl_backend.c, ocl_run.c,
+ * ocl_op_table.c, ocl_ops_*.c) on whatever OpenCL device is present
+ * (PoCL's CPU device in CI): each kernel family runs a small graph of real operators on both engines with the
  * same random inputs, and the results must agree; the backend's counters
  * show the nodes ran on the device, inputs went up once, outputs came
  * down once, and a third run with the same shapes created no buffer. */
@@ -668,6 +668,64 @@ static void test_dynamic_batch(void **state)
 	}
 }
 
+/* Clip (min/max attributes) then Add, at opset `opset`, on both engines:
+ * the outputs agree; *dev and *host are the OpenCL context's node counts
+ * of one run. */
+static void opset_counts(int64_t opset, uint64_t *dev, uint64_t *host)
+{
+	int64_t d[] = { 2, 3, 17 };
+	onnx_model *m = gb_new(opset);
+	mfs_graph *cm = NULL;
+	mfs_exec *ec = NULL, *eo = NULL;
+	mfs_tensor in[] = { rand_f32(3, d), rand_f32(3, d) }, ref, got;
+	mfs_exec_stats st;
+	mfs_error err;
+	onnx_node *n;
+
+	gb_input(m, "x", MFS_DT_FLOAT, 3, d);
+	gb_input(m, "y", MFS_DT_FLOAT, 3, d);
+	n = node(m, "Clip", "x", "c");
+	gb_attr(n, "min", ONNX_ATTR_FLOAT)->f = -0.3f;
+	gb_attr(n, "max", ONNX_ATTR_FLOAT)->f = 0.6f;
+	node(m, "Add", "c,y", "s");
+	gb_output(m, "s");
+	if (mfs_graph_compile(m, "t", &cm, &err))
+		fail_msg("compile: %s", err.msg);
+	assert_int_equal(mfs_exec_new(cm, NULL, &ec, &err), 0);
+	if (mfs_exec_new(cm, ocl, &eo, &err))
+		fail_msg("exec_new: %s", err.msg);
+	assert_int_equal(mfs_exec_run(ec, in, &ref, &err), 0);
+	if (mfs_exec_run(eo, in, &got, &err))
+		fail_msg("opencl run: %s", err.msg);
+	compare_outputs(&ref, &got, 1, 1e-6);
+	mfs_exec_get_stats(eo, &st);
+	*dev = st.device_nodes;
+	*host = st.host_nodes;
+	mfs_tensor_release(&ref);
+	mfs_tensor_release(&got);
+	mfs_tensor_release(&in[0]);
+	mfs_tensor_release(&in[1]);
+	mfs_exec_free(eo);
+	mfs_exec_free(ec);
+	mfs_graph_free(cm);
+}
+
+/* The table's opset ranges (ocl_op_table.c) decide what the device
+ * claims: Add's line starts at 7 (numpy broadcasting), so at opset 6 it
+ * runs on the host while Clip's opset-1 line (attributes) still takes
+ * the device; at 7 both are the device's. */
+static void test_opset_range(void **state)
+{
+	uint64_t dev, host;
+	(void)state;
+	opset_counts(6, &dev, &host);
+	assert_int_equal(dev, 1);
+	assert_int_equal(host, 1);
+	opset_counts(7, &dev, &host);
+	assert_int_equal(dev, 2);
+	assert_int_equal(host, 0);
+}
+
 static void test_no_device(void **state)
 {
 	mfs_backend *b = NULL;
@@ -710,6 +768,7 @@ int main(void)
 		cmocka_unit_test(test_conv_igemm),
 		cmocka_unit_test(test_conv_winograd),
 		cmocka_unit_test(test_dynamic_batch),
+		cmocka_unit_test(test_opset_range),
 		cmocka_unit_test(test_no_device),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
