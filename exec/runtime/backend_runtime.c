@@ -148,6 +148,10 @@ int mfs_run_graph(const mfs_graph *m, const mfs_run_steps *s, void *e,
 
 	for (int i = 0; i < m->n_nodes; i++) {
 		const mfs_node *nd = &m->nodes[i];
+		/* Both backends' node loop: the one place to stop a cancelled
+		 * run between nodes (engine.h mfs_exec_watch_cancel). */
+		if (mfs_run_cancelled())
+			return mfs_fail(err, ECANCELED, "the run was cancelled");
 		if ((rc = s->node(e, i, err)))
 			return rc;
 		for (int k = 0; k < nd->n_frees; k++)
@@ -230,10 +234,6 @@ int mfs_node_rt_prepare(mfs_node_rt *rt, const mfs_node *nd, mfs_op_ctx *ctx,
 {
 	int rc;
 
-	/* Every node of every backend comes here before it runs: the one
-	 * place to stop a cancelled run between nodes. */
-	if (mfs_run_cancelled())
-		return mfs_op_fail(ctx, ECANCELED, "the run was cancelled");
 	if (!nd->def->prepare ||
 	    (rt->prepared && (nd->shapes_static || !sig_changed(rt, nd->n_in))))
 		return 0;

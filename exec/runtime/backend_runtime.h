@@ -84,8 +84,10 @@ typedef struct mfs_run_steps {
 } mfs_run_steps;
 
 /* Run m's nodes in order, releasing every value after its last reader,
- * then hand out the graph outputs.  On error the outputs already made are
- * released, so the caller's outputs need no freeing.  Binding the inputs
+ * then hand out the graph outputs.  A cancelled run (op.h
+ * mfs_run_cancelled) fails with -ECANCELED before its next node.  On
+ * error the outputs already made are released, so the caller's outputs
+ * need no freeing.  Binding the inputs
  * before and releasing what a failed run still holds after stay with the
  * backend. */
 int mfs_run_graph(const mfs_graph *m, const mfs_run_steps *s, void *e,
@@ -118,11 +120,9 @@ void mfs_node_rt_release(mfs_node_rt *rt, const mfs_node *nd);
 /* The operator context for running nd with rt's arrays. */
 mfs_op_ctx mfs_node_ctx(const mfs_node *nd, mfs_node_rt *rt, mfs_error *err);
 
-/* Before a node runs: fail with ECANCELED when the run was cancelled
- * (op.h mfs_run_cancelled); then call prepare() when the operator has one
- * and it has not run yet, or the shapes are not static and an input's
- * dtype, layout or shape changed since it last ran.  0, or the operator's
- * error; *prepares counts calls. */
+/* Call prepare() when the operator has one and it has not run yet, or the
+ * shapes are not static and an input's dtype, layout or shape changed
+ * since it last ran.  0, or the operator's error; *prepares counts calls. */
 int mfs_node_rt_prepare(mfs_node_rt *rt, const mfs_node *nd, mfs_op_ctx *ctx,
 			uint64_t *prepares);
 
