@@ -98,7 +98,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all deps run test unit conformance e2e asan clean bench fuzz models check-models check-models-all docs check-layers check-size print-layer-flags bench-fs bench-bins backends
+.PHONY: all deps run test unit conformance e2e asan clean bench fuzz models check-models check-models-all docs check-layers check-cycles check-size print-layer-flags bench-fs bench-bins backends
 all: modelfs backends
 
 # Custom backends (docs/BACKENDS.md): shared libraries built against the
@@ -183,6 +183,12 @@ check-layers: | $(BUILD)/gen/op_table.inc
 # (tests/layers/check-size.sh, run by make test; prints the longest five).
 check-size:
 	sh tests/layers/check-size.sh
+
+# No call cycles between object files (tests/layers/check-cycles.sh, run
+# by make test over every object of the library).
+CYCLES_IN ?= $(BUILD)/obj
+check-cycles: $(LIB_OBJ)
+	sh tests/layers/check-cycles.sh $(CYCLES_IN)
 
 print-layer-flags:
 	@echo $(CFLAGS) $(call layer_flags,$(LAYER))

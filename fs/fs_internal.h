@@ -7,6 +7,13 @@
  *                 and the layer's life (new, expiry, free)
  *   fs_content.c  the text of synthetic files
  *   fs_wait.c     reads that wait for a run
+ *   fs_answer.c   the answer to a read of a run's result (now or woken),
+ *                 and the reply helpers
+ *   fs_link.c     inputs handed over by symlink
+ * Calls go down this order and never back: fs_ops.c; fs_files.c and
+ * fs_link.c; fs_nodes.c (the layer's life cancels and expires the
+ * waits); fs_wait.c; fs_answer.c and fs_content.c
+ * (tests/layers/check-cycles.sh).
  */
 #ifndef MFS_FS_INTERNAL_H
 #define MFS_FS_INTERNAL_H
@@ -258,11 +265,14 @@ typedef struct fwait {
 int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
 		 size_t size, off_t off);
 
+/* Answer stored reads whose deadline passed (ETIMEDOUT). */
+void fs_expire_reads(mfs_fs *fs);
+
+/* fs_answer.c */
+
 /* Answer a read on h now (shared by the FUSE thread and the wake path). */
 void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off);
 void fs_answer_infer(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size);
-
-void fs_expire_reads(mfs_fs *fs);
 
 /* Reply with the n bytes at buf, which lock (held) keeps alive, and
  * unlock it.  Up to REPLY_COPY_MAX bytes are copied and sent after

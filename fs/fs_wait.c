@@ -18,32 +18,6 @@
 #include "log.h"
 #include "metrics.h"
 
-void fs_reply_unlock(fuse_req_t freq, pthread_mutex_t *lock, const char *buf, size_t n)
-{
-	if (n > REPLY_COPY_MAX) {
-		fuse_reply_buf(freq, buf, n);
-		pthread_mutex_unlock(lock);
-		return;
-	}
-	char copy[REPLY_COPY_MAX];
-	if (n)
-		memcpy(copy, buf, n);
-	pthread_mutex_unlock(lock);
-	fuse_reply_buf(freq, n ? copy : NULL, n);
-}
-
-void fs_reply_slice_unlock(fuse_req_t freq, pthread_mutex_t *lock, const char *buf, size_t len,
-			   size_t size, off_t off)
-{
-	if (off < 0 || (size_t)off >= len) {
-		pthread_mutex_unlock(lock);
-		fuse_reply_buf(freq, NULL, 0);
-		return;
-	}
-	size_t n = len - (size_t)off;
-	fs_reply_unlock(freq, lock, buf + off, n < size ? n : size);
-}
-
 static void unlink_wait(mfs_fs *fs, fwait *w)
 {
 	pthread_mutex_lock(&fs->wlock);

@@ -145,6 +145,8 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 
 run_counted layers sh tests/layers/check-layers.sh
 run_counted sizes sh tests/layers/check-size.sh
+# Call cycles between files, in the plain build's objects.
+run_counted cycles sh tests/layers/check-cycles.sh build/obj
 run_unit unit build
 run_conformance conformance build/tools/conformance
 run_conformance conformance-opencl build/tools/conformance \

@@ -1,4 +1,9 @@
-/* request.c - see request.h.
+/* request.c - see request.h: a request's life (new, get, put), its
+ * inputs (committed files, dot files, the infer file's tensors), its runs
+ * (submit, done, waiting for the end) and the use that keeps it alive.
+ * What the request shows as files is elsewhere (request_internal.h):
+ * request_files.c, request_output.c, request_status.c; the queue
+ * parameters are request_params.c's.
  *
  * r->lock protects everything mutable in the request.  The job embedded
  * in the request is in the scheduler's hands between submit and done();
@@ -15,83 +20,11 @@
 #include <string.h>
 
 #include "bigbuf.h"
-#include "classify.h"
 #include "ensemble.h"
 #include "log.h"
 #include "membudget.h"
-#include "metrics.h"
 #include "queue_policy.h"
-
-enum { W_NEW = 0, W_QUEUED, W_CANCELLED, W_WOKEN };
-
-typedef struct input_slot {
-	bool present;
-	mfs_tensor t;
-	char *filename;            /* as written: "INPUT0.npy"; NULL for tensors */
-	char *blob;                /* the file's bytes, to read back */
-	size_t blob_len;
-	char *link;                /* committed by symlink: its text (for readlink), else NULL */
-	int graph_idx;
-	mfs_shape model_shape;     /* t's shape as the graph sees it (config reshape) */
-} input_slot;
-
-/* A file whose name starts with '.': a temporary a tool writes before
- * renaming it into place (cp --backup, rsync, editors, Python's
- * tempfile + os.replace).  Kept as bytes; checked when renamed to an
- * input's name. */
-typedef struct staged_file {
-	char *name;
-	char *blob;
-	size_t len;
-} staged_file;
-
-typedef struct enc_cache {
-	char *buf;
-	size_t len;
-	bool valid;
-} enc_cache;
-
-typedef struct trace {
-	bool valid;
-	uint64_t run, decode, queue, input, infer, output, total;
-	int batch_size, batch_requests;
-} trace;
-
-struct mfs_request {
-	pthread_mutex_t lock;
-	int refs;                  /* atomic */
-	char *name;
-	mfs_version *v;
-	mfs_queue *run_here;        /* a job submit left to this thread (unlock_and_run) */
-	mfs_ensemble_run *ens_start;   /* an ensemble run to start once unlocked */
-	const mfs_model_config *cfg;
-	uint64_t max_bytes;
-	int n_in, n_out;           /* config inputs/outputs */
-	int n_gin, n_gout;         /* graph inputs/outputs */
-	input_slot *in;
-	int *out_graph_idx;        /* config output -> graph output */
-	mfs_tensor *run_in;        /* n_gin: the run in flight's inputs */
-	char **run_blob;           /* n_gin: the file bytes a run_in tensor points into, or NULL */
-	mfs_tensor *run_out;       /* n_gout: filled by the run */
-	enc_cache *enc;            /* n_out * MFS_FMT_COUNT, for the last DONE run */
-	mfs_req_state state;
-	mfs_error error;           /* code 0: none */
-	bool have_fmt;
-	mfs_format list_fmt;
-	uint64_t decode_ns;        /* decoding the current run's inputs */
-	uint64_t runs;
-	uint64_t gen;              /* the run inputs go to now: +1 when a finished run's result is dropped */
-	trace tr;
-	mfs_job job;
-	mfs_waiter *waiters;       /* doubly linked, NULL-terminated */
-	uint64_t last_use;
-	bool removed;              /* atomic */
-	staged_file *staged;       /* dot files: kept as written, never decoded */
-	int n_staged;
-	uint64_t charged;          /* bytes counted in the daemon's --max-memory budget */
-	int64_t priority;          /* chosen by .priority or infer's "priority"; 0: the default */
-	int64_t timeout_us;        /* chosen by .timeout or infer's "timeout"; 0: the default */
-};
+#include "request_internal.h"
 
 bool mfs_request_name_ok(const char *name)
 {
@@ -120,7 +53,7 @@ static void job_started(mfs_job *job)
 /* Bring the request's share of the daemon's memory budget
  * (membudget.h) to what it holds now (lock held): file bytes, inputs
  * decoded or in a run, outputs and their encodings. */
-static void recharge_locked(mfs_request *r)
+void req_recharge_locked(mfs_request *r)
 {
 	uint64_t held = 0;
 	for (int i = 0; i < r->n_in; i++)
@@ -152,13 +85,11 @@ static void release_run_in(mfs_request *r)
 	}
 }
 
-static void clear_slot(input_slot *s);
-
 static void free_request(mfs_request *r)
 {
 	mfs_membudget_give(r->charged);
 	for (int i = 0; r->in && i < r->n_in; i++)
-		clear_slot(&r->in[i]);
+		req_clear_slot(&r->in[i]);
 	release_run_in(r);
 	for (int i = 0; r->run_out && i < r->n_gout; i++)
 		mfs_tensor_release(&r->run_out[i]);
@@ -258,7 +189,7 @@ mfs_req_state mfs_request_state(mfs_request *r)
 	return s;
 }
 
-static int input_index(const mfs_request *r, const char *name)
+int req_input_index(const mfs_request *r, const char *name)
 {
 	for (int i = 0; i < r->n_in; i++)
 		if (strcmp(r->cfg->inputs[i].name, name) == 0)
@@ -266,15 +197,7 @@ static int input_index(const mfs_request *r, const char *name)
 	return -1;
 }
 
-static int output_index(const mfs_request *r, const char *name)
-{
-	for (int i = 0; i < r->n_out; i++)
-		if (strcmp(r->cfg->outputs[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
-static uint64_t input_bytes_locked(const mfs_request *r)
+uint64_t req_input_bytes_locked(const mfs_request *r)
 {
 	uint64_t n = 0;
 	for (int i = 0; i < r->n_staged; i++)
@@ -285,9 +208,8 @@ static uint64_t input_bytes_locked(const mfs_request *r)
 	return n;
 }
 
-
 /* Record an error for $req/error and the log (lock held). */
-static int record(mfs_request *r, int rc, const mfs_error *err)
+int req_record(mfs_request *r, int rc, const mfs_error *err)
 {
 	r->error = *err;
 	mfs_log_warn("model '%s' version %" PRId64 " request '%s': %s", r->v->model_name,
@@ -295,7 +217,7 @@ static int record(mfs_request *r, int rc, const mfs_error *err)
 	return rc;
 }
 
-static void clear_slot(input_slot *s)
+void req_clear_slot(input_slot *s)
 {
 	mfs_tensor_release(&s->t);
 	free(s->filename);
@@ -361,7 +283,7 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 	/* A .timeout written under another .priority may not hold now. */
 	if (mfs_queue_check_timeout(r->cfg, r->v->model_name, r->priority, r->timeout_us, err) < 0) {
 		mfs_error_prefix(err, "the request is not queued: ");
-		return record(r, -EINVAL, err);
+		return req_record(r, -EINVAL, err);
 	}
 	r->job.priority = (int)r->priority;
 	r->job.timeout_ns = (uint64_t)r->timeout_us * 1000u;
@@ -386,9 +308,9 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 			   mfs_container_init(&r->run_in[s->graph_idx], MFS_KIND_OPTIONAL,
 					      r->cfg->inputs[i].elem_kind,
 					      r->cfg->inputs[i].dtype, 0, err) < 0) {
-			return record(r, -ENOMEM, err);
+			return req_record(r, -ENOMEM, err);
 		}   /* an optional left out: one without a value */
-		clear_slot(s);
+		req_clear_slot(s);
 	}
 	r->state = MFS_REQ_QUEUED;
 	r->runs++;
@@ -408,7 +330,7 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 		release_run_in(r);
 		r->state = MFS_REQ_FAILED;
 		r->tr = (trace){ 0 };
-		record(r, rc, err);
+		req_record(r, rc, err);
 		/* A closed queue means the version went away: the run failed
 		 * (read: EIO); the inputs themselves were fine. */
 		if (rc == -ESHUTDOWN)
@@ -417,7 +339,7 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 	return rc;
 }
 
-static int find_staged(const mfs_request *r, const char *name)
+int req_find_staged(const mfs_request *r, const char *name)
 {
 	for (int i = 0; i < r->n_staged; i++)
 		if (strcmp(r->staged[i].name, name) == 0)
@@ -425,68 +347,11 @@ static int find_staged(const mfs_request *r, const char *name)
 	return -1;
 }
 
-/* The request-directory files that set the request's queue parameters
- * rather than hold a tensor (SPEC.md section 4). */
-enum { PARAM_NONE, PARAM_PRIORITY, PARAM_TIMEOUT };
-
-static int param_of(const char *filename)
+void req_drop_staged(mfs_request *r, int i)
 {
-	return strcmp(filename, ".priority") == 0 ? PARAM_PRIORITY :
-	       strcmp(filename, ".timeout") == 0 ? PARAM_TIMEOUT : PARAM_NONE;
-}
-
-/* Parse and check a parameter file's bytes against the model's queue
- * policy (lock held; r->priority is the priority a timeout is checked
- * for).  0 and *value, or -EINVAL with err naming the file. */
-static int parse_param_locked(mfs_request *r, int param, const void *buf, size_t len,
-			      int64_t *value, mfs_error *err)
-{
-	bool prio = param == PARAM_PRIORITY;
-	int rc = mfs_queue_parse_param(prio ? "'.priority'" : "'.timeout' (µs)", buf, len,
-				       prio ? MFS_MAX_PRIORITY_LEVELS : MFS_MAX_QUEUE_TIMEOUT_US,
-				       value, err);
-	if (rc < 0)
-		return rc;
-	rc = prio ? mfs_queue_check_priority(r->cfg, r->v->model_name, *value, err)
-		  : mfs_queue_check_timeout(r->cfg, r->v->model_name, r->priority, *value, err);
-	if (rc < 0)
-		mfs_error_prefix(err, "%s: ", prio ? "'.priority'" : "'.timeout'");
-	return rc;
-}
-
-int mfs_request_check_param(mfs_request *r, const char *filename, const void *buf,
-			    size_t len, mfs_error *err)
-{
-	int param = param_of(filename);
-	int64_t value;
-	if (param == PARAM_NONE)
-		return 0;
-	pthread_mutex_lock(&r->lock);
-	int rc = parse_param_locked(r, param, buf, len, &value, err);
-	pthread_mutex_unlock(&r->lock);
-	return rc;
-}
-
-int mfs_request_set_queue_params(mfs_request *r, int64_t priority, int64_t timeout_us,
-				 mfs_error *err)
-{
-	pthread_mutex_lock(&r->lock);
-	int rc = mfs_queue_check_priority(r->cfg, r->v->model_name, priority, err);
-	if (rc == 0)
-		rc = mfs_queue_check_timeout(r->cfg, r->v->model_name, priority, timeout_us, err);
-	if (rc == 0) {
-		r->priority = priority;
-		r->timeout_us = timeout_us;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return rc;
-}
-
-static void drop_staged(mfs_request *r, int i)
-{
-	if (param_of(r->staged[i].name) == PARAM_PRIORITY)
+	if (req_param_of(r->staged[i].name) == PARAM_PRIORITY)
 		r->priority = 0;
-	else if (param_of(r->staged[i].name) == PARAM_TIMEOUT)
+	else if (req_param_of(r->staged[i].name) == PARAM_TIMEOUT)
 		r->timeout_us = 0;
 	free(r->staged[i].name);
 	free(r->staged[i].blob);
@@ -497,16 +362,16 @@ static void drop_staged(mfs_request *r, int i)
 static int stage_locked(mfs_request *r, const char *filename, const void *buf,
 			size_t len, mfs_error *err)
 {
-	int i = find_staged(r, filename);
-	uint64_t others = input_bytes_locked(r) - (i >= 0 ? r->staged[i].len : 0);
+	int i = req_find_staged(r, filename);
+	uint64_t others = req_input_bytes_locked(r) - (i >= 0 ? r->staged[i].len : 0);
 	if (others + len > r->max_bytes)
-		return record(r, mfs_fail(err, EFBIG, "'%s': the request's files would be %" PRIu64
-					  " bytes, more than --max-request-bytes=%" PRIu64,
-					  filename, others + len, r->max_bytes), err);
-	int param = param_of(filename);
+		return req_record(r, mfs_fail(err, EFBIG, "'%s': the request's files would be %" PRIu64
+					      " bytes, more than --max-request-bytes=%" PRIu64,
+					      filename, others + len, r->max_bytes), err);
+	int param = req_param_of(filename);
 	int64_t value = 0;
-	if (param != PARAM_NONE && parse_param_locked(r, param, buf, len, &value, err) < 0)
-		return record(r, -EINVAL, err);
+	if (param != PARAM_NONE && req_parse_param_locked(r, param, buf, len, &value, err) < 0)
+		return req_record(r, -EINVAL, err);
 	char *blob = malloc(len ? len : 1);
 	if (!blob)
 		return mfs_fail(err, ENOMEM, "out of memory");
@@ -547,7 +412,7 @@ int mfs_request_commit_link(mfs_request *r, const char *filename, const char *li
 	pthread_mutex_lock(&r->lock);
 	r->last_use = mfs_now_ns();
 	int rc = commit_owned_locked(r, filename, &buf, len, link, err);
-	recharge_locked(r);
+	req_recharge_locked(r);
 	unlock_and_run(r);
 	free(buf);   /* not taken: the commit failed */
 	return rc;
@@ -560,20 +425,9 @@ int mfs_request_commit_take(mfs_request *r, const char *filename, char **buf,
 	r->last_use = mfs_now_ns();
 	int rc = filename[0] == '.' ? stage_locked(r, filename, *buf, len, err)
 				    : commit_owned_locked(r, filename, buf, len, NULL, err);
-	recharge_locked(r);
+	req_recharge_locked(r);
 	unlock_and_run(r);
 	return rc;
-}
-
-char *mfs_request_input_link(mfs_request *r, const char *filename)
-{
-	pthread_mutex_lock(&r->lock);
-	char *link = NULL;
-	for (int i = 0; i < r->n_in && !link; i++)
-		if (r->in[i].present && r->in[i].link && strcmp(r->in[i].filename, filename) == 0)
-			link = strdup(r->in[i].link);
-	pthread_mutex_unlock(&r->lock);
-	return link;
 }
 
 int mfs_request_commit_file(mfs_request *r, const char *filename,
@@ -583,7 +437,7 @@ int mfs_request_commit_file(mfs_request *r, const char *filename,
 	r->last_use = mfs_now_ns();
 	int rc = filename[0] == '.' ? stage_locked(r, filename, buf, len, err)
 				    : commit_locked(r, filename, buf, len, err);
-	recharge_locked(r);
+	req_recharge_locked(r);
 	unlock_and_run(r);
 	return rc;
 }
@@ -594,15 +448,15 @@ int mfs_request_rename_file(mfs_request *r, const char *from, const char *to,
 	int rc;
 	pthread_mutex_lock(&r->lock);
 	r->last_use = mfs_now_ns();
-	int i = find_staged(r, from);
+	int i = req_find_staged(r, from);
 	if (i < 0) {
 		rc = mfs_fail(err, EXDEV, "'%s': only a dot file (a temporary) can be renamed", from);
 	} else if (to[0] == '.') {
 		staged_file f = r->staged[i];
 		r->staged[i].blob = NULL;
 		rc = stage_locked(r, to, f.blob, f.len, err);
-		if (rc == 0 && (i = find_staged(r, from)) >= 0)
-			drop_staged(r, i);
+		if (rc == 0 && (i = req_find_staged(r, from)) >= 0)
+			req_drop_staged(r, i);
 		free(f.blob);
 	} else {
 		/* The temporary's bytes become the input, checked as at close. */
@@ -617,7 +471,7 @@ int mfs_request_rename_file(mfs_request *r, const char *from, const char *to,
 			free(f.blob);
 		}
 	}
-	recharge_locked(r);
+	req_recharge_locked(r);
 	unlock_and_run(r);
 	return rc;
 }
@@ -630,17 +484,17 @@ static int input_of_file(mfs_request *r, const char *filename, int *idx, int *fm
 	size_t name_len;
 	*fmt = mfs_format_split_filename(filename, &name_len);
 	if (*fmt < 0 || name_len >= 256)
-		return record(r, mfs_fail(err, ENOENT, "'%s': not NAME.EXT with EXT one of npy, json, txt, raw, pb",
-					  filename), err);
+		return req_record(r, mfs_fail(err, ENOENT, "'%s': not NAME.EXT with EXT one of npy, json, txt, raw, pb",
+					      filename), err);
 	memcpy(name, filename, name_len);
 	name[name_len] = '\0';
-	*idx = input_index(r, name);
+	*idx = req_input_index(r, name);
 	if (*idx < 0)
-		return record(r, mfs_fail(err, ENOENT, "'%s': model '%s' has no input named '%s'",
-					  filename, r->v->model_name, name), err);
+		return req_record(r, mfs_fail(err, ENOENT, "'%s': model '%s' has no input named '%s'",
+					      filename, r->v->model_name, name), err);
 	if (mfs_value_format_ok((mfs_format)*fmt, r->cfg->inputs[*idx].kind,
 				r->cfg->inputs[*idx].elem_kind, name, err) < 0)
-		return record(r, -EINVAL, err);
+		return req_record(r, -EINVAL, err);
 	return 0;
 }
 
@@ -663,7 +517,7 @@ static int commit_locked(mfs_request *r, const char *filename, const void *buf,
 {
 	char *blob = malloc(len ? len : 1);
 	if (!blob)
-		return record(r, mfs_fail(err, ENOMEM, "out of memory"), err);
+		return req_record(r, mfs_fail(err, ENOMEM, "out of memory"), err);
 	if (len)
 		memcpy(blob, buf, len);
 	int rc = commit_owned_locked(r, filename, &blob, len, NULL, err);
@@ -684,16 +538,16 @@ static int commit_owned_locked(mfs_request *r, const char *filename, char **blob
 	if (rc < 0)
 		goto out;
 	if (r->state == MFS_REQ_QUEUED || r->state == MFS_REQ_RUNNING) {
-		rc = record(r, mfs_fail(err, EBUSY, "'%s': the request is %s; write inputs after it ends",
-					filename, r->state == MFS_REQ_QUEUED ? "queued" : "running"), err);
+		rc = req_record(r, mfs_fail(err, EBUSY, "'%s': the request is %s; write inputs after it ends",
+					    filename, r->state == MFS_REQ_QUEUED ? "queued" : "running"), err);
 		goto out;
 	}
 	input_slot *s = &r->in[idx];
-	uint64_t others = input_bytes_locked(r) - (s->present ? (s->blob ? s->blob_len : s->t.nbytes) : 0);
+	uint64_t others = req_input_bytes_locked(r) - (s->present ? (s->blob ? s->blob_len : s->t.nbytes) : 0);
 	if (others + len > r->max_bytes) {
-		rc = record(r, mfs_fail(err, EFBIG, "'%s': the request's inputs would be %" PRIu64
-					" bytes, more than --max-request-bytes=%" PRIu64,
-					filename, others + len, r->max_bytes), err);
+		rc = req_record(r, mfs_fail(err, EFBIG, "'%s': the request's inputs would be %" PRIu64
+					    " bytes, more than --max-request-bytes=%" PRIu64,
+					    filename, others + len, r->max_bytes), err);
 		goto out;
 	}
 	mfs_tensor_spec spec;
@@ -703,7 +557,7 @@ static int commit_owned_locked(mfs_request *r, const char *filename, char **blob
 	fname = strdup(filename);
 	link_copy = link ? strdup(link) : NULL;
 	if (!fname || (link && !link_copy)) {
-		rc = record(r, mfs_fail(err, ENOMEM, "out of memory"), err);
+		rc = req_record(r, mfs_fail(err, ENOMEM, "out of memory"), err);
 		goto out;
 	}
 	if (r->cfg->inputs[idx].kind != MFS_KIND_TENSOR)
@@ -729,11 +583,11 @@ static int commit_owned_locked(mfs_request *r, const char *filename, char **blob
 			rc = -EINVAL;
 		err->code = -rc;
 		mfs_error_prefix(err, "'%s': ", filename);
-		rc = record(r, rc, err);
+		rc = req_record(r, rc, err);
 		goto out;
 	}
 	begin_new_run(r);
-	clear_slot(s);
+	req_clear_slot(s);
 	s->present = true;
 	s->t = t;
 	s->filename = fname;
@@ -764,7 +618,7 @@ int mfs_request_submit_tensors(mfs_request *r, mfs_tensor *tensors,
 	pthread_mutex_lock(&r->lock);
 	r->last_use = mfs_now_ns();
 	if (r->state == MFS_REQ_QUEUED || r->state == MFS_REQ_RUNNING) {
-		rc = record(r, mfs_fail(err, EBUSY, "the request is still running"), err);
+		rc = req_record(r, mfs_fail(err, EBUSY, "the request is still running"), err);
 		for (int i = 0; i < r->n_in; i++)
 			mfs_tensor_release(&tensors[i]);
 		goto out;
@@ -774,7 +628,7 @@ int mfs_request_submit_tensors(mfs_request *r, mfs_tensor *tensors,
 	for (int i = 0; i < r->n_in; i++)
 		total += tensors[i].nbytes;
 	for (int i = 0; i < r->n_in; i++) {
-		clear_slot(&r->in[i]);
+		req_clear_slot(&r->in[i]);
 		if (tensors[i].dtype != MFS_DT_UNDEFINED) {
 			mfs_error ignored;
 			r->in[i].t = tensors[i];
@@ -789,10 +643,10 @@ int mfs_request_submit_tensors(mfs_request *r, mfs_tensor *tensors,
 	}
 	if (total > r->max_bytes) {
 		for (int i = 0; i < r->n_in; i++)
-			clear_slot(&r->in[i]);
-		rc = record(r, mfs_fail(err, EFBIG, "the request's inputs are %" PRIu64
-					" bytes, more than --max-request-bytes=%" PRIu64,
-					total, r->max_bytes), err);
+			req_clear_slot(&r->in[i]);
+		rc = req_record(r, mfs_fail(err, EFBIG, "the request's inputs are %" PRIu64
+					    " bytes, more than --max-request-bytes=%" PRIu64,
+					    total, r->max_bytes), err);
 		goto out;
 	}
 	if (!all_present(r)) {
@@ -802,15 +656,15 @@ int mfs_request_submit_tensors(mfs_request *r, mfs_tensor *tensors,
 				break;
 			}
 		for (int i = 0; i < r->n_in; i++)
-			clear_slot(&r->in[i]);
-		rc = record(r, -ENOENT, err);
+			req_clear_slot(&r->in[i]);
+		rc = req_record(r, -ENOENT, err);
 		goto out;
 	}
 	rc = submit_locked(r, err);
 	if (rc == 0 && r->state == MFS_REQ_FAILED)
 		rc = -EAGAIN;   /* the version went away between lookup and submit */
 out:
-	recharge_locked(r);
+	req_recharge_locked(r);
 	unlock_and_run(r);
 	return rc;
 }
@@ -818,114 +672,13 @@ out:
 void mfs_request_note_error(mfs_request *r, const mfs_error *err)
 {
 	pthread_mutex_lock(&r->lock);
-	record(r, -err->code, err);
-	recharge_locked(r);
+	req_record(r, -err->code, err);
+	req_recharge_locked(r);
 	pthread_mutex_unlock(&r->lock);
-}
-
-static input_slot *slot_by_file(mfs_request *r, const char *filename)
-{
-	for (int i = 0; i < r->n_in; i++)
-		if (r->in[i].present && r->in[i].filename && strcmp(r->in[i].filename, filename) == 0)
-			return &r->in[i];
-	return NULL;
-}
-
-int mfs_request_remove_input(mfs_request *r, const char *filename)
-{
-	pthread_mutex_lock(&r->lock);
-	input_slot *s = slot_by_file(r, filename);
-	int i = find_staged(r, filename);
-	if (s)
-		clear_slot(s);
-	else if (i >= 0)
-		drop_staged(r, i);
-	recharge_locked(r);
-	pthread_mutex_unlock(&r->lock);
-	return s || i >= 0 ? 0 : -ENOENT;
-}
-
-/* Bytes held by the committed input or temporary named filename, or -1
- * (lock held). */
-static int64_t file_size_locked(mfs_request *r, const char *filename)
-{
-	input_slot *s = slot_by_file(r, filename);
-	int i = s ? -1 : find_staged(r, filename);
-	return s ? (int64_t)s->blob_len : i >= 0 ? (int64_t)r->staged[i].len : -1;
-}
-
-mfs_file_kind mfs_request_find_file(mfs_request *r, const char *filename,
-				    mfs_file_info *info)
-{
-	size_t nl;
-	char base[256];
-	int f = mfs_format_split_filename(filename, &nl);
-	memset(info, 0, sizeof(*info));
-	if (f >= 0 && nl < sizeof(base)) {
-		memcpy(base, filename, nl);
-		base[nl] = '\0';
-		/* Config names are fixed for the request's life: no lock. */
-		if ((info->idx = output_index(r, base)) >= 0) {
-			info->fmt = (mfs_format)f;
-			return info->kind = MFS_FILE_OUTPUT;
-		}
-		/* "OUTPUT.top5.txt": the classification view. */
-		char *dot = strrchr(base, '.');
-		int64_t k = f == MFS_FMT_TXT && dot ? mfs_classify_parse_topk(dot + 1, strlen(dot + 1)) : 0;
-		if (k > 0 && k <= MFS_VIEW_TOPK_MAX) {
-			*dot = '\0';
-			if ((info->idx = output_index(r, base)) >= 0) {
-				info->fmt = MFS_VIEW_TOPK(k);
-				return info->kind = MFS_FILE_OUTPUT;
-			}
-		}
-	}
-	pthread_mutex_lock(&r->lock);
-	info->size = file_size_locked(r, filename);
-	input_slot *s = slot_by_file(r, filename);
-	info->link = s && s->link;
-	pthread_mutex_unlock(&r->lock);
-	if (info->size >= 0)
-		info->kind = MFS_FILE_INPUT;
-	else if (filename[0] == '.' || (f >= 0 && nl < sizeof(base) && input_index(r, base) >= 0))
-		info->kind = MFS_FILE_INPUT_NAME;
-	return info->kind;
-}
-
-uint64_t mfs_request_room(mfs_request *r, const char *filename)
-{
-	pthread_mutex_lock(&r->lock);
-	int64_t mine = file_size_locked(r, filename);
-	uint64_t others = input_bytes_locked(r) - (mine > 0 ? (uint64_t)mine : 0);
-	uint64_t room = others < r->max_bytes ? r->max_bytes - others : 0;
-	pthread_mutex_unlock(&r->lock);
-	return room;
-}
-
-int mfs_request_input_file(mfs_request *r, const char *filename,
-			   char **buf, size_t *len)
-{
-	int rc = 0;
-	pthread_mutex_lock(&r->lock);
-	input_slot *s = slot_by_file(r, filename);
-	int i = find_staged(r, filename);
-	const char *src = s ? s->blob : i >= 0 ? r->staged[i].blob : NULL;
-	size_t n = s ? s->blob_len : i >= 0 ? r->staged[i].len : 0;
-	if (!s && i < 0) {
-		rc = -ENOENT;
-	} else if (!(*buf = malloc(n ? n : 1))) {
-		rc = -ENOMEM;
-	} else {
-		if (n)
-			memcpy(*buf, src, n);
-		*len = n;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return rc;
 }
 
 /* "INPUT0 INPUT1" into buf (lock held). */
-static void missing_inputs(const mfs_request *r, char *buf, size_t size)
+void req_missing_inputs(const mfs_request *r, char *buf, size_t size)
 {
 	size_t at = 0;
 	buf[0] = '\0';
@@ -933,153 +686,6 @@ static void missing_inputs(const mfs_request *r, char *buf, size_t size)
 		if (!r->in[i].present && !r->cfg->inputs[i].optional && at < size)
 			at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? " " : "",
 					       r->cfg->inputs[i].name);
-}
-
-/* The top-K view of output idx (lock held); not cached: it is a few
- * lines, and a K is rarely read twice. */
-static int classify_locked(mfs_request *r, int idx, mfs_format view, char **buf, size_t *len,
-			   mfs_error *err)
-{
-	const mfs_labels *labels = r->v->lv->labels ? r->v->lv->labels[idx] : NULL;
-	int rc = mfs_classify_text(&r->run_out[r->out_graph_idx[idx]], r->cfg->outputs[idx].name,
-				   MFS_VIEW_K(view), labels, buf, len, err);
-	if (rc && err->code != ENOMEM)
-		mfs_error_prefix(err, "model '%s' request '%s': ", r->v->model_name, r->name);
-	return rc;
-}
-
-/* Encode output idx in fmt into the cache, unless it is there; with
- * need_bytes, also when only its size is left (the bytes went to a
- * reader: mfs_request_read_output). */
-static int encode_locked(mfs_request *r, int idx, mfs_format fmt, bool need_bytes, mfs_error *err)
-{
-	enc_cache *c = &r->enc[idx * MFS_FMT_COUNT + (int)fmt];
-	if (c->valid && (c->buf || !need_bytes))
-		return 0;
-	free(c->buf);
-	c->buf = NULL;
-	int rc = mfs_value_encode(fmt, &r->run_out[r->out_graph_idx[idx]], r->cfg->outputs[idx].name,
-				  &c->buf, &c->len, err);
-	if (rc == 0)
-		c->valid = true;
-	return rc;
-}
-
-uint64_t mfs_request_run_id(mfs_request *r)
-{
-	pthread_mutex_lock(&r->lock);
-	uint64_t run = r->gen;
-	pthread_mutex_unlock(&r->lock);
-	return run;
-}
-
-int mfs_request_read_output(mfs_request *r, uint64_t run, int idx, mfs_format fmt,
-			    char **buf, size_t *len, mfs_error *err)
-{
-	int rc = 0;
-	pthread_mutex_lock(&r->lock);
-	r->last_use = mfs_now_ns();
-	/* Replaced: the run ended and a new input (of a next run) cleared
-	 * its outputs. */
-	if (run && run != r->gen) {
-		rc = mfs_fail(err, ESTALE, "model '%s' request '%s': run %" PRIu64 " was replaced by "
-			      "newer inputs before its result was read (one writer per request "
-			      "directory; open the output again to read the newest run)",
-			      r->v->model_name, r->name, run);
-		pthread_mutex_unlock(&r->lock);
-		return rc;
-	}
-	switch (r->state) {
-	case MFS_REQ_QUEUED:
-	case MFS_REQ_RUNNING:
-		rc = -EINPROGRESS;
-		break;
-	case MFS_REQ_WAITING: {
-		char miss[512];
-		missing_inputs(r, miss, sizeof(miss));
-		rc = mfs_fail(err, ENODATA, "model '%s' request '%s': no result yet, inputs missing: %s",
-			      r->v->model_name, r->name, miss);
-		/* For $req/error (SPEC section 4); the caller logs it. */
-		r->error = *err;
-		break;
-	}
-	case MFS_REQ_FAILED:
-		/* A request that waited past its queue timeout says so. */
-		*err = r->error;
-		err->code = r->error.code == ETIMEDOUT ? ETIMEDOUT : EIO;
-		rc = -err->code;
-		break;
-	case MFS_REQ_DONE:
-		if (MFS_VIEW_IS_TOPK(fmt)) {
-			rc = classify_locked(r, idx, fmt, buf, len, err);
-			if (rc)
-				r->error = *err;   /* for $req/error; the caller logs it */
-			break;
-		}
-		rc = encode_locked(r, idx, fmt, true, err);
-		if (rc == 0) {
-			/* The encoding goes to the reader, not a copy of it (a
-			 * large output was held twice); its size stays for
-			 * getattr, and another reader encodes again. */
-			enc_cache *c = &r->enc[idx * MFS_FMT_COUNT + (int)fmt];
-			*buf = c->buf ? c->buf : malloc(1);
-			*len = c->len;
-			c->buf = NULL;
-			if (!*buf)
-				rc = mfs_fail(err, ENOMEM, "out of memory");
-		} else {
-			/* An output that does not fit the asked format (a
-			 * sequence as .npy; FP16 as text is fine): for
-			 * $req/error too. */
-			rc = -EIO;
-			err->code = EIO;
-			r->error = *err;
-		}
-		break;
-	}
-	recharge_locked(r);
-	pthread_mutex_unlock(&r->lock);
-	return rc;
-}
-
-int64_t mfs_request_output_size(mfs_request *r, int idx, mfs_format fmt)
-{
-	int64_t n = -1;
-	mfs_error err;
-	pthread_mutex_lock(&r->lock);
-	if (r->state == MFS_REQ_DONE && MFS_VIEW_IS_TOPK(fmt)) {
-		char *buf;
-		size_t len;
-		if (classify_locked(r, idx, fmt, &buf, &len, &err) == 0) {
-			n = (int64_t)len;
-			free(buf);
-		}
-	} else if (r->state == MFS_REQ_DONE && encode_locked(r, idx, fmt, false, &err) == 0)
-		n = (int64_t)r->enc[idx * MFS_FMT_COUNT + (int)fmt].len;
-	recharge_locked(r);
-	pthread_mutex_unlock(&r->lock);
-	return n;
-}
-
-int mfs_request_outputs(mfs_request *r, const mfs_tensor **outs,
-			mfs_error *err)
-{
-	int rc = 0;
-	pthread_mutex_lock(&r->lock);
-	if (r->state == MFS_REQ_DONE) {
-		for (int i = 0; i < r->n_out; i++)
-			outs[i] = &r->run_out[r->out_graph_idx[i]];
-	} else if (r->state == MFS_REQ_FAILED) {
-		*err = r->error;
-		err->code = EIO;
-		rc = -EIO;
-	} else if (r->state == MFS_REQ_WAITING) {
-		rc = mfs_fail(err, ENODATA, "the request has not run");
-	} else {
-		rc = mfs_fail(err, EINPROGRESS, "the request has not finished");
-	}
-	pthread_mutex_unlock(&r->lock);
-	return rc;
 }
 
 static void job_done(mfs_job *job)
@@ -1110,7 +716,7 @@ static void job_done(mfs_job *job)
 		r->state = MFS_REQ_FAILED;
 		for (int i = 0; i < r->n_gout; i++)
 			mfs_tensor_release(&r->run_out[i]);
-		record(r, job->status, &job->err);
+		req_record(r, job->status, &job->err);
 	}
 	r->decode_ns = 0;
 	r->last_use = mfs_now_ns();
@@ -1118,7 +724,7 @@ static void job_done(mfs_job *job)
 	r->waiters = NULL;
 	for (mfs_waiter *w = list; w; w = w->next)
 		w->wstate = W_WOKEN;
-	recharge_locked(r);
+	req_recharge_locked(r);
 	pthread_mutex_unlock(&r->lock);
 	/* wake() may free the waiter: read next first. */
 	while (list) {
@@ -1171,95 +777,6 @@ bool mfs_request_cancel_wait(mfs_request *r, mfs_waiter *w)
 	}
 	pthread_mutex_unlock(&r->lock);
 	return removed;
-}
-
-char *mfs_request_status_text(mfs_request *r)
-{
-	char buf[MFS_ERROR_MSG_MAX + 64];
-	pthread_mutex_lock(&r->lock);
-	switch (r->state) {
-	case MFS_REQ_WAITING: {
-		char miss[512];
-		missing_inputs(r, miss, sizeof(miss));
-		snprintf(buf, sizeof(buf), "WAITING %s\n", miss);
-		break;
-	}
-	case MFS_REQ_QUEUED: snprintf(buf, sizeof(buf), "QUEUED\n"); break;
-	case MFS_REQ_RUNNING: snprintf(buf, sizeof(buf), "RUNNING\n"); break;
-	case MFS_REQ_DONE: snprintf(buf, sizeof(buf), "DONE\n"); break;
-	case MFS_REQ_FAILED: snprintf(buf, sizeof(buf), "FAILED %s\n", r->error.msg); break;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return strdup(buf);
-}
-
-char *mfs_request_error_text(mfs_request *r)
-{
-	char buf[MFS_ERROR_MSG_MAX + 2];
-	pthread_mutex_lock(&r->lock);
-	if (r->error.code)
-		snprintf(buf, sizeof(buf), "%s\n", r->error.msg);
-	else
-		buf[0] = '\0';
-	pthread_mutex_unlock(&r->lock);
-	return strdup(buf);
-}
-
-char *mfs_request_trace_json(mfs_request *r)
-{
-	char buf[1024];
-	pthread_mutex_lock(&r->lock);
-	const trace *t = &r->tr;
-	const char *state = r->state == MFS_REQ_WAITING ? "WAITING" : r->state == MFS_REQ_QUEUED ? "QUEUED"
-			  : r->state == MFS_REQ_RUNNING ? "RUNNING" : r->state == MFS_REQ_DONE ? "DONE" : "FAILED";
-	if (!t->valid)
-		snprintf(buf, sizeof(buf),
-			 "{\"model\":\"%s\",\"version\":\"%" PRId64 "\",\"request\":\"%s\",\"state\":\"%s\",\"run\":0}\n",
-			 r->v->model_name, r->v->version, r->name, state);
-	else
-		snprintf(buf, sizeof(buf),
-			 "{\"model\":\"%s\",\"version\":\"%" PRId64 "\",\"request\":\"%s\",\"state\":\"%s\","
-			 "\"run\":%" PRIu64 ",\"decode_ns\":%" PRIu64 ",\"queue_ns\":%" PRIu64
-			 ",\"input_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64 ",\"output_ns\":%" PRIu64
-			 ",\"total_ns\":%" PRIu64 ",\"batch_size\":%d,\"batch_requests\":%d,\"device\":\"%s\"}\n",
-			 r->v->model_name, r->v->version, r->name, state, t->run, t->decode, t->queue,
-			 t->input, t->infer, t->output, t->total, t->batch_size, t->batch_requests,
-			 r->v->device);
-	pthread_mutex_unlock(&r->lock);
-	return strdup(buf);
-}
-
-int mfs_request_list(mfs_request *r, char ***names, int *n)
-{
-	pthread_mutex_lock(&r->lock);
-	char **v = calloc((size_t)(r->n_in + r->n_out + r->n_staged) + 1, sizeof(char *));
-	int k = 0;
-	bool oom = !v;
-	for (int i = 0; !oom && i < r->n_staged; i++)
-		oom = !(v[k++] = strdup(r->staged[i].name));
-	for (int i = 0; !oom && i < r->n_in; i++)
-		if (r->in[i].present && r->in[i].filename)
-			oom = !(v[k++] = strdup(r->in[i].filename));
-	if (r->have_fmt) {
-		const char *ext = mfs_format_ext(r->list_fmt);
-		for (int i = 0; !oom && i < r->n_out; i++) {
-			size_t len = strlen(r->cfg->outputs[i].name) + strlen(ext) + 2;
-			if ((v[k] = malloc(len)))
-				snprintf(v[k++], len, "%s.%s", r->cfg->outputs[i].name, ext);
-			else
-				oom = true;
-		}
-	}
-	pthread_mutex_unlock(&r->lock);
-	if (oom) {
-		for (int i = 0; v && i < k; i++)
-			free(v[i]);
-		free(v);
-		return -ENOMEM;
-	}
-	*names = v;
-	*n = k;
-	return 0;
 }
 
 bool mfs_request_use(mfs_request *r)

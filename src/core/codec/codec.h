@@ -1,7 +1,8 @@
 /* codec.h - tensor files in and out (SPEC.md section 6).
  *
  * One module per format (codec_npy.c, codec_json.c, codec_txt.c,
- * codec_raw.c, codec_pb.c) behind this dispatch (codec.c).  Decoding checks
+ * codec_raw.c, codec_pb.c) behind this dispatch (codec.c), sharing
+ * codec_shared.c's helpers (codec_impl.h).  Decoding checks
  * the result against what the model expects and explains a mismatch in one
  * sentence naming the tensor ("input 'INPUT0': expected FP32 [16], got INT64
  * [4]").  Binary formats must carry the expected datatype exactly; text

@@ -24,7 +24,13 @@ MFS_CODEC_DECLARE(txt)
 MFS_CODEC_DECLARE(raw)
 MFS_CODEC_DECLARE(pb)   /* codec_pb.c: ONNX TensorProto via onnx_tensor_* */
 
-/* Helpers shared by the codecs (codec.c). */
+/* Helpers shared by the codecs and the dispatch (codec_shared.c). */
+
+/* "FP32", or the ONNX name for types KServe has no name for. */
+const char *mfs_codec_dtype_name(mfs_dtype dt);
+
+/* spec's shape as mfs_shape_format writes it, or "(any shape)" for rank -1. */
+void mfs_codec_format_spec(const mfs_tensor_spec *spec, char *buf, size_t size);
 
 /* Shape of a file that carries no shape (.txt, .raw): spec's dims with at
  * most one -1 inferred from count; rank -1 (any rank) gives [count].

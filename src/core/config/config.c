@@ -1,7 +1,8 @@
-/* config.c - life cycle of mfs_model_config, reading a config file, the
- * tensor specs and reshapes a request sees, and the version policy.
- * Parsing is in config_pbtxt.c / config_json.c (-> config_schema.c),
- * auto-complete in config_complete.c, rendering in config_render.c. */
+/* config.c - life cycle of mfs_model_config, the tensor specs and
+ * reshapes a request sees, and the version policy.  Reading a config file
+ * is config_file.c's (-> config_pbtxt.c / config_json.c ->
+ * config_schema.c), auto-complete config_complete.c's, rendering
+ * config_render.c's.  This file calls none of them: they use it. */
 #include "config.h"
 
 #include <errno.h>
@@ -10,11 +11,6 @@
 #include <string.h>
 
 #include "codec.h"
-#include "file_util.h"
-#include "config_tree.h"
-
-/* A config larger than this is not a config (Triton's are a few KiB). */
-#define CONFIG_MAX_FILE_BYTES (16u << 20)
 
 void mfs_config_init(mfs_model_config *c)
 {
@@ -81,81 +77,6 @@ void mfs_config_release(mfs_model_config *c)
 bool mfs_config_is_ensemble(const mfs_model_config *c)
 {
 	return c->platform && strcmp(c->platform, "ensemble") == 0;
-}
-
-/* ---- the parse tree (config_tree.h) ---- */
-
-cfg_node *cfg_node_add(cfg_node *parent, const char *name, size_t name_len,
-		       int line)
-{
-	cfg_node *n;
-
-	if (parent->n_children == parent->cap_children) {
-		int cap = parent->cap_children ? 2 * parent->cap_children : 4;
-		cfg_node *c = realloc(parent->children, (size_t)cap * sizeof(*c));
-		if (!c)
-			return NULL;
-		parent->children = c;
-		parent->cap_children = cap;
-	}
-	n = &parent->children[parent->n_children];
-	memset(n, 0, sizeof(*n));
-	n->name = strndup(name, name_len);
-	if (!n->name)
-		return NULL;
-	n->line = line;
-	n->index = -1;
-	n->kind = CFG_MESSAGE;
-	parent->n_children++;
-	return n;
-}
-
-void cfg_node_release(cfg_node *n)
-{
-	for (int i = 0; i < n->n_children; i++)
-		cfg_node_release(&n->children[i]);
-	free(n->children);
-	free(n->name);
-	free(n->text);
-	memset(n, 0, sizeof(*n));
-}
-
-void cfg_node_link(cfg_node *n)
-{
-	for (int i = 0; i < n->n_children; i++) {
-		n->children[i].parent = n;
-		cfg_node_link(&n->children[i]);
-	}
-}
-
-/* ---- files ---- */
-
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t a = strlen(s), b = strlen(suffix);
-	return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
-int mfs_config_load_file(const char *path, mfs_model_config *out,
-			 mfs_error *err)
-{
-	const char *base = strrchr(path, '/');
-	char *text;
-	size_t got;
-	int rc;
-
-	base = base ? base + 1 : path;
-	rc = mfs_read_file(path, CONFIG_MAX_FILE_BYTES, &text, &got, err);
-	if (rc < 0) {
-		mfs_error_prefix(err, "%s: ", path);
-		return rc;
-	}
-	if (ends_with(base, ".json"))
-		rc = mfs_config_parse_json(text, got, base, out, err);
-	else
-		rc = mfs_config_parse_pbtxt(text, got, base, out, err);
-	free(text);
-	return rc;
 }
 
 /* ---- what a request sees ---- */

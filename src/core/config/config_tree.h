@@ -2,8 +2,8 @@
  *
  * config_pbtxt.c (protobuf text format) and config_json.c (jansson) both
  * turn their text into this schema-free tree of named fields; config_schema.c
- * is the one place that knows Triton's ModelConfig fields and turns the tree
- * into an mfs_model_config.  So both formats accept exactly the same fields,
+ * (with config_schema_*.c and config_fields.c) is the one place that knows
+ * Triton's ModelConfig fields and turns the tree into an mfs_model_config.  So both formats accept exactly the same fields,
  * with the same checks and the same messages; only where an error is
  * reported differs: a line for pbtxt ("config.pbtxt:12"), a key path for
  * JSON ("config.json: input[0].dims"), since jansson keeps no positions for
