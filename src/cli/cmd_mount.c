@@ -206,6 +206,10 @@ static void shut_down(daemon_ctx *d, const char *why)
 	if (!first)
 		return;
 	mfs_log_info("stopping (%s): no new requests; letting running ones finish", why);
+	/* Custom backends: a load in progress stops waiting for init now (a
+	 * hung one would hold the reloader below), a run in progress gets
+	 * the drain's time and then its worker is killed. */
+	mfs_worker_stop_all(DRAIN_NS / 1000000u);
 	sd_notify(0, "STOPPING=1");
 	mfs_fs_stop_accepting(d->fs);
 	/* No more reloads; stopped while the FUSE loop still runs, so a
@@ -319,6 +323,7 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 		fprintf(stderr, "modelfs: %s\n", err.msg);
 		goto out;
 	}
+	mfs_worker_set_timeouts(d->opts.backend_init_timeout_secs, d->opts.backend_exec_timeout_secs);
 	/* engine_threads left 0: set above */
 	mfs_registry_conf rc_ = { .repository = repo, .sched = d->sched,
 				  .route = { .device = d->opts.device,

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backend_worker.h"
 #include "installed_backends.h"
 #include "log.h"
 #include "membudget.h"
@@ -23,6 +24,8 @@ void mfs_options_init(mfs_options *o)
 	o->max_memory = mfs_membudget_default();
 	o->request_ttl_secs = 300;
 	o->max_requests = 10000;
+	o->backend_init_timeout_secs = MFS_WORKER_INIT_TIMEOUT_DEFAULT;
+	o->backend_exec_timeout_secs = MFS_WORKER_EXEC_TIMEOUT_DEFAULT;
 	o->log_level = MFS_LOG_INFO;
 }
 
@@ -55,6 +58,10 @@ const char *mfs_options_usage(void)
 	       "  --backend-dir=DIR         custom backends (libmodelfs_NAME.so) not in a model's\n"
 	       "                            version directory are looked for here (the installed\n"
 	       "                            BINDIR/../lib/modelfs/backends, if there is one)\n"
+	       "  --backend-init-timeout=S  a custom backend's init that has not returned after\n"
+	       "                            S seconds fails its load; the worker is killed (60)\n"
+	       "  --backend-exec-timeout=S  a custom backend's execute that has not returned after\n"
+	       "                            S seconds fails its request; the worker is killed (60)\n"
 	       "  --model-control=MODE      poll: follow the repository; none: load all at start,\n"
 	       "                            watch nothing; explicit: load what --load-model names\n"
 	       "                            and what is loaded through MODEL/control (poll)\n"
@@ -142,7 +149,7 @@ static const char *const valued[] = {
 	"device", "opencl-device", "backend-dir", "model-control", "load-model", "poll-secs",
 	"reload-quiet-ms", "threads",
 	"max-request-bytes", "max-json-bytes", "max-memory", "request-ttl-secs",
-	"max-requests", "log-level", NULL
+	"max-requests", "log-level", "backend-init-timeout", "backend-exec-timeout", NULL
 };
 
 /* The entry of valued[] named by the first len bytes of name, NULL if
@@ -241,6 +248,13 @@ static int set_valued(mfs_options *o, const char *name, const char *val,
 		if (!parse_int(val, 10000000, &n) || n == 0)
 			return mfs_fail(err, EINVAL, "--max-requests: expected 1-10000000, got '%s'", val);
 		o->max_requests = (int)n;
+	} else if (strcmp(name, "backend-init-timeout") == 0 ||
+		   strcmp(name, "backend-exec-timeout") == 0) {
+		int *slot = strcmp(name, "backend-init-timeout") == 0 ? &o->backend_init_timeout_secs
+								      : &o->backend_exec_timeout_secs;
+		if (!parse_int(val, 86400, &n) || n == 0)
+			return mfs_fail(err, EINVAL, "--%s: expected seconds (1-86400), got '%s'", name, val);
+		*slot = (int)n;
 	} else if (strcmp(name, "log-level") == 0) {
 		int l = mfs_log_level_parse(val);
 		if (l < 0)

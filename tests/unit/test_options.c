@@ -240,6 +240,32 @@ static void test_help_and_version_win(void **state)
 	assert_non_null(strstr(mfs_options_usage(), "--max-memory=N"));
 }
 
+/* The custom backends' limits: 60 s each by default, 1-86400 s, also as
+ * -o backend_init_timeout=S. */
+static void test_backend_timeouts(void **state)
+{
+	(void)state;
+	mfs_options o;
+	mfs_error err;
+	char *defaults[] = { "modelfs", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 3, defaults), 0);
+	assert_int_equal(o.backend_init_timeout_secs, 60);
+	assert_int_equal(o.backend_exec_timeout_secs, 60);
+	mfs_options_release(&o);
+
+	char *given[] = { "modelfs", "--backend-init-timeout=300", "-o",
+			  "backend_exec_timeout=5", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 6, given), 0);
+	assert_int_equal(o.backend_init_timeout_secs, 300);
+	assert_int_equal(o.backend_exec_timeout_secs, 5);
+	mfs_options_release(&o);
+
+	char *zero[] = { "modelfs", "--backend-exec-timeout=0", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 4, zero), -EINVAL);
+	assert_string_equal(err.msg, "--backend-exec-timeout: expected seconds (1-86400), got '0'");
+	mfs_options_release(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -249,6 +275,7 @@ int main(void)
 		cmocka_unit_test(test_model_control),
 		cmocka_unit_test(test_errors_name_the_option),
 		cmocka_unit_test(test_help_and_version_win),
+		cmocka_unit_test(test_backend_timeouts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
