@@ -12,7 +12,8 @@
  *     -3   Y gets one dim more than the config allows (the daemon must refuse it)
  *     -4   Y is left without data
  *     -6   execute never returns
- *     -7   starts `sleep 60 &` (it inherits the worker's socket), then aborts
+ *     -7   forks a child that sleeps 60 s (it inherits the worker's socket, as
+ *          `sleep 60 &` would), then aborts
  *     -8   answers, and shrinks the shared memory to nothing while the
  *          daemon reads the answer
  *     -9   writes a truncated message (8 bytes) on the worker's socket,
@@ -220,6 +221,37 @@ static void start_after_answer(int shrink)
 		free(a);
 }
 
+/* `sleep 60 &` and abort(): the child holds the worker's socket.  It is
+ * known to run before the abort (else the request fails with that
+ * reason, not a crash, and the test that expects the crash fails). */
+static int abort_leaving_child(char *err, size_t err_size)
+{
+	int p[2];
+	char b;
+	pid_t child;
+
+	if (pipe(p) != 0) {
+		snprintf(err, err_size, "pipe failed");
+		return -1;
+	}
+	child = fork();
+	if (child == 0) {
+		close(p[0]);
+		(void)!write(p[1], "x", 1);
+		close(p[1]);
+		sleep(60);
+		_exit(0);
+	}
+	close(p[1]);
+	if (child < 0 || read(p[0], &b, 1) != 1) {
+		snprintf(err, err_size, "no child started");
+		close(p[0]);
+		return -1;
+	}
+	close(p[0]);
+	abort();
+}
+
 static void send_raw(const void *p, size_t n)
 {
 	(void)!send(WORKER_SOCK, p, n, MSG_NOSIGNAL);
@@ -250,10 +282,8 @@ static int fault_execute(void *state, modelfs_batch *b, char *err, size_t err_si
 		return 0;
 	if (first == -6.0f)
 		hang();
-	if (first == -7.0f) {
-		(void)!system("sleep 60 &");
-		abort();
-	}
+	if (first == -7.0f)
+		return abort_leaving_child(err, err_size);
 	if (first == -8.0f || first == -14.0f)
 		start_after_answer(first == -8.0f);
 	if (first == -9.0f) {

@@ -114,10 +114,9 @@ static void reap(mfs_worker *w, int grace_ms, char *why, size_t why_size)
 		return;
 	if (grace_ms > 0) {
 		struct pollfd p = { .fd = w->pidfd, .events = POLLIN };
-		uint64_t until = now_ms() + (uint64_t)grace_ms;
-		int left = grace_ms;
-		while (poll(&p, 1, left) < 0 && errno == EINTR &&
-		       (left = (int)(until - now_ms())) > 0 && until > now_ms())
+		int64_t until = (int64_t)now_ms() + grace_ms, left;
+		while ((left = until - (int64_t)now_ms()) > 0 &&
+		       poll(&p, 1, (int)left) < 0 && errno == EINTR)
 			;
 	}
 	kill(-w->pid, SIGKILL);
