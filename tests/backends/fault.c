@@ -45,6 +45,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,8 +189,15 @@ typedef struct after_answer {
 	int shrink;            /* 1: shrink the shared memory; 0: abort */
 } after_answer;
 
+/* The thread acting after an answer: one at a time, and joined before
+ * the library goes (its code must not run on in an unmapped library). */
+static pthread_t helper;
+static int helper_running;
+static atomic_int helper_stop;
+
 /* Once the answer is out (the worker's thread is back reading the
- * socket): let the daemon start copying it, then act. */
+ * socket): let the daemon start copying it, then act.  A next request
+ * may come first; then the chance has passed. */
 static void *act_after_answer(void *arg)
 {
 	after_answer a = *(after_answer *)arg;
@@ -197,7 +205,8 @@ static void *act_after_answer(void *arg)
 
 	free(arg);
 	while (!reading_socket(a.tid))
-		sched_yield();
+		if (atomic_load(&helper_stop))
+			return NULL;
 	nanosleep(&ms, NULL);
 	if (a.shrink)
 		shrink_shared_memory();
@@ -206,17 +215,32 @@ static void *act_after_answer(void *arg)
 	return NULL;
 }
 
+static void stop_helper(void)
+{
+	if (!helper_running)
+		return;
+	atomic_store(&helper_stop, 1);
+	pthread_join(helper, NULL);
+	helper_running = 0;
+	atomic_store(&helper_stop, 0);
+}
+
+__attribute__((destructor)) static void unloading(void)
+{
+	stop_helper();
+}
+
 static void start_after_answer(int shrink)
 {
 	after_answer *a = malloc(sizeof(*a));
-	pthread_t t;
 
+	stop_helper();
 	if (!a)
 		return;
 	a->tid = (pid_t)syscall(SYS_gettid);
 	a->shrink = shrink;
-	if (pthread_create(&t, NULL, act_after_answer, a) == 0)
-		pthread_detach(t);
+	if (pthread_create(&helper, NULL, act_after_answer, a) == 0)
+		helper_running = 1;
 	else
 		free(a);
 }

@@ -233,7 +233,7 @@ static void test_hostile_execute(void **state)
 		{ -11, -EIO, "a message out of turn (op 4, seq 0" },
 		{ -12, -EIO, "the worker crashed (exited with status 0)" },
 		{ -13, -EIO, "the worker crashed (killed by signal 9" },
-		{ -6, -ETIMEDOUT, "execute did not return within 1 s (--backend-exec-timeout)" },
+		{ -6, -ETIMEDOUT, "execute did not return within 3 s (--backend-exec-timeout)" },
 	};
 	fixture f;
 	mfs_worker *w;
@@ -241,7 +241,8 @@ static void test_hostile_execute(void **state)
 	mfs_error err;
 	const float ok[2] = { 1, 2 };
 
-	mfs_worker_set_timeouts(10, 1);
+	/* Limits with room for an ASan build on a loaded machine. */
+	mfs_worker_set_timeouts(30, 3);
 	load_config(&f, fault_config, "libmodelfs_fault.so");
 	assert_int_equal(start(&f, &w, &err), 0);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -308,16 +309,18 @@ static void test_hostile_init_finalize(void **state)
 	mfs_worker *w = NULL;
 	mfs_error err;
 
-	mfs_worker_set_timeouts(1, 10);
+	mfs_worker_set_timeouts(30, 30);
 	with_parameter(&f, "crash_init");
 	assert_int_equal(start(&f, &w, &err), -EIO);
 	assert_non_null(strstr(err.msg, "the worker died while starting: killed by signal 6"));
 	mfs_config_release(&f.cfg);
 
+	mfs_worker_set_timeouts(2, 30);
 	with_parameter(&f, "hang_init");
 	assert_int_equal(start(&f, &w, &err), -ETIMEDOUT);
 	assert_string_equal(err.msg, "model 'fault' version 1: backend 'fault': init did not return "
-			    "within 1 s (--backend-init-timeout); the worker was killed");
+			    "within 2 s (--backend-init-timeout); the worker was killed");
+	mfs_worker_set_timeouts(30, 30);
 	assert_null(w);
 	mfs_config_release(&f.cfg);
 
@@ -346,6 +349,7 @@ static void test_stop_all(void **state)
 	mfs_error err;
 	const float x[1] = { -6 };
 
+	mfs_worker_set_timeouts(MFS_WORKER_INIT_TIMEOUT_DEFAULT, MFS_WORKER_EXEC_TIMEOUT_DEFAULT);
 	load_config(&f, fault_config, "libmodelfs_fault.so");
 	assert_int_equal(start(&f, &w, &err), 0);
 	pid_t pid = mfs_worker_pid(w);
