@@ -27,6 +27,7 @@ enum {
 	QUIT_GRACE_MS = 2000,     /* finalize at unload */
 	EOF_GRACE_MS = 1000,      /* a worker that closed its socket, to exit */
 	POLL_SLICE_MS = 100,      /* how soon a wait notices mfs_worker_stop_all */
+	KILL_WAIT_MS = 5000,      /* for a SIGKILLed worker to end */
 };
 
 struct mfs_worker {
@@ -121,14 +122,28 @@ static void reap(mfs_worker *w, int grace_ms, char *why, size_t why_size)
 	}
 	kill(-w->pid, SIGKILL);
 	kill(w->pid, SIGKILL);     /* in case the backend left the group */
-	do
-		got = waitpid(w->pid, &status, 0);
-	while (got < 0 && errno == EINTR);
+	/* SIGKILL ends a process unless it sleeps uninterruptibly (a FUSE
+	 * read of a busy mount, a dead NFS server): wait that long at most,
+	 * then leave it to the kernel rather than hang an unload. */
+	struct pollfd p = { .fd = w->pidfd, .events = POLLIN };
+	int64_t until = (int64_t)now_ms() + KILL_WAIT_MS, left;
+	int n = 0;
+	while ((left = until - (int64_t)now_ms()) > 0 &&
+	       (n = poll(&p, 1, (int)left)) < 0 && errno == EINTR)
+		;
+	got = -1;
+	if (n == 1)
+		do
+			got = waitpid(w->pid, &status, 0);
+		while (got < 0 && errno == EINTR);
+	else
+		mfs_log_error("%s: worker %d does not end after SIGKILL; left to the kernel",
+			      w->label, (int)w->pid);
 	if (why) {
 		if (got == w->pid)
 			describe_exit(status, why, why_size);
 		else
-			snprintf(why, why_size, "gone (%s)", strerror(errno));
+			snprintf(why, why_size, "did not end when killed");
 	}
 	close(w->pidfd);
 	w->pidfd = -1;
