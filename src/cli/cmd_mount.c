@@ -202,6 +202,10 @@ static void shut_down(daemon_ctx *d, const char *why)
 	if (!first)
 		return;
 	mfs_log_info("stopping (%s): no new requests; letting running ones finish", why);
+	/* Custom backends: a load in progress stops waiting for init now (a
+	 * hung one would hold the reloader below), a run in progress gets
+	 * the drain's time and then its worker is killed. */
+	mfs_worker_stop_all(DRAIN_NS / 1000000u);
 	sd_notify(0, "STOPPING=1");
 	mfs_fs_stop_accepting(d->fs);
 	/* No more reloads; stopped while the FUSE loop still runs, so a
@@ -310,6 +314,7 @@ static int start_parts(daemon_ctx *d, const char *repo, int threads)
 	mfs_engine_set_threads(threads);
 	if (mfs_sched_new_with_init(threads, mfs_engine_thread_warm, &d->sched, &err) < 0)
 		goto fail;
+	mfs_worker_set_timeouts(d->opts.backend_init_timeout_secs, d->opts.backend_exec_timeout_secs);
 	/* engine_threads left 0: set above */
 	mfs_registry_conf rc_ = { .repository = repo, .sched = d->sched,
 				  .route = { .device = d->opts.device,

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "codec.h"
+#include "backend_worker.h"
 #include "installed_backends.h"
 #include "log.h"
 #include "membudget.h"
@@ -25,6 +26,8 @@ void mfs_options_init(mfs_options *o)
 	o->max_memory = mfs_membudget_default();
 	o->request_ttl_secs = 300;
 	o->max_requests = 10000;
+	o->backend_init_timeout_secs = MFS_WORKER_INIT_TIMEOUT_DEFAULT;
+	o->backend_exec_timeout_secs = MFS_WORKER_EXEC_TIMEOUT_DEFAULT;
 	o->log_level = MFS_LOG_INFO;
 }
 
@@ -68,7 +71,11 @@ void mfs_options_release(mfs_options *o)
 	"                            BINDIR/../lib/modelfs/backends, if there is one)\n" \
 	"  --threads=N               compute threads (number of cores)\n" \
 	"  --max-request-bytes=N     largest request accepted, K/M/G suffixes (1G)\n" \
-	"  --max-json-bytes=N        largest .json input or infer request (256M)\n"
+	"  --max-json-bytes=N        largest .json input or infer request (256M)\n" \
+	"  --backend-init-timeout=S  a custom backend's init that has not returned after\n" \
+	"                            S seconds fails its load; the worker is killed (60)\n" \
+	"  --backend-exec-timeout=S  a custom backend's execute that has not returned after\n" \
+	"                            S seconds fails its request; the worker is killed (60)\n"
 
 int mfs_options_requests_per_uid(const mfs_options *o)
 {
@@ -222,6 +229,8 @@ static const struct valued_opt {
 	{ "max-requests", FOR_DAEMON, ONE_REQUEST },
 	{ "max-requests-per-uid", FOR_DAEMON, ONE_REQUEST },
 	{ "log-level", FOR_BOTH, NULL },
+	{ "backend-init-timeout", FOR_BOTH, NULL },
+	{ "backend-exec-timeout", FOR_BOTH, NULL },
 	{ "version", FOR_RUN, NULL },
 	{ "out", FOR_RUN, NULL },
 	{ "format", FOR_RUN, NULL },
@@ -353,6 +362,13 @@ static int set_valued(mfs_options *o, const char *name, const char *val,
 		if (!parse_int(val, 10000000, &n) || n == 0)
 			return mfs_fail(err, EINVAL, "--max-requests-per-uid: expected 1-10000000, got '%s'", val);
 		o->max_requests_per_uid = (int)n;
+	} else if (strcmp(name, "backend-init-timeout") == 0 ||
+		   strcmp(name, "backend-exec-timeout") == 0) {
+		int *slot = strcmp(name, "backend-init-timeout") == 0 ? &o->backend_init_timeout_secs
+								      : &o->backend_exec_timeout_secs;
+		if (!parse_int(val, 86400, &n) || n == 0)
+			return mfs_fail(err, EINVAL, "--%s: expected seconds (1-86400), got '%s'", name, val);
+		*slot = (int)n;
 	} else if (strcmp(name, "log-level") == 0) {
 		int l = mfs_log_level_parse(val);
 		if (l < 0)

@@ -39,6 +39,8 @@ typedef struct mfs_options {
 	int request_ttl_secs;         /* --request-ttl-secs */
 	int max_requests;             /* --max-requests: live request directories per model */
 	int max_requests_per_uid;     /* --max-requests-per-uid; 0: not given (see below) */
+	int backend_init_timeout_secs;    /* --backend-init-timeout */
+	int backend_exec_timeout_secs;    /* --backend-exec-timeout */
 	int log_level;                /* mfs_log_level */
 	char *fuse_opts;              /* -o items that are not ours, comma-joined; NULL if none */
 	char *repository;             /* as given */

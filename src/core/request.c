@@ -566,12 +566,8 @@ static int commit_owned_locked(mfs_request *r, const char *filename, char **blob
 				      r->cfg->inputs[idx].elem_kind, &t, err);
 	else
 		rc = mfs_tensor_decode_view((mfs_format)fmt, blob, len, &spec, &t, err);
-	if (rc == 0 && r->cfg->max_batch_size > 0 && t.shape.rank > 0 &&
-	    t.shape.dims[0] > r->cfg->max_batch_size) {
-		rc = mfs_fail(err, EINVAL, "input '%s': batch of %" PRId64 " exceeds max_batch_size %d",
-			      name, t.shape.dims[0], r->cfg->max_batch_size);
+	if (rc == 0 && (rc = mfs_config_check_batch(r->cfg, idx, &t.shape, err)) < 0)
 		mfs_tensor_release(&t);
-	}
 	mfs_shape model_shape = t.shape;
 	if (rc == 0 && t.kind == MFS_KIND_TENSOR) {
 		rc = mfs_config_input_to_model(r->cfg, idx, &t.shape, &model_shape, err);

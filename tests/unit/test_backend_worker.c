@@ -7,14 +7,24 @@
  * error comes back as its text; a crash fails that run with the signal
  * and the next run starts a new worker; an ABI mismatch and a failing
  * init fail mfs_worker_new; a tensor table whose offsets point outside
- * the shared memory is refused (the worker's answers are untrusted). */
+ * the shared memory is refused (the worker's answers are untrusted), and
+ * so is one the worker shrank under the daemon.  The hostile modes of
+ * fault.c, one after the other: each fails its own run (or load) with the
+ * reason, kills the worker's whole process group, and the next run is
+ * served; hung init and execute time out; the daemon's stop cuts a run
+ * short. */
+#include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <libgen.h>
 
@@ -148,10 +158,12 @@ static void test_load_errors(void **state)
 	mfs_config_release(&f.cfg);
 }
 
+/* A table written by the daemon's side (pwrite) and read back by both
+ * sides, then broken in the ways a worker could break it. */
 static void test_tensor_table_is_checked(void **state)
 {
 	(void)state;
-	mfs_shm s;
+	mfs_shm s, mapped;
 	mfs_error err;
 	const float v[4] = { 1, 2, 3, 4 };
 	mfs_tensor in[2] = {
@@ -163,6 +175,7 @@ static void test_tensor_table_is_checked(void **state)
 	uint64_t len;
 
 	assert_int_equal(mfs_shm_create(&s, &err), 0);
+	assert_false(s.mapped);
 	assert_int_equal(mfs_wire_put_tensors(&s, in, 2, &len, &err), 0);
 	assert_int_equal(mfs_wire_get_tensors(&s, len, out, 2, 1, &err), 0);
 	assert_int_equal(out[0].shape.dims[1], 2);
@@ -170,14 +183,184 @@ static void test_tensor_table_is_checked(void **state)
 	assert_int_equal(out[1].dtype, MFS_DT_UNDEFINED);
 	assert_null(out[1].data);
 	mfs_tensor_release(&out[0]);
+	/* The worker's side maps the same file and sees the same table. */
+	assert_int_equal(mfs_shm_adopt(&mapped, dup(s.fd), &err), 0);
+	assert_int_equal(mfs_wire_get_tensors(&mapped, len, out, 2, 0, &err), 0);
+	assert_memory_equal(out[0].data, v, sizeof(v));
 	/* Wrong count, a payload longer than the memory, an offset outside. */
 	assert_int_equal(mfs_wire_get_tensors(&s, len, out, 3, 0, &err), -EPROTO);
-	assert_int_equal(mfs_wire_get_tensors(&s, s.size + 1, out, 2, 0, &err), -EPROTO);
+	assert_int_equal(mfs_wire_get_tensors(&mapped, mapped.size + 1, out, 2, 0, &err), -EPROTO);
 	/* Tensor 0's offset (the table starts at byte 4: unaligned). */
-	memcpy((char *)s.base + 4 + 8 + 8 * 8, &len, sizeof(len));
-	assert_int_equal(mfs_wire_get_tensors(&s, len, out, 2, 0, &err), -EPROTO);
+	assert_int_equal(pwrite(s.fd, &len, sizeof(len), 4 + 8 + 8 * 8), (ssize_t)sizeof(len));
+	assert_int_equal(mfs_wire_get_tensors(&s, len, out, 2, 1, &err), -EPROTO);
 	assert_non_null(strstr(err.msg, "tensor 0:"));
+	assert_int_equal(mfs_wire_get_tensors(&mapped, len, out, 2, 0, &err), -EPROTO);
+	/* The file shrunk under the daemon's reader: a refusal, not SIGBUS. */
+	assert_int_equal(ftruncate(s.fd, 8), 0);
+	assert_int_equal(mfs_wire_get_tensors(&s, len, out, 2, 1, &err), -EPROTO);
+	assert_non_null(strstr(err.msg, "the worker shrank it"));
+	mfs_shm_release(&mapped);
 	mfs_shm_release(&s);
+}
+
+/* The process group pid led has no process left (the worker was reaped
+ * and whatever the backend started went with it). */
+static bool group_gone(pid_t pid)
+{
+	for (int i = 0; i < 500; i++) {
+		if (kill(-pid, 0) != 0 && errno == ESRCH)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* Every hostile execute of fault.c fails its own run with the errno and
+ * text expected, leaves nothing of its worker's process group, and the
+ * next run gets a working worker. */
+static void test_hostile_execute(void **state)
+{
+	(void)state;
+	static const struct {
+		float mode;
+		int rc;
+		const char *msg;
+	} cases[] = {
+		{ -2, -EIO, "the worker crashed (killed by signal 6" },
+		{ -7, -EIO, "the worker crashed (killed by signal 6" },
+		{ -9, -EIO, "a message of 8 bytes, expected 1048" },
+		{ -10, -EIO, "a message longer than 1048 bytes" },
+		{ -11, -EIO, "a message out of turn (op 4, seq 0" },
+		{ -12, -EIO, "the worker crashed (exited with status 0)" },
+		{ -13, -EIO, "the worker crashed (killed by signal 9" },
+		{ -6, -ETIMEDOUT, "execute did not return within 3 s (--backend-exec-timeout)" },
+	};
+	fixture f;
+	mfs_worker *w;
+	mfs_tensor y;
+	mfs_error err;
+	const float ok[2] = { 1, 2 };
+
+	/* Limits with room for an ASan build on a loaded machine. */
+	mfs_worker_set_timeouts(30, 3);
+	load_config(&f, fault_config, "libmodelfs_fault.so");
+	assert_int_equal(start(&f, &w, &err), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const float x[2] = { cases[i].mode, 1 };
+		pid_t pid = mfs_worker_pid(w);
+		int rc = run(w, x, 2, &y, &err);
+		if (rc != cases[i].rc || !strstr(err.msg, cases[i].msg))
+			fail_msg("X[0] = %g: %d '%s'", cases[i].mode, rc, err.msg);
+		assert_int_equal(mfs_worker_pid(w), 0);
+		if (!group_gone(pid))
+			fail_msg("X[0] = %g: the worker's group is still there", cases[i].mode);
+		assert_int_equal(run(w, ok, 2, &y, &err), 0);
+		assert_float_equal(((float *)y.data)[1], 4.0f, 0);
+		mfs_tensor_release(&y);
+	}
+	/* Death right after an answer: the answer counts, and the next run
+	 * gets a new worker without failing. */
+	const float late[2] = { -14, 1 };
+	pid_t pid = mfs_worker_pid(w);
+	assert_int_equal(run(w, late, 2, &y, &err), 0);
+	mfs_tensor_release(&y);
+	for (int i = 0; i < 500; i++) {     /* until it has died (not reaped: WNOWAIT) */
+		siginfo_t si = { 0 };
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(run(w, ok, 2, &y, &err), 0);
+	assert_int_not_equal(mfs_worker_pid(w), pid);
+	mfs_tensor_release(&y);
+	/* The answer shrunk while the daemon reads it: that run may fail,
+	 * the daemon does not fault. */
+	float *big = calloc(1 << 22, sizeof(float));
+	big[0] = -8;
+	for (int i = 0; i < 4; i++) {
+		int rc = run(w, big, 1 << 22, &y, &err);
+		if (rc == 0)
+			mfs_tensor_release(&y);
+		else if (!strstr(err.msg, "the worker shrank it"))
+			fail_msg("%s", err.msg);
+	}
+	free(big);
+	assert_int_equal(run(w, ok, 2, &y, &err), 0);
+	mfs_tensor_release(&y);
+	mfs_worker_free(w);
+	mfs_config_release(&f.cfg);
+	mfs_worker_set_timeouts(MFS_WORKER_INIT_TIMEOUT_DEFAULT, MFS_WORKER_EXEC_TIMEOUT_DEFAULT);
+}
+
+static void with_parameter(fixture *f, const char *key)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text), "%sparameters { key: \"%s\" value { string_value: \"1\" } }\n",
+		 fault_config, key);
+	load_config(f, text, "libmodelfs_fault.so");
+}
+
+/* Death and hangs in init and finalize. */
+static void test_hostile_init_finalize(void **state)
+{
+	(void)state;
+	fixture f;
+	mfs_worker *w = NULL;
+	mfs_error err;
+
+	mfs_worker_set_timeouts(30, 30);
+	with_parameter(&f, "crash_init");
+	assert_int_equal(start(&f, &w, &err), -EIO);
+	assert_non_null(strstr(err.msg, "the worker died while starting: killed by signal 6"));
+	mfs_config_release(&f.cfg);
+
+	mfs_worker_set_timeouts(2, 30);
+	with_parameter(&f, "hang_init");
+	assert_int_equal(start(&f, &w, &err), -ETIMEDOUT);
+	assert_string_equal(err.msg, "model 'fault' version 1: backend 'fault': init did not return "
+			    "within 2 s (--backend-init-timeout); the worker was killed");
+	mfs_worker_set_timeouts(30, 30);
+	assert_null(w);
+	mfs_config_release(&f.cfg);
+
+	/* A finalize that never returns holds the unload 2 s, no more. */
+	with_parameter(&f, "hang_finalize");
+	assert_int_equal(start(&f, &w, &err), 0);
+	pid_t pid = mfs_worker_pid(w);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	mfs_worker_free(w);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true(t1.tv_sec - t0.tv_sec < 5);
+	assert_true(group_gone(pid));
+	mfs_config_release(&f.cfg);
+	mfs_worker_set_timeouts(MFS_WORKER_INIT_TIMEOUT_DEFAULT, MFS_WORKER_EXEC_TIMEOUT_DEFAULT);
+}
+
+/* The daemon stopping: a run in progress is cut at the grace, and no
+ * worker starts after.  Last: the stop is for good. */
+static void test_stop_all(void **state)
+{
+	(void)state;
+	fixture f;
+	mfs_worker *w, *w2 = NULL;
+	mfs_tensor y;
+	mfs_error err;
+	const float x[1] = { -6 };
+
+	mfs_worker_set_timeouts(MFS_WORKER_INIT_TIMEOUT_DEFAULT, MFS_WORKER_EXEC_TIMEOUT_DEFAULT);
+	load_config(&f, fault_config, "libmodelfs_fault.so");
+	assert_int_equal(start(&f, &w, &err), 0);
+	pid_t pid = mfs_worker_pid(w);
+	mfs_worker_stop_all(300);
+	assert_int_equal(run(w, x, 1, &y, &err), -ECANCELED);
+	assert_non_null(strstr(err.msg, "execute cut short: the daemon is stopping"));
+	assert_true(group_gone(pid));
+	assert_int_equal(run(w, x, 1, &y, &err), -ECANCELED);
+	assert_int_equal(start(&f, &w2, &err), -ECANCELED);
+	mfs_worker_free(w);
+	mfs_config_release(&f.cfg);
 }
 
 int main(int argc, char **argv)
@@ -190,6 +373,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_runs_fail_and_crash),
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_tensor_table_is_checked),
+		cmocka_unit_test(test_hostile_execute),
+		cmocka_unit_test(test_hostile_init_finalize),
+		cmocka_unit_test(test_stop_all),   /* last: for good */
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

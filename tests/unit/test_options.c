@@ -341,6 +341,32 @@ static void test_run_refuses_daemon_options_by_name(void **state)
 	assert_non_null(strstr(mfs_options_run_usage(), "--log-level=LEVEL"));
 }
 
+/* The custom backends' limits: 60 s each by default, 1-86400 s, also as
+ * -o backend_init_timeout=S. */
+static void test_backend_timeouts(void **state)
+{
+	(void)state;
+	mfs_options o;
+	mfs_error err;
+	char *defaults[] = { "modelfs", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 3, defaults), 0);
+	assert_int_equal(o.backend_init_timeout_secs, 60);
+	assert_int_equal(o.backend_exec_timeout_secs, 60);
+	mfs_options_release(&o);
+
+	char *given[] = { "modelfs", "--backend-init-timeout=300", "-o",
+			  "backend_exec_timeout=5", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 6, given), 0);
+	assert_int_equal(o.backend_init_timeout_secs, 300);
+	assert_int_equal(o.backend_exec_timeout_secs, 5);
+	mfs_options_release(&o);
+
+	char *zero[] = { "modelfs", "--backend-exec-timeout=0", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 4, zero), -EINVAL);
+	assert_string_equal(err.msg, "--backend-exec-timeout: expected seconds (1-86400), got '0'");
+	mfs_options_release(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +378,7 @@ int main(void)
 		cmocka_unit_test(test_help_and_version_win),
 		cmocka_unit_test(test_run_takes_the_shared_options),
 		cmocka_unit_test(test_run_refuses_daemon_options_by_name),
+		cmocka_unit_test(test_backend_timeouts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,16 +2,21 @@
  *
  * Everything here runs in the worker process; the library's code runs
  * nowhere else.  The worker ends when the daemon's end of the socket
- * closes (the daemon exited or died: the kernel closes it either way; no
- * PR_SET_PDEATHSIG, which fires when the spawning *thread* ends), and
- * frees what it holds before returning, so that a leak checker run on the
- * daemon's binary sees a clean exit. */
+ * closes, and frees what it holds before returning, so that a leak
+ * checker run on the daemon's binary sees a clean exit.  A backend busy
+ * in init or execute reads no socket: for a daemon that dies then (even
+ * by SIGKILL), the kernel kills the worker (PR_SET_PDEATHSIG; the daemon
+ * spawns every worker from a thread that lives as long as it does,
+ * worker_spawn.h). */
 #include "worker_serve.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -33,9 +38,9 @@ typedef struct worker {
 	mfs_tensor *outs;          /* n_outputs, filled by alloc_output */
 } worker;
 
-static int reply(worker *w, int status, uint64_t len, const char *text)
+static int reply(worker *w, uint64_t seq, int status, uint64_t len, const char *text)
 {
-	mfs_wmsg m = { .op = MFS_WOP_REPLY, .status = status, .len = len };
+	mfs_wmsg m = { .op = MFS_WOP_REPLY, .status = status, .seq = seq, .len = len };
 	mfs_error err;
 
 	snprintf(m.text, sizeof(m.text), "%s", text ? text : "");
@@ -228,11 +233,31 @@ static void worker_release(worker *w)
 	mfs_shm_release(&w->shm);
 }
 
+/* Die with the daemon: the parent-death signal, then a check that the
+ * parent is still the daemon (it may have died before the prctl, and
+ * then no signal comes).  The socketpair's peer credentials name the
+ * process that made it: the daemon. */
+static int die_with_daemon(int sock)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 ||
+	    getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+		return -1;
+	return getppid() == cred.pid ? 0 : -1;
+}
+
 int mfs_worker_serve(int sock)
 {
 	worker w = { .sock = sock, .shm = { .fd = -1 } };
 	char why[1024];
 	int status = 0;
+
+	if (die_with_daemon(sock) != 0) {
+		close(sock);
+		return 1;
+	}
 
 	mfs_config_init(&w.cfg);
 	for (;;) {
@@ -252,7 +277,7 @@ int mfs_worker_serve(int sock)
 		if (m.op == MFS_WOP_INIT && !w.initialised && fd >= 0 && w.shm.fd < 0) {
 			mfs_shm_adopt(&w.shm, fd, &err);
 			int rc = do_init(&w, &m, why, sizeof(why));
-			if (reply(&w, rc, 0, rc ? why : NULL) || rc)
+			if (reply(&w, m.seq, rc, 0, rc ? why : NULL) || rc)
 				break;
 			continue;
 		}
@@ -261,7 +286,7 @@ int mfs_worker_serve(int sock)
 		if (m.op == MFS_WOP_EXEC && w.initialised) {
 			uint64_t len = 0;
 			int rc = do_exec(&w, &m, &len, why, sizeof(why));
-			if (reply(&w, rc, rc ? 0 : len, rc ? why : NULL))
+			if (reply(&w, m.seq, rc, rc ? 0 : len, rc ? why : NULL))
 				break;
 			continue;
 		}
