@@ -48,6 +48,21 @@ run_unit() { # suite builddir
 		tp=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | tail -1)
 		tf=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | tail -1)
 		tp=${tp:-0}; tf=${tf:-0}
+		# LeakSanitizer's own tracer can crash while it stops a test's
+		# threads at exit ("Tracer caught signal 11", "LeakSanitizer has
+		# encountered a fatal error"): test_registry under ASan did so in 2
+		# of 4 runs on a loaded machine, on the old code as on the new.
+		# That is the checker failing, with every test passed and no
+		# report: say so, and judge the binary by its tests (as
+		# tests/e2e/helpers.bash judges the daemon).
+		if [ "$rc" -ne 0 ] && [ "$tf" -eq 0 ] && [ "$tp" -gt 0 ] &&
+		   printf '%s\n' "$out" | grep -q 'LeakSanitizer has encountered a fatal error' &&
+		   printf '%s\n' "$out" | grep -q 'Tracer caught signal' &&
+		   ! printf '%s\n' "$out" | grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:'; then
+			echo "# warning: $t: LeakSanitizer's tracer failed at exit (no leak check this run)" |
+				tee -a "$LOGS/$suite.log"
+			rc=0
+		fi
 		if [ "$rc" -ne 0 ] && [ "$tf" -eq 0 ]; then
 			tf=1
 			echo "$t exited $rc" >> "$LOGS/$suite.log"
