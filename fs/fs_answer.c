@@ -49,7 +49,7 @@ void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off)
 		if (rc < 0) {
 			pthread_mutex_unlock(&h->lock);
 			if (rc == -ENODATA || rc == -EIO || rc == -ESTALE || rc == -ETIMEDOUT ||
-			    rc == -EINVAL)
+			    rc == -EINVAL || rc == -ENOSPC)
 				mfs_log_warn("model '%s' request '%s': reading '%s': %s", h->model,
 					     mfs_request_name(h->req), h->name, err.msg);
 			fuse_reply_err(freq, rc == -EINPROGRESS ? EAGAIN : -rc);

@@ -75,9 +75,14 @@ static mfs_block *pool_take(cpu_exec *e, size_t size, mfs_error *err)
 {
 	int status;
 	mfs_block *b = mfs_pool_take(&e->pool, size, &status);
-	if (!b)
+	if (b)
+		return b;
+	if (status == ENOSPC)
+		mfs_fail(err, ENOSPC, "a buffer of %zu bytes would pass the memory budget (--max-memory)",
+			 size);
+	else
 		mfs_fail(err, ENOMEM, "out of memory allocating %zu bytes", size);
-	return b;
+	return NULL;
 }
 
 /* ---- profiling ---- */
@@ -313,7 +318,7 @@ static int convert_input(cpu_exec *e, mfs_op_ctx *ctx, int k)
 		return 0;
 	e->tmp_buf[k] = pool_take(e, t->nbytes, ctx->err);
 	if (!e->tmp_buf[k])
-		return -ENOMEM;
+		return -ctx->err->code;
 	d->data = e->tmp_buf[k]->mem;
 	mfs_layout_convert(d, t, MFS_LAYOUT_PLAIN);
 	e->stats.layout_converts++;
@@ -504,7 +509,7 @@ static int alloc_outputs(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 			b->refs++;   /* Z's reference goes at this node's frees */
 			e->stats.outputs_over_inputs++;
 		} else if (!(b = pool_take(e, bytes, ctx->err))) {
-			return -ENOMEM;
+			return -ctx->err->code;
 		}
 		e->vbuf[nd->out[k]] = b;
 		t->data = b->mem;
@@ -528,7 +533,7 @@ static int outputs_to_plan(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 		}
 		nb = pool_take(e, t->nbytes, ctx->err);
 		if (!nb)
-			return -ENOMEM;
+			return -ctx->err->code;
 		src = *t;
 		t->data = nb->mem;
 		mfs_layout_convert(t, &src, MFS_LAYOUT_PLAIN);
@@ -580,7 +585,7 @@ static int run_making_outputs(cpu_exec *e, const mfs_node *nd,
 			continue;
 		}
 		if (!(b = pool_take(e, bytes, ctx->err))) {
-			rc = -ENOMEM;
+			rc = -ctx->err->code;
 			break;
 		}
 		memcpy(b->mem, t->data, bytes);

@@ -8,24 +8,52 @@
 
 /* ---- the block pool ---- */
 
-static void *pool_alloc(mfs_pool *p, size_t size, int *status)
+/* The budget host pools take their memory from (engine.h
+ * mfs_engine_set_memory_hooks); NULL: none. */
+static int (*budget_take)(uint64_t n);
+static void (*budget_give)(uint64_t n);
+
+void mfs_engine_set_memory_hooks(int (*take)(uint64_t n), void (*give)(uint64_t n))
+{
+	budget_take = take;
+	budget_give = give;
+}
+
+/* *counted: whether the budget took the bytes (a block made before the
+ * hooks were set, at load, gives nothing back). */
+static void *pool_alloc(mfs_pool *p, size_t size, int *status, bool *counted)
 {
 	void *mem;
 
+	*counted = false;
 	if (p->alloc)
 		return p->alloc(p->arg, size, status);
+	if (budget_take) {
+		if (budget_take(size) < 0) {
+			*status = ENOSPC;
+			return NULL;
+		}
+		*counted = true;
+	}
 	mem = mfs_aligned_block(size);
-	if (!mem)
+	if (!mem) {
+		if (*counted)
+			budget_give(size);
+		*counted = false;
 		*status = ENOMEM;
+	}
 	return mem;
 }
 
-static void pool_free(mfs_pool *p, void *mem)
+static void pool_free(mfs_pool *p, mfs_block *b)
 {
-	if (p->release)
-		p->release(p->arg, mem);
-	else
-		free(mem);
+	if (p->release) {
+		p->release(p->arg, b->mem);
+		return;
+	}
+	free(b->mem);
+	if (b->counted)
+		budget_give(b->cap);
 }
 
 /* Best fit among free blocks, else regrow the largest free one; NULL when
@@ -47,12 +75,14 @@ static mfs_block *reuse_block(mfs_pool *p, size_t size, int *status)
 	if (b || !largest)
 		return b;
 	/* Regrow rather than add: contents need not survive. */
-	mem = pool_alloc(p, size, status);
+	bool counted;
+	mem = pool_alloc(p, size, status, &counted);
 	if (!mem)
 		return NULL;
-	pool_free(p, largest->mem);
+	pool_free(p, largest);
 	largest->mem = mem;
 	largest->cap = size;
+	largest->counted = counted;
 	(*p->n_allocs)++;
 	return largest;
 }
@@ -72,7 +102,7 @@ static mfs_block *new_block(mfs_pool *p, size_t size, int *status)
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		goto oom;
-	b->mem = pool_alloc(p, size, status);
+	b->mem = pool_alloc(p, size, status, &b->counted);
 	if (!b->mem) {
 		free(b);
 		return NULL;
@@ -130,7 +160,7 @@ mfs_block *mfs_pool_take(mfs_pool *p, size_t size, int *status)
 void mfs_pool_release(mfs_pool *p)
 {
 	for (int i = 0; i < p->n_blocks; i++) {
-		pool_free(p, p->blocks[i]->mem);
+		pool_free(p, p->blocks[i]);
 		free(p->blocks[i]);
 	}
 	free(p->blocks);

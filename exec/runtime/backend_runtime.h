@@ -30,6 +30,7 @@ typedef struct mfs_block {
 	size_t cap;
 	int refs;              /* 0 = free */
 	bool pinned;           /* never goes back (an OpenCL constant's copy) */
+	bool counted;          /* cap was taken from the memory budget */
 } mfs_block;
 
 typedef struct mfs_pool {
@@ -50,7 +51,9 @@ typedef struct mfs_pool {
 } mfs_pool;
 
 /* A block of at least size bytes with one reference, or NULL with
- * *status set (the alloc callback's status, or oom_status). */
+ * *status set (the alloc callback's status, or oom_status; ENOSPC when a
+ * host pool's memory budget refused it, engine.h
+ * mfs_engine_set_memory_hooks). */
 mfs_block *mfs_pool_take(mfs_pool *p, size_t size, int *status);
 
 /* Drop one reference (NULL and pinned blocks: nothing). */

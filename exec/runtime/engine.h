@@ -123,4 +123,13 @@ int mfs_engine_thread_share(int threads, int active);
  * instance a run holds (mfs_sched_cancel). */
 void mfs_exec_watch_cancel(const _Atomic bool *flag);
 
+/* The budget of the host memory the engine's buffer pools hold (values
+ * between nodes, outputs: a run's workspace), process-wide: take(n) before
+ * a pool allocates n bytes (nonzero: refused, and the run fails with
+ * ENOSPC before it allocates), give(n) when a pool frees them.  Warm runs
+ * of the same shapes allocate nothing, so the hooks are off the hot
+ * path.  A context keeps its largest run's blocks (counted) until it is
+ * freed.  The daemon passes --max-memory's budget; without a call, none. */
+void mfs_engine_set_memory_hooks(int (*take)(uint64_t n), void (*give)(uint64_t n));
+
 #endif

@@ -305,6 +305,12 @@ static void model_changed(void *ctx, const char *model)
 
 /* The compute threads, the registry, the reloader (which loads the
  * models) and the filesystem's state; one line on stderr for a failure. */
+/* The engine's buffer pools against --max-memory (engine.h). */
+static int budget_take(uint64_t n)
+{
+	return mfs_membudget_take(n, NULL);
+}
+
 static int start_parts(daemon_ctx *d, const char *repo, int threads)
 {
 	mfs_error err;
@@ -339,6 +345,9 @@ static int start_parts(daemon_ctx *d, const char *repo, int threads)
 	if (failed > 0)
 		mfs_log_warn("%d model version(s) failed to load; see .index.json", failed);
 	mfs_membudget_init(d->opts.max_memory);
+	/* From now on what runs allocate counts too; the load's warm-up
+	 * buffers were made before (a model that loaded keeps them). */
+	mfs_engine_set_memory_hooks(budget_take, mfs_membudget_give);
 	mfs_fs_conf fc = {
 		.registry = d->reg,
 		.max_request_bytes = d->opts.max_request_bytes,

@@ -82,9 +82,11 @@ int mfs_request_read_output(mfs_request *r, uint64_t run, int idx, mfs_format fm
 		break;
 	}
 	case MFS_REQ_FAILED:
-		/* A request that waited past its queue timeout says so. */
+		/* A request that waited past its queue timeout says so, and
+		 * one whose run the memory budget refused; any other failed
+		 * run is EIO (SPEC section 10). */
 		*err = r->error;
-		err->code = r->error.code == ETIMEDOUT ? ETIMEDOUT : EIO;
+		err->code = r->error.code == ETIMEDOUT || r->error.code == ENOSPC ? r->error.code : EIO;
 		rc = -err->code;
 		break;
 	case MFS_REQ_DONE:

@@ -105,3 +105,47 @@ with open(sys.argv[1], 'w') as f:
 	[ "$output" = EFBIG ]
 	rm -r "$req"
 }
+
+# A repository with `expand`: y = Expand(x, shape), so a request of a few
+# bytes asks for an output as large as it likes.
+expand_repo() {
+	local dir
+	dir=$(mktemp -d "${BATS_RUN_TMPDIR:-/tmp}/repo.XXXXXX")
+	mkdir -p "$dir/expand/1"
+	"$PY" - "$dir/expand/1/model.onnx" <<'PYEOF'
+import sys
+import onnx
+from onnx import TensorProto, helper
+graph = helper.make_graph(
+    [helper.make_node("Expand", ["x", "shape"], ["y"])], "expand",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1]),
+     helper.make_tensor_value_info("shape", TensorProto.INT64, [1])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+PYEOF
+	printf 'instance_group [ { count: 1, kind: KIND_CPU } ]\n' > "$dir/expand/config.pbtxt"
+	echo "$dir"
+}
+
+@test "--max-memory bounds what a run allocates: a 1 GiB output fails before it is made" {
+	repo=$(expand_repo)
+	mount_repo "$repo" --device cpu --max-memory=64M
+	rss0=$(vm VmRSS)
+	for i in 1 2 3; do
+		req=$(new_request expand "big$i")
+		echo 1 > "$req/x.txt"
+		echo 268435456 > "$req/shape.txt"      # 2^28 floats: 1 GiB
+		run py_errno "open('$req/y.npy', 'rb').read()"
+		[ "$output" = ENOSPC ]
+		grep -q 'memory budget (--max-memory)' "$req/error"
+		rm -r "$req"
+	done
+	peak=$(vm VmHWM)
+	echo "rss before ${rss0} KiB, peak ${peak} KiB" >&3
+	under_asan || [ $((peak - rss0)) -lt $((256 * 1024)) ]
+	# A run within the budget still answers.
+	req=$(new_request expand small)
+	echo 2 > "$req/x.txt"
+	echo 4 > "$req/shape.txt"
+	[ "$(cat "$req/y.txt")" = "2 2 2 2" ]
+}
