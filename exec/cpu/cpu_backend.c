@@ -10,7 +10,7 @@
  * allocates nothing (stats.buffer_allocs does not move; tests check it).
  *
  * Layouts: a value may be stored NHWC (rank 4) when the compile planned it
- * (graph.c, plan_layouts).  Before a node runs, inputs it cannot take in
+ * (graph_plan.c, plan_layouts).  Before a node runs, inputs it cannot take in
  * NHWC are converted to plain into a temporary block; after it runs, an
  * output written NHWC that the plan wants plain is converted.  Graph
  * outputs are always handed out plain.
@@ -295,7 +295,7 @@ static bool layout_is_free(const mfs_tensor *t)
 }
 
 /* May node nd read input k stored BLOCK16?  A convolution, as X or as
- * its residual Z (graph.c plans BLOCK16 only there). */
+ * its residual Z (graph_plan.c plans BLOCK16 only there). */
 static bool block16_ok(const mfs_node *nd, int k)
 {
 	return nd->conv_layout && (k == 0 || k == 3);

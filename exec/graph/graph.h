@@ -135,12 +135,6 @@ int mfs_exec_run_nested(mfs_exec *e, const mfs_tensor *inputs,
 void mfs_layout_convert(mfs_tensor *dst, const mfs_tensor *src,
 			mfs_layout to);
 
-/* The largest tensor an operator may produce (at load or run); beyond it
- * the node fails with -EFBIG instead of trying to allocate.  Default
- * 16 GiB; fuzzing lowers it. */
-void mfs_engine_set_max_tensor_bytes(size_t n);
-size_t mfs_engine_max_tensor_bytes(void);
-
 /* Tests only: resolve operators through fn first (falling back to the
  * registry when it returns NULL); NULL restores the registry alone.  Not
  * thread-safe: set it before compiling. */

@@ -23,6 +23,11 @@
  * sparse initializers, string tensors, segmented tensors, attributes of
  * type TENSORS/GRAPHS/SPARSE_TENSOR(S)/TYPE_PROTO(S), and attribute
  * references (ref_attr_name, only meaningful inside ONNX functions).
+ *
+ * The reader's parts: this file (GraphProto, NodeProto, AttributeProto,
+ * which nest in each other, and the attribute getters), onnx_types.c
+ * (ValueInfoProto, TypeProto), onnx_model.c (ModelProto, loading a file);
+ * the state and wire helpers they share are in onnx_read.h.
  */
 #include "onnx.h"
 
@@ -31,286 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "file_util.h"
-#include "onnx_internal.h"
-#include "pb_wire.h"
+#include "onnx_read.h"
 
 /* If/Loop/Scan bodies nest graphs; real models go 2-3 deep. */
 #define MAX_GRAPH_DEPTH 32
-/* Protobuf's own limit for one message; larger weights go to external
- * data files. */
-#define MAX_MODEL_BYTES ((size_t)2 << 30)
-
-typedef struct rd {
-	const char *base_dir;
-	onnx_ext_budget budget;   /* external bytes, see onnx_internal.h */
-	mfs_error *err;
-	int depth;
-} rd;
-
-static int parse_graph(rd *c, const uint8_t *buf, size_t len, onnx_graph *g);
-
-/* Errors name where they are ("graph 'g': node 3 (...): attribute ..."),
- * but only for the outer graphs: a message has 1 KiB, and the innermost
- * part, which says what is wrong, must survive deep nesting. */
-#define CONTEXT_DEPTH 3
-static bool want_context(const rd *c)
-{
-	return c->depth <= CONTEXT_DEPTH;
-}
-
-/* After rc: say which element failed ("initializer 3 'w': ..."), when
- * the depth allows.  name may be NULL (not read yet); read it after the
- * parse, not in the same call's arguments.  Returns rc. */
-static int in_element(rd *c, int rc, const char *kind, int idx,
-		      const char *name)
-{
-	if (rc && want_context(c))
-		mfs_error_prefix(c->err, "%s %d%s%s%s: ", kind, idx,
-				 name ? " '" : "", name ? name : "",
-				 name ? "'" : "");
-	return rc;
-}
-static void graph_release(onnx_graph *g);
-
-static int malformed(rd *c, const char *what, const char *why)
-{
-	return mfs_fail(c->err, EINVAL, "malformed %s: %s", what, why);
-}
-
-static int wrong_wire(rd *c, const char *msg, const char *field,
-		      const pb_field *f)
-{
-	return mfs_fail(c->err, EINVAL, "%s.%s (field %u) has wire type %s",
-			msg, field, f->num, pb_wire_type_name(f->wt));
-}
-
-static int oom(rd *c)
-{
-	return mfs_fail(c->err, ENOMEM, "out of memory");
-}
-
-/* Copy a string field (replacing *dst). */
-static int get_string(rd *c, const pb_field *f, const char *msg,
-		      const char *field, char **dst)
-{
-	char *s;
-	int rc;
-
-	if (f->wt != PB_WT_LEN)
-		return wrong_wire(c, msg, field, f);
-	rc = pb_strdup(f->data, f->len, &s);
-	if (rc == -ENOMEM)
-		return oom(c);
-	if (rc)
-		return mfs_fail(c->err, EINVAL, "%s.%s contains a NUL byte",
-				msg, field);
-	free(*dst);
-	*dst = s;
-	return 0;
-}
-
-static int get_varint(rd *c, const pb_field *f, const char *msg,
-		      const char *field, int64_t *dst)
-{
-	if (f->wt != PB_WT_VARINT)
-		return wrong_wire(c, msg, field, f);
-	*dst = (int64_t)f->u;
-	return 0;
-}
-
-/* A missing string reads as "" so users need no NULL checks. */
-static int default_string(rd *c, char **s)
-{
-	if (!*s && !(*s = strdup("")))
-		return oom(c);
-	return 0;
-}
-
-/* Count occurrences of each field number below `nmax` in a message (the
- * counting pass that sizes arrays by what the bytes really hold). */
-static int count_fields(rd *c, const uint8_t *buf, size_t len,
-			const char *what, long long *counts, uint32_t nmax)
-{
-	pb_reader r = pb_reader_init(buf, len);
-	pb_field f;
-	const char *why = NULL;
-	int rc;
-
-	while ((rc = pb_next(&r, &f, &why)) > 0)
-		if (f.num < nmax)
-			counts[f.num]++;
-	if (rc < 0)
-		return malformed(c, what, why);
-	return 0;
-}
-
-static void *alloc_array(long long n, size_t size)
-{
-	if (n <= 0)
-		return NULL;
-	if (n > INT_MAX || (unsigned long long)n > SIZE_MAX / size)
-		return NULL;
-	return calloc((size_t)n, size);
-}
-
-/* ValueInfoProto / TypeProto ------------------------------------------- */
-
-static int parse_dim(rd *c, const uint8_t *buf, size_t len,
-		     onnx_value_info *v, int i)
-{
-	pb_reader r = pb_reader_init(buf, len);
-	pb_field f;
-	const char *why = NULL;
-	int rc;
-
-	v->dims[i] = -1;
-	while ((rc = pb_next(&r, &f, &why)) > 0) {
-		rc = 0;
-		if (f.num == 1) {              /* dim_value */
-			int64_t d = -1;
-			rc = get_varint(c, &f, "Dimension", "dim_value", &d);
-			if (rc)
-				return rc;
-			v->dims[i] = d >= 0 ? d : -1;
-			free(v->dim_params[i]);
-			v->dim_params[i] = NULL;
-		} else if (f.num == 2) {       /* dim_param */
-			rc = get_string(c, &f, "Dimension", "dim_param",
-					&v->dim_params[i]);
-			if (rc)
-				return rc;
-			v->dims[i] = -1;
-		}
-	}
-	if (rc < 0)
-		return malformed(c, "TensorShapeProto.Dimension", why);
-	return 0;
-}
-
-static int parse_shape(rd *c, const uint8_t *buf, size_t len,
-		       onnx_value_info *v)
-{
-	pb_reader r = pb_reader_init(buf, len);
-	pb_field f;
-	const char *why = NULL;
-	int rc;
-
-	v->has_shape = true;
-	v->rank = 0;
-	while ((rc = pb_next(&r, &f, &why)) > 0) {
-		rc = 0;
-		if (f.num != 1)
-			continue;
-		if (f.wt != PB_WT_LEN)
-			return wrong_wire(c, "TensorShapeProto", "dim", &f);
-		if (v->rank >= MFS_MAX_RANK)
-			return mfs_fail(c->err, ENOTSUP,
-					"shape has more than %d dims", MFS_MAX_RANK);
-		rc = parse_dim(c, f.data, f.len, v, v->rank);
-		v->rank++;
-		if (rc)
-			return rc;
-	}
-	if (rc < 0)
-		return malformed(c, "TensorShapeProto", why);
-	return 0;
-}
-
-static int parse_tensor_type(rd *c, const uint8_t *buf, size_t len,
-			     onnx_value_info *v)
-{
-	pb_reader r = pb_reader_init(buf, len);
-	pb_field f;
-	const char *why = NULL;
-	int64_t et = 0;
-	int rc;
-
-	while ((rc = pb_next(&r, &f, &why)) > 0) {
-		rc = 0;
-		if (f.num == 1) {
-			rc = get_varint(c, &f, "TypeProto.Tensor", "elem_type", &et);
-			if (rc)
-				return rc;
-			if (et < 0 || et > 255)
-				return mfs_fail(c->err, EINVAL,
-						"elem_type %lld is invalid",
-						(long long)et);
-			v->dtype = (mfs_dtype)et;
-		} else if (f.num == 2) {
-			if (f.wt != PB_WT_LEN)
-				return wrong_wire(c, "TypeProto.Tensor", "shape", &f);
-			for (int i = 0; i < v->rank; i++) {
-				free(v->dim_params[i]);
-				v->dim_params[i] = NULL;
-			}
-			rc = parse_shape(c, f.data, f.len, v);
-			if (rc)
-				return rc;
-		}
-	}
-	if (rc < 0)
-		return malformed(c, "TypeProto.Tensor", why);
-	return 0;
-}
-
-/* TypeProto: a tensor_type (1), a sequence_type (4) of tensors, or an
- * optional_type (9) of a tensor or of a sequence of tensors; each of the
- * two wrappers holds its element's TypeProto in field 1.  Anything else
- * (maps, sparse tensors, sequences of sequences) sets *other: the graph
- * then refuses the value by name. */
-static int parse_type(rd *c, const uint8_t *buf, size_t len,
-		      onnx_value_info *v, int depth, bool *other)
-{
-	pb_reader t = pb_reader_init(buf, len);
-	pb_field tf;
-	const char *why = NULL;
-	int rc;
-
-	while ((rc = pb_next(&t, &tf, &why)) > 0) {
-		rc = 0;
-		if (tf.num == 1) {
-			if (tf.wt != PB_WT_LEN)
-				return wrong_wire(c, "TypeProto", "tensor_type", &tf);
-			rc = parse_tensor_type(c, tf.data, tf.len, v);
-		} else if (tf.num == 4 || tf.num == 9) {
-			mfs_kind k = tf.num == 4 ? MFS_KIND_SEQUENCE : MFS_KIND_OPTIONAL;
-			pb_reader e;
-			pb_field ef;
-			if (tf.wt != PB_WT_LEN)
-				return wrong_wire(c, "TypeProto", "sequence_type", &tf);
-			if (depth == 0) {
-				v->kind = k;
-			} else if (depth == 1 && v->kind == MFS_KIND_OPTIONAL &&
-				   k == MFS_KIND_SEQUENCE) {
-				v->elem_kind = k;
-			} else {
-				*other = true;
-				continue;
-			}
-			e = pb_reader_init(tf.data, tf.len);
-			while ((rc = pb_next(&e, &ef, &why)) > 0) {
-				rc = 0;
-				if (ef.num != 1)
-					continue;
-				if (ef.wt != PB_WT_LEN)
-					return wrong_wire(c, "TypeProto", "elem_type", &ef);
-				if ((rc = parse_type(c, ef.data, ef.len, v, depth + 1,
-						     other)))
-					return rc;
-			}
-			if (rc < 0)
-				return malformed(c, "TypeProto", why);
-		} else if (tf.num == 5 || tf.num == 7 || tf.num == 8) {
-			*other = true;    /* map, opaque, sparse_tensor */
-		}
-		if (rc)
-			return rc;
-	}
-	if (rc < 0)
-		return malformed(c, "TypeProto", why);
-	return 0;
-}
 
 /* A TypeProto on its own (an attribute of type TYPE_PROTO, Optional's
  * 'type'): its kinds and dtype; dtype UNDEFINED when it is of no kind the
@@ -319,7 +48,7 @@ static int parse_type_attr(rd *c, const uint8_t *buf, size_t len, onnx_attr *a)
 {
 	onnx_value_info v = { 0 };
 	bool other = false;
-	int rc = parse_type(c, buf, len, &v, 0, &other);
+	int rc = onnx_parse_type(c, buf, len, &v, 0, &other);
 
 	a->tp_kind = v.kind;
 	a->tp_elem_kind = v.elem_kind;
@@ -327,42 +56,6 @@ static int parse_type_attr(rd *c, const uint8_t *buf, size_t len, onnx_attr *a)
 	for (int i = 0; i < MFS_MAX_RANK; i++)
 		free(v.dim_params[i]);
 	return rc;
-}
-
-static int parse_value_info(rd *c, const uint8_t *buf, size_t len,
-			    onnx_value_info *v)
-{
-	pb_reader r = pb_reader_init(buf, len);
-	pb_field f;
-	const char *why = NULL;
-	bool other = false;
-	int rc;
-
-	while ((rc = pb_next(&r, &f, &why)) > 0) {
-		rc = 0;
-		if (f.num == 1) {
-			rc = get_string(c, &f, "ValueInfoProto", "name", &v->name);
-		} else if (f.num == 2) {
-			if (f.wt != PB_WT_LEN)
-				return wrong_wire(c, "ValueInfoProto", "type", &f);
-			rc = parse_type(c, f.data, f.len, v, 0, &other);
-		}
-		if (rc)
-			return rc;
-	}
-	if (rc < 0)
-		return malformed(c, "ValueInfoProto", why);
-	if (other)
-		v->dtype = MFS_DT_UNDEFINED;
-	return default_string(c, &v->name);
-}
-
-static void value_info_release(onnx_value_info *v)
-{
-	free(v->name);
-	for (int i = 0; i < MFS_MAX_RANK; i++)
-		free(v->dim_params[i]);
-	memset(v, 0, sizeof(*v));
 }
 
 /* AttributeProto ------------------------------------------------------- */
@@ -517,13 +210,13 @@ static int read_attr_field(rd *c, const pb_field *f, onnx_attr *a, int64_t *type
 		if (f->wt != PB_WT_LEN)
 			return wrong_wire(c, "AttributeProto", "g", f);
 		if (a->g) {
-			graph_release(a->g);
+			onnx_graph_release(a->g);
 			free(a->g);
 		}
 		a->g = calloc(1, sizeof(*a->g));
 		if (!a->g)
 			return oom(c);
-		return parse_graph(c, f->data, f->len, a->g);
+		return onnx_parse_graph(c, f->data, f->len, a->g);
 	case AT_FLOATS:
 	case AT_INTS:
 		return get_repeated(c, f, a);
@@ -630,7 +323,7 @@ static void attr_release(onnx_attr *a)
 	free(a->s);
 	mfs_tensor_release(&a->t);
 	if (a->g) {
-		graph_release(a->g);
+		onnx_graph_release(a->g);
 		free(a->g);
 	}
 	free(a->floats);
@@ -827,7 +520,7 @@ static int graph_value_info(rd *c, const pb_field *f, const char *kind,
 			    onnx_value_info *v, int idx)
 {
 	int rc = f->wt != PB_WT_LEN ? wrong_wire(c, "GraphProto", kind, f)
-		 : parse_value_info(c, f->data, f->len, v);
+		 : onnx_parse_value_info(c, f->data, f->len, v);
 	return in_element(c, rc, kind, idx, v->name);
 }
 
@@ -882,7 +575,7 @@ static int parse_graph_body(rd *c, const uint8_t *buf, size_t len,
 	return default_string(c, &g->name);
 }
 
-static int parse_graph(rd *c, const uint8_t *buf, size_t len, onnx_graph *g)
+int onnx_parse_graph(rd *c, const uint8_t *buf, size_t len, onnx_graph *g)
 {
 	int rc;
 
@@ -897,7 +590,7 @@ static int parse_graph(rd *c, const uint8_t *buf, size_t len, onnx_graph *g)
 	return rc;
 }
 
-static void graph_release(onnx_graph *g)
+void onnx_graph_release(onnx_graph *g)
 {
 	free(g->name);
 	for (int i = 0; i < g->n_nodes; i++)
@@ -909,191 +602,15 @@ static void graph_release(onnx_graph *g)
 	}
 	free(g->initializers);
 	for (int i = 0; i < g->n_inputs; i++)
-		value_info_release(&g->inputs[i]);
+		onnx_value_info_release(&g->inputs[i]);
 	free(g->inputs);
 	for (int i = 0; i < g->n_outputs; i++)
-		value_info_release(&g->outputs[i]);
+		onnx_value_info_release(&g->outputs[i]);
 	free(g->outputs);
 	for (int i = 0; i < g->n_value_infos; i++)
-		value_info_release(&g->value_infos[i]);
+		onnx_value_info_release(&g->value_infos[i]);
 	free(g->value_infos);
 	memset(g, 0, sizeof(*g));
-}
-
-/* ModelProto ----------------------------------------------------------- */
-
-enum { MD_IR_VERSION = 1, MD_PRODUCER_NAME = 2, MD_GRAPH = 7,
-       MD_OPSET_IMPORT = 8, MD_NFIELDS = 9 };
-
-static int parse_opset(rd *c, const pb_field *f, onnx_opset *o)
-{
-	pb_reader r;
-	pb_field e;
-	const char *why = NULL;
-	int rc;
-
-	if (f->wt != PB_WT_LEN)
-		return wrong_wire(c, "ModelProto", "opset_import", f);
-	r = pb_reader_init(f->data, f->len);
-	while ((rc = pb_next(&r, &e, &why)) > 0) {
-		rc = 0;
-		if (e.num == 1)
-			rc = get_string(c, &e, "OperatorSetIdProto", "domain",
-					&o->domain);
-		else if (e.num == 2)
-			rc = get_varint(c, &e, "OperatorSetIdProto", "version",
-					&o->version);
-		if (rc)
-			return rc;
-	}
-	if (rc < 0)
-		return malformed(c, "OperatorSetIdProto", why);
-	return default_string(c, &o->domain);
-}
-
-static int parse_model(rd *c, const uint8_t *buf, size_t len, onnx_model *m)
-{
-	long long counts[MD_NFIELDS] = { 0 };
-	pb_reader r;
-	pb_field f;
-	const char *why = NULL;
-	int rc;
-
-	rc = count_fields(c, buf, len, "ModelProto", counts, MD_NFIELDS);
-	if (rc)
-		return rc;
-	if (counts[MD_GRAPH] == 0)
-		return mfs_fail(c->err, EINVAL, "not an ONNX model (no graph)");
-	if (counts[MD_GRAPH] > 1)
-		return mfs_fail(c->err, EINVAL, "ModelProto has %lld graphs",
-				counts[MD_GRAPH]);
-	if (counts[MD_OPSET_IMPORT] &&
-	    !(m->opsets = alloc_array(counts[MD_OPSET_IMPORT],
-				      sizeof(onnx_opset))))
-		return oom(c);
-
-	r = pb_reader_init(buf, len);
-	while ((rc = pb_next(&r, &f, &why)) > 0) {
-		rc = 0;
-		switch (f.num) {
-		case MD_IR_VERSION:
-			rc = get_varint(c, &f, "ModelProto", "ir_version",
-					&m->ir_version);
-			break;
-		case MD_PRODUCER_NAME:
-			rc = get_string(c, &f, "ModelProto", "producer_name",
-					&m->producer_name);
-			break;
-		case MD_OPSET_IMPORT:
-			rc = parse_opset(c, &f, &m->opsets[m->n_opsets++]);
-			break;
-		case MD_GRAPH:
-			if (f.wt != PB_WT_LEN)
-				return wrong_wire(c, "ModelProto", "graph", &f);
-			m->graph = calloc(1, sizeof(*m->graph));
-			if (!m->graph)
-				return oom(c);
-			rc = parse_graph(c, f.data, f.len, m->graph);
-			break;
-		default:
-			break;
-		}
-		if (rc)
-			return rc;
-	}
-	if (rc < 0)
-		return malformed(c, "ModelProto", why);
-	return default_string(c, &m->producer_name);
-}
-
-int onnx_model_load_buffer(const void *buf, size_t len, const char *base_dir,
-			   onnx_model **out, mfs_error *err)
-{
-	rd c = { .base_dir = base_dir, .err = err, .depth = 0 };
-	onnx_model *m;
-	int rc;
-
-	*out = NULL;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return mfs_fail(err, ENOMEM, "out of memory");
-	rc = parse_model(&c, buf, len, m);
-	onnx_ext_budget_release(&c.budget);
-	if (rc) {
-		onnx_model_free(m);
-		return rc;
-	}
-	*out = m;
-	return 0;
-}
-
-/* A model file, whole (file_util.h).  Over protobuf's limit the reason
- * says where large weights belong. */
-static int read_file(const char *path, uint8_t **data, size_t *len,
-		     mfs_error *err)
-{
-	int rc = mfs_read_file(path, MAX_MODEL_BYTES, (char **)data, len, err);
-	if (rc == -EFBIG)
-		mfs_error_prefix(err, "protobuf's 2 GiB limit (large weights belong in external data files): ");
-	return rc;
-}
-
-int onnx_model_load_file(const char *path, onnx_model **out, mfs_error *err)
-{
-	char dir[PATH_MAX];
-	const char *slash;
-	uint8_t *buf;
-	size_t len;
-	int rc;
-
-	*out = NULL;
-	slash = strrchr(path, '/');
-	if (!slash) {
-		strcpy(dir, ".");
-	} else if (slash == path) {
-		strcpy(dir, "/");
-	} else {
-		if ((size_t)(slash - path) >= sizeof(dir))
-			return mfs_fail(err, EINVAL, "%s: path too long", path);
-		memcpy(dir, path, (size_t)(slash - path));
-		dir[slash - path] = '\0';
-	}
-	rc = read_file(path, &buf, &len, err);
-	if (!rc) {
-		rc = onnx_model_load_buffer(buf, len, dir, out, err);
-		free(buf);
-	}
-	if (rc)
-		mfs_error_prefix(err, "%s: ", path);
-	return rc;
-}
-
-void onnx_model_free(onnx_model *m)
-{
-	if (!m)
-		return;
-	for (int i = 0; i < m->n_opsets; i++)
-		free(m->opsets[i].domain);
-	free(m->opsets);
-	free(m->producer_name);
-	if (m->graph) {
-		graph_release(m->graph);
-		free(m->graph);
-	}
-	free(m);
-}
-
-int64_t onnx_model_opset(const onnx_model *m, const char *domain)
-{
-	bool want_default = !domain || !*domain || !strcmp(domain, "ai.onnx");
-
-	for (int i = 0; i < m->n_opsets; i++) {
-		const char *d = m->opsets[i].domain;
-		bool is_default = !d || !*d || !strcmp(d, "ai.onnx");
-		if (want_default ? is_default : (d && !strcmp(d, domain)))
-			return m->opsets[i].version;
-	}
-	return 0;
 }
 
 /* Attribute getters ---------------------------------------------------- */

@@ -167,6 +167,86 @@ static int parse_external_entry(const pb_field *f, struct tp_info *ti,
 	return 0;
 }
 
+/* TensorProto.dims: one varint, or packed. */
+static int scan_dims(const pb_field *f, struct tp_info *ti, mfs_error *err)
+{
+	const char *why = NULL;
+
+	if (f->wt == PB_WT_VARINT) {
+		if (ti->rank >= MFS_MAX_RANK)
+			goto too_many_dims;
+		ti->dims[ti->rank++] = (int64_t)f->u;
+	} else if (f->wt == PB_WT_LEN) {
+		pb_reader d = pb_reader_init(f->data, f->len);
+		uint64_t v;
+		while (d.p < d.end) {
+			if (pb_read_varint(&d, &v, &why))
+				return mfs_fail(err, EINVAL,
+						"TensorProto dims: %s", why);
+			if (ti->rank >= MFS_MAX_RANK)
+				goto too_many_dims;
+			ti->dims[ti->rank++] = (int64_t)v;
+		}
+	} else {
+		return bad_wire(err, f, "varint");
+	}
+	return 0;
+
+too_many_dims:
+	return mfs_fail(err, ENOTSUP, "tensor has more than %d dims",
+			MFS_MAX_RANK);
+}
+
+/* A typed data field (float_data, double_data, int32_data, int64_data,
+ * uint64_data): count the elements it carries into ti->count. */
+static int scan_data_count(const pb_field *f, struct tp_info *ti, mfs_error *err)
+{
+	const char *why = NULL;
+	long long n;
+
+	switch (f->num) {
+	case TP_FLOAT_DATA:
+		if (f->wt == PB_WT_I32)
+			n = 1;
+		else if (f->wt == PB_WT_LEN && f->len % 4 == 0)
+			n = (long long)(f->len / 4);
+		else if (f->wt == PB_WT_LEN)
+			return mfs_fail(err, EINVAL,
+					"packed float_data of %zu bytes is not a multiple of 4",
+					f->len);
+		else
+			return bad_wire(err, f, "32-bit or packed");
+		break;
+	case TP_DOUBLE_DATA:
+		if (f->wt == PB_WT_I64)
+			n = 1;
+		else if (f->wt == PB_WT_LEN && f->len % 8 == 0)
+			n = (long long)(f->len / 8);
+		else if (f->wt == PB_WT_LEN)
+			return mfs_fail(err, EINVAL,
+					"packed double_data of %zu bytes is not a multiple of 8",
+					f->len);
+		else
+			return bad_wire(err, f, "64-bit or packed");
+		break;
+	default:   /* TP_INT32_DATA, TP_INT64_DATA, TP_UINT64_DATA */
+		if (f->wt == PB_WT_VARINT) {
+			n = 1;
+		} else if (f->wt == PB_WT_LEN) {
+			n = pb_count_varints(f->data, f->len, &why);
+			if (n < 0)
+				return mfs_fail(err, EINVAL,
+						"TensorProto %s: %s",
+						field_name(f->num), why);
+		} else {
+			return bad_wire(err, f, "varint or packed");
+		}
+		break;
+	}
+	ti->count[f->num] += n;
+	return 0;
+}
+
 /* Pass 1: shape, type, and how many elements each data field carries. */
 static int scan_tensor(const uint8_t *buf, size_t len, struct tp_info *ti,
 		       mfs_error *err)
@@ -174,31 +254,14 @@ static int scan_tensor(const uint8_t *buf, size_t len, struct tp_info *ti,
 	pb_reader r = pb_reader_init(buf, len);
 	pb_field f;
 	const char *why = NULL;
-	long long n;
 	int rc;
 
 	while ((rc = pb_next(&r, &f, &why)) > 0) {
 		rc = 0;
 		switch (f.num) {
 		case TP_DIMS:
-			if (f.wt == PB_WT_VARINT) {
-				if (ti->rank >= MFS_MAX_RANK)
-					goto too_many_dims;
-				ti->dims[ti->rank++] = (int64_t)f.u;
-			} else if (f.wt == PB_WT_LEN) {
-				pb_reader d = pb_reader_init(f.data, f.len);
-				uint64_t v;
-				while (d.p < d.end) {
-					if (pb_read_varint(&d, &v, &why))
-						return mfs_fail(err, EINVAL,
-								"TensorProto dims: %s", why);
-					if (ti->rank >= MFS_MAX_RANK)
-						goto too_many_dims;
-					ti->dims[ti->rank++] = (int64_t)v;
-				}
-			} else {
-				return bad_wire(err, &f, "varint");
-			}
+			if ((rc = scan_dims(&f, ti, err)))
+				return rc;
 			break;
 		case TP_DATA_TYPE:
 			if (f.wt != PB_WT_VARINT)
@@ -231,46 +294,12 @@ static int scan_tensor(const uint8_t *buf, size_t len, struct tp_info *ti,
 			ti->has_raw = true;
 			break;
 		case TP_FLOAT_DATA:
-			if (f.wt == PB_WT_I32)
-				n = 1;
-			else if (f.wt == PB_WT_LEN && f.len % 4 == 0)
-				n = (long long)(f.len / 4);
-			else if (f.wt == PB_WT_LEN)
-				return mfs_fail(err, EINVAL,
-						"packed float_data of %zu bytes is not a multiple of 4",
-						f.len);
-			else
-				return bad_wire(err, &f, "32-bit or packed");
-			ti->count[f.num] += n;
-			break;
 		case TP_DOUBLE_DATA:
-			if (f.wt == PB_WT_I64)
-				n = 1;
-			else if (f.wt == PB_WT_LEN && f.len % 8 == 0)
-				n = (long long)(f.len / 8);
-			else if (f.wt == PB_WT_LEN)
-				return mfs_fail(err, EINVAL,
-						"packed double_data of %zu bytes is not a multiple of 8",
-						f.len);
-			else
-				return bad_wire(err, &f, "64-bit or packed");
-			ti->count[f.num] += n;
-			break;
 		case TP_INT32_DATA:
 		case TP_INT64_DATA:
 		case TP_UINT64_DATA:
-			if (f.wt == PB_WT_VARINT) {
-				n = 1;
-			} else if (f.wt == PB_WT_LEN) {
-				n = pb_count_varints(f.data, f.len, &why);
-				if (n < 0)
-					return mfs_fail(err, EINVAL,
-							"TensorProto %s: %s",
-							field_name(f.num), why);
-			} else {
-				return bad_wire(err, &f, "varint or packed");
-			}
-			ti->count[f.num] += n;
+			if ((rc = scan_data_count(&f, ti, err)))
+				return rc;
 			break;
 		case TP_EXTERNAL_DATA:
 			if (f.wt != PB_WT_LEN)
@@ -292,10 +321,6 @@ static int scan_tensor(const uint8_t *buf, size_t len, struct tp_info *ti,
 	if (rc < 0)
 		return mfs_fail(err, EINVAL, "malformed TensorProto: %s", why);
 	return 0;
-
-too_many_dims:
-	return mfs_fail(err, ENOTSUP, "tensor has more than %d dims",
-			MFS_MAX_RANK);
 }
 
 /* Which element types a typed field may carry (onnx.proto comments). */

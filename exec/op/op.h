@@ -130,7 +130,7 @@ typedef struct mfs_op_def {
 	 * the calling thread's OpenMP count, computes in oneDNN's nChw16c
 	 * whatever its tensors' layouts (Conv on Winograd), so that the
 	 * engine's layout plan stores its neighbours BLOCK16 and saves it
-	 * the reorders at its edges (exec/graph/graph.c, plan_block16).  NULL:
+	 * the reorders at its edges (exec/graph/graph_plan.c, plan_block16).  NULL:
 	 * never. */
 	bool (*computes_blocked)(const mfs_op_ctx *ctx);
 } mfs_op_def;

@@ -21,38 +21,6 @@ struct mfs_exec {
 };
 
 static atomic_int engine_threads;      /* 0: library defaults */
-static _Atomic size_t max_tensor_bytes = (size_t)16 << 30;
-
-void mfs_engine_set_max_tensor_bytes(size_t n)
-{
-	atomic_store(&max_tensor_bytes, n);
-}
-
-size_t mfs_engine_max_tensor_bytes(void)
-{
-	return atomic_load(&max_tensor_bytes);
-}
-
-static _Atomic int64_t max_iterations = INT64_MAX;
-static _Thread_local int64_t thread_max_iterations;   /* 0: none */
-
-void mfs_engine_set_max_iterations(int64_t n)
-{
-	atomic_store(&max_iterations, n);
-}
-
-void mfs_engine_set_thread_max_iterations(int64_t n)
-{
-	thread_max_iterations = n;
-}
-
-int64_t mfs_engine_max_iterations(void)
-{
-	int64_t n = atomic_load(&max_iterations);
-	return thread_max_iterations > 0 && thread_max_iterations < n ?
-	       thread_max_iterations : n;
-}
-
 void mfs_engine_set_threads(int n)
 {
 	if (n < 1)

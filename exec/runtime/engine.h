@@ -85,6 +85,12 @@ bool mfs_exec_threads_settled(const mfs_exec *e, const mfs_tensor *inputs);
  * undecided or where the library's defaults apply. */
 int mfs_exec_threads_chosen(const mfs_exec *e, const mfs_tensor *inputs);
 
+/* The largest tensor an operator may produce (at load or run); beyond it
+ * the node fails with -EFBIG instead of trying to allocate.  Default
+ * 16 GiB; fuzzing lowers it.  These limits: engine_limits.c. */
+void mfs_engine_set_max_tensor_bytes(size_t n);
+size_t mfs_engine_max_tensor_bytes(void);
+
 /* The most iterations one Loop node may run in one run; beyond it the
  * node fails with -EFBIG.  Default: no limit (a model's own trip count
  * or condition ends it); fuzzing lowers it, since a fuzzed trip count

@@ -64,7 +64,7 @@ typedef enum mfs_layout {
 	/* rank-4 float data stored N, ceil(C/16), H, W, 16 (oneDNN's
 	 * nChw16c), the channels past C zero: more bytes than the shape says
 	 * when C is not a multiple of 16 (mfs_tensor_storage_bytes); shape
-	 * still NCHW.  Only between convolutions (exec/graph/graph.c). */
+	 * still NCHW.  Only between convolutions (exec/graph/graph_plan.c). */
 	MFS_LAYOUT_BLOCK16 = 2,
 } mfs_layout;
 

@@ -987,7 +987,7 @@ static void test_layout_nhwc(void **state)
 }
 
 /* test.Conv -> c -> test.Conv -> d -> TPlain, 16 channels (so nothing is
- * blocked: graph.c plan_block16): c is NHWC; the second convolution
+ * blocked: graph_plan.c plan_block16): c is NHWC; the second convolution
  * reads it so and writes d plain, as planned, itself: no conversion
  * after it. */
 static void test_layout_conv_writes_plan(void **state)
@@ -1630,7 +1630,7 @@ static void test_real_cnn_layouts_agree(void **state)
 	m = compile_ok(cnn_graph());
 	/* r and s: conv2 and the Add are one FusedConv (rewrite_residual.c);
 	 * r, read only by it (as X and Z), is blocked with its 8 channels
-	 * padded to 16 (graph.c plan_block16), s read by the pool NHWC */
+	 * padded to 16 (graph_plan.c plan_block16), s read by the pool NHWC */
 	assert_int_equal(m->n_nhwc, 1);
 	assert_int_equal(m->n_block16, 1);
 	run_cnn(m, y_nhwc);

@@ -88,97 +88,91 @@ static int parse_term(mfs_op_ctx *ctx, const char *s, size_t len, int rank, int 
 	return 0;
 }
 
-static int ein_plan_make(mfs_op_ctx *ctx, ein_plan *p)
+/* The equation without spaces into buf, and its input terms (pointers
+ * into buf); *arrow at "->" or NULL for the implicit form. */
+static int ein_split_terms(mfs_op_ctx *ctx, int n_in, char *buf, size_t size,
+			   const char *term_s[EIN_MAX_INPUTS], size_t term_l[EIN_MAX_INPUTS],
+			   char **arrow)
 {
 	const char *eq = onnx_attr_string(ctx->node, "equation", NULL);
-	char buf[512];
 	size_t n = 0;
-	int rc;
 
 	if (!eq)
 		return mfs_op_fail(ctx, EINVAL, "attribute equation is required");
 	for (const char *c = eq; *c; c++)
 		if (*c != ' ') {
-			if (n + 1 >= sizeof(buf))
+			if (n + 1 >= size)
 				return mfs_op_fail(ctx, EINVAL, "equation too long");
 			buf[n++] = *c;
 		}
 	buf[n] = 0;
-	memset(p, 0, sizeof(*p));
-	char *arrow = strstr(buf, "->");
-	size_t lhs_len = arrow ? (size_t)(arrow - buf) : n;
-	p->n_in = ctx->n_in;
-	if (p->n_in < 1 || p->n_in > EIN_MAX_INPUTS)
-		return mfs_op_fail(ctx, ENOTSUP, "%d inputs (1 to %d supported)", p->n_in, EIN_MAX_INPUTS);
+	*arrow = strstr(buf, "->");
+	size_t lhs_len = *arrow ? (size_t)(*arrow - buf) : n;
+	if (n_in < 1 || n_in > EIN_MAX_INPUTS)
+		return mfs_op_fail(ctx, ENOTSUP, "%d inputs (1 to %d supported)", n_in, EIN_MAX_INPUTS);
 
-	/* The ellipsis rank: inputs' rank minus their letters, the largest. */
-	int erank = 0, idx = 0;
+	int idx = 0;
 	size_t start = 0;
-	const char *term_s[EIN_MAX_INPUTS];
-	size_t term_l[EIN_MAX_INPUTS];
 	for (size_t i = 0; i <= lhs_len; i++) {
 		if (i == lhs_len || buf[i] == ',') {
-			if (idx >= p->n_in)
+			if (idx >= n_in)
 				return mfs_op_fail(ctx, EINVAL, "equation has more terms than the %d inputs",
-						   p->n_in);
+						   n_in);
 			term_s[idx] = buf + start;
 			term_l[idx++] = i - start;
 			start = i + 1;
 		}
 	}
-	if (idx != p->n_in)
-		return mfs_op_fail(ctx, EINVAL, "equation has %d terms for %d inputs", idx, p->n_in);
-	for (int i = 0; i < p->n_in; i++) {
-		if (!ctx->in[i])
-			return mfs_op_fail(ctx, EINVAL, "input %d is missing", i);
-		int nl = 0;
-		for (size_t j = 0; j < term_l[i]; j++)
-			nl += letter_id(term_s[i][j]) >= 0;
-		int el = ctx->in[i]->shape.rank - nl;
-		if (memchr(term_s[i], '.', term_l[i]) && el > erank)
-			erank = el;
-	}
-	for (int i = 0; i < p->n_in; i++) {
-		const mfs_shape *sh = &ctx->in[i]->shape;
-		int el;
-		if ((rc = parse_term(ctx, term_s[i], term_l[i], sh->rank, erank, &p->in[i], &el)) < 0)
-			return rc;
-		/* sizes and strides */
-		int64_t st = 1;
-		for (int d = sh->rank - 1; d >= 0; d--) {
-			int l = p->in[i].label[d];
-			int64_t ext = sh->dims[d];
-			bool ell = l >= EIN_LETTERS;
-			if (!p->used[l]) {
-				p->size[l] = ext;
-				p->used[l] = true;
-			} else if (ext != p->size[l]) {
-				/* Only ellipsis dims broadcast (extent 1 against n). */
-				if (!ell || (ext != 1 && p->size[l] != 1))
-					return mfs_op_fail(ctx, EINVAL, "dimension %d of input %d has extent "
-							   "%lld, the same label elsewhere %lld", d, i,
-							   (long long)ext, (long long)p->size[l]);
-				if (ext != 1)
-					p->size[l] = ext;
-			}
-			if (ext != 1)
-				p->stride[i][l] += st;
-			st *= ext;
-		}
-	}
-	/* Ellipsis dims never seen (an input's ellipsis shorter than erank
-	 * only leaves broadcast dims): extent 1 where unused. */
-	for (int k = 0; k < erank; k++)
-		if (!p->used[EIN_LETTERS + k]) {
-			p->used[EIN_LETTERS + k] = true;
-			p->size[EIN_LETTERS + k] = 1;
-		}
+	if (idx != n_in)
+		return mfs_op_fail(ctx, EINVAL, "equation has %d terms for %d inputs", idx, n_in);
+	return 0;
+}
 
-	bool in_out[EIN_MAX_LABELS] = { false };
-	if (arrow) {
+/* Input i's term into p: its labels, each label's extent (ellipsis dims
+ * broadcast: extent 1 against n) and input i's stride per label. */
+static int ein_input_term(mfs_op_ctx *ctx, ein_plan *p, int i, const char *term, size_t len,
+			  int erank)
+{
+	const mfs_shape *sh = &ctx->in[i]->shape;
+	int el, rc;
+
+	if ((rc = parse_term(ctx, term, len, sh->rank, erank, &p->in[i], &el)) < 0)
+		return rc;
+	int64_t st = 1;
+	for (int d = sh->rank - 1; d >= 0; d--) {
+		int l = p->in[i].label[d];
+		int64_t ext = sh->dims[d];
+		bool ell = l >= EIN_LETTERS;
+		if (!p->used[l]) {
+			p->size[l] = ext;
+			p->used[l] = true;
+		} else if (ext != p->size[l]) {
+			/* Only ellipsis dims broadcast (extent 1 against n). */
+			if (!ell || (ext != 1 && p->size[l] != 1))
+				return mfs_op_fail(ctx, EINVAL, "dimension %d of input %d has extent "
+						   "%lld, the same label elsewhere %lld", d, i,
+						   (long long)ext, (long long)p->size[l]);
+			if (ext != 1)
+				p->size[l] = ext;
+		}
+		if (ext != 1)
+			p->stride[i][l] += st;
+		st *= ext;
+	}
+	return 0;
+}
+
+/* The output term: the one after "->" (out: arrow + 2), or the implicit
+ * form's (out NULL: the ellipsis dims, then the labels used once, in
+ * alphabetical order); in_out marks its labels. */
+static int ein_output_term(mfs_op_ctx *ctx, ein_plan *p, const char *out, int erank,
+			   bool in_out[EIN_MAX_LABELS])
+{
+	int rc;
+
+	if (out) {
 		int el;
-		const char *o = arrow + 2;
-		if ((rc = parse_term(ctx, o, strlen(o), -1, erank, &p->out, &el)) < 0)
+		if ((rc = parse_term(ctx, out, strlen(out), -1, erank, &p->out, &el)) < 0)
 			return rc;
 		for (int d = 0; d < p->out.n; d++) {
 			int l = p->out.label[d];
@@ -189,26 +183,67 @@ static int ein_plan_make(mfs_op_ctx *ctx, ein_plan *p)
 				return mfs_op_fail(ctx, EINVAL, "output repeats a label");
 			in_out[l] = true;
 		}
-	} else {
-		int count[EIN_MAX_LABELS] = { 0 };
-		for (int i = 0; i < p->n_in; i++)
-			for (int d = 0; d < p->in[i].n; d++)
-				count[p->in[i].label[d]]++;
-		p->out.n = 0;
-		for (int k = 0; k < erank; k++)
-			p->out.label[p->out.n++] = EIN_LETTERS + k;
-		/* alphabetical: 'A'..'Z' sort before 'a'..'z' */
-		for (int c = 0; c < EIN_LETTERS; c++) {
-			int l = c < 26 ? 26 + c : c - 26;
-			if (count[l] == 1) {
-				if (p->out.n >= MFS_MAX_RANK)
-					return mfs_op_fail(ctx, EINVAL, "output rank exceeds %d", MFS_MAX_RANK);
-				p->out.label[p->out.n++] = l;
-			}
-		}
-		for (int d = 0; d < p->out.n; d++)
-			in_out[p->out.label[d]] = true;
+		return 0;
 	}
+	int count[EIN_MAX_LABELS] = { 0 };
+	for (int i = 0; i < p->n_in; i++)
+		for (int d = 0; d < p->in[i].n; d++)
+			count[p->in[i].label[d]]++;
+	p->out.n = 0;
+	for (int k = 0; k < erank; k++)
+		p->out.label[p->out.n++] = EIN_LETTERS + k;
+	/* alphabetical: 'A'..'Z' sort before 'a'..'z' */
+	for (int c = 0; c < EIN_LETTERS; c++) {
+		int l = c < 26 ? 26 + c : c - 26;
+		if (count[l] == 1) {
+			if (p->out.n >= MFS_MAX_RANK)
+				return mfs_op_fail(ctx, EINVAL, "output rank exceeds %d", MFS_MAX_RANK);
+			p->out.label[p->out.n++] = l;
+		}
+	}
+	for (int d = 0; d < p->out.n; d++)
+		in_out[p->out.label[d]] = true;
+	return 0;
+}
+
+static int ein_plan_make(mfs_op_ctx *ctx, ein_plan *p)
+{
+	char buf[512], *arrow = NULL;
+	const char *term_s[EIN_MAX_INPUTS];
+	size_t term_l[EIN_MAX_INPUTS];
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	p->n_in = ctx->n_in;
+	if ((rc = ein_split_terms(ctx, p->n_in, buf, sizeof(buf), term_s, term_l, &arrow)) < 0)
+		return rc;
+
+	/* The ellipsis rank: inputs' rank minus their letters, the largest. */
+	int erank = 0;
+	for (int i = 0; i < p->n_in; i++) {
+		if (!ctx->in[i])
+			return mfs_op_fail(ctx, EINVAL, "input %d is missing", i);
+		int nl = 0;
+		for (size_t j = 0; j < term_l[i]; j++)
+			nl += letter_id(term_s[i][j]) >= 0;
+		int el = ctx->in[i]->shape.rank - nl;
+		if (memchr(term_s[i], '.', term_l[i]) && el > erank)
+			erank = el;
+	}
+	for (int i = 0; i < p->n_in; i++)
+		if ((rc = ein_input_term(ctx, p, i, term_s[i], term_l[i], erank)) < 0)
+			return rc;
+	/* Ellipsis dims never seen (an input's ellipsis shorter than erank
+	 * only leaves broadcast dims): extent 1 where unused. */
+	for (int k = 0; k < erank; k++)
+		if (!p->used[EIN_LETTERS + k]) {
+			p->used[EIN_LETTERS + k] = true;
+			p->size[EIN_LETTERS + k] = 1;
+		}
+
+	bool in_out[EIN_MAX_LABELS] = { false };
+	if ((rc = ein_output_term(ctx, p, arrow ? arrow + 2 : NULL, erank, in_out)) < 0)
+		return rc;
 	p->n_sum = 0;
 	for (int l = 0; l < EIN_MAX_LABELS; l++)
 		if (p->used[l] && !in_out[l])

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph.h"   /* mfs_engine_max_tensor_bytes, _max_iterations */
+#include "graph.h"   /* engine.h: mfs_engine_max_tensor_bytes, _max_iterations */
 #include "subgraph.h"
 
 /* One scan output's rows, appended iteration by iteration. */

@@ -257,6 +257,170 @@ static void rnn_release(void *state)
 	free(s);
 }
 
+/* One direction's slices of W, R, B and P. */
+typedef struct rnn_dir {
+	const float *w, *r;         /* W [gh, in], R [gh, H] */
+	const float *wb, *rb;       /* Wb, Rb [gh]; NULL without B */
+	const float *peep;          /* LSTM's P [3H]; NULL without */
+	const rnn_act *act;
+	bool rev;
+} rnn_dir;
+
+/* The scratch of one run (rnn_state's buffer, grown to need floats). */
+static int rnn_scratch(mfs_op_ctx *ctx, size_t need, float **buf)
+{
+	rnn_state *s = *ctx->state;
+	if (!s) {
+		if (!(s = calloc(1, sizeof(*s))))
+			return mfs_op_fail(ctx, ENOMEM, "out of memory");
+		*ctx->state = s;
+	}
+	if (s->n < need) {
+		free(s->buf);
+		s->n = 0;
+		if (!(s->buf = malloc(need * sizeof(float))))
+			return mfs_op_fail(ctx, ENOMEM, "out of memory for %zu floats", need);
+		s->n = need;
+	}
+	*buf = s->buf;
+	return 0;
+}
+
+/* X through W plus the biases, for every step at once: xw [T*B, gh],
+ * rows in X's own order: (t, b) or, layout 1, (b, t). */
+static void rnn_project_x(const rnn_params *p, enum rnn_kind kind, const mfs_tensor *x,
+			  const rnn_dir *dr, float *xw)
+{
+	int64_t H = p->hid, B = p->batch, T = p->seq, gh = p->g * H;
+	const float *wb = dr->wb, *rb = dr->rb;
+
+	if (T * B > 0 && p->in > 0)
+		mfs_sgemm(false, true, T * B, gh, p->in, 1.0f, x->data, p->in, dr->w, p->in, 0.0f,
+			  xw, gh);
+	else
+		memset(xw, 0, sizeof(float) * (size_t)(T * B * gh));
+	for (int64_t row = 0; wb && row < T * B; row++)
+		for (int64_t j = 0; j < gh; j++) {
+			/* GRU's recurrent h-gate bias belongs inside the reset */
+			bool grh = kind == K_GRU && j >= 2 * H;
+			xw[row * gh + j] += wb[j] + (grh ? 0.0f : rb[j]);
+		}
+}
+
+/* Direction d's initial h and c [B, H] (zeros where not given). */
+static void rnn_initial_state(const rnn_params *p, int d, const mfs_tensor *h0,
+			      const mfs_tensor *c0, float *h, float *c)
+{
+	int64_t H = p->hid, B = p->batch;
+
+	for (int64_t bi = 0; bi < B; bi++)
+		for (int64_t k = 0; k < H; k++) {
+			int64_t hi = p->layout1 ? (bi * p->dirs + d) * H + k : (d * B + bi) * H + k;
+			h[bi * H + k] = h0 ? ((const float *)h0->data)[hi] : 0.0f;
+			c[bi * H + k] = c0 ? ((const float *)c0->data)[hi] : 0.0f;
+		}
+}
+
+/* One step of one batch row: xr, hrr its rows of xw and h R^T; hb, cb
+ * its state, hnb, cnb the new state; rh scratch [H] (GRU). */
+static inline void rnn_cell(const rnn_params *p, const rnn_dir *dr, const float *xr,
+			    const float *hrr, float *hnb)
+{
+	const rnn_act *act = dr->act;
+	int64_t H = p->hid;
+
+	for (int64_t k = 0; k < H; k++)
+		hnb[k] = act_eval(&act[0], clipv(p, xr[k] + hrr[k]));
+}
+
+static inline void gru_cell(const rnn_params *p, const rnn_dir *dr, const float *xr,
+			    const float *hrr, const float *hb, float *rh, float *hnb)
+{
+	const rnn_act *act = dr->act;
+	const float *rb = dr->rb, *rd = dr->r;
+	int64_t H = p->hid;
+
+	/* r first: the h gate needs it for every k */
+	for (int64_t k = 0; k < H; k++)
+		rh[k] = act_eval(&act[0], clipv(p, xr[H + k] + hrr[H + k]));
+	for (int64_t k = 0; k < H; k++) {
+		float z = act_eval(&act[0], clipv(p, xr[k] + hrr[k]));
+		float rbh = rb ? rb[2 * H + k] : 0.0f, pre;
+		if (p->lbr) {
+			pre = xr[2 * H + k] + rh[k] * (hrr[2 * H + k] + rbh);
+		} else {
+			const float *rrow = rd + (2 * H + k) * H;
+			float sum = 0;
+			for (int64_t q = 0; q < H; q++)
+				sum += rh[q] * hb[q] * rrow[q];
+			pre = xr[2 * H + k] + sum + rbh;
+		}
+		float hh = act_eval(&act[1], clipv(p, pre));
+		hnb[k] = (1 - z) * hh + z * hb[k];
+	}
+}
+
+static inline void lstm_cell(const rnn_params *p, const rnn_dir *dr, const float *xr,
+			     const float *hrr, const float *cb, float *hnb, float *cnb)
+{
+	const rnn_act *act = dr->act;
+	const float *pd = dr->peep;
+	int64_t H = p->hid;
+
+	for (int64_t k = 0; k < H; k++) {
+		float ci = cb[k];
+		float ig = act_eval(&act[0], clipv(p, xr[k] + hrr[k] +
+						    (pd ? pd[k] * ci : 0)));
+		float fg = p->input_forget ? 1 - ig
+			: act_eval(&act[0], clipv(p, xr[2 * H + k] + hrr[2 * H + k] +
+					      (pd ? pd[2 * H + k] * ci : 0)));
+		float cc = act_eval(&act[1], clipv(p, xr[3 * H + k] + hrr[3 * H + k]));
+		float cnew = fg * ci + ig * cc;
+		float og = act_eval(&act[0], clipv(p, xr[H + k] + hrr[H + k] +
+						    (pd ? pd[H + k] * cnew : 0)));
+		cnb[k] = cnew;
+		hnb[k] = og * act_eval(&act[2], cnew);
+	}
+}
+
+/* Direction d through every step: h, c [B, H] its state (initial on
+ * entry, final on return), xw its projected X; hr, hn, cn [B, ...] and
+ * rh scratch; Y's rows written as they come. */
+static void rnn_steps(const rnn_params *p, enum rnn_kind kind, int d, const rnn_dir *dr,
+		      const int32_t *lens, const float *xw, float *hr, float *h, float *c,
+		      float *hn, float *cn, float *rh, mfs_tensor *y)
+{
+	int64_t H = p->hid, B = p->batch, T = p->seq, gh = p->g * H;
+
+	for (int64_t step = 0; step < T; step++) {
+		mfs_sgemm(false, true, B, gh, H, 1.0f, h, H, dr->r, H, 0.0f, hr, gh);
+		for (int64_t bi = 0; bi < B; bi++) {
+			int64_t len = lens ? lens[bi] : T;
+			if (step >= len)
+				continue;
+			int64_t t = dr->rev ? len - 1 - step : step;
+			const float *xr = xw + (p->layout1 ? bi * T + t : t * B + bi) * gh;
+			const float *hrr = hr + bi * gh;
+			float *hb = h + bi * H, *cb = c + bi * H;
+			float *hnb = hn + bi * H, *cnb = cn + bi * H;
+			if (kind == K_RNN)
+				rnn_cell(p, dr, xr, hrr, hnb);
+			else if (kind == K_GRU)
+				gru_cell(p, dr, xr, hrr, hb, rh, hnb);
+			else
+				lstm_cell(p, dr, xr, hrr, cb, hnb, cnb);
+			memcpy(hb, hnb, sizeof(float) * (size_t)H);
+			if (kind == K_LSTM)
+				memcpy(cb, cnb, sizeof(float) * (size_t)H);
+			if (y) {
+				int64_t yi = p->layout1 ? ((bi * T + t) * p->dirs + d) * H
+							: ((t * p->dirs + d) * B + bi) * H;
+				memcpy((float *)y->data + yi, hb, sizeof(float) * (size_t)H);
+			}
+		}
+	}
+}
+
 static int rnn_run_kind(mfs_op_ctx *ctx, enum rnn_kind kind)
 {
 	rnn_params p;
@@ -274,20 +438,10 @@ static int rnn_run_kind(mfs_op_ctx *ctx, enum rnn_kind kind)
 
 	/* scratch: xw [T*B, gh], hr [B, gh], h, c, hn, cn [B, H] each, rh [H] */
 	size_t need = (size_t)(T * B * gh + B * gh + 4 * B * H + H + 1);
-	rnn_state *s = *ctx->state;
-	if (!s) {
-		if (!(s = calloc(1, sizeof(*s))))
-			return mfs_op_fail(ctx, ENOMEM, "out of memory");
-		*ctx->state = s;
-	}
-	if (s->n < need) {
-		free(s->buf);
-		s->n = 0;
-		if (!(s->buf = malloc(need * sizeof(float))))
-			return mfs_op_fail(ctx, ENOMEM, "out of memory for %zu floats", need);
-		s->n = need;
-	}
-	float *xw = s->buf, *hr = xw + T * B * gh, *h = hr + B * gh, *c = h + B * H;
+	float *xw = NULL;
+	if ((rc = rnn_scratch(ctx, need, &xw)) < 0)
+		return rc;
+	float *hr = xw + T * B * gh, *h = hr + B * gh, *c = h + B * H;
 	float *hn = c + B * H, *cn = hn + B * H, *rh = cn + B * H;
 
 	if (y && y->nbytes)
@@ -299,92 +453,18 @@ static int rnn_run_kind(mfs_op_ctx *ctx, enum rnn_kind kind)
 					   (long long)bi, lens[bi], (long long)T);
 
 	for (int d = 0; d < p.dirs; d++) {
-		bool rev = p.reverse || d == 1;
-		const float *wd = (const float *)w->data + d * gh * p.in;
-		const float *rd = (const float *)r->data + d * gh * H;
-		const float *wb = b ? (const float *)b->data + d * 2 * gh : NULL;
-		const float *rb = wb ? wb + gh : NULL;
-		const float *pd = pp ? (const float *)pp->data + d * 3 * H : NULL;
-		const rnn_act *act = p.act[d];
-
-		/* xw rows in X's own order: (t, b) or, layout 1, (b, t) */
-		if (T * B > 0 && p.in > 0)
-			mfs_sgemm(false, true, T * B, gh, p.in, 1.0f, x->data, p.in, wd, p.in, 0.0f,
-				  xw, gh);
-		else
-			memset(xw, 0, sizeof(float) * (size_t)(T * B * gh));
-		for (int64_t row = 0; wb && row < T * B; row++)
-			for (int64_t j = 0; j < gh; j++) {
-				/* GRU's recurrent h-gate bias belongs inside the reset */
-				bool grh = kind == K_GRU && j >= 2 * H;
-				xw[row * gh + j] += wb[j] + (grh ? 0.0f : rb[j]);
-			}
-		for (int64_t bi = 0; bi < B; bi++)
-			for (int64_t k = 0; k < H; k++) {
-				int64_t hi = p.layout1 ? (bi * p.dirs + d) * H + k : (d * B + bi) * H + k;
-				h[bi * H + k] = h0 ? ((const float *)h0->data)[hi] : 0.0f;
-				c[bi * H + k] = c0 ? ((const float *)c0->data)[hi] : 0.0f;
-			}
-
-		for (int64_t step = 0; step < T; step++) {
-			mfs_sgemm(false, true, B, gh, H, 1.0f, h, H, rd, H, 0.0f, hr, gh);
-			for (int64_t bi = 0; bi < B; bi++) {
-				int64_t len = lens ? lens[bi] : T;
-				if (step >= len)
-					continue;
-				int64_t t = rev ? len - 1 - step : step;
-				const float *xr = xw + (p.layout1 ? bi * T + t : t * B + bi) * gh;
-				const float *hrr = hr + bi * gh;
-				float *hb = h + bi * H, *cb = c + bi * H;
-				float *hnb = hn + bi * H, *cnb = cn + bi * H;
-				if (kind == K_RNN) {
-					for (int64_t k = 0; k < H; k++)
-						hnb[k] = act_eval(&act[0], clipv(&p, xr[k] + hrr[k]));
-				} else if (kind == K_GRU) {
-					/* r first: the h gate needs it for every k */
-					for (int64_t k = 0; k < H; k++)
-						rh[k] = act_eval(&act[0], clipv(&p, xr[H + k] + hrr[H + k]));
-					for (int64_t k = 0; k < H; k++) {
-						float z = act_eval(&act[0], clipv(&p, xr[k] + hrr[k]));
-						float rbh = rb ? rb[2 * H + k] : 0.0f, pre;
-						if (p.lbr) {
-							pre = xr[2 * H + k] + rh[k] * (hrr[2 * H + k] + rbh);
-						} else {
-							const float *rrow = rd + (2 * H + k) * H;
-							float sum = 0;
-							for (int64_t q = 0; q < H; q++)
-								sum += rh[q] * hb[q] * rrow[q];
-							pre = xr[2 * H + k] + sum + rbh;
-						}
-						float hh = act_eval(&act[1], clipv(&p, pre));
-						hnb[k] = (1 - z) * hh + z * hb[k];
-					}
-				} else {
-					for (int64_t k = 0; k < H; k++) {
-						float ci = cb[k];
-						float ig = act_eval(&act[0], clipv(&p, xr[k] + hrr[k] +
-										    (pd ? pd[k] * ci : 0)));
-						float fg = p.input_forget ? 1 - ig
-							: act_eval(&act[0], clipv(&p, xr[2 * H + k] + hrr[2 * H + k] +
-									      (pd ? pd[2 * H + k] * ci : 0)));
-						float cc = act_eval(&act[1], clipv(&p, xr[3 * H + k] + hrr[3 * H + k]));
-						float cnew = fg * ci + ig * cc;
-						float og = act_eval(&act[0], clipv(&p, xr[H + k] + hrr[H + k] +
-										    (pd ? pd[H + k] * cnew : 0)));
-						cnb[k] = cnew;
-						hnb[k] = og * act_eval(&act[2], cnew);
-					}
-				}
-				memcpy(hb, hnb, sizeof(float) * (size_t)H);
-				if (kind == K_LSTM)
-					memcpy(cb, cnb, sizeof(float) * (size_t)H);
-				if (y) {
-					int64_t yi = p.layout1 ? ((bi * T + t) * p.dirs + d) * H
-							       : ((t * p.dirs + d) * B + bi) * H;
-					memcpy((float *)y->data + yi, hb, sizeof(float) * (size_t)H);
-				}
-			}
-		}
+		rnn_dir dr = {
+			.w = (const float *)w->data + d * gh * p.in,
+			.r = (const float *)r->data + d * gh * H,
+			.wb = b ? (const float *)b->data + d * 2 * gh : NULL,
+			.peep = pp ? (const float *)pp->data + d * 3 * H : NULL,
+			.act = p.act[d],
+			.rev = p.reverse || d == 1,
+		};
+		dr.rb = dr.wb ? dr.wb + gh : NULL;
+		rnn_project_x(&p, kind, x, &dr, xw);
+		rnn_initial_state(&p, d, h0, c0, h, c);
+		rnn_steps(&p, kind, d, &dr, lens, xw, hr, h, c, hn, cn, rh, y);
 		for (int64_t bi = 0; bi < B; bi++) {
 			int64_t oi = p.layout1 ? (bi * p.dirs + d) * H : (d * B + bi) * H;
 			if (yh)
