@@ -99,8 +99,9 @@ def workers(pid):
         except OSError:
             continue
         state, ppid = stat.rsplit(")", 1)[1].split()[:2]
-        # A zombie has no command line left: the daemon's unreaped child.
-        if int(ppid) == pid and (b"--backend-worker" in cmd or state == "Z"):
+        # An exiting worker has no command line left (its memory is
+        # gone before it is a zombie): still a worker to wait for.
+        if int(ppid) == pid and (b"--backend-worker" in cmd or not cmd or state == "Z"):
             found.append(int(p))
     return found
 
