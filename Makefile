@@ -285,7 +285,9 @@ soak: modelfs
 # unloaded all along (--model-control=explicit), and uid 65534 filling
 # its share of request directories and linking inputs into /proc; every
 # normal request checked, RSS and fds flat, no worker left.  Not in
-# `make test`.  Last result: docs/SECURITY.md "Soak".
+# `make test`.  Last run (2026-11-28, 1800 s, 2-core VM, loaded): 14 passed,
+# 0 failed; 1.1 M normal requests checked, 2219 hostile ones, 81745
+# load/unload cycles; RSS 18.0 -> 18.4 MiB, fds 20 -> 19 (docs/SECURITY.md "Soak").
 SOAK_SECS ?= 1800
 .PHONY: soak-hostile
 soak-hostile: modelfs $(BUILD)/tests/backends/libmodelfs_fault.so
