@@ -24,73 +24,12 @@ import time
 modelfs, examples, n_clients, n_req, n_reloads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 n_kills = int(sys.argv[6]) if len(sys.argv) > 6 else max(1, n_clients // 4)
 # Kills happen every 5 s while clients run: a short run gets fewer.
-CLIENT = r'''
-import json, os, shutil, sys
-mnt, cid, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-bad = 0
-def check(a, b, o0, o1, how):
-    global bad
-    if [round(x, 3) for x in o0] != [round(x + y, 3) for x, y in zip(a, b)] or \
-       [round(x, 3) for x in o1] != [round(x - y, 3) for x, y in zip(a, b)]:
-        bad += 1
-        print("wrong result via", how, o0[:3], o1[:3], file=sys.stderr)
-for k in range(n):
-    a = [float((cid * 7 + k + i) % 97) for i in range(16)]
-    b = [float((k * 3 + i) % 89) / 4 for i in range(16)]
-    if k % 2:
-        d = os.path.join(mnt, "add_sub", "requests", "c%d_%d" % (cid, k))
-        os.mkdir(d)
-        with open(os.path.join(d, "INPUT0.txt"), "w") as f:
-            f.write(" ".join(map(str, a)))
-        with open(os.path.join(d, "INPUT1.txt"), "w") as f:
-            f.write(" ".join(map(str, b)))
-        o0 = [float(x) for x in open(os.path.join(d, "OUTPUT0.txt")).read().split()]
-        o1 = [float(x) for x in open(os.path.join(d, "OUTPUT1.txt")).read().split()]
-        shutil.rmtree(d)
-        check(a, b, o0, o1, "request directory")
-    else:
-        req = json.dumps({"inputs": [
-            {"name": "INPUT0", "shape": [16], "datatype": "FP32", "data": a},
-            {"name": "INPUT1", "shape": [16], "datatype": "FP32", "data": b}]}).encode()
-        fd = os.open(os.path.join(mnt, "add_sub", "infer"), os.O_RDWR)
-        os.write(fd, req)
-        text = b""
-        while True:
-            c = os.read(fd, 1 << 16)
-            if not c:
-                break
-            text += c
-        os.close(fd)
-        r = json.loads(text)
-        if "error" in r:
-            bad += 1
-            print("infer error:", r["error"], file=sys.stderr)
-            continue
-        outs = {o["name"]: o["data"] for o in r["outputs"]}
-        check(a, b, outs["OUTPUT0"], outs["OUTPUT1"], "infer")
-print(json.dumps({"done": n, "bad": bad}))
-'''
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import soak_lib  # noqa: E402  (the client, the tally, the daemon's status)
 
-passed = failed = 0
-
-
-def result(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("ok:", what)
-    else:
-        failed += 1
-        print("FAILED:", what)
-
-
-def status(pid):
-    vals = {}
-    for line in open("/proc/%d/status" % pid):
-        k, _, v = line.partition(":")
-        vals[k] = v.split()
-    return int(vals["VmRSS"][0]), len(os.listdir("/proc/%d/fd" % pid))
-
+LIB = os.path.abspath(soak_lib.__file__)
+tally = soak_lib.Tally()
+result, status = tally.result, soak_lib.daemon_status
 
 # SIGTERM (make interrupted, a CI timeout): run the finally below, which
 # stops the clients and unmounts.
@@ -101,23 +40,16 @@ repo, mnt = os.path.join(tmp, "repo"), os.path.join(tmp, "mnt")
 os.mkdir(repo)
 os.mkdir(mnt)
 shutil.copytree(os.path.join(examples, "add_sub"), os.path.join(repo, "add_sub"))
-log = open(os.path.join(tmp, "daemon.log"), "w")
-# Under ASan, freed memory waits in a quarantine (256 MiB by default)
-# before reuse: kept small, so that "RSS flat" still means something.
-env = dict(os.environ, ASAN_OPTIONS="quarantine_size_mb=16:" + os.environ.get("ASAN_OPTIONS", ""))
-daemon = subprocess.Popen([modelfs, "-f", "--reload-quiet-ms=50", repo, mnt], stderr=log, env=env)
+log_path = os.path.join(tmp, "daemon.log")
+daemon = soak_lib.start_daemon(modelfs, ["--reload-quiet-ms=50"], repo, mnt, log_path)
 try:
-    for _ in range(300):
-        if os.path.ismount(mnt):
-            break
-        time.sleep(0.05)
     result(os.path.ismount(mnt), "mounted")
-    warm = subprocess.run([sys.executable, "-c", CLIENT, mnt, "999", "20"], capture_output=True, text=True)
+    warm = subprocess.run([sys.executable, LIB, mnt, "999", "20"], capture_output=True, text=True)
     result(warm.returncode == 0 and '"bad": 0' in warm.stdout, "warm-up: 20 requests")
     rss0, fds0 = status(daemon.pid)
 
     def spawn(cid):
-        return subprocess.Popen([sys.executable, "-c", CLIENT, mnt, str(cid), str(n_req)],
+        return subprocess.Popen([sys.executable, LIB, mnt, str(cid), str(n_req)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     clients = {c: spawn(c) for c in range(n_clients)}
     cfg = os.path.join(repo, "add_sub", "config.pbtxt")
@@ -173,18 +105,6 @@ finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    subprocess.run(["fusermount3", "-u", mnt])
-    try:
-        rc = daemon.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        daemon.kill()
-        rc = -9
-    log.close()
-    text = open(os.path.join(tmp, "daemon.log")).read()
-    result(rc == 0 and "Sanitizer" not in text and "runtime error" not in text,
-           "daemon exited %d without a sanitizer report" % rc)
-    if failed:
-        print(text[-3000:])
+    soak_lib.stop_daemon(daemon, mnt, log_path, tally)
     shutil.rmtree(tmp, ignore_errors=True)
-print("%d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+tally.finish()
