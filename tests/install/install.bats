@@ -171,7 +171,7 @@ comp() {
 	[ -z "$(comp modelfs --threads "")" ]
 	[ "$(comp modelfs -o allow_other,pol)" = allow_other,poll_secs= ]
 	[ "$(comp modelfs -o max_request_b)" = max_request_bytes= ]
-	[ "$(comp modelfs -o max_req | sort | tr '\n' ' ')" = "max_request_bytes= max_requests= " ]
+	[ "$(comp modelfs -o max_req | sort | tr '\n' ' ')" = "max_request_bytes= max_requests= max_requests_per_uid= " ]
 	[ "$(comp modelfs run --fo)" = --format= ]
 	# run offers the daemon's options that apply to it, and not the others
 	[ "$(comp modelfs run --log)" = --log-level= ]
