@@ -70,7 +70,7 @@ for m in $MODELS; do
 		set -- "$@" "$(basename "$f" .npy)=$f"
 	done
 	t0=$(date +%s.%N)
-	if ! msg=$(MFS_PROFILE=1 "$MODELFS" run "$DIR/$m" "$@" --out "$out" 2>&1); then
+	if ! msg=$(MFS_PROFILE=1 "$MODELFS" run --log-level info "$DIR/$m" "$@" --out "$out" 2>&1); then
 		printf '%-17s FAIL: modelfs run: %s\n' "$m" "$(printf '%s' "$msg" | tail -1)"
 		failed=$((failed + 1))
 		rm -rf "$out"
