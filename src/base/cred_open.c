@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdint.h>
@@ -22,6 +23,49 @@ static int openat2_at_cwd(const char *path, uint64_t flags, uint64_t resolve)
 {
 	struct open_how how = { .flags = flags, .resolve = resolve };
 	return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+}
+
+/* Whether the folder holding path's last name is on a proc filesystem:
+ * a link to /proc/self/fd/999 (a number the daemon has not open) fails
+ * with ENOENT before any magic link is met, and telling it apart from
+ * EACCES would let a client list the daemon's open descriptors. */
+static bool parent_is_proc(const char *path)
+{
+	char *cur = strdup(path);
+	/* Ordinary links first, as the kernel would follow them: a chain
+	 * $SHM/hop -> /proc/self/fd/999 ends in /proc. */
+	for (int hop = 0; cur && hop < 40; hop++) {
+		char target[4096];
+		ssize_t n = readlink(cur, target, sizeof(target) - 1);
+		if (n < 0)
+			break;
+		target[n] = '\0';
+		char *next = NULL;
+		char *slash = strrchr(cur, '/');
+		if (target[0] == '/' || !slash)
+			next = strdup(target);
+		else if (asprintf(&next, "%.*s/%s", (int)(slash - cur), cur, target) < 0)
+			next = NULL;
+		free(cur);
+		cur = next;
+	}
+	if (!cur)
+		return false;
+	char *slash = strrchr(cur, '/');
+	if (slash == cur)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else
+		strcpy(cur, ".");
+	int fd = openat2_at_cwd(cur, O_PATH | O_CLOEXEC, RESOLVE_NO_MAGICLINKS);
+	free(cur);
+	if (fd < 0)
+		return false;
+	struct statfs sf;
+	bool proc = fstatfs(fd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC;
+	close(fd);
+	return proc;
 }
 
 /* open(path) under the thread's identity as it stands, except that no
@@ -49,6 +93,9 @@ static int open_target(const char *path, mfs_error *err)
 					"would be the daemon's: such links are not followed");
 		errno = ELOOP;
 	}
+	if (fd < 0 && errno == ENOENT && parent_is_proc(path))
+		return mfs_fail(err, EACCES, "the path leads into /proc (a descriptor number the "
+				"daemon has not open, or a process's file): refused, as every /proc path is");
 	if (fd < 0)
 		return mfs_fail(err, errno, "%s", strerror(errno));
 	struct statfs sf;

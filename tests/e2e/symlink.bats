@@ -188,6 +188,11 @@ nobody_refused() {
 	nobody_refused "the path goes through a process's descriptor link" \
 		/proc/self/fd/7 /dev/fd/7 /proc/thread-self/fd/7 "/proc/$DAEMON_PID/fd/7" \
 		"$SHM/hop1" /dev/stdin "/proc/self/root$VAULT/secret.txt" "/proc/self/cwd$VAULT/secret.txt"
+	# A number the daemon has not open: the same EACCES, so a client
+	# cannot list the daemon's descriptors by trying numbers.
+	ln -s /proc/self/fd/999 "$SHM/hop999"
+	nobody_refused "the path leads into /proc" \
+		/proc/self/fd/999 /dev/fd/999 "/proc/$DAEMON_PID/fd/999" "$SHM/hop999"
 	# The daemon's own /proc (any /proc: no tensor lives there).
 	nobody_refused "the file is in /proc" \
 		/proc/self/status /proc/thread-self/status "/proc/$DAEMON_PID/maps"
