@@ -78,9 +78,9 @@ void mfs_options_release(mfs_options *o)
 	"                            S seconds fails its load; the worker is killed (60)\n" \
 	"  --backend-exec-timeout=S  a custom backend's execute that has not returned after\n" \
 	"                            S seconds fails its request; the worker is killed (60)\n" \
-	"  --backend-config=[onnxruntime,]default-max-batch-size=N\n" \
-	"                            max_batch_size auto-complete gives an ONNX model that\n" \
-	"                            can batch, when its config sets none; 0: none (4)\n"
+	"  --backend-config=SETTING  Triton's onnxruntime,default-max-batch-size=N (or\n" \
+	"                            default-max-batch-size=N): the max_batch_size an ONNX\n" \
+	"                            model that can batch gets when its config sets none (4)\n"
 
 int mfs_options_requests_per_uid(const mfs_options *o)
 {
