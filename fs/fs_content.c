@@ -114,8 +114,12 @@ static json_t *io_json(const mfs_model_config *c, bool input, int i)
 	for (int d = 0; d < spec.rank; d++)
 		json_array_append_new(shape, json_integer(spec.dims[d]));
 	const char *dt = mfs_dtype_kserve_name(spec.dtype);
-	return json_pack("{s:s,s:s,s:o}", "name", spec.name, "datatype", dt ? dt : "UNDEFINED",
-			 "shape", shape);
+	json_t *o = json_pack("{s:s,s:s,s:o}", "name", spec.name, "datatype", dt ? dt : "UNDEFINED",
+			      "shape", shape);
+	/* An image input's layout (config format), as config.json names it. */
+	if (o && input && c->inputs[i].format != MFS_FORMAT_NONE)
+		json_object_set_new(o, "format", json_string(mfs_io_format_name(c->inputs[i].format)));
+	return o;
 }
 
 static json_t *metadata(const mfs_version *v, const mfs_model_info *mi, bool pinned)

@@ -170,6 +170,10 @@ run_bats e2e "$PWD/modelfs" tests/e2e/*.bats
 run_cli_cases run-cases "$PWD/modelfs"
 run_bats install "$PWD/modelfs" tests/install/*.bats
 run_counted deploy /usr/bin/python3 tests/install/check_deploy.py "$PWD/modelfs"
+# Triton's own model-configuration cases (tests/triton_config/README.md);
+# the cases whose outcome differs from Triton's, with why, go to the log dir.
+run_counted triton-config /usr/bin/python3 tests/triton_config/run.py "$PWD/modelfs" \
+	"$LOGS/triton-config-differences.txt"
 run_counted soak /usr/bin/python3 tests/soak/soak.py "$PWD/modelfs" examples 16 200 5
 run_unit unit-asan build/asan
 run_conformance conformance-asan build/asan/tools/conformance

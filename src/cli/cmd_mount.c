@@ -321,6 +321,7 @@ static int start_parts(daemon_ctx *d, const char *repo, int threads)
 	if (mfs_sched_new_with_init(threads, mfs_engine_thread_warm, &d->sched, &err) < 0)
 		goto fail;
 	mfs_worker_set_timeouts(d->opts.backend_init_timeout_secs, d->opts.backend_exec_timeout_secs);
+	mfs_config_set_default_max_batch_size(d->opts.default_max_batch_size);
 	/* engine_threads left 0: set above */
 	mfs_registry_conf rc_ = { .repository = repo, .sched = d->sched,
 				  .route = { .device = d->opts.device,

@@ -668,6 +668,7 @@ static int load_and_run(run_args *a, int64_t version, int fmt, mfs_error *err)
 		return mfs_fail(err, errno, "%s: %s", a->repo, strerror(errno));
 	mfs_engine_set_threads(threads > 0 ? threads : 1);
 	mfs_worker_set_timeouts(a->opts.backend_init_timeout_secs, a->opts.backend_exec_timeout_secs);
+	mfs_config_set_default_max_batch_size(a->opts.default_max_batch_size);
 	/* One request: one compute thread runs it. */
 	rc = mfs_sched_new_with_init(1, mfs_engine_thread_warm, &sched, err);
 	mfs_registry_conf conf = { .repository = repo, .sched = sched,

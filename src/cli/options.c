@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "codec.h"
+#include "config.h"
 #include "backend_worker.h"
 #include "installed_backends.h"
 #include "log.h"
@@ -29,6 +30,7 @@ void mfs_options_init(mfs_options *o)
 	o->backend_init_timeout_secs = MFS_WORKER_INIT_TIMEOUT_DEFAULT;
 	o->backend_exec_timeout_secs = MFS_WORKER_EXEC_TIMEOUT_DEFAULT;
 	o->log_level = MFS_LOG_INFO;
+	o->default_max_batch_size = MFS_DEFAULT_MAX_BATCH_SIZE;
 }
 
 void mfs_options_init_run(mfs_options *o, mfs_run_options *r)
@@ -75,7 +77,10 @@ void mfs_options_release(mfs_options *o)
 	"  --backend-init-timeout=S  a custom backend's init that has not returned after\n" \
 	"                            S seconds fails its load; the worker is killed (60)\n" \
 	"  --backend-exec-timeout=S  a custom backend's execute that has not returned after\n" \
-	"                            S seconds fails its request; the worker is killed (60)\n"
+	"                            S seconds fails its request; the worker is killed (60)\n" \
+	"  --backend-config=SETTING  Triton's onnxruntime,default-max-batch-size=N (or\n" \
+	"                            default-max-batch-size=N): the max_batch_size an ONNX\n" \
+	"                            model that can batch gets when its config sets none (4)\n"
 
 int mfs_options_requests_per_uid(const mfs_options *o)
 {
@@ -231,6 +236,7 @@ static const struct valued_opt {
 	{ "log-level", FOR_BOTH, NULL },
 	{ "backend-init-timeout", FOR_BOTH, NULL },
 	{ "backend-exec-timeout", FOR_BOTH, NULL },
+	{ "backend-config", FOR_BOTH, NULL },
 	{ "version", FOR_RUN, NULL },
 	{ "out", FOR_RUN, NULL },
 	{ "format", FOR_RUN, NULL },
@@ -276,6 +282,27 @@ static int set_run_valued(mfs_run_options *r, const char *name, const char *val,
 	free(*slot);
 	if (!(*slot = strdup(val)))
 		return mfs_fail(err, ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Triton's --backend-config=onnxruntime,default-max-batch-size=N, or its
+ * global form default-max-batch-size=N (the one -o can carry: a mount
+ * option's value holds no comma).  The one setting modelfs has. */
+static int set_backend_config(mfs_options *o, const char *val, mfs_error *err)
+{
+	static const char key[] = "default-max-batch-size=";
+	const char *setting = val;
+	long long n;
+
+	if (strncmp(val, "onnxruntime,", 12) == 0)
+		setting = val + 12;
+	if (strncmp(setting, key, sizeof(key) - 1) != 0)
+		return mfs_fail(err, EINVAL, "--backend-config: expected [onnxruntime,]default-max-batch-size=N "
+				"(the one backend setting modelfs has), got '%s'", val);
+	if (!parse_int(setting + sizeof(key) - 1, INT32_MAX, &n))
+		return mfs_fail(err, EINVAL, "--backend-config: default-max-batch-size: expected 0 or more, got '%s'",
+				setting + sizeof(key) - 1);
+	o->default_max_batch_size = (int)n;
 	return 0;
 }
 
@@ -369,6 +396,8 @@ static int set_valued(mfs_options *o, const char *name, const char *val,
 		if (!parse_int(val, 86400, &n) || n == 0)
 			return mfs_fail(err, EINVAL, "--%s: expected seconds (1-86400), got '%s'", name, val);
 		*slot = (int)n;
+	} else if (strcmp(name, "backend-config") == 0) {
+		return set_backend_config(o, val, err);
 	} else if (strcmp(name, "log-level") == 0) {
 		int l = mfs_log_level_parse(val);
 		if (l < 0)

@@ -42,6 +42,7 @@ typedef struct mfs_options {
 	int backend_init_timeout_secs;    /* --backend-init-timeout */
 	int backend_exec_timeout_secs;    /* --backend-exec-timeout */
 	int log_level;                /* mfs_log_level */
+	int default_max_batch_size;   /* --backend-config=onnxruntime,default-max-batch-size=N */
 	char *fuse_opts;              /* -o items that are not ours, comma-joined; NULL if none */
 	char *repository;             /* as given */
 	char *mountpoint;             /* as given */

@@ -62,7 +62,10 @@ save("varlen", helper.make_graph(
     [helper.make_node("Add", ["a", "b"], ["out"])], "varlen",
     [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N"]),
      helper.make_tensor_value_info("b", TensorProto.FLOAT, ["M"])],
-    [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["K"])]))
+    [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["K"])]),
+    # Every first dim is variable: without this, auto-complete would make
+    # the length a batch dim of at most 4 (Triton's default).
+    "max_batch_size: 0\n")
 
 # broken: not an ONNX file at all.
 os.makedirs(os.path.join(root, "broken", "1"), exist_ok=True)

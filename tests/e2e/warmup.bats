@@ -79,6 +79,7 @@ EOF
 	REPO=$(make_test_repo)
 	# varlen's a + b: lengths 3 and 4 do not broadcast, at run time
 	cat > "$REPO/varlen/config.pbtxt" <<'EOF'
+max_batch_size: 0
 model_warmup { name: "mismatch"
   inputs { key: "a" value { data_type: TYPE_FP32 dims: 3 zero_data: true } }
   inputs { key: "b" value { data_type: TYPE_FP32 dims: 4 zero_data: true } } }

@@ -71,11 +71,14 @@ static void test_no_config(void **state)
 	mfs_error err;
 	mfs_tensor_spec spec;
 
+	mfs_config_set_default_max_batch_size(0);
 	assert_int_equal(complete("", &m, &c, &err), 0);
+	mfs_config_set_default_max_batch_size(MFS_DEFAULT_MAX_BATCH_SIZE);
 	assert_string_equal(c.name, "add_sub");
 	assert_string_equal(c.platform, "onnxruntime_onnx");
 	assert_string_equal(c.backend, "onnxruntime");
 	assert_int_equal(c.max_batch_size, 0);
+	assert_false(c.has_dynamic_batching);
 	assert_int_equal(c.n_inputs, 2);
 	assert_int_equal(c.n_outputs, 2);
 	/* max_batch_size 0: the dims are the graph's, batch dim included. */
@@ -102,7 +105,8 @@ static void test_partial_with_batch(void **state)
 	mfs_error err;
 	mfs_tensor_spec spec;
 
-	assert_int_equal(complete("max_batch_size: 8 input { name: \"INPUT1\" }\n"
+	assert_int_equal(complete("max_batch_size: 8 input { name: \"INPUT1\" data_type: TYPE_FP32 }\n"
+				  "input { name: \"INPUT0\" data_type: TYPE_FP32 }\n"
 				  "output { name: \"OUTPUT1\" data_type: TYPE_FP32 dims: 16 }",
 				  &m, &c, &err), 0);
 	assert_int_equal(c.n_inputs, 2);
@@ -134,7 +138,8 @@ static void test_config_may_fix_a_variable_dim(void **state)
 
 	m.in[0] = desc("x", MFS_DT_INT64, 2, -1, -1);
 	m.out[0] = desc("y", MFS_DT_INT64, 1, -1, 0);
-	assert_int_equal(complete("input { name: \"x\" dims: [3, 4] }", &m, &c, &err), 0);
+	assert_int_equal(complete("max_batch_size: 0\n"
+				  "input { name: \"x\" data_type: TYPE_INT64 dims: [3, 4] }", &m, &c, &err), 0);
 	assert_int_equal(c.inputs[0].dims[0], 3);
 	assert_int_equal(c.inputs[0].dtype, MFS_DT_INT64);
 	mfs_config_release(&c);
@@ -149,8 +154,9 @@ static void test_reshape(void **state)
 	mfs_shape req = { .rank = 3, .dims = { 5, 4, 4 } }, model, back;
 
 	assert_int_equal(complete("max_batch_size: 8\n"
-				  "input { name: \"INPUT0\" dims: [4, 4] reshape { shape: [16] } }\n"
-				  "output { name: \"OUTPUT0\" dims: [2, -1] reshape { shape: [16] } }",
+				  "input { name: \"INPUT0\" data_type: TYPE_FP32 dims: [4, 4] reshape { shape: [16] } }\n"
+				  "input { name: \"INPUT1\" data_type: TYPE_FP32 dims: [16] }\n"
+				  "output { name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [2, 8] reshape { shape: [16] } }",
 				  &m, &c, &err), 0);
 	assert_int_equal(mfs_config_input_to_model(&c, 0, &req, &model, &err), 0);
 	assert_int_equal(model.rank, 2);
@@ -186,32 +192,158 @@ static void test_disagreements(void **state)
 
 	complete_fails("name: \"other\"", &m,
 		       "config name 'other' does not match the model directory 'add_sub'");
-	complete_fails("input { name: \"INPUT9\" }", &m,
+	complete_fails("input { name: \"INPUT9\" data_type: TYPE_FP32 }", &m,
 		       "config input 'INPUT9' is not in the graph (its inputs: 'INPUT0', 'INPUT1')");
-	complete_fails("output { name: \"INPUT0\" }", &m,
+	complete_fails("output { name: \"INPUT0\" data_type: TYPE_FP32 }", &m,
 		       "config output 'INPUT0' is not in the graph (its outputs: 'OUTPUT0', 'OUTPUT1')");
 	complete_fails("input { name: \"INPUT0\" data_type: TYPE_INT32 }", &m,
 		       "input 'INPUT0': the config says data_type TYPE_INT32, the graph has TYPE_FP32");
-	complete_fails("input { name: \"INPUT0\" dims: [16] }", &m,
+	complete_fails("max_batch_size: 0 input { name: \"INPUT0\" data_type: TYPE_FP32 dims: [16] }", &m,
 		       "input 'INPUT0': the config's dims [16] do not match the graph's [-1,16]");
-	complete_fails("max_batch_size: 4 input { name: \"INPUT0\" dims: [17] }", &m,
+	complete_fails("max_batch_size: 4 input { name: \"INPUT0\" data_type: TYPE_FP32 dims: [17] }", &m,
 		       "input 'INPUT0': the config's dims [17] (after the batch dim) do not match the graph's [16] (batch dim left out)");
-	complete_fails("max_batch_size: 2 input { name: \"INPUT0\" dims: [2, 8] reshape { shape: [15] } }", &m,
-		       "input 'INPUT0': dims [2,8] hold 16 elements, reshape [15] holds 15");
-	complete_fails("max_batch_size: 2 input { name: \"INPUT0\" reshape { shape: [16] } }", &m,
+	complete_fails("max_batch_size: 2 input { name: \"INPUT0\" data_type: TYPE_FP32 dims: [2, 8] reshape { shape: [15] } }", &m,
+		       "input 'INPUT0' has different size for dims and reshape (dims [2,8], reshape [15])");
+	complete_fails("max_batch_size: 2 input { name: \"INPUT0\" data_type: TYPE_FP32 reshape { shape: [16] } }", &m,
 		       "input 'INPUT0': reshape needs dims");
 
 	/* The graph fixes what the config leaves variable. */
 	mfs_graph fixed = { .n_in = 1, .n_out = 1 };
 	fixed.in[0] = desc("x", MFS_DT_FLOAT, 2, 1, 16);
 	fixed.out[0] = desc("y", MFS_DT_FLOAT, 2, 1, 16);
-	complete_fails("input { name: \"x\" dims: [1, -1] }", &fixed,
+	complete_fails("input { name: \"x\" data_type: TYPE_FP32 dims: [1, -1] }", &fixed,
 		       "input 'x': the config's dims [1,-1] do not match the graph's [1,16]");
 	complete_fails("max_batch_size: 4", &fixed,
 		       "max_batch_size 4, but the graph fixes the batch dim of input 'x' at 1");
 	fixed.in[0].rank = 0;
 	complete_fails("max_batch_size: 1", &fixed,
 		       "input 'x' is a scalar in the graph, so it has no batch dim for max_batch_size 1");
+}
+
+/* Triton's ONNX Runtime backend: a model that can batch gets
+ * max_batch_size 4 and dynamic batching when the config sets no
+ * max_batch_size and leaves a side unlisted. */
+static void test_default_max_batch(void **state)
+{
+	(void)state;
+	mfs_graph m = batched(), fixed = { .n_in = 1, .n_out = 1 };
+	mfs_model_config c;
+	mfs_error err;
+
+	assert_int_equal(complete("", &m, &c, &err), 0);
+	assert_int_equal(c.max_batch_size, 4);
+	assert_true(c.has_dynamic_batching);
+	assert_int_equal(c.inputs[0].rank, 1);
+	assert_int_equal(c.inputs[0].dims[0], 16);
+	mfs_config_release(&c);
+	/* Outputs listed, inputs not: still completed. */
+	assert_int_equal(complete("output { name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [16] }",
+				  &m, &c, &err), 0);
+	assert_int_equal(c.max_batch_size, 4);
+	mfs_config_release(&c);
+	/* Both sides listed, or max_batch_size given (0 too): left alone. */
+	assert_int_equal(complete("input { name: \"INPUT0\" data_type: TYPE_FP32 dims: [-1, 16] }\n"
+				  "input { name: \"INPUT1\" data_type: TYPE_FP32 dims: [-1, 16] }\n"
+				  "output { name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [-1, 16] }",
+				  &m, &c, &err), 0);
+	assert_int_equal(c.max_batch_size, 0);
+	mfs_config_release(&c);
+	assert_int_equal(complete("max_batch_size: 0", &m, &c, &err), 0);
+	assert_int_equal(c.max_batch_size, 0);
+	assert_false(c.has_dynamic_batching);
+	mfs_config_release(&c);
+	/* --backend-config=onnxruntime,default-max-batch-size=1: no batcher. */
+	mfs_config_set_default_max_batch_size(1);
+	assert_int_equal(complete("", &m, &c, &err), 0);
+	mfs_config_set_default_max_batch_size(MFS_DEFAULT_MAX_BATCH_SIZE);
+	assert_int_equal(c.max_batch_size, 1);
+	assert_false(c.has_dynamic_batching);
+	mfs_config_release(&c);
+	/* A fixed first dim: the model cannot batch. */
+	fixed.in[0] = desc("x", MFS_DT_FLOAT, 2, 1, 16);
+	fixed.out[0] = desc("y", MFS_DT_FLOAT, 2, -1, 16);
+	assert_int_equal(complete("", &fixed, &c, &err), 0);
+	assert_int_equal(c.max_batch_size, 0);
+	mfs_config_release(&c);
+}
+
+/* A KIND_CPU group without a count: 2 (Triton's ONNX Runtime count). */
+static void test_cpu_instance_count(void **state)
+{
+	(void)state;
+	mfs_graph m = batched();
+	mfs_model_config c;
+	mfs_error err;
+
+	assert_int_equal(complete("instance_group { kind: KIND_CPU }\n"
+				  "instance_group { kind: KIND_CPU count: 3 }\n"
+				  "instance_group { kind: KIND_AUTO }", &m, &c, &err), 0);
+	assert_int_equal(c.instance_groups[0].count, 2);
+	assert_int_equal(c.instance_groups[1].count, 3);
+	assert_int_equal(c.instance_groups[2].count, 1);
+	mfs_config_release(&c);
+}
+
+/* Triton's refusals where modelfs used to complete. */
+static void test_triton_refusals(void **state)
+{
+	(void)state;
+	mfs_graph m = batched();
+
+	complete_fails("input { name: \"INPUT0\" dims: [16] }", &m,
+		       "model input 'INPUT0' must specify 'data_type'");
+	complete_fails("max_batch_size: 4 output { name: \"OUTPUT0\" dims: [16] }", &m,
+		       "model output 'OUTPUT0' must specify 'data_type'");
+	complete_fails("max_batch_size: 1 input { name: \"INPUT1\" data_type: TYPE_FP32 dims: [16] }", &m,
+		       "configuration expects 1 inputs, model provides 2: input 'INPUT0' is not in the config "
+		       "(a config that lists inputs lists them all)");
+	complete_fails("max_batch_size: 4 input { name: \"INPUT0\" data_type: TYPE_FP32 dims: [2, -1] "
+		       "reshape { shape: [2, 8] } }", &m,
+		       "input 'INPUT0' has different size for dims and reshape (dims [2,-1], reshape [2,8])");
+	complete_fails("max_batch_size: 4 output { name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [2, -1] "
+		       "reshape { shape: [-1, 2, -1] } }", &m,
+		       "output 'OUTPUT0' has different number of variable-size dimensions for dims and reshape "
+		       "(dims [2,-1], reshape [-1,2,-1])");
+	complete_fails("max_batch_size: 0 output { name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [1] "
+		       "reshape { shape: [] } }", &m,
+		       "output 'OUTPUT0' cannot have empty reshape for non-batching model as scalar tensors are not supported");
+	complete_fails("max_batch_size: 4 input { name: \"INPUT0\" data_type: TYPE_FP32 format: FORMAT_NCHW }\n"
+		       "input { name: \"INPUT1\" data_type: TYPE_FP32 }", &m,
+		       "input 'INPUT0': model input NHWC/NCHW require 3 dims (format FORMAT_NCHW, dims [16] after the batch dim)");
+}
+
+/* Variable dims that agree run by run are fine: [2,4,-1,6] -> [8,-1,1,6];
+ * an image format with 3 dims is shown. */
+static void test_triton_acceptances(void **state)
+{
+	(void)state;
+	mfs_graph m = { .n_in = 1, .n_out = 1 };
+	mfs_model_config c;
+	mfs_error err;
+
+	m.in[0] = desc("x", MFS_DT_FLOAT, 4, 8, -1);
+	m.in[0].dims[2] = 1;
+	m.in[0].dims[3] = 6;
+	m.out[0] = desc("y", MFS_DT_FLOAT, 4, 3, 5);
+	m.out[0].dims[2] = 7;
+	m.out[0].dims[3] = 1;
+	assert_int_equal(complete("input { name: \"x\" data_type: TYPE_FP32 format: FORMAT_NONE dims: [2, 4, -1, 6] "
+				  "reshape { shape: [8, -1, 1, 6] } }\n"
+				  "output { name: \"y\" data_type: TYPE_FP32 dims: [3, 5, 7] "
+				  "reshape { shape: [3, 5, 7, 1] } }", &m, &c, &err), 0);
+	mfs_config_release(&c);
+	m.out[0].rank = 3;
+	assert_int_equal(complete("input { name: \"x\" data_type: TYPE_FP32 format: FORMAT_NHWC dims: [8, 3, 6] "
+				  "reshape { shape: [8, -1, 1, 6] } }", &m, &c, &err), -EINVAL);
+	mfs_config_release(&c);
+	assert_int_equal(complete("input { name: \"x\" data_type: TYPE_FP32 format: FORMAT_NHWC dims: [8, 3, 6] "
+				  "reshape { shape: [8, 3, 1, 6] } }", &m, &c, &err), 0);
+	assert_int_equal(c.inputs[0].format, MFS_FORMAT_NHWC);
+	json_t *j = mfs_config_to_json(&c);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(j, "input"), 0),
+							      "format")), "FORMAT_NHWC");
+	json_decref(j);
+	mfs_config_release(&c);
 }
 
 /* An input the config lists with -1 where the graph has -1 is fine; a
@@ -339,6 +471,10 @@ int main(void)
 		cmocka_unit_test(test_config_may_fix_a_variable_dim),
 		cmocka_unit_test(test_reshape),
 		cmocka_unit_test(test_disagreements),
+		cmocka_unit_test(test_default_max_batch),
+		cmocka_unit_test(test_cpu_instance_count),
+		cmocka_unit_test(test_triton_refusals),
+		cmocka_unit_test(test_triton_acceptances),
 		cmocka_unit_test(test_batch_one_model),
 		cmocka_unit_test(test_version_policy),
 		cmocka_unit_test(test_custom_backend_declares_everything),

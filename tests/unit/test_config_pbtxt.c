@@ -229,8 +229,10 @@ static void test_errors_name_field_and_line(void **state)
 		    "config.pbtxt:2: input 'a' given twice");
 	parse_fails("name: \"a\"\nname: \"b\"", "config.pbtxt:2: field 'name' given twice in the model config");
 	parse_fails("name: [\"a\"]", "config.pbtxt:1: field 'name' in the model config takes one value, not a list");
-	parse_fails("input { name: \"a\" format: FORMAT_NCHW }",
-		    "config.pbtxt:1: field 'format' in input is a Triton feature modelfs does not support");
+	parse_fails("input { name: \"a\" is_shape_tensor: true }",
+		    "config.pbtxt:1: field 'is_shape_tensor' in input is a Triton feature modelfs does not support");
+	parse_fails("instance_group { kind: KIND_CPU gpus: [0] }",
+		    "config.pbtxt:1: field 'gpus' in instance_group is a Triton feature modelfs does not support");
 	parse_fails("platform: \"tensorrt_plan\"",
 		    "config.pbtxt:1: platform 'tensorrt_plan' is not supported (modelfs runs ONNX models: onnxruntime_onnx; pipelines: ensemble)");
 	parse_fails("version_policy { latest { num_versions: 0 } }",

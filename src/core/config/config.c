@@ -79,6 +79,16 @@ bool mfs_config_is_ensemble(const mfs_model_config *c)
 	return c->platform && strcmp(c->platform, "ensemble") == 0;
 }
 
+const char *mfs_io_format_name(mfs_io_format f)
+{
+	switch (f) {
+	case MFS_FORMAT_NHWC: return "FORMAT_NHWC";
+	case MFS_FORMAT_NCHW: return "FORMAT_NCHW";
+	case MFS_FORMAT_NONE: break;
+	}
+	return "FORMAT_NONE";
+}
+
 /* ---- what a request sees ---- */
 
 static void io_spec(const mfs_model_config *c, const mfs_io_config *io,

@@ -17,6 +17,18 @@
 #include "engine.h"
 #include "tensor.h"
 
+/* Triton's ModelInput.Format (its numbers): how an image input lays out
+ * its 3 dims after the batch dim.  Shown, checked, not acted on (Triton's
+ * ONNX Runtime backend does not act on it either). */
+typedef enum mfs_io_format {
+	MFS_FORMAT_NONE = 0,
+	MFS_FORMAT_NHWC = 1,
+	MFS_FORMAT_NCHW = 2,
+} mfs_io_format;
+
+/* "FORMAT_NONE", "FORMAT_NHWC", "FORMAT_NCHW". */
+const char *mfs_io_format_name(mfs_io_format f);
+
 typedef struct mfs_io_config {
 	char *name;
 	mfs_dtype dtype;             /* UNDEFINED until known */
@@ -26,6 +38,7 @@ typedef struct mfs_io_config {
 	int reshape_rank;
 	int64_t reshape[MFS_MAX_RANK];
 	bool optional;
+	mfs_io_format format;        /* inputs: FORMAT_NCHW/NHWC need 3 dims after the batch dim */
 	char *label_filename;        /* outputs: labels file in the model directory; NULL = none */
 	int graph_index;             /* the graph's input/output number; -1 until completed */
 	/* A sequence or optional (tensor.h), as the graph declares it: the
@@ -48,6 +61,7 @@ typedef enum mfs_instance_kind {
 
 typedef struct mfs_instance_group {
 	int count;                   /* default 1 */
+	bool count_given;            /* the config set count (else ONNX KIND_CPU: 2) */
 	mfs_instance_kind kind;
 } mfs_instance_group;
 
@@ -117,6 +131,7 @@ typedef struct mfs_model_config {
 	char *platform;              /* NULL, "onnxruntime_onnx" or "ensemble" (never set with a custom backend) */
 	char *backend;               /* NULL, "onnxruntime", "onnx", or a custom backend's name */
 	int max_batch_size;
+	bool max_batch_size_given;   /* the config set it (0 included): no auto-complete of it */
 	mfs_io_config *inputs;  int n_inputs;
 	mfs_io_config *outputs; int n_outputs;
 	struct {
@@ -167,6 +182,15 @@ int mfs_config_load_file(const char *path, mfs_model_config *out,
  * max_batch_size > 0).  -EINVAL naming the field on disagreement. */
 int mfs_config_complete(mfs_model_config *c, const char *model_name,
 			const mfs_graph *graph, mfs_error *err);
+
+/* Triton's --backend-config=onnxruntime,default-max-batch-size=N: the
+ * max_batch_size auto-complete gives an ONNX model that can batch (every
+ * input and output has a variable first dim) when its config sets no
+ * max_batch_size and does not list both inputs and outputs; dynamic
+ * batching comes with it when N > 1.  0 turns that off.  Default 4; set
+ * once at start-up, before any model loads. */
+#define MFS_DEFAULT_MAX_BATCH_SIZE 4
+void mfs_config_set_default_max_batch_size(int n);
 
 /* True when the config names a custom backend (docs/BACKENDS.md): a
  * shared library serves the model, there is no ONNX graph. */

@@ -9,13 +9,30 @@
  *   through `reshape`.  A config dim may fix a dim the graph leaves
  *   variable; it may not make variable a dim the graph fixes (Triton's rule).
  * - Graph inputs/outputs the config does not list are added after the
- *   listed ones, in graph order, with the graph's datatype and dims.
- * - No instance_group: one instance, KIND_AUTO.
+ *   listed ones, in graph order, with the graph's datatype and dims;
+ *   but a config that lists inputs lists every one (Triton's "too few
+ *   inputs"), and a listed input or output gives its data_type.
+ * - dims and reshape agree as Triton's rule says (same element count, or
+ *   the same variable dims with the same counts between them).
+ * - An image format (FORMAT_NCHW/NHWC) needs 3 dims after the batch dim.
+ * - max_batch_size not given, and the config does not list both inputs
+ *   and outputs: the default (4) when every graph input and output has a
+ *   variable first dim, with dynamic batching (Triton's ONNX Runtime
+ *   backend, its default-max-batch-size).
+ * - No instance_group: one instance, KIND_AUTO; a KIND_CPU group without
+ *   a count: two instances (Triton's count for ONNX Runtime models).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
+
+static int default_max_batch = MFS_DEFAULT_MAX_BATCH_SIZE;
+
+void mfs_config_set_default_max_batch_size(int n)
+{
+	default_max_batch = n < 0 ? 0 : n;
+}
 
 static char *fmt_dims(const int64_t *dims, int rank, char *buf, size_t size)
 {
@@ -27,20 +44,6 @@ static char *fmt_dims(const int64_t *dims, int rank, char *buf, size_t size)
 	}
 	memcpy(s.dims, dims, (size_t)s.rank * sizeof(*dims));
 	return mfs_shape_format(&s, buf, size);
-}
-
-static int64_t product(const int64_t *dims, int rank)
-{
-	int64_t p = 1;
-
-	for (int d = 0; d < rank; d++) {
-		if (dims[d] < 0)
-			return -1;
-		if (dims[d] && p > INT64_MAX / dims[d])
-			return -1;
-		p *= dims[d];
-	}
-	return p;
 }
 
 /* The graph tensor's dims after the batch dim, into dims and rank (-1 rank
@@ -99,6 +102,53 @@ static int complete_container(const mfs_model_config *c, mfs_io_config *io,
 	return 0;
 }
 
+/* The element counts of the runs of fixed dims between variable ones
+ * ([2,4,-1,6]: 8, 6), into runs; returns how many. */
+static int fixed_runs(const int64_t *dims, int rank, int64_t *runs)
+{
+	int n = 0;
+
+	runs[0] = 1;
+	for (int d = 0; d < rank; d++) {
+		if (dims[d] < 0)
+			runs[++n] = 1;
+		else
+			runs[n] *= dims[d];
+	}
+	return n + 1;
+}
+
+/* Triton's rule between dims and reshape: the same element count, or
+ * (with variable dims) as many variable dims in each and the same count
+ * of elements between them ([2,4,-1,6] may become [8,-1,1,6]); an empty
+ * reshape only where a batch dim is left. */
+static int check_reshape(const mfs_model_config *c, const mfs_io_config *io,
+			 const char *what, mfs_error *err)
+{
+	int64_t dr[MFS_MAX_RANK + 1], rr[MFS_MAX_RANK + 1];
+	int nd, nr;
+	char a[128], b[128];
+
+	if (io->reshape_rank == 0 && c->max_batch_size == 0)
+		return mfs_fail(err, EINVAL, "%s '%s' cannot have empty reshape for non-batching model "
+				"as scalar tensors are not supported", what, io->name);
+	nd = fixed_runs(io->dims, io->rank, dr);
+	nr = fixed_runs(io->reshape, io->reshape_rank, rr);
+	fmt_dims(io->dims, io->rank, a, sizeof(a));
+	fmt_dims(io->reshape, io->reshape_rank, b, sizeof(b));
+	if (nd != nr && nd > 1 && nr > 1)
+		return mfs_fail(err, EINVAL, "%s '%s' has different number of variable-size dimensions "
+				"for dims and reshape (dims %s, reshape %s)", what, io->name, a, b);
+	/* An empty reshape stands for dims of one element ([1] -> []). */
+	if (io->reshape_rank == 0 && nd == 1 && dr[0] == 1)
+		return 0;
+	for (int k = 0; k < nd; k++)
+		if (nd != nr || dr[k] != rr[k])
+			return mfs_fail(err, EINVAL, "%s '%s' has different size for dims and reshape "
+					"(dims %s, reshape %s)", what, io->name, a, b);
+	return 0;
+}
+
 static int check_io(mfs_model_config *c, mfs_io_config *io, const char *what,
 		    const mfs_io_desc *g, mfs_error *err)
 {
@@ -136,16 +186,8 @@ static int check_io(mfs_model_config *c, mfs_io_config *io, const char *what,
 	/* What the graph sees: the reshape if any, else the dims. */
 	mdims = io->has_reshape ? io->reshape : io->dims;
 	mrank = io->has_reshape ? io->reshape_rank : io->rank;
-	if (io->has_reshape) {
-		int64_t p = product(io->dims, io->rank), q = product(io->reshape, io->reshape_rank);
-		if (p >= 0 && q >= 0 && p != q)
-			return mfs_fail(err, EINVAL,
-					"%s '%s': dims %s hold %lld elements, reshape %s holds %lld",
-					what, io->name, fmt_dims(io->dims, io->rank, a, sizeof(a)),
-					(long long)p,
-					fmt_dims(io->reshape, io->reshape_rank, b, sizeof(b)),
-					(long long)q);
-	}
+	if (io->has_reshape && (rc = check_reshape(c, io, what, err)))
+		return rc;
 	if (grank < 0)
 		return 0;
 	if (mrank != grank)
@@ -171,7 +213,7 @@ static int complete_side(mfs_model_config *c, mfs_io_config **arr, int *count,
 			 const char *what, const mfs_graph *graph, n_fn n_of,
 			 desc_fn desc_of, mfs_error *err)
 {
-	int n_graph = n_of(graph), rc;
+	int n_graph = n_of(graph), rc, n_listed = *count;
 	mfs_io_config *grown;
 
 	for (int i = 0; i < *count; i++) {
@@ -207,6 +249,12 @@ static int complete_side(mfs_model_config *c, mfs_io_config **arr, int *count,
 				listed = true;
 		if (listed)
 			continue;
+		/* Triton completes a side only when the config lists none of it. */
+		if (n_listed > 0 && strcmp(what, "input") == 0 && g->kind != MFS_KIND_OPTIONAL)
+			return mfs_fail(err, EINVAL,
+					"configuration expects %d inputs, model provides %d: input '%s' "
+					"is not in the config (a config that lists inputs lists them all)",
+					n_listed, n_graph, g->name);
 		grown = realloc(*arr, (size_t)(*count + 1) * sizeof(*grown));
 		if (!grown)
 			return mfs_fail(err, ENOMEM, "out of memory");
@@ -257,8 +305,13 @@ static int declared_side(mfs_io_config *ios, int n, const char *side, mfs_error 
 	return 0;
 }
 
-static int complete_instances(mfs_model_config *c, mfs_error *err)
+/* onnx: a KIND_CPU group without a count gets Triton's ONNX Runtime
+ * count, 2 (its other groups and backends: 1). */
+static int complete_instances(mfs_model_config *c, bool onnx, mfs_error *err)
 {
+	for (int i = 0; onnx && i < c->n_instance_groups; i++)
+		if (c->instance_groups[i].kind == MFS_KIND_CPU && !c->instance_groups[i].count_given)
+			c->instance_groups[i].count = 2;
 	if (c->n_instance_groups == 0) {
 		c->instance_groups = calloc(1, sizeof(*c->instance_groups));
 		if (!c->instance_groups)
@@ -266,6 +319,63 @@ static int complete_instances(mfs_model_config *c, mfs_error *err)
 		c->instance_groups[0].count = 1;
 		c->instance_groups[0].kind = MFS_KIND_AUTO;
 		c->n_instance_groups = 1;
+	}
+	return 0;
+}
+
+/* Triton's rule: an input or output the config lists gives its
+ * data_type (Triton completes a side only when the config lists none of
+ * it, so a listed one is never filled in). */
+static int check_listed_types(const mfs_model_config *c, mfs_error *err)
+{
+	for (int i = 0; i < c->n_inputs; i++)
+		if (c->inputs[i].dtype == MFS_DT_UNDEFINED)
+			return mfs_fail(err, EINVAL, "model input '%s' must specify 'data_type'",
+					c->inputs[i].name);
+	for (int i = 0; i < c->n_outputs; i++)
+		if (c->outputs[i].dtype == MFS_DT_UNDEFINED)
+			return mfs_fail(err, EINVAL, "model output '%s' must specify 'data_type'",
+					c->outputs[i].name);
+	return 0;
+}
+
+/* Whether a graph tensor can take a batch dim: a plain tensor whose first
+ * dim is variable. */
+static bool batchable(const mfs_io_desc *g)
+{
+	return g->kind == MFS_KIND_TENSOR && g->rank > 0 && g->dims[0] < 0;
+}
+
+/* Triton's ONNX Runtime backend: a model whose every input and output has
+ * a variable first dim, and whose config sets no max_batch_size, gets the
+ * default max_batch_size and (above 1) dynamic batching. */
+static void complete_max_batch(mfs_model_config *c, const mfs_graph *graph)
+{
+	if (c->max_batch_size_given || c->max_batch_size > 0 || default_max_batch == 0)
+		return;
+	for (int i = 0; i < mfs_graph_n_inputs(graph); i++)
+		if (!batchable(mfs_graph_input(graph, i)))
+			return;
+	for (int i = 0; i < mfs_graph_n_outputs(graph); i++)
+		if (!batchable(mfs_graph_output(graph, i)))
+			return;
+	c->max_batch_size = default_max_batch;
+	if (default_max_batch > 1)
+		c->has_dynamic_batching = true;
+}
+
+/* Triton's rule: an image format names the 3 dims after the batch dim. */
+static int check_formats(const mfs_model_config *c, mfs_error *err)
+{
+	char a[128];
+
+	for (int i = 0; i < c->n_inputs; i++) {
+		const mfs_io_config *io = &c->inputs[i];
+		if (io->format != MFS_FORMAT_NONE && io->rank != 3)
+			return mfs_fail(err, EINVAL, "input '%s': model input NHWC/NCHW require 3 dims "
+					"(format %s, dims %s%s)", io->name, mfs_io_format_name(io->format),
+					fmt_dims(io->dims, io->rank, a, sizeof(a)),
+					c->max_batch_size > 0 ? " after the batch dim" : "");
 	}
 	return 0;
 }
@@ -280,6 +390,8 @@ int mfs_config_complete_ensemble(mfs_model_config *c, const char *model_name,
 		rc = declared_side(c->inputs, c->n_inputs, "input", err);
 	if (rc == 0)
 		rc = declared_side(c->outputs, c->n_outputs, "output", err);
+	if (rc == 0)
+		rc = check_formats(c, err);
 	return rc;
 }
 
@@ -294,15 +406,22 @@ int mfs_config_complete(mfs_model_config *c, const char *model_name,
 		return mfs_fail(err, ENOMEM, "out of memory");
 	if (!c->backend && !(c->backend = strdup("onnxruntime")))
 		return mfs_fail(err, ENOMEM, "out of memory");
+	rc = check_listed_types(c, err);
+	if (rc)
+		return rc;
+	if (c->n_inputs == 0 || c->n_outputs == 0)
+		complete_max_batch(c, graph);
 	rc = complete_side(c, &c->inputs, &c->n_inputs, "input", graph,
 			   mfs_graph_n_inputs, mfs_graph_input, err);
 	if (rc)
 		return rc;
 	rc = complete_side(c, &c->outputs, &c->n_outputs, "output", graph,
 			   mfs_graph_n_outputs, mfs_graph_output, err);
+	if (rc == 0)
+		rc = check_formats(c, err);
 	if (rc)
 		return rc;
-	return complete_instances(c, err);
+	return complete_instances(c, true, err);
 }
 
 static int check_declared(mfs_io_config *io, int index, const char *what, mfs_error *err)
@@ -342,6 +461,8 @@ int mfs_config_complete_declared(mfs_model_config *c, const char *model_name,
 	for (int i = 0; i < c->n_outputs; i++)
 		if ((rc = check_declared(&c->outputs[i], i, "output", err)))
 			return rc;
+	if ((rc = check_formats(c, err)))
+		return rc;
 	/* Warm-up samples are run by the engine on a graph's inputs; a
 	 * backend's init is its warm-up. */
 	if (c->n_warmups > 0)
@@ -352,5 +473,5 @@ int mfs_config_complete_declared(mfs_model_config *c, const char *model_name,
 		if (c->instance_groups[i].kind == MFS_KIND_GPU)
 			return mfs_fail(err, EINVAL, "instance_group kind KIND_GPU: backend '%s' runs in a "
 					"worker process on the CPU (KIND_CPU or KIND_AUTO)", c->backend);
-	return complete_instances(c, err);
+	return complete_instances(c, false, err);
 }

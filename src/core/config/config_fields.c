@@ -284,7 +284,8 @@ int cfg_conv_message(cfg_conv *cv, const cfg_node *msg, const char *what,
 			if (!known)
 				return cfg_fail_at(cv, f, "unknown field '%s' in %s",
 						   f->name, what);
-			if (!cfg_is_zero(f, cv->json))
+			/* An element of a list is set, even a zero one (gpus: [0]). */
+			if (f->index >= 0 || !cfg_is_zero(f, cv->json))
 				return cfg_fail_at(cv, f,
 						   "field '%s' in %s is a Triton feature modelfs does not support",
 						   f->name, what);

@@ -43,6 +43,8 @@ static json_t *io_json(const mfs_io_config *io, bool is_input)
 			json_object_set_new(r, "shape", dims_json(io->reshape, io->reshape_rank));
 		json_object_set_new(o, "reshape", r);
 	}
+	if (is_input && io->format != MFS_FORMAT_NONE)
+		json_object_set_new(o, "format", json_string(mfs_io_format_name(io->format)));
 	if (is_input)
 		json_object_set_new(o, "optional", json_boolean(io->optional));
 	else if (io->label_filename)

@@ -84,6 +84,20 @@ static int io_optional(cfg_conv *cv, const cfg_node *n, void *obj)
 	return cfg_get_bool(cv, n, &((mfs_io_config *)obj)->optional);
 }
 
+static int io_format(cfg_conv *cv, const cfg_node *n, void *obj)
+{
+	static const cfg_enum_def formats[] = {
+		{ "FORMAT_NONE", MFS_FORMAT_NONE }, { "FORMAT_NHWC", MFS_FORMAT_NHWC },
+		{ "FORMAT_NCHW", MFS_FORMAT_NCHW },
+	};
+	int v = 0;
+
+	if (cfg_get_enum(cv, n, formats, N_OF(formats), &v))
+		return -EINVAL;
+	((mfs_io_config *)obj)->format = (mfs_io_format)v;
+	return 0;
+}
+
 static int io_label_filename(cfg_conv *cv, const cfg_node *n, void *obj)
 {
 	mfs_io_config *io = obj;
@@ -108,7 +122,7 @@ static int append_io(cfg_conv *cv, const cfg_node *n, mfs_io_config **arr, int *
 	static const cfg_field_def in_defs[] = {
 		{ "name", false, io_name }, { "data_type", false, io_data_type },
 		{ "dims", true, io_dims }, { "reshape", false, io_reshape },
-		{ "optional", false, io_optional },
+		{ "optional", false, io_optional }, { "format", false, io_format },
 	};
 	static const cfg_field_def out_defs[] = {
 		{ "name", false, io_name }, { "data_type", false, io_data_type },
@@ -116,7 +130,7 @@ static int append_io(cfg_conv *cv, const cfg_node *n, mfs_io_config **arr, int *
 		{ "label_filename", false, io_label_filename },
 	};
 	static const char *const in_triton[] = {
-		"format", "is_shape_tensor", "allow_ragged_batch",
+		"is_shape_tensor", "allow_ragged_batch",
 		"is_non_linear_format_io", NULL,
 	};
 	static const char *const out_triton[] = {
@@ -195,7 +209,10 @@ static int m_backend(cfg_conv *cv, const cfg_node *n, void *obj)
 
 static int m_max_batch_size(cfg_conv *cv, const cfg_node *n, void *obj)
 {
-	return cfg_get_int(cv, n, 0, INT32_MAX, &((mfs_model_config *)obj)->max_batch_size);
+	mfs_model_config *c = obj;
+
+	c->max_batch_size_given = true;
+	return cfg_get_int(cv, n, 0, INT32_MAX, &c->max_batch_size);
 }
 
 static int m_input(cfg_conv *cv, const cfg_node *n, void *obj)
@@ -293,6 +310,7 @@ static int ig_count(cfg_conv *cv, const cfg_node *n, void *obj)
 
 	if (cfg_get_int(cv, n, 0, 1024, &g->count))
 		return -EINVAL;
+	g->count_given = g->count > 0;
 	if (g->count == 0)      /* protobuf's unset: Triton's default */
 		g->count = 1;
 	return 0;
@@ -346,6 +364,7 @@ static int m_instance_group(cfg_conv *cv, const cfg_node *n, void *obj)
 		return cfg_no_memory(cv);
 	c->instance_groups = grown;
 	grown[c->n_instance_groups].count = 1;
+	grown[c->n_instance_groups].count_given = false;
 	grown[c->n_instance_groups].kind = MFS_KIND_AUTO;
 	c->n_instance_groups++;
 	return cfg_conv_message(cv, n, "instance_group", defs, N_OF(defs), triton,
