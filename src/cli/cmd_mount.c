@@ -525,7 +525,6 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 	}
 	mfs_log_info("serving '%s' on '%s' (%d compute threads); the models load on %d thread(s)",
 		     repo, mnt, threads, mfs_load_pool_threads(d->opts.model_load_threads));
-	sd_notifyf(0, "STATUS=loading the models of %s", repo);
 	if (serve_loop(d, &notify_fd) == 0)
 		rc = 0;
 unmount:
