@@ -239,7 +239,7 @@ static const struct valued_opt {
 	{ "max-requests", FOR_DAEMON, ONE_REQUEST },
 	{ "max-requests-per-uid", FOR_DAEMON, ONE_REQUEST },
 	{ "log-level", FOR_BOTH, NULL },
-	{ "log-format", FOR_BOTH, NULL },
+	{ "log-format", FOR_DAEMON, "`modelfs run` logs to stderr in the default format" },
 	{ "log-file", FOR_DAEMON, "`modelfs run` logs to stderr (--log-level)" },
 	{ "model-load-thread-count", FOR_DAEMON, NOT_FOLLOWING },
 	{ "exit-on-error", FOR_DAEMON, NOT_FOLLOWING },
