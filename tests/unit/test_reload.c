@@ -380,6 +380,48 @@ static void test_explicit_control(void **state)
 	mfs_reloader_free(rl);
 }
 
+/* The first load on several threads (load_pool.h): every model is
+ * listed LOADING first, then each loads once; the per-model records
+ * made side by side are all kept (a second look reloads nothing). */
+static void test_first_load_parallel(void **state)
+{
+	fixture *f = *state;
+	mfs_error err;
+	mfs_reloader *rl;
+	for (int i = 1; i <= 5; i++)
+		tmp_sh("cp -r %s/add_sub %s/m%d && sed -i 's/name: \"add_sub\"/name: \"m%d\"/' %s/m%d/config.pbtxt",
+		       f->repo, f->repo, i, i, f->repo, i);
+	tmp_sh("mkdir -p %s/broken/1 && echo garbage > %s/broken/1/model.onnx", f->repo, f->repo);
+	mfs_reloader_conf c = { .repository = f->repo, .registry = f->reg, .poll_secs = 60,
+				.quiet_ms = 10, .load_threads = 3 };
+	assert_int_equal(mfs_reloader_new(&c, &rl, &err), 0);
+	mfs_model_info *ms;
+	int n;
+	assert_int_equal(mfs_registry_snapshot(f->reg, &ms, &n), 0);
+	assert_int_equal(n, 7);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(ms[i].versions[0].state, MFS_VS_LOADING);
+	mfs_registry_snapshot_free(ms, n);
+	assert_int_equal(mfs_reloader_load_first(rl), 1);
+	assert_int_equal(mfs_reloader_load_first(rl), 1);   /* once */
+	assert_int_equal(mfs_registry_snapshot(f->reg, &ms, &n), 0);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(ms[i].versions[0].state,
+				 strcmp(ms[i].name, "broken") == 0 ? MFS_VS_UNAVAILABLE : MFS_VS_READY);
+	mfs_registry_snapshot_free(ms, n);
+	mfs_registry_counts before, after;
+	mfs_registry_get_counts(f->reg, &before);
+	assert_int_equal(before.loads, 6);
+	for (int i = 1; i <= 5; i++) {
+		char name[8];
+		snprintf(name, sizeof(name), "m%d", i);
+		assert_int_equal(mfs_reloader_reconcile(rl, name), 0);
+	}
+	mfs_registry_get_counts(f->reg, &after);
+	assert_int_equal(after.loads, before.loads);
+	mfs_reloader_free(rl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +431,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reconcile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_explicit_control, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_first_load_parallel, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
