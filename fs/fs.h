@@ -12,6 +12,7 @@
 
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -30,6 +31,8 @@ typedef struct mfs_fs_conf {
 	uint64_t read_deadline_ns;     /* a stored read is answered ETIMEDOUT after this */
 	mfs_reloader *control;         /* explicit model control: MODEL/control loads and
 					* unloads through it; NULL: no control files */
+	mfs_reloader *loader;          /* .ready: has its first load ended?  NULL: yes */
+	bool strict_readiness;         /* .ready: every model READY too (health.h) */
 } mfs_fs_conf;
 
 int mfs_fs_new(const mfs_fs_conf *conf, mfs_fs **out, mfs_error *err);

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "fs_internal.h"
+#include "health.h"
+#include "log.h"
 #include "metrics.h"
 
 const char *const mfile_names[MF_COUNT] = {
@@ -252,9 +254,31 @@ static int model_file(mfs_fs *fs, const target *t, char **buf, size_t *len)
 	return rc;
 }
 
+/* .live and .ready (SPEC.md section 3): the text, or -EAGAIN. */
+static int health_text(mfs_fs *fs, int ready, char **buf, size_t *len)
+{
+	char why[MFS_ERROR_MSG_MAX] = "";
+	int rc = 0;
+	if (!__atomic_load_n(&fs->accepting, __ATOMIC_ACQUIRE)) {
+		snprintf(why, sizeof(why), "the daemon is stopping");
+		rc = -EAGAIN;
+	} else if (ready) {
+		bool first_done = !fs->conf.loader || mfs_reloader_first_load_done(fs->conf.loader);
+		rc = mfs_health_ready(fs->conf.registry, first_done, fs->conf.strict_readiness, why,
+				      sizeof(why));
+	}
+	if (rc < 0) {
+		mfs_log_debug("%s: not %s: %s", ready ? ".ready" : ".live", ready ? "ready" : "live", why);
+		return rc;
+	}
+	return from_text(strdup(ready ? "ready\n" : "live\n"), buf, len);
+}
+
 int fs_content(mfs_fs *fs, const target *t, char **buf, size_t *len)
 {
 	switch (t->kind) {
+	case N_HEALTH:
+		return health_text(fs, t->sub, buf, len);
 	case N_INDEX:
 		return index_json(fs, buf, len);
 	case N_METRICS:

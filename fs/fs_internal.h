@@ -34,6 +34,7 @@
 typedef enum nkind {
 	N_ROOT, N_INDEX, N_METRICS, N_MODEL, N_VERSION, N_MFILE, N_REQS, N_REQ, N_RFILE,
 	N_CONTROL,                    /* MODEL/control (explicit model control only) */
+	N_HEALTH,                     /* .live (sub 0) and .ready (sub 1) */
 } nkind;
 
 typedef enum mfile { MF_CONFIG, MF_METADATA, MF_STATUS, MF_STATS, MF_INFER, MF_COUNT } mfile;

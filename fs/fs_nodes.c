@@ -304,7 +304,7 @@ int fs_resolve(mfs_fs *fs, fuse_ino_t ino, target *t)
 		}
 		return 0;
 	}
-	if (t->kind != N_ROOT && t->kind != N_INDEX && t->kind != N_METRICS &&
+	if (t->kind != N_ROOT && t->kind != N_INDEX && t->kind != N_METRICS && t->kind != N_HEALTH &&
 	    fs_model_alive(fs, t->model, t->version) < 0)
 		return -ENOENT;
 	return 0;
@@ -371,7 +371,8 @@ void fs_fill_attr(mfs_fs *fs, const target *t, struct stat *st)
 			size = (int64_t)len;
 		free(buf);
 	}
-	if (t->kind == N_RFILE || t->kind == N_MFILE || t->kind == N_INDEX || t->kind == N_METRICS)
+	if (t->kind == N_RFILE || t->kind == N_MFILE || t->kind == N_INDEX || t->kind == N_METRICS ||
+	    t->kind == N_HEALTH)
 		clock_gettime(CLOCK_REALTIME, &st->st_mtim);
 	st->st_ctim = st->st_mtim;
 	st->st_mode = S_IFREG | mode;

@@ -53,6 +53,9 @@ static void op_lookup(fuse_req_t freq, fuse_ino_t parent, const char *name)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_INDEX, 0, NULL, 0, NULL, 0, 0);
 		else if (strcmp(name, ".metrics") == 0)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_METRICS, 0, NULL, 0, NULL, 0, 0);
+		else if (strcmp(name, ".live") == 0 || strcmp(name, ".ready") == 0)
+			fs_reply_child(fs, freq, parent, p.kind, name, N_HEALTH, name[1] == 'r', NULL, 0,
+				       NULL, 0, 0);
 		else if (fs_model_alive(fs, name, 0) == 0)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_MODEL, 0, name, 0, NULL, 0, 0);
 		else
@@ -475,7 +478,9 @@ static int list_dir(mfs_fs *fs, const target *t, handle *h)
 		mfs_model_info *ms;
 		int n;
 		if ((rc = add_ent(h, &cap, ".index.json", S_IFREG, UNKNOWN_INO)) < 0 ||
-		    (rc = add_ent(h, &cap, ".metrics", S_IFREG, UNKNOWN_INO)) < 0)
+		    (rc = add_ent(h, &cap, ".metrics", S_IFREG, UNKNOWN_INO)) < 0 ||
+		    (rc = add_ent(h, &cap, ".live", S_IFREG, UNKNOWN_INO)) < 0 ||
+		    (rc = add_ent(h, &cap, ".ready", S_IFREG, UNKNOWN_INO)) < 0)
 			return rc;
 		if (mfs_registry_snapshot(fs->conf.registry, &ms, &n) < 0)
 			return -ENOMEM;

@@ -131,7 +131,8 @@ USE='cd /
 	head -n 12 /tmp/man1.txt
 	mkdir /mnt/models
 	cp -r "$DOC/examples" /srv/models
-	request() { # mountpoint name
+	request() { # mountpoint name (the mount is there at once; add_sub loads after)
+		timeout 120 sh -c "until grep -q ^READY $1/add_sub/status; do sleep 0.1; done"
 		mkdir "$1/add_sub/requests/$2"
 		seq 16 > "$1/add_sub/requests/$2/INPUT0.txt"
 		seq 16 > "$1/add_sub/requests/$2/INPUT1.txt"

@@ -1,11 +1,17 @@
 /* cmd_mount.c - `modelfs [OPTIONS] REPOSITORY MOUNTPOINT`: the daemon.
  *
  * Start-up, in this order so that every error is one line on the terminal
- * and `modelfs REPO MNT` returns only once the models are served:
- *   parse options; check the repository and the mountpoint; fork (unless
- *   -f; the parent waits for the child's word and exits with it); block
- *   SIGINT/SIGTERM/SIGHUP in every thread; start the compute threads; load
- *   the models; mount; tell the parent; serve.
+ * and `modelfs REPO MNT` returns once the mount is there (SPEC.md section
+ * 1: mount first, load after):
+ *   parse options; open --log-file; check the repository and the
+ *   mountpoint; fork (unless -f; the parent waits for the child's word and
+ *   exits with it); block SIGINT/SIGTERM/SIGHUP in every thread; start the
+ *   compute threads; list every model (LOADING); mount; start the first
+ *   load (the reloader's thread, --model-load-thread-count at once) and
+ *   the FUSE loop side by side; with --exit-on-error wait for the first
+ *   load (a failure: its reasons on stderr, stop, exit 1); tell the
+ *   parent; serve.  systemd's READY=1 comes from the reaper thread the
+ *   first time MOUNT/.ready would succeed (health.h).
  *
  * Serving: our own FUSE loop (fuse_loop.h: N threads blocked in the
  * device read, one woken per request, stopped from any thread) instead
@@ -40,6 +46,8 @@
 #include "engine.h"
 #include "fs.h"
 #include "fuse_loop.h"
+#include "health.h"
+#include "load_pool.h"
 #include "log.h"
 #include "membudget.h"
 #include "metrics.h"
@@ -68,6 +76,7 @@ typedef struct daemon_ctx {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool stopping;               /* under lock */
+	bool notified_ready;         /* reaper thread only: READY=1 sent */
 } daemon_ctx;
 
 /* Is path a mount point (listed in /proc/self/mountinfo)? */
@@ -103,6 +112,21 @@ static bool is_mounted(const char *path)
 	}
 	fclose(f);
 	return found;
+}
+
+/* --log-file: opened (appending) before the daemon detaches and changes
+ * its directory, so that a file it cannot write is a start-up error. */
+static int open_log_file(const mfs_options *o)
+{
+	if (!o->log_file)
+		return 0;
+	int fd = open(o->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		fprintf(stderr, "modelfs: --log-file '%s': %s\n", o->log_file, strerror(errno));
+		return -1;
+	}
+	mfs_log_use_fd(fd);
+	return 0;
 }
 
 /* One clear line for each reason not to start. */
@@ -275,7 +299,23 @@ static int install_signals(void)
 	return 0;
 }
 
-/* Request expiry and read deadlines, once a second (not a FUSE thread). */
+/* systemd's Type=notify: READY=1 the first time MOUNT/.ready would
+ * succeed (nothing happens without $NOTIFY_SOCKET). */
+static void notify_ready(daemon_ctx *d)
+{
+	char why[MFS_ERROR_MSG_MAX];
+	if (d->notified_ready ||
+	    mfs_health_ready(d->reg, mfs_reloader_first_load_done(d->reloader),
+			     d->opts.strict_readiness, why, sizeof(why)) < 0)
+		return;
+	d->notified_ready = true;
+	mfs_log_info("ready (MOUNT/.ready reads \"ready\"; strict readiness %s)",
+		     d->opts.strict_readiness ? "true" : "false");
+	sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s", d->opts.repository, d->opts.mountpoint);
+}
+
+/* Request expiry and read deadlines, and the readiness notification,
+ * once a second (not a FUSE thread). */
 static void *reaper_thread(void *arg)
 {
 	daemon_ctx *d = arg;
@@ -288,6 +328,7 @@ static void *reaper_thread(void *arg)
 		if (d->stopping)
 			break;
 		pthread_mutex_unlock(&d->lock);
+		notify_ready(d);
 		mfs_fs_expire(d->fs);
 		mfs_bigbuf_trim(MFS_BIGBUF_IDLE_NS);
 		pthread_mutex_lock(&d->lock);
@@ -334,17 +375,15 @@ static int start_parts(daemon_ctx *d, const char *repo, int threads)
 				  .mode = d->opts.model_control,
 				  .load_models = d->opts.load_models,
 				  .n_load_models = d->opts.n_load_models,
+				  .load_threads = mfs_load_pool_threads(d->opts.model_load_threads),
 				  .poll_secs = d->opts.poll_secs, .quiet_ms = d->opts.reload_quiet_ms };
 	/* Large tensors (a model's 100 MB output) come from the pool of kept
 	 * large buffers, as the file buffers do: set before any model loads. */
 	mfs_tensor_set_big_storage(mfs_bigbuf_alloc, mfs_bigbuf_free, MFS_BIGBUF_MIN);
-	int failed = mfs_reloader_new(&rlc, &d->reloader, &err);
-	if (failed < 0) {
+	if (mfs_reloader_new(&rlc, &d->reloader, &err) < 0) {
 		fprintf(stderr, "modelfs: repository '%s': %s\n", d->opts.repository, err.msg);
 		return -1;
 	}
-	if (failed > 0)
-		mfs_log_warn("%d model version(s) failed to load; see .index.json", failed);
 	mfs_membudget_init(d->opts.max_memory);
 	/* From now on what runs allocate counts too; the load's warm-up
 	 * buffers were made before (a model that loaded keeps them). */
@@ -358,6 +397,8 @@ static int start_parts(daemon_ctx *d, const char *repo, int threads)
 		.max_requests_per_uid = mfs_options_requests_per_uid(&d->opts),
 		.read_deadline_ns = (uint64_t)(d->opts.request_ttl_secs > 60 ? d->opts.request_ttl_secs : 60) * 1000000000ull,
 		.control = d->opts.model_control == MFS_CONTROL_EXPLICIT ? d->reloader : NULL,
+		.loader = d->reloader,
+		.strict_readiness = d->opts.strict_readiness,
 	};
 	if (mfs_fs_new(&fc, &d->fs, &err) < 0)
 		goto fail;
@@ -411,9 +452,37 @@ static void detach(int *notify_fd)
 	}
 }
 
-/* Serve until a signal's shutdown or an unmount ends the FUSE loop.
- * 0, or -1 when the loop's threads could not start. */
-static int serve_loop(daemon_ctx *d)
+/* --exit-on-error: wait for the first load; false (and every failed
+ * version's reason on stderr, still the caller's) when a version failed
+ * or the daemon stopped first. */
+static bool first_load_ok(daemon_ctx *d)
+{
+	int failed = mfs_reloader_wait_first_load(d->reloader);
+	if (failed == 0)
+		return true;
+	if (failed < 0) {
+		fprintf(stderr, "modelfs: stopped before the models had loaded\n");
+		return false;
+	}
+	mfs_model_info *ms;
+	int n;
+	if (mfs_registry_snapshot(d->reg, &ms, &n) == 0) {
+		for (int i = 0; i < n; i++)
+			for (int k = 0; k < ms[i].n_versions; k++)
+				if (ms[i].versions[k].state == MFS_VS_UNAVAILABLE)
+					fprintf(stderr, "modelfs: model '%s' version %lld: %s\n", ms[i].name,
+						(long long)ms[i].versions[k].version, ms[i].versions[k].reason);
+		mfs_registry_snapshot_free(ms, n);
+	}
+	fprintf(stderr, "modelfs: %d model version(s) failed to load; stopping (--exit-on-error=true)\n",
+		failed);
+	return false;
+}
+
+/* Serve until a signal's shutdown or an unmount ends the FUSE loop; the
+ * first load runs beside it.  0, or -1 when the loop's threads could not
+ * start or (--exit-on-error) a model failed its first load. */
+static int serve_loop(daemon_ctx *d, int *notify_fd)
 {
 	/* The loop first: a signal's shutdown stops it. */
 	d->loop = mfs_fuse_loop_start(d->se, FUSE_THREADS);
@@ -423,6 +492,11 @@ static int serve_loop(daemon_ctx *d)
 	}
 	pthread_create(&d->sig_thread, NULL, signal_thread, d);
 	pthread_create(&d->reaper, NULL, reaper_thread, d);
+	bool ok = !d->opts.exit_on_error || first_load_ok(d);
+	if (ok)
+		detach(notify_fd);
+	else
+		shut_down(d, "a model failed its first load (--exit-on-error=true)");
 	mfs_fuse_loop_join(d->loop);
 	/* Ended from outside (unmount): run the same shutdown. */
 	unsigned char zero = 0;
@@ -432,7 +506,7 @@ static int serve_loop(daemon_ctx *d)
 	pthread_join(d->reaper, NULL);
 	mfs_fuse_loop_free(d->loop);
 	d->loop = NULL;
-	return 0;
+	return ok ? 0 : -1;
 }
 
 static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd)
@@ -450,12 +524,9 @@ static int serve(daemon_ctx *d, const char *repo, const char *mnt, int notify_fd
 		fprintf(stderr, "modelfs: %s\n", err.msg);
 		goto unmount;
 	}
-	mfs_log_info("serving '%s' on '%s' (%d compute threads)", repo, mnt, threads);
-	/* systemd's Type=notify: every model has been loaded and the mount
-	 * is there (nothing happens without $NOTIFY_SOCKET). */
-	sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s", repo, mnt);
-	detach(&notify_fd);
-	if (serve_loop(d) == 0)
+	mfs_log_info("serving '%s' on '%s' (%d compute threads); the models load on %d thread(s)",
+		     repo, mnt, threads, mfs_load_pool_threads(d->opts.model_load_threads));
+	if (serve_loop(d, &notify_fd) == 0)
 		rc = 0;
 unmount:
 	/* No reload may notify the kernel about a session that is gone. */
@@ -503,7 +574,8 @@ int mfs_cmd_mount(int argc, char **argv)
 		return 0;
 	}
 	mfs_log_set_level((mfs_log_level)d.opts.log_level);
-	if (check_paths(&d.opts, repo, mnt) < 0) {
+	mfs_log_set_format((mfs_log_format)d.opts.log_format);
+	if (open_log_file(&d.opts) < 0 || check_paths(&d.opts, repo, mnt) < 0) {
 		mfs_options_release(&d.opts);
 		return 1;
 	}
@@ -515,7 +587,7 @@ int mfs_cmd_mount(int argc, char **argv)
 	}
 	/* A daemon logs to syslog from the start; only a reason not to start
 	 * is printed (one line, on the terminal it was started from). */
-	if (notify_fd >= 0)
+	if (notify_fd >= 0 && !d.opts.log_file)
 		mfs_log_use_syslog(1);
 	/* The daemon never touches the mountpoint through its own mount. */
 	if (chdir("/") != 0)

@@ -31,6 +31,8 @@ void mfs_options_init(mfs_options *o)
 	o->backend_exec_timeout_secs = MFS_WORKER_EXEC_TIMEOUT_DEFAULT;
 	o->log_level = MFS_LOG_INFO;
 	o->default_max_batch_size = MFS_DEFAULT_MAX_BATCH_SIZE;
+	o->model_load_threads = 4;
+	o->strict_readiness = true;
 }
 
 void mfs_options_init_run(mfs_options *o, mfs_run_options *r)
@@ -59,6 +61,7 @@ void mfs_options_release(mfs_options *o)
 		free(o->load_models[i]);
 	free(o->load_models);
 	free(o->fuse_opts);
+	free(o->log_file);
 	free(o->repository);
 	free(o->mountpoint);
 	memset(o, 0, sizeof(*o));
@@ -100,6 +103,13 @@ const char *mfs_options_usage(void)
 	       "  -f                        stay in the foreground (default: daemonize)\n"
 	       SHARED_OPTIONS_HELP
 	       "  --log-level=LEVEL         error|warn|info|debug (info)\n"
+	       "  --log-format=FORMAT       default: local time and zone; ISO8601: UTC (default)\n"
+	       "  --log-file=FILE           append the log to FILE, not stderr or syslog\n"
+	       "  --model-load-thread-count=N  models loaded at once, at most one per core (4)\n"
+	       "  --exit-on-error=BOOL      true: a model that fails its first load fails the\n"
+	       "                            start (reason on stderr, exit 1) (false)\n"
+	       "  --strict-readiness=BOOL   true: MOUNT/.ready and systemd's READY=1 wait for\n"
+	       "                            every model READY; false: for the first load (true)\n"
 	       "  --model-control=MODE      poll: follow the repository; none: load all at start,\n"
 	       "                            watch nothing; explicit: load what --load-model names\n"
 	       "                            and what is loaded through MODEL/control (poll)\n"
@@ -234,6 +244,11 @@ static const struct valued_opt {
 	{ "max-requests", FOR_DAEMON, ONE_REQUEST },
 	{ "max-requests-per-uid", FOR_DAEMON, ONE_REQUEST },
 	{ "log-level", FOR_BOTH, NULL },
+	{ "log-format", FOR_DAEMON, "`modelfs run` logs to stderr in the default format" },
+	{ "log-file", FOR_DAEMON, "`modelfs run` logs to stderr (--log-level)" },
+	{ "model-load-thread-count", FOR_DAEMON, NOT_FOLLOWING },
+	{ "exit-on-error", FOR_DAEMON, NOT_FOLLOWING },
+	{ "strict-readiness", FOR_DAEMON, "`modelfs run` mounts nothing" },
 	{ "backend-init-timeout", FOR_BOTH, NULL },
 	{ "backend-exec-timeout", FOR_BOTH, NULL },
 	{ "backend-config", FOR_BOTH, NULL },
@@ -306,10 +321,46 @@ static int set_backend_config(mfs_options *o, const char *val, mfs_error *err)
 	return 0;
 }
 
+/* The operator's options (issue 31): logs, the first load, readiness.
+ * 1 when name is none of them. */
+static int set_ops_valued(mfs_options *o, const char *name, const char *val,
+			  mfs_error *err)
+{
+	long long n;
+	if (strcmp(name, "log-format") == 0) {
+		if ((o->log_format = mfs_log_format_parse(val)) < 0)
+			return mfs_fail(err, EINVAL, "--log-format: expected default or ISO8601, got '%s'", val);
+	} else if (strcmp(name, "log-file") == 0) {
+		if (!*val)
+			return mfs_fail(err, EINVAL, "--log-file: empty file name");
+		free(o->log_file);
+		if (!(o->log_file = strdup(val)))
+			return mfs_fail(err, ENOMEM, "out of memory");
+	} else if (strcmp(name, "model-load-thread-count") == 0) {
+		if (!parse_int(val, 64, &n) || n == 0)
+			return mfs_fail(err, EINVAL, "--model-load-thread-count: expected 1-64, got '%s'", val);
+		o->model_load_threads = (int)n;
+	} else if (strcmp(name, "exit-on-error") == 0 || strcmp(name, "strict-readiness") == 0) {
+		bool *slot = name[0] == 'e' ? &o->exit_on_error : &o->strict_readiness;
+		if (strcmp(val, "true") == 0 || strcmp(val, "1") == 0)
+			*slot = true;
+		else if (strcmp(val, "false") == 0 || strcmp(val, "0") == 0)
+			*slot = false;
+		else
+			return mfs_fail(err, EINVAL, "--%s: expected true or false, got '%s'", name, val);
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
 static int set_valued(mfs_options *o, const char *name, const char *val,
 		      mfs_error *err)
 {
 	long long n;
+	int ops = set_ops_valued(o, name, val, err);
+	if (ops <= 0)
+		return ops;
 	if (strcmp(name, "device") == 0) {
 		if (strcmp(val, "cpu") == 0)
 			o->device = MFS_DEVICE_CPU;

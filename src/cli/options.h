@@ -43,6 +43,11 @@ typedef struct mfs_options {
 	int backend_exec_timeout_secs;    /* --backend-exec-timeout */
 	int log_level;                /* mfs_log_level */
 	int default_max_batch_size;   /* --backend-config=onnxruntime,default-max-batch-size=N */
+	int log_format;               /* --log-format: mfs_log_format */
+	char *log_file;               /* --log-file, as given (NULL = stderr / syslog) */
+	int model_load_threads;       /* --model-load-thread-count (4) */
+	bool exit_on_error;           /* --exit-on-error (false) */
+	bool strict_readiness;        /* --strict-readiness (true) */
 	char *fuse_opts;              /* -o items that are not ours, comma-joined; NULL if none */
 	char *repository;             /* as given */
 	char *mountpoint;             /* as given */

@@ -413,6 +413,18 @@ int mfs_registry_load_version(mfs_registry *r, const char *name,
 	return 0;
 }
 
+void mfs_registry_list_loading(mfs_registry *r, const char *name, int64_t version)
+{
+	pthread_mutex_lock(&r->lock);
+	model *m = add_model(r, name);
+	bool listed = false;
+	for (int i = 0; m && i < m->n_states; i++)
+		listed |= m->states[i].version == version;
+	if (m && !listed)
+		set_state(m, version, MFS_VS_LOADING, "", "");
+	pthread_mutex_unlock(&r->lock);
+}
+
 void mfs_registry_set_drain(mfs_registry *r, bool drain)
 {
 	__atomic_store_n(&r->drain, drain, __ATOMIC_RELEASE);
@@ -597,6 +609,9 @@ int mfs_registry_get(mfs_registry *r, const char *name, int64_t version,
 	} else if (version == 0) {
 		if (m->n_served)
 			v = m->served[m->n_served - 1];
+		else if (m->n_states && m->states[m->n_states - 1].state == MFS_VS_LOADING)
+			rc = mfs_fail(err, EAGAIN, "model '%s' is LOADING (version %" PRId64 "); wait for READY in its status",
+				      name, m->states[m->n_states - 1].version);
 		else
 			rc = mfs_fail(err, EAGAIN, "model '%s' has no READY version%s%s", name,
 				      m->n_states && *m->states[m->n_states - 1].reason ? ": " : "",

@@ -118,6 +118,10 @@ int mfs_registry_unload_model(mfs_registry *r, const char *model,
 int mfs_registry_list_unloaded(mfs_registry *r, const char *model,
 			       int64_t version, const char *reason);
 
+/* The first load: list model's version LOADING before its load starts,
+ * unless that version is listed already.  Adds the model when unknown. */
+void mfs_registry_list_loading(mfs_registry *r, const char *model, int64_t version);
+
 /* Hot reload: from now on an unload (or a replacing load) lets requests
  * already bound to the leaving version run on it (it is freed when the
  * last one lets go) instead of failing them. */

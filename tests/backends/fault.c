@@ -30,6 +30,9 @@
  *     hang_init       init never returns
  *     hang_finalize   finalize never returns
  *     crash_finalize  finalize aborts
+ *     wait_init       init waits until the file named by the value exists
+ *                     (polled every 10 ms; with mark_dir it first creates
+ *                     mark_dir/waiting.PID): a load as slow as a test wants
  *     mark_dir        before hanging (init or execute), create the file
  *                     mark_dir/hanging.PID (PID: the worker's), for a
  *                     test to wait on
@@ -87,17 +90,30 @@ static const char *param(const modelfs_backend_config *cfg, const char *key)
 
 static char mark_dir[512];
 
-static void hang(void)
+static void mark(const char *what)
 {
 	if (mark_dir[0]) {
 		char path[600];
-		snprintf(path, sizeof(path), "%s/hanging.%d", mark_dir, (int)getpid());
+		snprintf(path, sizeof(path), "%s/%s.%d", mark_dir, what, (int)getpid());
 		FILE *f = fopen(path, "w");
 		if (f)
 			fclose(f);
 	}
+}
+
+static void hang(void)
+{
+	mark("hanging");
 	for (;;)
 		pause();
+}
+
+static void wait_for(const char *path)
+{
+	mark("waiting");
+	struct timespec ts = { 0, 10000000 };
+	while (access(path, F_OK) != 0)
+		nanosleep(&ts, NULL);
 }
 
 static int fault_init(const modelfs_backend_config *cfg, void **state, char *err, size_t err_size)
@@ -115,6 +131,8 @@ static int fault_init(const modelfs_backend_config *cfg, void **state, char *err
 		abort();
 	if (param(cfg, "hang_init"))
 		hang();
+	if (param(cfg, "wait_init"))
+		wait_for(param(cfg, "wait_init"));
 	if (cfg->n_inputs != 1 || cfg->n_outputs != 1 || cfg->inputs[0].dtype != MODELFS_FP32 ||
 	    cfg->outputs[0].dtype != MODELFS_FP32) {
 		snprintf(err, err_size, "fault takes one FP32 input and gives one FP32 output");

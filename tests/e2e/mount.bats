@@ -28,8 +28,10 @@ teardown() {
 # in_ns SCRIPT: run SCRIPT (bash, -e) where `modelfs` is the binary under
 # test for mount(8).
 in_ns() {
+	# ready MOUNT MODEL: the mount is there at once, MODEL loads after.
 	unshare -m --propagation private bash -ec \
-		'mount --bind "$0" /usr/local/sbin; T=$1; EXAMPLES=$2; '"$1" \
+		'ready() { timeout 120 sh -c "until grep -q ^READY $1/$2/status 2>/dev/null; do sleep 0.05; done"; }
+		mount --bind "$0" /usr/local/sbin; T=$1; EXAMPLES=$2; '"$1" \
 		"$T/bin" "$T" "$EXAMPLES" 3>&-
 }
 
@@ -62,6 +64,7 @@ daemon_gone() {
 @test "mount -t fuse.modelfs with FUSE and daemon options, then umount" {
 	run mount_in_ns '
 		mount -t fuse.modelfs "$EXAMPLES" "$T/mnt" -o allow_other,poll_secs=5,threads=1,reload_quiet_ms=100
+		ready "$T/mnt" add_sub
 		cat "$T/mnt/add_sub/status"
 		# The kernel s view: our type, and the FUSE option passed through.
 		grep " $T/mnt " /proc/self/mounts
@@ -87,6 +90,7 @@ daemon_gone() {
 		"$EXAMPLES" "$T/mnt" > "$T/fstab"
 	run mount_in_ns '
 		mount -T "$T/fstab" "$T/mnt"
+		ready "$T/mnt" mlp
 		cat "$T/mnt/mlp/status"
 		grep " $T/mnt " /proc/self/mounts'
 	unmounted_cleanly
@@ -117,6 +121,7 @@ daemon_gone() {
 		echo user_allow_other >> "$U/fuse.conf"
 		su nobody -s /bin/sh -c "mount $U/mnt"
 		grep " $U/mnt " /proc/self/mounts
+		ready "$U/mnt" add_sub
 		# root is another user: allow_other lets it in.
 		mkdir "$U/mnt/add_sub/requests/u1"
 		cp "$EXAMPLES"/add_sub/samples/INPUT[01].npy "$U/mnt/add_sub/requests/u1/"

@@ -139,6 +139,8 @@ print('ok')"
 		"$BATS_TEST_TMPDIR/r2" "$mnt2" 2>"$log2" 3>&- &
 	pid2=$!
 	for i in $(seq 1 300); do mountpoint -q "$mnt2" && break; sleep 0.05; done
+	# the mount is there at once; the model's load ends after
+	wait_until 60 eval "! grep -q '^LOADING' '$mnt2/mlp/status'"
 	run cat "$mnt2/mlp/status"
 	fusermount3 -u "$mnt2"
 	wait "$pid2" || true

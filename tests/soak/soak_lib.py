@@ -131,7 +131,8 @@ def daemon_status(pid):
 
 def start_daemon(modelfs, args, repo, mnt, log_path):
     """modelfs -f ARGS REPO MNT, its stderr to LOG_PATH; waits (15 s at
-    most) for the mount.  Under ASan, freed memory waits in a quarantine
+    most) for the mount, then (300 s at most) for the first load to end:
+    the mount is there before the models have loaded.  Under ASan, freed memory waits in a quarantine
     (256 MiB by default) before reuse: kept small, so that "RSS flat"
     still means something."""
     env = dict(os.environ, ASAN_OPTIONS="quarantine_size_mb=16:" + os.environ.get("ASAN_OPTIONS", ""))
@@ -139,6 +140,13 @@ def start_daemon(modelfs, args, repo, mnt, log_path):
         daemon = subprocess.Popen([modelfs, "-f"] + args + [repo, mnt], stderr=log, env=env)
     for _ in range(300):
         if os.path.ismount(mnt):
+            break
+        time.sleep(0.05)
+    for _ in range(6000):
+        try:
+            if '"LOADING"' not in open(os.path.join(mnt, ".index.json")).read():
+                break
+        except OSError:
             break
         time.sleep(0.05)
     return daemon

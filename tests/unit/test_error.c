@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -93,6 +94,49 @@ static void test_log_one_line(void **state)
 	assert_non_null(strstr(text, "no input named 'a\\n00:00:00.000 modelfs error: forged'"));
 }
 
+/* --log-format: both carry the date, the time and the zone (issue 31). */
+static void test_log_formats(void **state)
+{
+	(void)state;
+	char line[256];
+	struct timespec ts = { 1795874587, 123456789 };   /* 2026-11-28T14:03:07.123Z */
+	setenv("TZ", "Europe/Paris", 1);
+	tzset();
+	assert_int_equal(mfs_log_format_parse("default"), MFS_LOG_FORMAT_DEFAULT);
+	assert_int_equal(mfs_log_format_parse("ISO8601"), MFS_LOG_FORMAT_ISO8601);
+	assert_int_equal(mfs_log_format_parse("iso8601"), MFS_LOG_FORMAT_ISO8601);
+	assert_int_equal(mfs_log_format_parse("json"), -1);
+	mfs_log_set_format(MFS_LOG_FORMAT_DEFAULT);
+	mfs_log_format_line(line, sizeof(line), MFS_LOG_INFO, &ts, "model 'm' version 1: READY");
+	assert_string_equal(line, "2026-11-28 15:03:07.123 +0100 modelfs info: model 'm' version 1: READY");
+	mfs_log_set_format(MFS_LOG_FORMAT_ISO8601);
+	mfs_log_format_line(line, sizeof(line), MFS_LOG_ERROR, &ts, "boom");
+	char want[128];
+	snprintf(want, sizeof(want), "2026-11-28T14:03:07.123Z E modelfs[%d] boom", (int)getpid());
+	assert_string_equal(line, want);
+	mfs_log_set_format(MFS_LOG_FORMAT_DEFAULT);
+	unsetenv("TZ");
+	tzset();
+}
+
+/* --log-file: lines go to the file instead of stderr. */
+static void test_log_to_fd(void **state)
+{
+	(void)state;
+	FILE *f = tmpfile();
+	assert_non_null(f);
+	mfs_log_use_fd(dup(fileno(f)));
+	mfs_log_set_level(MFS_LOG_INFO);
+	mfs_log_info("to the file");
+	char text[256] = { 0 };
+	rewind(f);
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	assert_true(n > 0);
+	assert_non_null(strstr(text, " modelfs info: to the file\n"));
+	mfs_log_use_fd(-1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -101,6 +145,8 @@ int main(void)
 		cmocka_unit_test(test_escape_cut),
 		cmocka_unit_test(test_fail_and_prefix_escape),
 		cmocka_unit_test(test_log_one_line),
+		cmocka_unit_test(test_log_formats),
+		cmocka_unit_test(test_log_to_fd),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

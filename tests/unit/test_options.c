@@ -367,6 +367,55 @@ static void test_backend_timeouts(void **state)
 	mfs_options_release(&o);
 }
 
+/* The operator's options (issue 31): Triton's names and meanings. */
+static void test_operator_options(void **state)
+{
+	(void)state;
+	mfs_options o;
+	mfs_error err;
+	char *defaults[] = { "modelfs", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 3, defaults), 0);
+	assert_int_equal(o.model_load_threads, 4);
+	assert_false(o.exit_on_error);           /* modelfs keeps its old behaviour */
+	assert_true(o.strict_readiness);         /* Triton's default */
+	assert_int_equal(o.log_format, MFS_LOG_FORMAT_DEFAULT);
+	assert_null(o.log_file);
+	mfs_options_release(&o);
+	char *argv[] = { "modelfs", "--exit-on-error=true", "--strict-readiness", "false",
+			 "--log-format=ISO8601", "--log-file=/tmp/x.log", "-o",
+			 "model_load_thread_count=2", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 10, argv), 0);
+	assert_true(o.exit_on_error);
+	assert_false(o.strict_readiness);
+	assert_int_equal(o.log_format, MFS_LOG_FORMAT_ISO8601);
+	assert_string_equal(o.log_file, "/tmp/x.log");
+	assert_int_equal(o.model_load_threads, 2);
+	mfs_options_release(&o);
+	static const char *bad[][2] = {
+		{ "--exit-on-error=yes", "--exit-on-error: expected true or false, got 'yes'" },
+		{ "--strict-readiness=", "--strict-readiness: expected true or false" },
+		{ "--model-load-thread-count=0", "--model-load-thread-count: expected 1-64" },
+		{ "--model-load-thread-count=65", "--model-load-thread-count: expected 1-64" },
+		{ "--log-format=json", "--log-format: expected default or ISO8601" },
+		{ "--log-file=", "--log-file: empty file name" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *a[] = { "modelfs", (char *)bad[i][0], "repo", "mnt" };
+		mfs_error_clear(&err);
+		assert_int_equal(parse(&o, &err, 4, a), -EINVAL);
+		assert_non_null(strstr(err.msg, bad[i][1]));
+		mfs_options_release(&o);
+	}
+	/* modelfs run mounts nothing and loads one model: refused by name */
+	mfs_run_options r;
+	char *run[] = { "run", "--exit-on-error=true", "repo/m" };
+	mfs_options_init_run(&o, &r);
+	assert_int_equal(mfs_options_parse_run(&o, &r, 3, run, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "--exit-on-error is an option of the daemon only"));
+	mfs_options_release(&o);
+	mfs_run_options_release(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -379,6 +428,7 @@ int main(void)
 		cmocka_unit_test(test_run_takes_the_shared_options),
 		cmocka_unit_test(test_run_refuses_daemon_options_by_name),
 		cmocka_unit_test(test_backend_timeouts),
+		cmocka_unit_test(test_operator_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

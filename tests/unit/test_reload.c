@@ -178,6 +178,16 @@ static void test_reconcile(void **state)
 	mfs_reloader *rl;
 	mfs_reloader_conf c = { .repository = f->repo, .registry = f->reg, .poll_secs = 60, .quiet_ms = 10 };
 	assert_int_equal(mfs_reloader_new(&c, &rl, &err), 0);
+	/* listed at once, LOADING, before anything loads */
+	mfs_model_info mi;
+	assert_int_equal(mfs_registry_model_snapshot(f->reg, "add_sub", &mi), 0);
+	assert_int_equal(mi.n_versions, 1);
+	assert_int_equal(mi.versions[0].state, MFS_VS_LOADING);
+	mfs_model_info_release(&mi);
+	assert_false(mfs_reloader_first_load_done(rl));
+	assert_int_equal(mfs_reloader_load_first(rl), 0);
+	assert_true(mfs_reloader_first_load_done(rl));
+	assert_int_equal(mfs_reloader_wait_first_load(rl), 0);
 	assert_int_equal(current(f), 1);
 	/* unchanged: nothing is loaded again */
 	mfs_version *v1;
@@ -208,7 +218,6 @@ static void test_reconcile(void **state)
 	tmp_sh("mkdir %s/add_sub/3 && echo garbage > %s/add_sub/3/model.onnx", f->repo, f->repo);
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 1);
 	assert_int_equal(current(f), 2);
-	mfs_model_info mi;
 	assert_int_equal(mfs_registry_model_snapshot(f->reg, "add_sub", &mi), 0);
 	assert_int_equal(mi.versions[mi.n_versions - 1].version, 3);
 	assert_int_equal(mi.versions[mi.n_versions - 1].state, MFS_VS_UNAVAILABLE);
@@ -278,8 +287,12 @@ static void test_loader_thread(void **state)
 				.changed = on_change, .ctx = f };
 	assert_int_equal(mfs_reloader_new(&c, &rl, &err), 0);
 	assert_int_equal(mfs_reloader_run(rl, &err), 0);
+	/* the loader thread's first load: the model loaded, then a change */
+	assert_int_equal(mfs_reloader_wait_first_load(rl), 0);
+	assert_int_equal(__atomic_load_n(&f->calls, __ATOMIC_ACQUIRE), 1);
+	assert_int_equal(current(f), 1);
 	tmp_sh("cp -r %s/add_sub/1 %s/add_sub/2", f->repo, f->repo);
-	assert_true(wait_calls(f, 1, 5000));
+	assert_true(wait_calls(f, 2, 5000));
 	assert_string_equal(f->last, "add_sub");
 	assert_int_equal(current(f), 2);
 	mfs_registry_counts n;
@@ -324,6 +337,9 @@ static void test_explicit_control(void **state)
 	named[0] = "other";
 	assert_int_equal(mfs_reloader_new(&c, &rl, &err), 0);
 	state_of(f, "other", st, sizeof(st));
+	assert_string_equal(st, "LOADING ");
+	assert_int_equal(mfs_reloader_load_first(rl), 0);
+	state_of(f, "other", st, sizeof(st));
 	assert_true(strncmp(st, "READY", 5) == 0);
 	state_of(f, "add_sub", st, sizeof(st));
 	assert_string_equal(st, "UNAVAILABLE not loaded");
@@ -364,6 +380,48 @@ static void test_explicit_control(void **state)
 	mfs_reloader_free(rl);
 }
 
+/* The first load on several threads (load_pool.h): every model is
+ * listed LOADING first, then each loads once; the per-model records
+ * made side by side are all kept (a second look reloads nothing). */
+static void test_first_load_parallel(void **state)
+{
+	fixture *f = *state;
+	mfs_error err;
+	mfs_reloader *rl;
+	for (int i = 1; i <= 5; i++)
+		tmp_sh("cp -r %s/add_sub %s/m%d && sed -i 's/name: \"add_sub\"/name: \"m%d\"/' %s/m%d/config.pbtxt",
+		       f->repo, f->repo, i, i, f->repo, i);
+	tmp_sh("mkdir -p %s/broken/1 && echo garbage > %s/broken/1/model.onnx", f->repo, f->repo);
+	mfs_reloader_conf c = { .repository = f->repo, .registry = f->reg, .poll_secs = 60,
+				.quiet_ms = 10, .load_threads = 3 };
+	assert_int_equal(mfs_reloader_new(&c, &rl, &err), 0);
+	mfs_model_info *ms;
+	int n;
+	assert_int_equal(mfs_registry_snapshot(f->reg, &ms, &n), 0);
+	assert_int_equal(n, 7);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(ms[i].versions[0].state, MFS_VS_LOADING);
+	mfs_registry_snapshot_free(ms, n);
+	assert_int_equal(mfs_reloader_load_first(rl), 1);
+	assert_int_equal(mfs_reloader_load_first(rl), 1);   /* once */
+	assert_int_equal(mfs_registry_snapshot(f->reg, &ms, &n), 0);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(ms[i].versions[0].state,
+				 strcmp(ms[i].name, "broken") == 0 ? MFS_VS_UNAVAILABLE : MFS_VS_READY);
+	mfs_registry_snapshot_free(ms, n);
+	mfs_registry_counts before, after;
+	mfs_registry_get_counts(f->reg, &before);
+	assert_int_equal(before.loads, 6);
+	for (int i = 1; i <= 5; i++) {
+		char name[8];
+		snprintf(name, sizeof(name), "m%d", i);
+		assert_int_equal(mfs_reloader_reconcile(rl, name), 0);
+	}
+	mfs_registry_get_counts(f->reg, &after);
+	assert_int_equal(after.loads, before.loads);
+	mfs_reloader_free(rl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -373,6 +431,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reconcile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_explicit_control, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_first_load_parallel, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

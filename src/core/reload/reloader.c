@@ -1,10 +1,13 @@
 /* reloader.c - see reloader.h.
  *
- * rl->lock guards the dirty list (model name -> time of its last change)
- * and the stop flag; the per-model record of what was loaded from which
- * files (signatures) is touched by one thread at a time: the caller of
- * mfs_reloader_new before the loader starts, then only the loader; so
- * is the explicit mode's list of loaded models.  Control commands
+ * rl->lock guards the dirty list (model name -> time of its last change),
+ * the stop flag and the first load's end; the per-model records of what
+ * was loaded from which files (signatures) are found under rl->recs_lock
+ * (the first load reconciles several models at once, load_pool.h) and
+ * each record is touched by the one thread reconciling its model; the
+ * explicit mode's list of loaded models is written by the caller of
+ * mfs_reloader_new, then only by the loader thread (read by the first
+ * load's threads, which the loader thread waits for).  Control commands
  * (mfs_reloader_control_async) are queued under rl->lock and run by the
  * loader thread, which calls each one's done() with no lock held and
  * frees it; stopping calls done() of those never run.
@@ -21,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "load_pool.h"
 #include "log.h"
 #include "model_load.h"
 #include "repo.h"
@@ -63,8 +67,13 @@ struct mfs_reloader {
 	bool all;                  /* under lock: everything changed */
 	dirty *dirty;              /* under lock */
 	int n_dirty;
-	mrec *recs;                /* loader only */
+	pthread_mutex_t recs_lock; /* the array below; a record: its model's reconciler */
+	mrec **recs;
 	int n_recs;
+	char **first;              /* the first load: models, then ensembles (loader only) */
+	int n_first, n_first_models;
+	bool first_done;           /* under lock: every model of the first load tried */
+	int first_failed;          /* under lock, once first_done */
 	command *cmds, **cmds_tail;   /* under lock: waiting to run */
 	char **wanted;             /* loader only: explicit mode's loaded models */
 	int n_wanted;
@@ -139,35 +148,45 @@ void mfs_reloader_rescan(mfs_reloader *rl)
 
 /* ---- per-model records (loader only) ---- */
 
+/* The record of name (stays where it is until dropped), NULL if none
+ * (or out of memory when adding). */
 static mrec *find_rec(mfs_reloader *rl, const char *name, bool add)
 {
-	for (int i = 0; i < rl->n_recs; i++)
-		if (strcmp(rl->recs[i].name, name) == 0)
-			return &rl->recs[i];
-	if (!add)
-		return NULL;
-	mrec *r = realloc(rl->recs, (size_t)(rl->n_recs + 1) * sizeof(*r));
-	if (!r)
-		return NULL;
-	rl->recs = r;
-	mrec *m = &r[rl->n_recs];
-	memset(m, 0, sizeof(*m));
-	if (!(m->name = strdup(name)))
-		return NULL;
-	rl->n_recs++;
+	mrec *m = NULL;
+	pthread_mutex_lock(&rl->recs_lock);
+	for (int i = 0; !m && i < rl->n_recs; i++)
+		if (strcmp(rl->recs[i]->name, name) == 0)
+			m = rl->recs[i];
+	mrec **r = !m && add ? realloc(rl->recs, (size_t)(rl->n_recs + 1) * sizeof(*r)) : NULL;
+	if (r) {
+		rl->recs = r;
+		m = calloc(1, sizeof(*m));
+		if (m && !(m->name = strdup(name))) {
+			free(m);
+			m = NULL;
+		}
+		if (m)
+			r[rl->n_recs++] = m;
+	}
+	pthread_mutex_unlock(&rl->recs_lock);
 	return m;
 }
 
 static void drop_rec(mfs_reloader *rl, const char *name)
 {
-	mrec *m = find_rec(rl, name, false);
+	mrec *m = NULL;
+	pthread_mutex_lock(&rl->recs_lock);
+	for (int i = 0; !m && i < rl->n_recs; i++)
+		if (strcmp(rl->recs[i]->name, name) == 0) {
+			m = rl->recs[i];
+			rl->recs[i] = rl->recs[--rl->n_recs];
+		}
+	pthread_mutex_unlock(&rl->recs_lock);
 	if (!m)
 		return;
 	free(m->name);
 	free(m->v);
-	int i = (int)(m - rl->recs);
-	memmove(&rl->recs[i], &rl->recs[i + 1], (size_t)(rl->n_recs - i - 1) * sizeof(*m));
-	rl->n_recs--;
+	free(m);
 }
 
 static vsig *rec_version(mrec *m, int64_t version)
@@ -308,17 +327,6 @@ static void unload_all_but(mfs_reloader *rl, const mfs_repo_entry *e, const int6
 						    : "removed from the repository");
 	}
 	mfs_model_info_release(&mi);
-}
-
-/* Does the model's config say platform "ensemble"?  (A config that does
- * not parse: no; its load reports why.) */
-static bool is_ensemble(const char *repo, const char *name)
-{
-	mfs_model_config cfg;
-	mfs_error err;
-	bool yes = mfs_load_config(repo, name, &cfg, &err) == 0 && mfs_config_is_ensemble(&cfg);
-	mfs_config_release(&cfg);
-	return yes;
 }
 
 int mfs_reloader_reconcile(mfs_reloader *rl, const char *name)
@@ -575,6 +583,8 @@ static bool still_changing(mfs_reloader *rl, const char *name, uint64_t quiet)
 static void *loader_thread(void *arg)
 {
 	mfs_reloader *rl = arg;
+	/* Commands and changes wait for the first load (they queue). */
+	mfs_reloader_load_first(rl);
 	uint64_t quiet = (uint64_t)(rl->conf.quiet_ms > 0 ? rl->conf.quiet_ms : 0) * 1000000ull;
 	pthread_mutex_lock(&rl->lock);
 	while (!rl->stop) {
@@ -635,6 +645,114 @@ static void *loader_thread(void *arg)
 	return NULL;
 }
 
+/* ---- the first load ---- */
+
+static void free_first(mfs_reloader *rl)
+{
+	for (int i = 0; i < rl->n_first; i++)
+		free(rl->first[i]);
+	free(rl->first);
+	rl->first = NULL;
+	rl->n_first = rl->n_first_models = 0;
+}
+
+/* Every model of the repository listed at once: those to load LOADING
+ * (kept in rl->first, models before ensembles, so that an ensemble
+ * starts READY rather than passing through UNAVAILABLE), explicit
+ * mode's others "not loaded".  0 or -ENOMEM. */
+static int list_first(mfs_reloader *rl, const mfs_repo_entry *entries, int n)
+{
+	char **ens = calloc((size_t)n + 1, sizeof(*ens));
+	int n_ens = 0;
+	rl->first = calloc((size_t)n + 1, sizeof(*rl->first));
+	if (!ens || !rl->first) {
+		free(ens);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		const mfs_repo_entry *e = &entries[i];
+		char *name;
+		if (e->n_versions == 0) {
+			mfs_repo_note_unversioned(e);
+		} else if (!is_wanted(rl, e->name)) {
+			list_not_loaded(rl, e, "not loaded");
+		} else if ((name = strdup(e->name))) {
+			if (mfs_load_pool_list(rl->conf.registry, rl->repo, e))
+				ens[n_ens++] = name;
+			else
+				rl->first[rl->n_first++] = name;
+		}
+	}
+	rl->n_first_models = rl->n_first;
+	memcpy(rl->first + rl->n_first, ens, (size_t)n_ens * sizeof(*ens));
+	rl->n_first += n_ens;
+	free(ens);
+	return 0;
+}
+
+static int first_job(void *ctx, const char *name)
+{
+	mfs_reloader *rl = ctx;
+	int failed = mfs_reloader_reconcile(rl, name);
+	if (rl->conf.changed)
+		rl->conf.changed(rl->conf.ctx, name);
+	return failed;
+}
+
+static bool first_stop(void *ctx)
+{
+	mfs_reloader *rl = ctx;
+	pthread_mutex_lock(&rl->lock);
+	bool stop = rl->stop;
+	pthread_mutex_unlock(&rl->lock);
+	return stop;
+}
+
+int mfs_reloader_load_first(mfs_reloader *rl)
+{
+	pthread_mutex_lock(&rl->lock);
+	bool done = rl->first_done;
+	int failed = rl->first_failed;
+	pthread_mutex_unlock(&rl->lock);
+	if (done)
+		return failed;
+	int threads = mfs_load_pool_threads(rl->conf.load_threads);
+	uint64_t t0 = mono_ns();
+	int n_ens = rl->n_first - rl->n_first_models;
+	failed = mfs_load_pool_run(rl->first, rl->n_first_models, threads, first_job, first_stop, rl);
+	failed += mfs_load_pool_run(rl->first + rl->n_first_models, n_ens, threads, first_job,
+				    first_stop, rl);
+	if (rl->n_first > 0)
+		mfs_log_info("first load: %d model(s) tried in %.3f s on %d thread(s); %d version(s) failed",
+			     rl->n_first, (double)(mono_ns() - t0) / 1e9,
+			     threads < rl->n_first ? threads : rl->n_first, failed);
+	free_first(rl);
+	pthread_mutex_lock(&rl->lock);
+	rl->first_done = true;
+	rl->first_failed = failed;
+	pthread_cond_broadcast(&rl->cond);
+	pthread_mutex_unlock(&rl->lock);
+	return failed;
+}
+
+int mfs_reloader_wait_first_load(mfs_reloader *rl)
+{
+	pthread_mutex_lock(&rl->lock);
+	while (!rl->first_done && !rl->stop)
+		pthread_cond_wait(&rl->cond, &rl->lock);
+	int rc = rl->first_done ? rl->first_failed : -ESHUTDOWN;
+	pthread_mutex_unlock(&rl->lock);
+	return rc;
+}
+
+bool mfs_reloader_first_load_done(mfs_reloader *rl)
+{
+	pthread_mutex_lock(&rl->lock);
+	bool done = rl->first_done;
+	pthread_mutex_unlock(&rl->lock);
+	return done;
+}
+
 /* ---- life cycle ---- */
 
 int mfs_reloader_new(const mfs_reloader_conf *conf, mfs_reloader **out, mfs_error *err)
@@ -646,6 +764,7 @@ int mfs_reloader_new(const mfs_reloader_conf *conf, mfs_reloader **out, mfs_erro
 	}
 	rl->conf = *conf;
 	pthread_mutex_init(&rl->lock, NULL);
+	pthread_mutex_init(&rl->recs_lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -679,22 +798,14 @@ int mfs_reloader_new(const mfs_reloader_conf *conf, mfs_reloader **out, mfs_erro
 		mfs_repo_entries_free(entries, n);
 		goto fail;
 	}
-	/* Ensembles after the models they run, so that they start READY
-	 * rather than passing through UNAVAILABLE. */
-	int failed = 0;
-	for (int pass = 0; pass < 2; pass++)
-		for (int i = 0; i < n; i++) {
-			if (entries[i].n_versions == 0) {
-				if (pass == 0)
-					mfs_repo_note_unversioned(&entries[i]);
-				continue;
-			}
-			if (is_ensemble(rl->repo, entries[i].name) == (pass == 1))
-				failed += mfs_reloader_reconcile(rl, entries[i].name);
-		}
+	rc = list_first(rl, entries, n);
 	mfs_repo_entries_free(entries, n);
+	if (rc < 0) {
+		mfs_fail(err, -rc, "out of memory");
+		goto fail;
+	}
 	*out = rl;
-	return failed;
+	return 0;
 fail:
 	mfs_reloader_free(rl);
 	return rc;
@@ -758,10 +869,13 @@ void mfs_reloader_free(mfs_reloader *rl)
 		free(rl->dirty[i].name);
 	free(rl->dirty);
 	for (int i = 0; i < rl->n_recs; i++) {
-		free(rl->recs[i].name);
-		free(rl->recs[i].v);
+		free(rl->recs[i]->name);
+		free(rl->recs[i]->v);
+		free(rl->recs[i]);
 	}
 	free(rl->recs);
+	free_first(rl);
+	pthread_mutex_destroy(&rl->recs_lock);
 	pthread_mutex_destroy(&rl->lock);
 	pthread_cond_destroy(&rl->cond);
 	free(rl->repo);

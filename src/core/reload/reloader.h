@@ -14,6 +14,10 @@
  * model) is called on the loader thread with no lock held (the daemon
  * drops the kernel's cached entries there).
  *
+ * The first load (every model of the repository at start) runs on
+ * load_threads threads at once (load_pool.h), ensembles after the
+ * models; every model is listed before it starts, LOADING.
+ *
  * The model control mode (model_control.h) says what is watched and what
  * is loaded: poll watches; none and explicit watch nothing (SIGHUP's
  * rescan still reconciles).  In explicit mode only the models named at
@@ -37,20 +41,36 @@ typedef struct mfs_reloader_conf {
 	int n_load_models;
 	int poll_secs;                 /* poll mode; 0: inotify */
 	int quiet_ms;
+	int load_threads;              /* the first load's (--model-load-thread-count); < 1: 1 */
 	void (*changed)(void *ctx, const char *model);   /* may be NULL */
 	void *ctx;
 } mfs_reloader_conf;
 
-/* Start watching, then load the whole repository (synchronously, on the
- * caller's thread).  Returns the number of versions (or configs) that
- * failed to load, or a negative errno when the repository cannot be read
- * or watched, or (-ENOENT) a model of load_models is not in it.  Changes are queued but not acted on until
+/* Start watching and list every model of the repository in the
+ * registry: the versions to load LOADING (explicit mode's others "not
+ * loaded"); nothing is loaded yet.  0, or a negative errno when the
+ * repository cannot be read or watched, or (-ENOENT) a model of
+ * load_models is not in it.  Changes are queued but not acted on until
  * mfs_reloader_run. */
 int mfs_reloader_new(const mfs_reloader_conf *conf, mfs_reloader **out,
 		     mfs_error *err);
 
-/* Start the loader thread (acting on changes).  Set the callback first
- * if it was not known at new time. */
+/* The first load, on the caller's thread and load_threads threads:
+ * every listed model is reconciled (the changed callback called after
+ * each).  Returns the number of versions (or configs) that failed.
+ * mfs_reloader_run's thread does it first when nobody did; a second
+ * call returns the first's count. */
+int mfs_reloader_load_first(mfs_reloader *rl);
+
+/* Wait for the first load's end: its failures, or -ESHUTDOWN when the
+ * reloader stopped first.  Any thread but the loader's. */
+int mfs_reloader_wait_first_load(mfs_reloader *rl);
+
+/* Has the first load ended (every model listed at start tried)? */
+bool mfs_reloader_first_load_done(mfs_reloader *rl);
+
+/* Start the loader thread: the first load (unless done), then acting on
+ * changes.  Set the callback first if it was not known at new time. */
 void mfs_reloader_set_callback(mfs_reloader *rl, void (*changed)(void *, const char *),
 			       void *ctx);
 int mfs_reloader_run(mfs_reloader *rl, mfs_error *err);
