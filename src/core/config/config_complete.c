@@ -174,10 +174,15 @@ static int complete_side(mfs_model_config *c, mfs_io_config **arr, int *count,
 	int n_graph = n_of(graph), rc;
 	mfs_io_config *grown;
 
+	bool is_input = strcmp(what, "input") == 0;
 	for (int i = 0; i < *count; i++) {
 		mfs_io_config *io = &(*arr)[i];
 		int j;
 
+		if (mfs_config_seq_owns(c, io->name, is_input))
+			return mfs_fail(err, EINVAL, "config %s '%s' belongs to sequence_batching (a control "
+					"or state tensor the daemon fills or keeps): leave it out of %s",
+					what, io->name, what);
 		for (j = 0; j < n_graph; j++)
 			if (strcmp(desc_of(graph, j)->name, io->name) == 0)
 				break;
@@ -205,7 +210,7 @@ static int complete_side(mfs_model_config *c, mfs_io_config **arr, int *count,
 		for (int i = 0; i < *count; i++)
 			if ((*arr)[i].graph_index == j)
 				listed = true;
-		if (listed)
+		if (listed || mfs_config_seq_owns(c, g->name, is_input))
 			continue;
 		grown = realloc(*arr, (size_t)(*count + 1) * sizeof(*grown));
 		if (!grown)

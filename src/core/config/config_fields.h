@@ -83,6 +83,10 @@ int cfg_check_priorities(cfg_conv *cv, const cfg_node *root, const mfs_model_con
  * and ensemble_scheduling go together, once all are read. */
 int cfg_ensemble_scheduling(cfg_conv *cv, const cfg_node *n, void *obj);
 int cfg_check_ensemble(cfg_conv *cv, const cfg_node *root, const mfs_model_config *c);
+/* config_schema_sequence.c: sequence_batching; its rules against the
+ * other fields once all are read (fills max_candidate_sequences' default). */
+int cfg_sequence_batching(cfg_conv *cv, const cfg_node *n, void *obj);
+int cfg_check_sequence(cfg_conv *cv, const cfg_node *root, mfs_model_config *c);
 /* config_schema_warmup.c: model_warmup samples. */
 int cfg_model_warmup(cfg_conv *cv, const cfg_node *n, void *obj);
 
