@@ -22,8 +22,13 @@
 #include "log.h"
 #include "membudget.h"
 
-/* Ids of sequences freed for idling, remembered to say so. */
+/* Ids of sequences freed (ended or idle), remembered to say so. */
 #define N_TOMBS 256
+
+typedef struct tomb {
+	mfs_seq_id id;
+	bool idled;                  /* freed for idling; else it ended */
+} tomb;
 
 typedef struct ctl_slot {
 	int graph;                   /* graph input */
@@ -80,7 +85,7 @@ struct mfs_seqb {
 	step *orphans;               /* failed steps of other requests: the reaper ends them */
 	bool closed;
 	char why[MFS_ERROR_MSG_MAX];
-	mfs_seq_id tombs[N_TOMBS];
+	tomb tombs[N_TOMBS];
 	int n_tombs, next_tomb;
 };
 
@@ -314,6 +319,14 @@ static void release_state(mfs_seqb *sb, seq *sq)
 	sq->charged = 0;
 }
 
+static void bury(mfs_seqb *sb, const mfs_seq_id *id, bool idled)
+{
+	sb->tombs[sb->next_tomb] = (tomb){ *id, idled };
+	sb->next_tomb = (sb->next_tomb + 1) % N_TOMBS;
+	if (sb->n_tombs < N_TOMBS)
+		sb->n_tombs++;
+}
+
 /* Unlink and free a sequence with no step (lock held); its slot goes. */
 static void free_seq(mfs_seqb *sb, seq *sq)
 {
@@ -329,19 +342,22 @@ static void free_seq(mfs_seqb *sb, seq *sq)
 	free(sq);
 }
 
-static bool in_tombs(const mfs_seqb *sb, const mfs_seq_id *id)
+/* How the sequence id ended, newest first: NULL if not remembered. */
+static const tomb *find_tomb(const mfs_seqb *sb, const mfs_seq_id *id)
 {
-	for (int i = 0; i < sb->n_tombs; i++)
-		if (same_id(&sb->tombs[i], id))
-			return true;
-	return false;
+	for (int k = 1; k <= sb->n_tombs; k++) {
+		const tomb *t = &sb->tombs[(sb->next_tomb - k + N_TOMBS) % N_TOMBS];
+		if (t->id.set && same_id(&t->id, id))
+			return t;
+	}
+	return NULL;
 }
 
 static void forget_tomb(mfs_seqb *sb, const mfs_seq_id *id)
 {
 	for (int i = 0; i < sb->n_tombs; i++)
-		if (same_id(&sb->tombs[i], id))
-			sb->tombs[i] = (mfs_seq_id){ 0 };   /* set false: matches no id */
+		if (same_id(&sb->tombs[i].id, id))
+			sb->tombs[i].id.set = false;   /* matches no id */
 }
 
 /* Sequences idle past the limit are freed (lock held); returns the
@@ -362,10 +378,7 @@ static uint64_t sweep(mfs_seqb *sb, uint64_t now)
 		char id[MFS_SEQ_ID_MAX + 8];
 		mfs_log_info("%s: sequence %s idled more than %" PRIu64 " µs: freed", sb->label,
 			     mfs_seq_id_format(&s->id, id, sizeof(id)), sb->idle_ns / 1000u);
-		sb->tombs[sb->next_tomb] = s->id;
-		sb->next_tomb = (sb->next_tomb + 1) % N_TOMBS;
-		if (sb->n_tombs < N_TOMBS)
-			sb->n_tombs++;
+		bury(sb, &s->id, true);
 		free_seq(sb, s);
 	}
 	return next;
@@ -504,8 +517,11 @@ static void pump(mfs_seqb *sb, seq *only, step **failed)
 {
 	for (seq *s = sb->seqs, *n; s; s = n) {
 		n = s->next;
-		if (!s->busy && !s->head && (s->ended || !s->begun))
+		if (!s->busy && !s->head && (s->ended || !s->begun)) {
+			if (s->ended)
+				bury(sb, &s->id, false);
 			free_seq(sb, s);   /* ended, or its START never ran */
+		}
 	}
 	for (;;) {
 		seq *oldest = NULL;
@@ -602,10 +618,11 @@ static int not_running(mfs_seqb *sb, const seq *sq, const mfs_seq_id *idp, mfs_e
 {
 	char id[MFS_SEQ_ID_MAX + 8];
 	mfs_seq_id_format(idp, id, sizeof(id));
-	if (sq)
+	const tomb *t = sq ? NULL : find_tomb(sb, idp);
+	if (sq || (t && !t->idled))
 		return mfs_fail(err, EIO, "%s: sequence %s has ended (its last request had "
 				"sequence_end); start it again with sequence_start", sb->label, id);
-	if (in_tombs(sb, idp))
+	if (t)
 		return mfs_fail(err, EIO, "%s: sequence %s was freed after idling more than %" PRIu64
 				" µs (max_sequence_idle_microseconds); its state is gone: start it "
 				"again with sequence_start", sb->label, id, sb->idle_ns / 1000u);
