@@ -177,3 +177,10 @@ EOF
 	# Started again, it begins from the initial state.
 	[ "$(step "$r" 71 se 2 2)" = "2 2 | 1 1 1 71" ]
 }
+
+@test "modelfs run refuses a stateful model, saying to mount it" {
+	echo 1 2 >"$BATS_TEST_TMPDIR/in.txt"
+	run "$MODELFS" run "$REPO/acc" INPUT="$BATS_TEST_TMPDIR/in.txt" --out="$BATS_TEST_TMPDIR/out"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"stateful (sequence_batching)"*"mount the repository"* ]]
+}
