@@ -33,13 +33,16 @@ c = json.load(open(sys.argv[1]))
 assert [i['name'] for i in c['input']] == ['INPUT'], c['input']
 assert [o['name'] for o in c['output']] == ['OUTPUT', 'CTRL'], c['output']
 sb = c['sequence_batching']
-assert 'direct' in sb and sb['max_sequence_idle_microseconds'] == 1000000, sb
+assert 'direct' in sb and sb['max_sequence_idle_microseconds'] == 60000000, sb
 assert [k['name'] for k in sb['control_input']] == ['START', 'END', 'READY', 'CORRID']
 assert sb['state'][0]['input_name'] == 'STATE_IN', sb
 print('ok')" "$MNT/acc/config.json"
 	[ "$output" = ok ]
 	run cat "$MNT/acc_old/config.json"
 	[[ "$output" == *'"max_candidate_sequences": 3'* ]]
+	# 0 (or absent): Triton's default, one second.
+	run cat "$MNT/acc_reload/config.json"
+	[[ "$output" == *'"max_sequence_idle_microseconds": 1000000'* ]]
 	[ ! -e "$MNT/acc/requests/x/STATE_IN.txt" ]
 }
 
@@ -183,4 +186,25 @@ EOF
 	run "$MODELFS" run "$REPO/acc" INPUT="$BATS_TEST_TMPDIR/in.txt" --out="$BATS_TEST_TMPDIR/out"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"stateful (sequence_batching)"*"mount the repository"* ]]
+}
+
+@test "hot reload: a request directory keeps its sequence on its version; the new version does not know it" {
+	# acc_reload frees a sequence idle for 1 s: a loaded machine may pass
+	# that between two steps here, so give it a minute.
+	sed -i 's/max_sequence_idle_microseconds: 0/max_sequence_idle_microseconds: 60000000/' "$REPO/acc_reload/config.pbtxt"
+	wait_until 30 grep -q '"max_sequence_idle_microseconds": 60000000' "$MNT/acc_reload/config.json"
+	a=$(new_request acc_reload)
+	[ "$(step "$a" 81 s 1 1)" = "1 1 | 1 0 1 81" ]
+	cp -r "$REPO/acc_reload/1" "$REPO/acc_reload/2"
+	wait_until 30 grep -q "^READY 2" "$MNT/acc_reload/status"
+	# The directory was made on version 1: its sequence goes on there.
+	[ "$(step "$a" 81 - 1 1)" = "2 2 | 0 0 1 81" ]
+	# A new directory goes to version 2, where sequence 81 never started.
+	b=$(new_request acc_reload)
+	echo 81 >"$b/.sequence_id"
+	echo 1 1 >"$b/INPUT.txt"
+	run cat "$b/OUTPUT.txt"
+	[ "$status" -ne 0 ]
+	grep -q "model 'acc_reload' version 2: sequence 81 is not started" "$b/error"
+	[ "$(step "$a" 81 e 1 1)" = "3 3 | 0 1 1 81" ]
 }

@@ -3,7 +3,9 @@
 acc (direct) and acc_old (oldest): OUTPUT = STATE_IN + INPUT and
 STATE_OUT = OUTPUT, so each sequence's OUTPUT is the running sum of its
 inputs; CTRL = [START, END, READY, CORRID] (as floats), from control
-inputs of four data types; acc_idle: acc with a 300 ms idle limit."""
+inputs of four data types.  Idle limits: 60 s for acc and acc_old (a
+loaded machine must not free their sequences mid-test), 300 ms for
+acc_idle, Triton's default (1 s) for acc_reload."""
 import os
 import sys
 
@@ -52,10 +54,11 @@ def acc_model():
 def main():
     repo = sys.argv[1]
     models = {
-        "acc": ("direct { }", 1000000),
+        "acc": ("direct { }", 60000000),
         "acc_old": ("oldest { max_candidate_sequences: 3 preferred_batch_size: [2] "
-                    "max_queue_delay_microseconds: 1000 }", 1000000),
+                    "max_queue_delay_microseconds: 1000 }", 60000000),
         "acc_idle": ("direct { }", 300000),
+        "acc_reload": ("direct { }", 0),
     }
     m = acc_model()
     for name, (strategy, idle) in models.items():

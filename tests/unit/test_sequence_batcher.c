@@ -245,33 +245,59 @@ static void test_errors(void **state)
 	rig_down(&r);
 }
 
-static void test_slots_and_idle(void **state)
+static void test_slots_and_budget(void **state)
 {
 	(void)state;
 	rig r;
 	mfs_error err;
-	tstep a, b, c, d;
+	tstep a, b, c, d, e, f;
 	uint64_t used0 = mfs_membudget_used();
 	/* direct, max_batch_size 2, one instance: two slots. */
-	rig_up(&r, "direct { }", 50000, 1);
+	rig_up(&r, "direct { }", 60000000, 1);
 	assert_int_equal(submit(&r, &a, 1, P(1, true, false), &err), 0);
 	assert_int_equal(submit(&r, &b, 2, P(2, true, false), &err), 0);
 	assert_float_equal(tstep_wait(&a), 1.5f, 0);
 	assert_float_equal(tstep_wait(&b), 2.5f, 0);
 	/* Two states of one float (with its batch dim) are counted. */
 	assert_int_equal(mfs_membudget_used() - used0, 8);
-	/* A third sequence waits for a slot: the first two free theirs when
-	 * they have idled 50 ms. */
+	/* A third sequence waits for a slot until sequence 1 ends. */
 	assert_int_equal(submit(&r, &c, 3, P(3, true, false), &err), 0);
+	assert_int_equal(mfs_seqb_live(r.sb), 3);
+	pthread_mutex_lock(&c.lock);
+	assert_false(c.done);
+	pthread_mutex_unlock(&c.lock);
+	assert_int_equal(submit(&r, &d, 1, P(1, false, true), &err), 0);
+	assert_float_equal(tstep_wait(&d), 2.5f, 0);
 	assert_float_equal(tstep_wait(&c), 3.5f, 0);
-	assert_int_equal(submit(&r, &d, 1, P(1, false, false), &err), -EIO);
-	assert_non_null(strstr(err.msg, "sequence 1 was freed after idling more than 50000 µs"));
-	mfs_tensor_release(&d.in[IN]);
-	/* Sequence 3 idles out too: the budget is back where it was. */
-	for (int i = 0; i < 200 && mfs_seqb_live(r.sb); i++)
-		usleep(5000);
+	assert_int_equal(mfs_membudget_used() - used0, 8);
+	assert_int_equal(submit(&r, &e, 1, P(2, false, true), &err), 0);
+	assert_int_equal(submit(&r, &f, 1, P(3, false, true), &err), 0);
+	assert_float_equal(tstep_wait(&e), 3.5f, 0);
+	assert_float_equal(tstep_wait(&f), 4.5f, 0);
+	/* Ended: the states and the budget are back. */
 	assert_int_equal(mfs_seqb_live(r.sb), 0);
 	assert_int_equal(mfs_membudget_used(), used0);
+	rig_down(&r);
+}
+
+static void test_idle(void **state)
+{
+	(void)state;
+	rig r;
+	mfs_error err;
+	tstep a, b;
+	rig_up(&r, "direct { }", 50000, 1);
+	assert_int_equal(submit(&r, &a, 1, P(1, true, false), &err), 0);
+	assert_float_equal(tstep_wait(&a), 1.5f, 0);
+	/* The reaper frees it 50 ms after its step ended. */
+	for (int i = 0; i < 1000 && mfs_seqb_live(r.sb); i++)
+		usleep(5000);
+	assert_int_equal(mfs_seqb_live(r.sb), 0);
+	assert_int_equal(submit(&r, &b, 1, P(1, false, false), &err), -EIO);
+	assert_string_equal(err.msg, "model 'm' version 1: sequence 1 was freed after idling more than "
+			    "50000 µs (max_sequence_idle_microseconds); its state is gone: start it again "
+			    "with sequence_start");
+	mfs_tensor_release(&b.in[IN]);
 	rig_down(&r);
 }
 
@@ -332,7 +358,8 @@ int main(void)
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_in_order_and_batched),
 		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_slots_and_idle),
+		cmocka_unit_test(test_slots_and_budget),
+		cmocka_unit_test(test_idle),
 		cmocka_unit_test(test_close_fails_waiting),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
