@@ -32,19 +32,8 @@ static int st_candidates(cfg_conv *cv, const cfg_node *n, void *obj)
 static int st_preferred(cfg_conv *cv, const cfg_node *n, void *obj)
 {
 	mfs_model_config *c = obj;
-	int v, *grown;
-
-	if (cfg_get_int(cv, n, 1, INT32_MAX, &v))
-		return -EINVAL;
-	if (SB(c)->n_preferred_batch_size >= 1024)
-		return cfg_fail_at(cv, n, "too many preferred batch sizes");
-	grown = realloc(SB(c)->preferred_batch_size,
-			(size_t)(SB(c)->n_preferred_batch_size + 1) * sizeof(*grown));
-	if (!grown)
-		return cfg_no_memory(cv);
-	SB(c)->preferred_batch_size = grown;
-	grown[SB(c)->n_preferred_batch_size++] = v;
-	return 0;
+	return cfg_preferred_batch_size(cv, n, &SB(c)->preferred_batch_size,
+					&SB(c)->n_preferred_batch_size);
 }
 
 static int sb_strategy(cfg_conv *cv, const cfg_node *n, mfs_model_config *c, bool oldest)
