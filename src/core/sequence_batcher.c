@@ -466,6 +466,11 @@ static int launch(mfs_seqb *sb, seq *sq, mfs_error *err)
 {
 	step *st = sq->head;
 	int rc = 0;
+	if (!st->start && !sq->begun) {
+		char id[MFS_SEQ_ID_MAX + 8];
+		return mfs_fail(err, EIO, "%s: sequence %s is not started: its sequence_start "
+				"request failed", sb->label, mfs_seq_id_format(&sq->id, id, sizeof(id)));
+	}
 	if (st->start)
 		rc = reset_state(sb, sq, err);
 	for (int i = 0; rc == 0 && i < sb->n_in; i++)
@@ -728,6 +733,8 @@ int mfs_seqb_submit(mfs_seqb *sb, mfs_job *job, const mfs_seq_params *p, mfs_err
 			rc = st->outer->status;
 			*err = st->outer->err;
 			free_step(st);
+			if (!sq->busy && !sq->head && !sq->begun)
+				free_seq(sb, sq);   /* its START did not go */
 			break;
 		}
 	/* Others' jobs end on the reaper: their done() takes their

@@ -301,6 +301,28 @@ static void test_idle(void **state)
 	rig_down(&r);
 }
 
+static void test_state_over_budget(void **state)
+{
+	(void)state;
+	rig r;
+	mfs_error err;
+	tstep a;
+	rig_up(&r, "direct { }", 60000000, 1);
+	/* The state (4 bytes) would pass --max-memory: the START fails. */
+	mfs_membudget_init(mfs_membudget_used() + 3);
+	assert_int_equal(submit(&r, &a, 1, P(1, true, false), &err), -ENOSPC);
+	assert_non_null(strstr(err.msg, "model 'm' version 1: the sequence's state: "));
+	mfs_tensor_release(&a.in[IN]);
+	assert_int_equal(mfs_seqb_live(r.sb), 0);
+	assert_int_equal(submit(&r, &a, 1, P(1, false, false), &err), -EIO);
+	assert_non_null(strstr(err.msg, "sequence 1 is not started"));
+	mfs_tensor_release(&a.in[IN]);
+	mfs_membudget_init(0);
+	assert_int_equal(submit(&r, &a, 1, P(1, true, true), &err), 0);
+	assert_float_equal(tstep_wait(&a), 1.5f, 0);
+	rig_down(&r);
+}
+
 static void test_close_fails_waiting(void **state)
 {
 	(void)state;
@@ -360,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_slots_and_budget),
 		cmocka_unit_test(test_idle),
+		cmocka_unit_test(test_state_over_budget),
 		cmocka_unit_test(test_close_fails_waiting),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
