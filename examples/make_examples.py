@@ -18,6 +18,10 @@
             build/examples/libmodelfs_preprocess.so), cnn, pipeline_softmax
             ("logits" -> "probabilities"), with labels.txt naming the
             ten classes (probabilities.top1.txt says "score index label").  max_batch_size 16 everywhere.
+  running_mean/ a stateful model (sequence_batching): "chunk" FP32[16]
+            -> "mean" FP32[1], the mean of every sample of the sequence so
+            far; the daemon keeps [sum, count] between the chunks
+            (implicit state).  examples/stream_chunks.sh feeds it.
 
 Each ONNX model gets config.pbtxt, 1/model.onnx (opset 13) and samples/ with
 input files in several formats plus the PyTorch/NumPy reference outputs
@@ -360,12 +364,57 @@ ensemble_scheduling {
     save_npy(os.path.join(s, "expected", "probabilities.npy"), e / e.sum(axis=1, keepdims=True))
 
 
+def running_mean():
+    d = os.path.join(HERE, "running_mean")
+    f = TensorProto.FLOAT
+    save_onnx(d, [
+        helper.make_node("Constant", [], ["axes"],
+                         value=helper.make_tensor("axes", TensorProto.INT64, [1], [1])),
+        helper.make_node("ReduceSum", ["chunk", "axes"], ["sum"], keepdims=1),
+        helper.make_node("Constant", [], ["zero"], value=helper.make_tensor("zero", f, [], [0.0])),
+        helper.make_node("Pow", ["chunk", "zero"], ["ones"]),
+        helper.make_node("ReduceSum", ["ones", "axes"], ["count"], keepdims=1),
+        helper.make_node("Concat", ["sum", "count"], ["step"], axis=1),
+        helper.make_node("Add", ["total_in", "step"], ["total_out"]),
+        helper.make_node("Split", ["total_out"], ["s", "n"], axis=1),
+        helper.make_node("Div", ["s", "n"], ["mean"]),
+    ], [helper.make_tensor_value_info("chunk", f, ["batch", 16]),
+        helper.make_tensor_value_info("total_in", f, ["batch", 2])],
+       [helper.make_tensor_value_info("mean", f, ["batch", 1]),
+        helper.make_tensor_value_info("total_out", f, ["batch", 2])])
+    write(os.path.join(d, "config.pbtxt"), """\
+# A stateful model: each request is one chunk of a longer signal, and
+# "mean" is the mean of every sample of the sequence so far.  The daemon
+# keeps [sum, count] between a sequence's chunks (Triton's implicit
+# state); a client only names the sequence (.sequence_id,
+# .sequence_start, .sequence_end: examples/stream_chunks.sh).
+name: "running_mean"
+max_batch_size: 8
+input [ { name: "chunk", data_type: TYPE_FP32, dims: [ 16 ] } ]
+output [ { name: "mean", data_type: TYPE_FP32, dims: [ 1 ] } ]
+sequence_batching {
+  oldest { max_candidate_sequences: 64 max_queue_delay_microseconds: 200 }
+  max_sequence_idle_microseconds: 10000000
+  state [
+    {
+      input_name: "total_in"
+      output_name: "total_out"
+      data_type: TYPE_FP32
+      dims: [ 2 ]
+      initial_state { data_type: TYPE_FP32 dims: [ 2 ] zero_data: true }
+    }
+  ]
+}
+""")
+
+
 def main():
     torch.use_deterministic_algorithms(True)
     add_sub()
     mlp()
     cnn()
     pipeline()
+    running_mean()
     for m in ("add_sub", "mlp", "cnn", "pipeline_softmax"):
         g = onnx.load(os.path.join(HERE, m, "1", "model.onnx")).graph
         print("%-8s %s" % (m, " ".join(sorted({n.op_type for n in g.node}))))

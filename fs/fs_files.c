@@ -528,6 +528,7 @@ static void infer_read(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 	rc = mfs_request_set_queue_params(h->req, h->ireq.priority, h->ireq.timeout_us, &err);
 	if (rc < 0)
 		goto fail;
+	mfs_request_set_seq_params(h->req, &h->ireq.seq);
 	rc = mfs_request_submit_tensors(h->req, h->ireq.inputs, &err);
 	if (rc < 0) {
 		logged = true;   /* the request logged it */

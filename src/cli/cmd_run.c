@@ -177,11 +177,13 @@ static int pick_version(const run_args *a, int64_t *out, mfs_error *err)
 		mfs_repo_entry_release(&e);
 		return rc;
 	}
-	if (mfs_config_is_ensemble(&cfg)) {
+	if (mfs_config_is_ensemble(&cfg) || cfg.has_sequence_batching) {
+		bool ens = mfs_config_is_ensemble(&cfg);
 		mfs_repo_entry_release(&e);
 		mfs_config_release(&cfg);
-		return mfs_fail(err, EINVAL, "model '%s' is an ensemble: `modelfs run` runs one model; mount the repository to run an ensemble",
-				a->model);
+		return mfs_fail(err, EINVAL, "model '%s' is %s: `modelfs run` runs one request; mount the repository to run %s",
+				a->model, ens ? "an ensemble" : "stateful (sequence_batching)",
+				ens ? "an ensemble" : "its sequences");
 	}
 	if (e.n_versions == 0) {
 		mfs_repo_entry_release(&e);

@@ -280,6 +280,10 @@ static int resolve_steps(mfs_registry *reg, ens_run *run, mfs_error *err)
 		if (!run->steps[s]->queue)
 			return mfs_fail(err, EINVAL, "ensemble '%s': step %d (model '%s') is an ensemble; nested ensembles are not supported",
 					ens_name(run), s, st->model_name);
+		if (run->steps[s]->seqb)
+			return mfs_fail(err, EINVAL, "ensemble '%s': step %d (model '%s') uses "
+					"sequence_batching; a stateful step in an ensemble is not supported",
+					ens_name(run), s, st->model_name);
 	}
 	return 0;
 }

@@ -198,8 +198,37 @@ static int parse_outputs(struct parse_ctx *ctx, mfs_error *err)
 	return rc;
 }
 
+/* "sequence_id" (a number from 1 or a string), "sequence_start" and
+ * "sequence_end" (booleans): Triton's sequence parameters. */
+static int parse_sequence(json_t *p, mfs_seq_params *seq, mfs_error *err)
+{
+	json_t *id = json_object_get(p, "sequence_id");
+	const char *flags[] = { "sequence_start", "sequence_end" };
+	bool *dest[] = { &seq->start, &seq->end };
+	char num[32];
+	if (id && json_is_integer(id) && json_integer_value(id) > 0) {
+		snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(id));
+		if (mfs_seq_parse_id("parameter \"sequence_id\"", num, strlen(num), &seq->id, err) < 0)
+			return -EINVAL;
+	} else if (id && json_is_string(id)) {
+		if (mfs_seq_parse_id("parameter \"sequence_id\"", json_string_value(id),
+				     json_string_length(id), &seq->id, err) < 0)
+			return -EINVAL;
+	} else if (id) {
+		return mfs_fail(err, EINVAL, "parameter \"sequence_id\" must be a number from 1 or a string");
+	}
+	for (int i = 0; i < 2; i++) {
+		json_t *v = json_object_get(p, flags[i]);
+		if (v && !json_is_boolean(v))
+			return mfs_fail(err, EINVAL, "parameter \"%s\" must be true or false", flags[i]);
+		*dest[i] = v && json_is_true(v);
+	}
+	return 0;
+}
+
 /* The request's "parameters": Triton's "priority" and "timeout" (µs),
- * whole numbers from 0; other keys are KServe's or a client's own. */
+ * whole numbers from 0, and the sequence's; other keys are KServe's or a
+ * client's own. */
 static int parse_parameters(struct parse_ctx *ctx, mfs_error *err)
 {
 	static const char *const keys[] = { "priority", "timeout" };
@@ -221,6 +250,8 @@ static int parse_parameters(struct parse_ctx *ctx, mfs_error *err)
 		else
 			*dest[i] = json_integer_value(v);
 	}
+	if (rc == 0)
+		rc = parse_sequence(p, &ctx->out->seq, err);
 	json_decref(p);
 	return rc;
 }

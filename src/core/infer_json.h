@@ -3,7 +3,8 @@
  *
  * Request:  {"id"?, "inputs": [{"name","shape","datatype","data"}...],
  *            "outputs"?: [{"name", "parameters"?: {"classification": K}}...],
- *            "parameters"?: {"priority"?, "timeout"?, ...}}  (Triton's
+ *            "parameters"?: {"priority"?, "timeout"?, "sequence_id"?,
+ *            "sequence_start"?, "sequence_end"?, ...}}  (Triton's
  *            names; checked against the queue policy by the request,
  *            request.h)
  * Response: {"model_name","model_version","id"?, "outputs":
@@ -23,6 +24,7 @@
 #include "config.h"
 #include "error.h"
 #include "labels.h"
+#include "sequence_batcher.h"
 #include "tensor.h"
 
 typedef struct mfs_infer_req {
@@ -34,6 +36,7 @@ typedef struct mfs_infer_req {
 	char *id;                  /* NULL if none */
 	int64_t priority;          /* "parameters": {"priority": N}; 0 if none */
 	int64_t timeout_us;        /* "parameters": {"timeout": µs}; 0 if none */
+	mfs_seq_params seq;        /* "sequence_id" (number or string), "sequence_start", "sequence_end" */
 } mfs_infer_req;
 
 /* Parse text against the config.  -EINVAL (bad JSON, bad tensor, a

@@ -8,6 +8,7 @@
  * load.  Loading (slow) runs with no lock held; only publishing takes it.
  */
 #include "registry.h"
+#include "sequence_batcher.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -335,6 +336,8 @@ static void retire(mfs_registry *r, mfs_version *v, const char *reason)
 		char why[512];
 		snprintf(why, sizeof(why), "version %" PRId64 " was unloaded before the request ran (%s)",
 			 v->version, reason ? reason : "unloaded");
+		if (v->seqb)
+			mfs_seqb_close(v->seqb, why);
 		if (v->queue)
 			mfs_sched_queue_close(v->queue, why);
 	}

@@ -62,6 +62,7 @@ typedef struct mfs_version {
 	double load_seconds;
 	mfs_stats stats;
 	mfs_queue *queue;              /* NULL for an ensemble: its steps' queues run it */
+	struct mfs_seqb *seqb;         /* sequence_batching: in front of the queue; else NULL */
 	mfs_ensemble_plan *plan;       /* an ensemble's steps (ensemble.h); NULL for a model */
 	struct mfs_registry *registry; /* an ensemble's: where its steps are found */
 	/* Private. */

@@ -15,6 +15,7 @@
 #include "engine.h"
 #include "log.h"
 #include "queue_policy.h"
+#include "sequence_batcher.h"
 #include "warmup.h"
 
 static int run_instance(void *ctx, int instance, const mfs_tensor *inputs,
@@ -33,6 +34,7 @@ static void version_free(mfs_version *v)
 	 * closed by unload may still be finishing its bookkeeping). */
 	if (v->queue)
 		mfs_sched_queue_free(v->queue);
+	mfs_seqb_free(v->seqb);   /* after the queue: no step in flight */
 	mfs_ensemble_plan_free(v->plan);
 	for (int i = 0; i < v->n_execs; i++)
 		mfs_exec_free(v->execs[i]);
@@ -184,6 +186,47 @@ static int start_workers(const char *program, mfs_version *v, int n, mfs_error *
 	return 0;
 }
 
+/* sequence_batching: the batcher in front of the queue, told the
+ * graph's names (sequence_batcher.h). */
+static int start_sequences(mfs_version *v, int instances, const char *label, mfs_error *err)
+{
+	const mfs_graph *g = v->lv->graph;
+	if (!g)
+		return mfs_fail(err, EINVAL, "%s: sequence_batching is not supported with a custom "
+				"backend", label);
+	int ni = mfs_graph_n_inputs(g), no = mfs_graph_n_outputs(g), rc;
+	const char **in = calloc((size_t)ni + 1, sizeof(char *));
+	const char **out = calloc((size_t)no + 1, sizeof(char *));
+	mfs_dtype *dt = calloc((size_t)ni + 1, sizeof(mfs_dtype));
+	char *dir = strdup(v->lv->version_dir);
+	char *slash = dir ? strrchr(dir, '/') : NULL;
+	if (!in || !out || !dt || !slash) {
+		rc = mfs_fail(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	*slash = '\0';
+	for (int i = 0; i < ni; i++) {
+		in[i] = mfs_graph_input(g, i)->name;
+		dt[i] = mfs_graph_input(g, i)->dtype;
+	}
+	for (int i = 0; i < no; i++)
+		out[i] = mfs_graph_output(g, i)->name;
+	mfs_seqb_conf sc = {
+		.label = label, .cfg = v->config, .queue = v->queue, .instances = instances,
+		.n_inputs = ni, .n_outputs = no, .input_names = in, .input_dtypes = dt,
+		.output_names = out, .model_dir = dir,
+	};
+	rc = mfs_seqb_new(&sc, &v->seqb, err);
+	if (rc < 0)
+		mfs_error_prefix(err, "%s: ", label);
+out:
+	free(in);
+	free(out);
+	free(dt);
+	free(dir);
+	return rc;
+}
+
 /* Takes lv; the version it makes has one reference. */
 int mfs_version_new(const mfs_version_env *env, mfs_loaded_version *lv,
 		    mfs_version **out, mfs_error *err)
@@ -228,6 +271,9 @@ int mfs_version_new(const mfs_version_env *env, mfs_loaded_version *lv,
 	for (int i = 0; i < c->dynamic_batching.n_preferred_batch_size; i++)
 		if (c->dynamic_batching.preferred_batch_size[i] > preferred)
 			preferred = c->dynamic_batching.preferred_batch_size[i];
+	for (int i = 0; i < c->sequence_batching.n_preferred_batch_size; i++)
+		if (c->sequence_batching.preferred_batch_size[i] > preferred)
+			preferred = c->sequence_batching.preferred_batch_size[i];
 	mfs_queue_level *levels = NULL;
 	int n_levels = 0, default_level = 1;
 	r_ = mfs_queue_policy_levels(c, &levels, &n_levels, &default_level, err);
@@ -237,9 +283,13 @@ int mfs_version_new(const mfs_version_env *env, mfs_loaded_version *lv,
 		.label = label,
 		.instances = n,
 		.max_batch_size = c->max_batch_size,
-		.dynamic_batching = c->has_dynamic_batching && c->max_batch_size > 0,
-		.max_queue_delay_ns = (uint64_t)(c->dynamic_batching.max_queue_delay_us > 0 ?
-						 c->dynamic_batching.max_queue_delay_us : 0) * 1000u,
+		/* Sequence batching: one row per sequence, merged as
+		 * dynamic batching merges requests. */
+		.dynamic_batching = (c->has_dynamic_batching || c->has_sequence_batching) &&
+				    c->max_batch_size > 0,
+		.max_queue_delay_ns = (uint64_t)(c->has_sequence_batching ?
+						 c->sequence_batching.max_queue_delay_us :
+						 c->dynamic_batching.max_queue_delay_us) * 1000u,
 		.preferred_batch_size = preferred,
 		.max_queue_size = mfs_registry_queue_limit(c),
 		.levels = levels,
@@ -255,6 +305,8 @@ int mfs_version_new(const mfs_version_env *env, mfs_loaded_version *lv,
 	r_ = mfs_sched_queue_new(env->sched, &qc, &runner, &v->queue, err);
 	free(levels);
 	if (r_ < 0)
+		goto fail;
+	if (c->has_sequence_batching && (r_ = start_sequences(v, n, label, err)) < 0)
 		goto fail;
 	*out = v;
 	return 0;

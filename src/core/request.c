@@ -320,6 +320,8 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 		/* An ensemble: its steps' queues run it (ensemble.h), from
 		 * unlock_and_run. */
 		rc = mfs_ensemble_prepare(r->v->registry, r->v, &r->job, &r->ens_start, err);
+	} else if (r->v->seqb) {
+		rc = mfs_seqb_submit(r->v->seqb, &r->job, &r->seq, err);
 	} else {
 		rc = mfs_sched_submit_here(r->v->queue, &r->job, err);
 		if (rc == 0 && r->job.here)
@@ -331,9 +333,10 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 		r->state = MFS_REQ_FAILED;
 		r->tr = (trace){ 0 };
 		req_record(r, rc, err);
-		/* A closed queue means the version went away: the run failed
-		 * (read: EIO); the inputs themselves were fine. */
-		if (rc == -ESHUTDOWN)
+		/* A closed queue means the version went away, -EIO a
+		 * sequence that does not run: the run failed (read: EIO);
+		 * the inputs themselves were fine. */
+		if (rc == -ESHUTDOWN || rc == -EIO)
 			rc = 0;
 	}
 	return rc;
@@ -353,6 +356,8 @@ void req_drop_staged(mfs_request *r, int i)
 		r->priority = 0;
 	else if (req_param_of(r->staged[i].name) == PARAM_TIMEOUT)
 		r->timeout_us = 0;
+	else
+		req_store_param_locked(r, req_param_of(r->staged[i].name), NULL, 0);
 	free(r->staged[i].name);
 	free(r->staged[i].blob);
 	r->staged[i] = r->staged[--r->n_staged];
@@ -398,6 +403,8 @@ static int stage_locked(mfs_request *r, const char *filename, const void *buf,
 		r->priority = value;
 	else if (param == PARAM_TIMEOUT)
 		r->timeout_us = value;
+	else
+		req_store_param_locked(r, param, blob, len);
 	return 0;
 }
 
@@ -809,7 +816,7 @@ void mfs_request_mark_removed(mfs_request *r)
 	 * hold the instance for good).  An ensemble's steps run on. */
 	pthread_mutex_lock(&r->lock);
 	if ((r->state == MFS_REQ_QUEUED || r->state == MFS_REQ_RUNNING) && !r->waiters &&
-	    !r->v->plan)
+	    !r->v->plan && !r->v->seqb)   /* a sequence's step runs: the state goes on */
 		mfs_sched_cancel(r->v->queue, &r->job);
 	pthread_mutex_unlock(&r->lock);
 }

@@ -158,6 +158,10 @@ int mfs_request_check_param(mfs_request *r, const char *filename, const void *bu
 			    size_t len, mfs_error *err);
 int mfs_request_set_queue_params(mfs_request *r, int64_t priority, int64_t timeout_us,
 				 mfs_error *err);
+/* The infer file's sequence parameters (sequence_batcher.h) for the
+ * request's next run; a model without sequence_batching ignores them. */
+struct mfs_seq_params;
+void mfs_request_set_seq_params(mfs_request *r, const struct mfs_seq_params *p);
 
 /* Record an error found outside the request (a write refused by the
  * filesystem) for $req/error, and log it once. */

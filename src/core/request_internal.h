@@ -23,6 +23,7 @@
 #include "ensemble.h"
 #include "request.h"
 #include "scheduler.h"
+#include "sequence_batcher.h"
 
 enum { W_NEW = 0, W_QUEUED, W_CANCELLED, W_WOKEN };
 
@@ -93,6 +94,7 @@ struct mfs_request {
 	uint64_t charged;          /* bytes counted in the daemon's --max-memory budget */
 	int64_t priority;          /* chosen by .priority or infer's "priority"; 0: the default */
 	int64_t timeout_us;        /* chosen by .timeout or infer's "timeout"; 0: the default */
+	mfs_seq_params seq;        /* .sequence_* files or infer's "sequence_*" (sequence_batcher.h) */
 };
 
 /* ---- request.c ---- */
@@ -119,7 +121,7 @@ void req_missing_inputs(const mfs_request *r, char *buf, size_t size);
 
 /* The request-directory files that set the request's queue parameters
  * rather than hold a tensor (SPEC.md section 4). */
-enum { PARAM_NONE, PARAM_PRIORITY, PARAM_TIMEOUT };
+enum { PARAM_NONE, PARAM_PRIORITY, PARAM_TIMEOUT, PARAM_SEQ_ID, PARAM_SEQ_START, PARAM_SEQ_END };
 
 int req_param_of(const char *filename);
 /* Parse and check a parameter file's bytes against the model's queue
@@ -127,5 +129,8 @@ int req_param_of(const char *filename);
  * 0 and *value, or -EINVAL with err naming the file. */
 int req_parse_param_locked(mfs_request *r, int param, const void *buf, size_t len,
 			   int64_t *value, mfs_error *err);
+/* Keep a parameter file's value in the request once stored (buf NULL:
+ * the file was removed, back to the default); the bytes were checked. */
+void req_store_param_locked(mfs_request *r, int param, const void *buf, size_t len);
 
 #endif

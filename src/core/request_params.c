@@ -1,7 +1,9 @@
 /* request_params.c - a request's queue parameters (request.h,
  * SPEC.md section 4): the dot files ".priority" and ".timeout" (µs) and
  * the infer file's "priority" and "timeout", each checked against the
- * model's queue policy (queue_policy.h) before the request takes it.
+ * model's queue policy (queue_policy.h) before the request takes it;
+ * and its sequence (".sequence_id", ".sequence_start", ".sequence_end",
+ * SPEC.md section 12; sequence_batcher.h parses them).
  * Storing the dot file's bytes is request.c's (a dot file is kept as
  * written); this file only says what they mean.
  */
@@ -16,7 +18,28 @@
 int req_param_of(const char *filename)
 {
 	return strcmp(filename, ".priority") == 0 ? PARAM_PRIORITY :
-	       strcmp(filename, ".timeout") == 0 ? PARAM_TIMEOUT : PARAM_NONE;
+	       strcmp(filename, ".timeout") == 0 ? PARAM_TIMEOUT :
+	       strcmp(filename, ".sequence_id") == 0 ? PARAM_SEQ_ID :
+	       strcmp(filename, ".sequence_start") == 0 ? PARAM_SEQ_START :
+	       strcmp(filename, ".sequence_end") == 0 ? PARAM_SEQ_END : PARAM_NONE;
+}
+
+/* A sequence file's bytes parsed into p. */
+static int parse_seq(int param, const void *buf, size_t len, mfs_seq_params *p, mfs_error *err)
+{
+	if (param == PARAM_SEQ_ID)
+		return mfs_seq_parse_id("'.sequence_id'", buf, len, &p->id, err);
+	return mfs_seq_parse_flag(param == PARAM_SEQ_START ? "'.sequence_start'" : "'.sequence_end'",
+				  buf, len, param == PARAM_SEQ_START ? &p->start : &p->end, err);
+}
+
+void req_store_param_locked(mfs_request *r, int param, const void *buf, size_t len)
+{
+	mfs_error ignored;
+	if (param == PARAM_SEQ_ID && !buf)
+		r->seq.id = (mfs_seq_id){ 0 };
+	else if (param >= PARAM_SEQ_ID)
+		parse_seq(param, buf ? buf : "", buf ? len : 0, &r->seq, &ignored);
 }
 
 /* Parse and check a parameter file's bytes against the model's queue
@@ -26,6 +49,11 @@ int req_parse_param_locked(mfs_request *r, int param, const void *buf, size_t le
 			   int64_t *value, mfs_error *err)
 {
 	bool prio = param == PARAM_PRIORITY;
+	if (param >= PARAM_SEQ_ID) {
+		mfs_seq_params p = r->seq;
+		*value = 0;
+		return parse_seq(param, buf, len, &p, err) < 0 ? -EINVAL : 0;
+	}
 	int rc = mfs_queue_parse_param(prio ? "'.priority'" : "'.timeout' (µs)", buf, len,
 				       prio ? MFS_MAX_PRIORITY_LEVELS : MFS_MAX_QUEUE_TIMEOUT_US,
 				       value, err);
@@ -64,4 +92,11 @@ int mfs_request_set_queue_params(mfs_request *r, int64_t priority, int64_t timeo
 	}
 	pthread_mutex_unlock(&r->lock);
 	return rc;
+}
+
+void mfs_request_set_seq_params(mfs_request *r, const mfs_seq_params *p)
+{
+	pthread_mutex_lock(&r->lock);
+	r->seq = *p;
+	pthread_mutex_unlock(&r->lock);
 }

@@ -178,8 +178,8 @@ with open(out, "w") as f:
 	wait_until 30 grep -q "^pipeline_softmax: " "$DIR/got"
 	cat "$DIR/got"
 	grep -q "^READY=1 STATUS=serving $EXAMPLES on $MNT" "$DIR/got"
-	# add_sub, cnn, mlp, and the pipeline ensemble with its two steps
-	[ "$(grep -c ': READY$' "$DIR/got")" -eq 6 ]
+	# add_sub, cnn, mlp, the pipeline ensemble with its two steps, running_mean
+	[ "$(grep -c ': READY$' "$DIR/got")" -eq 7 ]
 	kill -TERM "$DAEMON_PID"
 	daemon_finished_cleanly
 	wait "$listener"

@@ -54,3 +54,16 @@ import numpy as np; p = np.load('$EXAMPLES/pipeline/samples/expected/probabiliti
 	[[ "${lines[2]}" == *'"id":"req3"'* ]]
 	[[ "${lines[2]}" == *'"data":[4,6,8,'* ]]
 }
+
+@test "examples/stream_chunks.sh: the running mean of a signal fed chunk by chunk" {
+	run sh "$EXAMPLES/stream_chunks.sh" "$MNT"
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 4 ]
+	[ "${lines[0]}" = "after chunk 1: mean 8.5" ]
+	[ "${lines[3]}" = "after chunk 4: mean 32.5" ]
+	seq 0.5 0.5 24 > "$BATS_TEST_TMPDIR/signal.txt"
+	run sh "$EXAMPLES/stream_chunks.sh" "$MNT" "$BATS_TEST_TMPDIR/signal.txt"
+	[ "$status" -eq 0 ]
+	[ "${lines[2]}" = "after chunk 3: mean 12.25" ]
+	[ -z "$(ls "$MNT/running_mean/requests")" ]
+}

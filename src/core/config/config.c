@@ -41,6 +41,18 @@ void mfs_config_release(mfs_model_config *c)
 	free(c->instance_groups);
 	free(c->dynamic_batching.preferred_batch_size);
 	free(c->dynamic_batching.level_policies);
+	free(c->sequence_batching.preferred_batch_size);
+	for (int i = 0; i < c->sequence_batching.n_controls; i++)
+		free(c->sequence_batching.controls[i].name);
+	free(c->sequence_batching.controls);
+	for (int i = 0; i < c->sequence_batching.n_states; i++) {
+		mfs_seq_state *s = &c->sequence_batching.states[i];
+		free(s->input_name);
+		free(s->output_name);
+		free(s->init_name);
+		free(s->init_file);
+	}
+	free(c->sequence_batching.states);
 	free(c->default_model_filename);
 	for (int i = 0; i < c->n_parameters; i++) {
 		free(c->parameters[i].key);

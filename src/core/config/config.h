@@ -126,6 +126,40 @@ typedef struct mfs_level_policy {
 /* Longest queue timeout (about 11.6 days): deadlines in ns stay in 64 bits. */
 #define MFS_MAX_QUEUE_TIMEOUT_US 1000000000000LL
 
+/* sequence_batching (Triton's ModelSequenceBatching; the sequence
+ * batcher is src/core/sequence_batcher.h). */
+typedef enum mfs_seq_control_kind {
+	MFS_SEQ_CTRL_START = 0,      /* Triton's Control.Kind numbers */
+	MFS_SEQ_CTRL_READY = 1,
+	MFS_SEQ_CTRL_END = 2,
+	MFS_SEQ_CTRL_CORRID = 3,
+} mfs_seq_control_kind;
+
+/* One control_input: a model input the daemon fills (one control each). */
+typedef struct mfs_seq_control {
+	char *name;                  /* the graph input */
+	mfs_seq_control_kind kind;
+	mfs_dtype dtype;             /* INT32, FP32 or BOOL (the *_false_true given); CORRID: data_type */
+	double false_true[2];        /* START/READY/END: the false and the true value */
+} mfs_seq_control;
+
+/* One implicit state: output_name of a step is input_name of the next. */
+typedef struct mfs_seq_state {
+	char *input_name, *output_name;
+	mfs_dtype dtype;
+	int rank;                    /* -1 until given */
+	int64_t dims[MFS_MAX_RANK];  /* batch dim NOT included; -1: variable */
+	bool has_initial;            /* initial_state given; else zeros of dims */
+	char *init_name;
+	mfs_dtype init_dtype;
+	int init_rank;
+	int64_t init_dims[MFS_MAX_RANK];
+	char *init_file;             /* data_file in MODEL/initial_state/; NULL: zero_data */
+} mfs_seq_state;
+
+/* max_sequence_idle_microseconds when not given (Triton's default). */
+#define MFS_SEQ_DEFAULT_IDLE_US 1000000LL
+
 typedef struct mfs_model_config {
 	char *name;
 	char *platform;              /* NULL, "onnxruntime_onnx" or "ensemble" (never set with a custom backend) */
@@ -154,6 +188,16 @@ typedef struct mfs_model_config {
 	bool has_ensemble_scheduling;
 	mfs_ensemble_step *steps; int n_steps;
 	mfs_warmup *warmups; int n_warmups;
+	bool has_sequence_batching;
+	struct {
+		bool oldest;                 /* strategy oldest; else direct */
+		int64_t max_queue_delay_us;  /* the strategy's */
+		int max_candidate_sequences; /* oldest; 0: max_batch_size (at least 1) */
+		int *preferred_batch_size; int n_preferred_batch_size;   /* oldest */
+		int64_t max_idle_us;         /* 0: MFS_SEQ_DEFAULT_IDLE_US */
+		mfs_seq_control *controls; int n_controls;
+		mfs_seq_state *states; int n_states;
+	} sequence_batching;
 } mfs_model_config;
 
 /* platform "ensemble": the model is a pipeline of other models
@@ -238,6 +282,14 @@ int mfs_config_check_batch(const mfs_model_config *c, int i, const mfs_shape *re
 int mfs_config_output_from_model(const mfs_model_config *c, int i,
 				 const mfs_shape *model, mfs_shape *request,
 				 mfs_error *err);
+
+/* Is name a graph input (is_input) or output the sequence batcher
+ * fills or takes (a control input, a state's input or output)?  Such a
+ * tensor is not the client's: completion leaves it out of the config's
+ * inputs and outputs. */
+bool mfs_config_seq_owns(const mfs_model_config *c, const char *name, bool is_input);
+/* sequence_batching as Triton prints it (a new reference). */
+json_t *mfs_config_sequence_json(const mfs_model_config *c);
 
 /* Index of the config input/output with that name, or -1. */
 int mfs_config_find_input(const mfs_model_config *c, const char *name);

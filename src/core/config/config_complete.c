@@ -216,10 +216,15 @@ static int complete_side(mfs_model_config *c, mfs_io_config **arr, int *count,
 	int n_graph = n_of(graph), rc, n_listed = *count;
 	mfs_io_config *grown;
 
+	bool is_input = strcmp(what, "input") == 0;
 	for (int i = 0; i < *count; i++) {
 		mfs_io_config *io = &(*arr)[i];
 		int j;
 
+		if (mfs_config_seq_owns(c, io->name, is_input))
+			return mfs_fail(err, EINVAL, "config %s '%s' belongs to sequence_batching (a control "
+					"or state tensor the daemon fills or keeps): leave it out of %s",
+					what, io->name, what);
 		for (j = 0; j < n_graph; j++)
 			if (strcmp(desc_of(graph, j)->name, io->name) == 0)
 				break;
@@ -247,7 +252,7 @@ static int complete_side(mfs_model_config *c, mfs_io_config **arr, int *count,
 		for (int i = 0; i < *count; i++)
 			if ((*arr)[i].graph_index == j)
 				listed = true;
-		if (listed)
+		if (listed || mfs_config_seq_owns(c, g->name, is_input))
 			continue;
 		/* Triton completes a side only when the config lists none of it. */
 		if (n_listed > 0 && strcmp(what, "input") == 0 && g->kind != MFS_KIND_OPTIONAL)
@@ -348,7 +353,8 @@ static bool batchable(const mfs_io_desc *g)
 
 /* Triton's ONNX Runtime backend: a model whose every input and output has
  * a variable first dim, and whose config sets no max_batch_size, gets the
- * default max_batch_size and (above 1) dynamic batching. */
+ * default max_batch_size and (above 1, unless it is stateful) dynamic
+ * batching. */
 static void complete_max_batch(mfs_model_config *c, const mfs_graph *graph)
 {
 	if (c->max_batch_size_given || c->max_batch_size > 0 || default_max_batch == 0)
@@ -360,7 +366,9 @@ static void complete_max_batch(mfs_model_config *c, const mfs_graph *graph)
 		if (!batchable(mfs_graph_output(graph, i)))
 			return;
 	c->max_batch_size = default_max_batch;
-	if (default_max_batch > 1)
+	/* A stateful model batches through its sequence batcher: Triton adds
+	 * no dynamic batcher beside it. */
+	if (default_max_batch > 1 && !c->has_sequence_batching)
 		c->has_dynamic_batching = true;
 }
 

@@ -78,11 +78,18 @@ int cfg_conv_message(cfg_conv *cv, const cfg_node *msg, const char *what,
 /* config_schema_batching.c: dynamic_batching and its queue policies;
  * Triton's rules between the priority fields, once all are read. */
 int cfg_dynamic_batching(cfg_conv *cv, const cfg_node *n, void *obj);
+/* One preferred_batch_size entry appended to *sizes (dynamic_batching's
+ * or sequence_batching oldest's). */
+int cfg_preferred_batch_size(cfg_conv *cv, const cfg_node *n, int **sizes, int *count);
 int cfg_check_priorities(cfg_conv *cv, const cfg_node *root, const mfs_model_config *c);
 /* config_schema_ensemble.c: ensemble_scheduling; platform "ensemble"
  * and ensemble_scheduling go together, once all are read. */
 int cfg_ensemble_scheduling(cfg_conv *cv, const cfg_node *n, void *obj);
 int cfg_check_ensemble(cfg_conv *cv, const cfg_node *root, const mfs_model_config *c);
+/* config_schema_sequence.c: sequence_batching; its rules against the
+ * other fields once all are read (fills max_candidate_sequences' default). */
+int cfg_sequence_batching(cfg_conv *cv, const cfg_node *n, void *obj);
+int cfg_check_sequence(cfg_conv *cv, const cfg_node *root, mfs_model_config *c);
 /* config_schema_warmup.c: model_warmup samples. */
 int cfg_model_warmup(cfg_conv *cv, const cfg_node *n, void *obj);
 

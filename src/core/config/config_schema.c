@@ -14,7 +14,8 @@
  * instance_group, parameters and the rules between fields; a message
  * with rules of its own has its file: config_schema_batching.c
  * (dynamic_batching), config_schema_ensemble.c (ensemble_scheduling),
- * config_schema_warmup.c (model_warmup).  How a field is read (scalars,
+ * config_schema_warmup.c (model_warmup), config_schema_sequence.c
+ * (sequence_batching).  How a field is read (scalars,
  * enums, errors, the table dispatch) is config_fields.c's.
  */
 #include <errno.h>
@@ -442,6 +443,8 @@ static int m_parameters(cfg_conv *cv, const cfg_node *n, void *obj)
 static int check_whole(cfg_conv *cv, const cfg_node *root, mfs_model_config *c)
 {
 	int rc = cfg_check_ensemble(cv, root, c);
+	if (rc == 0)
+		rc = cfg_check_sequence(cv, root, c);
 	if (rc)
 		return rc;
 	/* Triton's rule: a sample's batch fits the model's batching. */
@@ -481,10 +484,11 @@ int cfg_tree_to_config(const cfg_node *root, const char *source, bool json,
 		{ "parameters", true, m_parameters },
 		{ "ensemble_scheduling", false, cfg_ensemble_scheduling },
 		{ "model_warmup", true, cfg_model_warmup },
+		{ "sequence_batching", false, cfg_sequence_batching },
 	};
 	static const char *const triton[] = {
 		"runtime", "batch_input", "batch_output", "optimization",
-		"sequence_batching", "cc_model_filenames",
+		"cc_model_filenames",
 		"metric_tags", "model_operations",
 		"model_transaction_policy", "model_repository_agents",
 		"response_cache", NULL,

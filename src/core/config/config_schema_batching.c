@@ -23,22 +23,27 @@ static int db_delay(cfg_conv *cv, const cfg_node *n, void *obj)
 	return cfg_get_i64(cv, n, 0, 3600000000LL, &c->dynamic_batching.max_queue_delay_us);
 }
 
-static int db_preferred(cfg_conv *cv, const cfg_node *n, void *obj)
+int cfg_preferred_batch_size(cfg_conv *cv, const cfg_node *n, int **sizes, int *count)
 {
-	mfs_model_config *c = obj;
 	int v, *grown;
 
 	if (cfg_get_int(cv, n, 1, INT32_MAX, &v))
 		return -EINVAL;
-	if (c->dynamic_batching.n_preferred_batch_size >= 1024)
+	if (*count >= 1024)
 		return cfg_fail_at(cv, n, "too many preferred batch sizes");
-	grown = realloc(c->dynamic_batching.preferred_batch_size,
-			(size_t)(c->dynamic_batching.n_preferred_batch_size + 1) * sizeof(*grown));
+	grown = realloc(*sizes, (size_t)(*count + 1) * sizeof(*grown));
 	if (!grown)
 		return cfg_no_memory(cv);
-	c->dynamic_batching.preferred_batch_size = grown;
-	grown[c->dynamic_batching.n_preferred_batch_size++] = v;
+	*sizes = grown;
+	grown[(*count)++] = v;
 	return 0;
+}
+
+static int db_preferred(cfg_conv *cv, const cfg_node *n, void *obj)
+{
+	mfs_model_config *c = obj;
+	return cfg_preferred_batch_size(cv, n, &c->dynamic_batching.preferred_batch_size,
+					&c->dynamic_batching.n_preferred_batch_size);
 }
 
 static int qp_max_queue_size(cfg_conv *cv, const cfg_node *n, void *obj)
