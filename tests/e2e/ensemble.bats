@@ -45,6 +45,19 @@ ensemble_scheduling { step [
 EOF
 }
 
+# softmax_ensemble_of NAME STEP: an ensemble of one step, model STEP
+# (an ensemble of the same shape), "x" -> "p".
+softmax_ensemble_of() {
+	ensemble "$1" <<EOF
+platform: "ensemble"
+input [ { name: "x", data_type: TYPE_FP32, dims: [ 10 ] } ]
+output [ { name: "p", data_type: TYPE_FP32, dims: [ 10 ] } ]
+ensemble_scheduling { step [
+  { model_name: "$2" input_map { key: "x" value: "x" } output_map { key: "p" value: "p" } }
+] }
+EOF
+}
+
 setup_file() {
 	REPO="$BATS_FILE_TMPDIR/repo"
 	copy_model cnn cnn
@@ -138,6 +151,21 @@ ensemble_scheduling { step [
     output_map { key: "probabilities" value: "p" } }
 ] }
 EOF
+	# Nested (issue 29): "nested" runs the pipeline ensemble as its one
+	# step; cyc_a and cyc_b name each other, cyc_self names itself.
+	ensemble nested <<'EOF'
+platform: "ensemble"
+max_batch_size: 16
+input [ { name: "img", data_type: TYPE_UINT8, dims: [ 28, 28 ] } ]
+output [ { name: "p", data_type: TYPE_FP32, dims: [ 10 ] } ]
+ensemble_scheduling { step [
+  { model_name: "pipeline" input_map { key: "pixels" value: "img" }
+    output_map { key: "probabilities" value: "p" } }
+] }
+EOF
+	softmax_ensemble_of cyc_a cyc_b
+	softmax_ensemble_of cyc_b cyc_a
+	softmax_ensemble_of cyc_self cyc_self
 	mount_repo "$REPO" --backend-dir "$EXAMPLE_BACKENDS" || return 1
 	export MNT DAEMON_PID DAEMON_LOG REPO
 }
@@ -281,6 +309,53 @@ print('ok')"
 	echo "$output"
 	[[ "$output" == "UNAVAILABLE 1 - tensor 'pixels' is TYPE_FP32 [-1,28,28] where it is produced, but step 0 (model 'pipeline_preprocess') input 'pixels' needs TYPE_UINT8 [-1,28,28]" ]]
 	grep -q "model 'bad_cycle' version 1: load failed: .*cycle" "$DAEMON_LOG"
+}
+
+@test "a nested ensemble (its step is the pipeline ensemble) answers through a request directory and infer" {
+	wait_until 10 status_has nested "^READY 1 ensemble"
+	run_request nested img="$EXAMPLES/pipeline/samples/pixels.npy" p
+	exec 7<>"$MNT/nested/infer"
+	"$PY" -c "
+import json, numpy as np
+x = np.load('$EXAMPLES/pipeline/samples/pixels.npy')
+print(json.dumps({'inputs': [{'name': 'img', 'shape': list(x.shape), 'datatype': 'UINT8',
+                              'data': x.ravel().tolist()}]}))" >&7
+	cat <&7 > "$T/infer.json"
+	exec 7>&-
+	run "$PY" -c "
+import json, numpy as np
+want = np.load('$EXAMPLES/pipeline/samples/expected/probabilities.npy')
+p = np.load('$T/nested.p.npy')
+assert np.max(np.abs(p - want)) < 1e-5, (p, want)
+out = json.load(open('$T/infer.json'))['outputs'][0]
+assert out['name'] == 'p'
+assert np.max(np.abs(np.array(out['data']).reshape(want.shape) - want)) < 1e-5
+print('ok')"
+	echo "$output"
+	[ "$output" = ok ]
+}
+
+@test "ensembles that name each other or themselves: refused with the cycle named, in a short message" {
+	wait_until 5 status_has cyc_a "UNAVAILABLE"
+	run cat "$MNT/cyc_a/status"
+	echo "$output"
+	[ "$output" = "UNAVAILABLE 1 - circular dependency between ensembles cyc_a -> cyc_b -> cyc_a" ]
+	run cat "$MNT/cyc_b/status"
+	[ "$output" = "UNAVAILABLE 1 - circular dependency between ensembles cyc_b -> cyc_a -> cyc_b" ]
+	run cat "$MNT/cyc_self/status"
+	[ "$output" = "UNAVAILABLE 1 - circular dependency between ensembles cyc_self -> cyc_self" ]
+	# A request gets the same short reason, not one quoting itself.
+	run py_errno "os.mkdir('$MNT/cyc_self/requests/r1')"
+	[ "$output" = EAGAIN ]
+	exec 7<>"$MNT/cyc_a/infer"
+	printf '{"inputs":[{"name":"x","shape":[10],"datatype":"FP32","data":[0,1,2,3,4,5,6,7,8,9]}]}' >&7
+	run cat <&7
+	exec 7>&-
+	echo "$output"
+	[[ "$output" == *"circular dependency between ensembles cyc_a -> cyc_b -> cyc_a"* ]]
+	[ "${#output}" -lt 400 ]
+	! grep -q "cyc_self.*cyc_self.*cyc_self" "$DAEMON_LOG"
+	grep "ensemble 'cyc_a'" "$DAEMON_LOG" | awk '{ if (length($0) > 400) bad = 1 } END { exit bad }'
 }
 
 @test "a missing step: UNAVAILABLE naming it, READY when it comes, UNAVAILABLE when it goes" {
