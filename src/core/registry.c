@@ -20,6 +20,7 @@
 #include "log.h"
 #include "registry_version.h"
 #include "repo.h"
+#include "response_cache.h"
 
 typedef struct vrecord {
 	int64_t version;
@@ -43,6 +44,7 @@ struct mfs_registry {
 	char *repository;
 	mfs_sched *sched;
 	mfs_route_opts route;      /* route.opencl_device owned */
+	struct mfs_rcache *cache;  /* borrowed; NULL: no response cache */
 	char *backend_dir;         /* owned; NULL: none */
 	char *worker_program;      /* owned */
 	model *models;             /* sorted by name */
@@ -73,6 +75,7 @@ int mfs_registry_new(const mfs_registry_conf *conf, mfs_registry **out,
 	}
 	pthread_mutex_init(&r->lock, NULL);
 	r->sched = conf->sched;
+	r->cache = conf->cache;
 	r->route = conf->route;
 	r->route.opencl_device = NULL;
 	if (conf->route.opencl_device &&
@@ -362,6 +365,9 @@ static void retire(mfs_registry *r, mfs_version *v, const char *reason)
 		return;
 	uint64_t t0 = mfs_now_ns();
 	__atomic_store_n(&v->unloaded, true, __ATOMIC_RELEASE);
+	/* Its answers go with it: a reload's new load has another owner. */
+	if (v->cache)
+		mfs_rcache_drop_owner(v->cache, v->cache_owner);
 	/* Draining (hot reload): what is queued or bound still runs on this
 	 * version, which lives until its last request lets go. */
 	if (!__atomic_load_n(&r->drain, __ATOMIC_ACQUIRE)) {
@@ -393,7 +399,7 @@ int mfs_registry_load_version(mfs_registry *r, const char *name,
 	int rc = mfs_load_version(r->repository, name, version, r->backend_dir, &lv, err);
 	if (rc == 0) {
 		mfs_version_env env = { .registry = r, .sched = r->sched, .route = &r->route,
-					.worker_program = r->worker_program };
+					.worker_program = r->worker_program, .cache = r->cache };
 		rc = mfs_version_new(&env, lv, &v, err);
 	}
 	mfs_version *old = NULL;

@@ -64,6 +64,8 @@ typedef struct mfs_version {
 	mfs_queue *queue;              /* NULL for an ensemble: its steps' queues run it */
 	mfs_ensemble_plan *plan;       /* an ensemble's steps (ensemble.h); NULL for a model */
 	struct mfs_registry *registry; /* an ensemble's: where its steps are found */
+	struct mfs_rcache *cache;      /* response_cache on and --cache-size given; else NULL */
+	uint64_t cache_owner;          /* this load's entries in it (response_cache.h) */
 	/* Private. */
 	int refs;                      /* atomic */
 	bool unloaded;                 /* atomic; set once by unload */
@@ -80,6 +82,7 @@ typedef struct mfs_registry_conf {
 	mfs_route_opts route;          /* --device, --opencl-device (copied) */
 	const char *backend_dir;       /* --backend-dir, absolute; NULL: none (copied) */
 	const char *worker_program;    /* binary with the --backend-worker mode; NULL: /proc/self/exe */
+	struct mfs_rcache *cache;      /* --cache-size's response cache (borrowed); NULL: none */
 } mfs_registry_conf;
 
 int mfs_registry_new(const mfs_registry_conf *conf, mfs_registry **out,

@@ -224,6 +224,8 @@ json_t *mfs_config_to_json(const mfs_model_config *c)
 
 	if (c->has_dynamic_batching)
 		json_object_set_new(o, "dynamic_batching", dynamic_batching_json(c));
+	if (c->response_cache)
+		json_object_set_new(o, "response_cache", json_pack("{s:b}", "enable", 1));
 	if (ensemble)
 		json_object_set_new(o, "ensemble_scheduling", ensemble_scheduling_json(c));
 	else
