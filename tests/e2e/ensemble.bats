@@ -163,6 +163,19 @@ ensemble_scheduling { step [
     output_map { key: "probabilities" value: "p" } }
 ] }
 EOF
+	# inner2's one step (late2_softmax) is not there yet; nested2 runs inner2.
+	for e in inner2:late2_softmax:logits:probabilities nested2:inner2:x:p; do
+		IFS=: read -r name step in out <<< "$e"
+		ensemble "$name" <<EOF
+platform: "ensemble"
+max_batch_size: 16
+input [ { name: "x", data_type: TYPE_FP32, dims: [ 10 ] } ]
+output [ { name: "p", data_type: TYPE_FP32, dims: [ 10 ] } ]
+ensemble_scheduling { step [
+  { model_name: "$step" input_map { key: "$in" value: "x" } output_map { key: "$out" value: "p" } }
+] }
+EOF
+	done
 	softmax_ensemble_of cyc_a cyc_b
 	softmax_ensemble_of cyc_b cyc_a
 	softmax_ensemble_of cyc_self cyc_self
@@ -333,6 +346,35 @@ assert np.max(np.abs(np.array(out['data']).reshape(want.shape) - want)) < 1e-5
 print('ok')"
 	echo "$output"
 	[ "$output" = ok ]
+}
+
+@test "an inner ensemble that goes and comes: the outer one follows it, untouched" {
+	run cat "$MNT/nested2/status"
+	echo "$output"
+	[ "$output" = "UNAVAILABLE 1 - step 0 (model 'inner2'): the ensemble 'inner2' is not READY (its status says why)" ]
+	run cat "$MNT/inner2/status"
+	[ "$output" = "UNAVAILABLE 1 - step 0 (model 'late2_softmax'): no model named 'late2_softmax' is loaded" ]
+	# The inner ensemble's step arrives: both serve.
+	mkdir "$T/src"
+	cp -r "$REPO/pipeline_softmax" "$T/src/late2_softmax"
+	sed -i 's/^name: "pipeline_softmax"/name: "late2_softmax"/' "$T/src/late2_softmax/config.pbtxt"
+	mv "$T/src/late2_softmax" "$REPO/"
+	wait_until 10 status_has nested2 "^READY 1 ensemble"
+	"$PY" -c "import numpy as np; np.save('$T/x.npy', np.arange(10, dtype=np.float32).reshape(1, 10))"
+	run_request nested2 x="$T/x.npy" p
+	run "$PY" -c "
+import numpy as np
+x = np.arange(10, dtype=np.float64)
+want = np.exp(x - x.max()) / np.exp(x - x.max()).sum()
+p = np.load('$T/nested2.p.npy')
+assert p.shape == (1, 10) and np.max(np.abs(p[0] - want)) < 1e-5, p
+print('ok')"
+	[ "$output" = ok ]
+	# It goes: the inner ensemble, then the outer, are UNAVAILABLE.
+	mv "$REPO/late2_softmax" "$T/gone"
+	wait_until 10 status_has nested2 "^UNAVAILABLE 1 - step 0 (model 'inner2'): the ensemble 'inner2' is not READY"
+	run py_errno "os.mkdir('$MNT/nested2/requests/r1')"
+	[ "$output" = EAGAIN ]
 }
 
 @test "ensembles that name each other or themselves: refused with the cycle named, in a short message" {
