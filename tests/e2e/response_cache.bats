@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # The response cache (issue 29, SPEC.md section 7, CONFIG.md "Response
 # cache"): a model whose config says response_cache { enable: true },
-# mounted with --cache-size.  A repeated request is answered from the
+# mounted with --cache-size (here as Triton spells it, --cache-config).  A repeated request is answered from the
 # cache (its trace.json says cache_hit, the cache metrics count it, the
 # model does not run); a different input is never answered from another's
 # entry (one byte apart; the same bytes in another shape); the infer file
@@ -33,7 +33,20 @@ EOF
 	mkdir -p "$REPO/plain/1"
 	cp "$REPO/double/1/model.onnx" "$REPO/plain/1/"
 	grep -v response_cache "$REPO/double/config.pbtxt" > "$REPO/plain/config.pbtxt"
-	mount_repo "$REPO" --cache-size=16M || return 1
+	# An ensemble may enable it too (its whole answer is kept): over
+	# "twice", a copy of plain that only it runs.
+	mkdir -p "$REPO/twice/1" "$REPO/ens/1"
+	cp "$REPO/double/1/model.onnx" "$REPO/twice/1/"
+	cp "$REPO/plain/config.pbtxt" "$REPO/twice/"
+	cat > "$REPO/ens/config.pbtxt" <<'EOF'
+platform: "ensemble"
+max_batch_size: 8
+input [ { name: "x", data_type: TYPE_FP32, dims: [ -1 ] } ]
+output [ { name: "y", data_type: TYPE_FP32, dims: [ -1 ] } ]
+ensemble_scheduling { step [ { model_name: "twice" input_map { key: "x" value: "x" } output_map { key: "y" value: "y" } } ] }
+response_cache { enable: true }
+EOF
+	mount_repo "$REPO" --cache-config=local,size=16M || return 1
 	export MNT DAEMON_PID DAEMON_LOG REPO
 }
 
@@ -130,6 +143,17 @@ assert (np.load('$T/y.npy') == np.load('$T/b_want.npy')).all()"
 import json
 assert json.load(open('$MNT/double/config.json'))['response_cache'] == {'enable': True}
 assert 'response_cache' not in json.load(open('$MNT/plain/config.json'))"
+}
+
+@test "an ensemble's answers are cached whole: its step does not run again" {
+	npy "$T/a.npy" "(1, 8)" "[1, 2, 3, 4, 5, 6, 7, 8]"
+	ask ens "$T/a.npy"
+	missed
+	ask ens "$T/a.npy"
+	hit
+	answer_is "(1, 8)" "[2, 4, 6, 8, 10, 12, 14, 16]"
+	[ "$(metric nv_cache_num_hits_per_model ens)" = 1 ]
+	[ "$(metric nv_inference_exec_count twice)" = 1 ]
 }
 
 @test "the infer file answers from the same cache" {
