@@ -31,32 +31,29 @@ ensemble() {
 	cp "$EXAMPLES/pipeline/labels.txt" "$REPO/$1/"
 }
 
-# softmax_ensemble NAME READS OUTPUT: one pipeline_softmax step reading
-# tensor READS and writing "p"; input "x", output OUTPUT.
-softmax_ensemble() {
+# one_step_ensemble NAME STEP KEY READS OUT_KEY OUTPUT [MAX_BATCH]: an
+# ensemble of one step, model STEP, whose input KEY reads tensor READS
+# and whose output OUT_KEY is "p"; input "x", output OUTPUT, all [10].
+one_step_ensemble() {
 	ensemble "$1" <<EOF
 platform: "ensemble"
+max_batch_size: ${7:-0}
 input [ { name: "x", data_type: TYPE_FP32, dims: [ 10 ] } ]
-output [ { name: "$3", data_type: TYPE_FP32, dims: [ 10 ] } ]
+output [ { name: "$6", data_type: TYPE_FP32, dims: [ 10 ] } ]
 ensemble_scheduling { step [
-  { model_name: "pipeline_softmax" input_map { key: "logits" value: "$2" }
-    output_map { key: "probabilities" value: "p" } }
+  { model_name: "$2" input_map { key: "$3" value: "$4" }
+    output_map { key: "$5" value: "p" } }
 ] }
 EOF
 }
 
+# softmax_ensemble NAME READS OUTPUT: one pipeline_softmax step reading
+# tensor READS and writing "p"; input "x", output OUTPUT.
+softmax_ensemble() { one_step_ensemble "$1" pipeline_softmax logits "$2" probabilities "$3"; }
+
 # softmax_ensemble_of NAME STEP: an ensemble of one step, model STEP
 # (an ensemble of the same shape), "x" -> "p".
-softmax_ensemble_of() {
-	ensemble "$1" <<EOF
-platform: "ensemble"
-input [ { name: "x", data_type: TYPE_FP32, dims: [ 10 ] } ]
-output [ { name: "p", data_type: TYPE_FP32, dims: [ 10 ] } ]
-ensemble_scheduling { step [
-  { model_name: "$2" input_map { key: "x" value: "x" } output_map { key: "p" value: "p" } }
-] }
-EOF
-}
+softmax_ensemble_of() { one_step_ensemble "$1" "$2" x x p p; }
 
 setup_file() {
 	REPO="$BATS_FILE_TMPDIR/repo"
@@ -164,18 +161,8 @@ ensemble_scheduling { step [
 ] }
 EOF
 	# inner2's one step (late2_softmax) is not there yet; nested2 runs inner2.
-	for e in inner2:late2_softmax:logits:probabilities nested2:inner2:x:p; do
-		IFS=: read -r name step in out <<< "$e"
-		ensemble "$name" <<EOF
-platform: "ensemble"
-max_batch_size: 16
-input [ { name: "x", data_type: TYPE_FP32, dims: [ 10 ] } ]
-output [ { name: "p", data_type: TYPE_FP32, dims: [ 10 ] } ]
-ensemble_scheduling { step [
-  { model_name: "$step" input_map { key: "$in" value: "x" } output_map { key: "$out" value: "p" } }
-] }
-EOF
-	done
+	one_step_ensemble inner2 late2_softmax logits x probabilities p 16
+	one_step_ensemble nested2 inner2 x x p p 16
 	softmax_ensemble_of cyc_a cyc_b
 	softmax_ensemble_of cyc_b cyc_a
 	softmax_ensemble_of cyc_self cyc_self
