@@ -50,6 +50,7 @@
 #include "load_pool.h"
 #include "log.h"
 #include "membudget.h"
+#include "response_cache.h"
 #include "metrics.h"
 #include "options.h"
 #include "registry.h"
@@ -71,6 +72,7 @@ typedef struct daemon_ctx {
 	mfs_registry *reg;
 	mfs_reloader *reloader;      /* hot reload (reloader.h) */
 	mfs_sched *sched;
+	mfs_rcache *cache;           /* --cache-size's response cache; NULL: none */
 	mfs_fuse_loop *loop;         /* set before any signal can stop it */
 	pthread_t sig_thread, reaper;
 	pthread_mutex_t lock;
@@ -364,10 +366,14 @@ static int start_parts(daemon_ctx *d, const char *repo, int threads)
 	mfs_worker_set_timeouts(d->opts.backend_init_timeout_secs, d->opts.backend_exec_timeout_secs);
 	mfs_config_set_default_max_batch_size(d->opts.default_max_batch_size);
 	/* engine_threads left 0: set above */
+	if (d->opts.cache_size && mfs_rcache_new(d->opts.cache_size, &d->cache) < 0) {
+		mfs_fail(&err, ENOMEM, "out of memory");
+		goto fail;
+	}
 	mfs_registry_conf rc_ = { .repository = repo, .sched = d->sched,
 				  .route = { .device = d->opts.device,
 					     .opencl_device = d->opts.opencl_device },
-				  .backend_dir = d->opts.backend_dir };
+				  .backend_dir = d->opts.backend_dir, .cache = d->cache };
 	if (mfs_registry_new(&rc_, &d->reg, &err) < 0)
 		goto fail;
 	/* Watches the repository, then loads it (hot reload: reloader.h). */
@@ -543,6 +549,7 @@ out:
 	mfs_fs_free(d->fs);
 	mfs_registry_free(d->reg);
 	mfs_sched_free(d->sched);
+	mfs_rcache_free(d->cache);   /* after the last version that used it */
 	mfs_router_shutdown();     /* after every engine context is gone */
 	mfs_bigbuf_drain();
 	tell_parent(&notify_fd, (unsigned char)rc);

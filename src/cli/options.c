@@ -119,6 +119,9 @@ const char *mfs_options_usage(void)
 	       "  --reload-quiet-ms=N       act on a repository change after N ms of quiet (250)\n"
 	       "  --max-memory=N            bytes all requests may hold together; a write past\n"
 	       "                            it fails with ENOSPC; 0: no limit (half of RAM)\n"
+	       "  --cache-size=N            bytes of the response cache for models whose config\n"
+	       "                            enables response_cache; LRU (0: no cache)\n"
+	       "  --cache-config=local,size=N  the same, as Triton spells it\n"
 	       "  --request-ttl-secs=N      abandoned request directories expire (300)\n"
 	       "  --max-requests=N          live request directories per model; mkdir beyond: ENOSPC (10000)\n"
 	       "  --max-requests-per-uid=N  of those, what one user other than root and the\n"
@@ -152,7 +155,8 @@ const char *mfs_options_run_usage(void)
 	       "\n"
 	       "The daemon's options about the mount, the repository's changes and many\n"
 	       "requests (-f, -o, --model-control, --load-model, --poll-secs,\n"
-	       "--reload-quiet-ms, --max-memory, --request-ttl-secs, --max-requests) are\n"
+	       "--reload-quiet-ms, --max-memory, --cache-size, --request-ttl-secs,\n"
+	       "--max-requests) are\n"
 	       "refused.  Exit status: 0 on success; 1 if the model or a file failed (one\n"
 	       "line on stderr says why); 2 for a bad command line.\n";
 }
@@ -240,6 +244,8 @@ static const struct valued_opt {
 	{ "max-request-bytes", FOR_BOTH, NULL },
 	{ "max-json-bytes", FOR_BOTH, NULL },
 	{ "max-memory", FOR_DAEMON, ONE_REQUEST },
+	{ "cache-size", FOR_DAEMON, ONE_REQUEST },
+	{ "cache-config", FOR_DAEMON, ONE_REQUEST },
 	{ "request-ttl-secs", FOR_DAEMON, ONE_REQUEST },
 	{ "max-requests", FOR_DAEMON, ONE_REQUEST },
 	{ "max-requests-per-uid", FOR_DAEMON, ONE_REQUEST },
@@ -428,6 +434,17 @@ static int set_valued(mfs_options *o, const char *name, const char *val,
 			o->max_memory = 0;
 		else if (!parse_bytes(val, &o->max_memory))
 			return mfs_fail(err, EINVAL, "--max-memory: expected a size like 4G, or 0 for no limit, got '%s'", val);
+	} else if (strcmp(name, "cache-size") == 0 || strcmp(name, "cache-config") == 0) {
+		/* Triton's spelling: --cache-config local,size=N. */
+		bool triton = strcmp(name, "cache-config") == 0;
+		const char *size = triton && strncmp(val, "local,size=", 11) == 0 ? val + 11 : val;
+		if (triton && size == val)
+			return mfs_fail(err, EINVAL, "--cache-config: expected local,size=BYTES (modelfs has Triton's local cache only), got '%s'", val);
+		if (strcmp(size, "0") == 0)
+			o->cache_size = 0;
+		else if (!parse_bytes(size, &o->cache_size))
+			return mfs_fail(err, EINVAL, "--%s: expected a size like 256M, or 0 for no response cache, got '%s'",
+					name, val);
 	} else if (strcmp(name, "request-ttl-secs") == 0) {
 		if (!parse_int(val, INT_MAX, &n) || n == 0)
 			return mfs_fail(err, EINVAL, "--request-ttl-secs: expected a positive number of seconds, got '%s'", val);

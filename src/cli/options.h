@@ -36,6 +36,7 @@ typedef struct mfs_options {
 	uint64_t max_request_bytes;   /* --max-request-bytes */
 	uint64_t max_json_bytes;      /* --max-json-bytes */
 	uint64_t max_memory;          /* --max-memory (0 = no limit) */
+	uint64_t cache_size;          /* --cache-size, or --cache-config local,size=N (0 = no response cache) */
 	int request_ttl_secs;         /* --request-ttl-secs */
 	int max_requests;             /* --max-requests: live request directories per model */
 	int max_requests_per_uid;     /* --max-requests-per-uid; 0: not given (see below) */

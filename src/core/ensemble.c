@@ -29,6 +29,8 @@ typedef struct step_job {
 
 struct mfs_ensemble_run {
 	pthread_mutex_t lock;
+	mfs_registry *reg;
+	int depth;                 /* 0; 1 + the outer run's for a nested ensemble */
 	mfs_job *job;
 	mfs_version *ens;          /* a reference */
 	const mfs_model_config *c;
@@ -135,6 +137,22 @@ static void finish(ens_run *run)
 }
 
 static void step_done(mfs_job *j);
+static int prepare_at(mfs_registry *reg, mfs_version *ens, mfs_job *job, int depth,
+		      ens_run **out, mfs_error *err);
+
+/* Hand step s's job to its model: the model's queue, or, for a nested
+ * ensemble, a run of it (whose steps are resolved now). */
+static int submit_step(ens_run *run, int s, mfs_error *err)
+{
+	mfs_version *sv = run->steps[s];
+	if (sv->queue)
+		return mfs_sched_submit(sv->queue, &run->sj[s].job, err);
+	ens_run *inner = NULL;
+	int rc = prepare_at(run->reg, sv, &run->sj[s].job, run->depth + 1, &inner, err);
+	if (rc == 0)
+		mfs_ensemble_start(inner);
+	return rc;
+}
 
 static void step_started(mfs_job *j)
 {
@@ -186,7 +204,7 @@ static void submit_steps(ens_run *run, const int *ready, int n)
 		int rc = run->status ? run->status : gather_inputs(run, s, &e);
 		pthread_mutex_unlock(&run->lock);
 		if (rc == 0)
-			rc = mfs_sched_submit(run->steps[s]->queue, &sj->job, &e);
+			rc = submit_step(run, s, &e);
 		if (rc == 0)
 			continue;
 		/* Not submitted: finish it here as a failed step. */
@@ -277,9 +295,6 @@ static int resolve_steps(mfs_registry *reg, ens_run *run, mfs_error *err)
 			return mfs_fail(err, -rc, "ensemble '%s': step %d (model '%s'): %s",
 					ens_name(run), s, st->model_name, e.msg);
 		}
-		if (!run->steps[s]->queue)
-			return mfs_fail(err, EINVAL, "ensemble '%s': step %d (model '%s') is an ensemble; nested ensembles are not supported",
-					ens_name(run), s, st->model_name);
 		if (run->steps[s]->seqb)
 			return mfs_fail(err, EINVAL, "ensemble '%s': step %d (model '%s') uses "
 					"sequence_batching; a stateful step in an ensemble is not supported",
@@ -288,14 +303,16 @@ static int resolve_steps(mfs_registry *reg, ens_run *run, mfs_error *err)
 	return 0;
 }
 
-static int run_new(mfs_registry *reg, mfs_version *ens, mfs_job *job, ens_run **out,
-		   mfs_error *err)
+static int run_new(mfs_registry *reg, mfs_version *ens, mfs_job *job, int depth,
+		   ens_run **out, mfs_error *err)
 {
 	const mfs_ensemble_plan *p = ens->plan;
 	ens_run *run = calloc(1, sizeof(*run));
 	if (!run)
 		return mfs_fail(err, ENOMEM, "out of memory");
 	pthread_mutex_init(&run->lock, NULL);
+	run->reg = reg;
+	run->depth = depth;
 	mfs_version_get(ens);
 	run->ens = ens;
 	run->job = job;
@@ -342,13 +359,21 @@ static int run_new(mfs_registry *reg, mfs_version *ens, mfs_job *job, ens_run **
 	return 0;
 }
 
-int mfs_ensemble_prepare(mfs_registry *reg, mfs_version *ens, mfs_job *job,
-			 mfs_ensemble_run **out, mfs_error *err)
+/* Ensembles nested deeper are refused at run time.  The registry serves
+ * no ensemble that reaches itself again, so only a very deep (acyclic)
+ * nesting meets this. */
+#define MAX_DEPTH 32
+
+static int prepare_at(mfs_registry *reg, mfs_version *ens, mfs_job *job, int depth,
+		      ens_run **out, mfs_error *err)
 {
 	ens_run *run = NULL;
 	*out = NULL;
 	job->t_enqueue = job->t_start = job->t_input = mfs_now_ns();
-	int rc = run_new(reg, ens, job, &run, err);
+	if (depth >= MAX_DEPTH)
+		return mfs_fail(err, EINVAL, "ensemble '%s': ensembles nested more than %d deep",
+				ens->model_name, MAX_DEPTH);
+	int rc = run_new(reg, ens, job, depth, &run, err);
 	if (rc < 0)
 		return rc;
 	const mfs_ensemble_plan *p = run->p;
@@ -374,6 +399,12 @@ int mfs_ensemble_prepare(mfs_registry *reg, mfs_version *ens, mfs_job *job,
 	run->in_flight = run->n_first;
 	*out = run;
 	return 0;
+}
+
+int mfs_ensemble_prepare(mfs_registry *reg, mfs_version *ens, mfs_job *job,
+			 mfs_ensemble_run **out, mfs_error *err)
+{
+	return prepare_at(reg, ens, job, 0, out, err);
 }
 
 void mfs_ensemble_start(mfs_ensemble_run *run)

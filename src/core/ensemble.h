@@ -14,6 +14,12 @@
  * run holds a reference to each until it ends: a step model reloaded
  * meanwhile (hot reload drains the leaving version) finishes the run on
  * the version it started with.
+ *
+ * A step model may itself be an ensemble (nested, as in Triton): its
+ * version is resolved and held like any step's, and when its step comes
+ * it runs as a nested run of the same kind, whose own steps are resolved
+ * then (as a request submitted to it at that moment would be).  The
+ * registry serves no ensemble that reaches itself again (a cycle).
  */
 #ifndef MFS_ENSEMBLE_H
 #define MFS_ENSEMBLE_H

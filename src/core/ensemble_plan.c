@@ -319,3 +319,75 @@ int mfs_ensemble_plan_check_steps(const mfs_ensemble_plan *p,
 	}
 	return 0;
 }
+
+/* ---- cycles between ensembles ---- */
+
+#define CYCLE_DEPTH 64
+
+typedef struct cycle_walk {
+	mfs_ensemble_lookup lookup;
+	void *ctx;
+	const char *stack[CYCLE_DEPTH];
+	int depth;
+	const char *done[256];         /* explored, no cycle (a memo for diamonds) */
+	int n_done;
+	char *path;
+} cycle_walk;
+
+static bool explored(const cycle_walk *w, const char *name)
+{
+	for (int i = 0; i < w->n_done; i++)
+		if (strcmp(w->done[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* The stack from index `from`, then `again`, as "a -> b -> a". */
+static void cycle_path(const cycle_walk *w, int from, const char *again)
+{
+	size_t used = 0, room = MFS_ENSEMBLE_CYCLE_MAX - 4;   /* "..." and NUL */
+	for (int i = from; i <= w->depth; i++) {
+		const char *n = i < w->depth ? w->stack[i] : again;
+		int k = snprintf(w->path + used, room - used, "%s%s", i > from ? " -> " : "", n);
+		if (k < 0 || (size_t)k >= room - used) {
+			strcpy(w->path + room - 1, "...");
+			return;
+		}
+		used += (size_t)k;
+	}
+}
+
+/* Walk ensemble stack[depth - 1] (config c): true once a cycle is found. */
+static bool walk(cycle_walk *w, const mfs_model_config *c)
+{
+	for (int s = 0; s < c->n_steps; s++) {
+		const mfs_ensemble_step *st = &c->steps[s];
+		for (int i = 0; i < w->depth; i++)
+			if (strcmp(w->stack[i], st->model_name) == 0) {
+				cycle_path(w, i, st->model_name);
+				return true;
+			}
+		if (explored(w, st->model_name) || w->depth == CYCLE_DEPTH)
+			continue;
+		const mfs_model_config *sc = w->lookup(w->ctx, st->model_name, st->model_version);
+		if (!sc || !mfs_config_is_ensemble(sc))
+			continue;
+		w->stack[w->depth++] = st->model_name;
+		if (walk(w, sc))
+			return true;
+		w->depth--;
+		if (w->n_done < (int)(sizeof(w->done) / sizeof(w->done[0])))
+			w->done[w->n_done++] = st->model_name;
+	}
+	return false;
+}
+
+bool mfs_ensemble_find_cycle(const char *name, const mfs_model_config *c,
+			     mfs_ensemble_lookup lookup, void *ctx,
+			     char path[MFS_ENSEMBLE_CYCLE_MAX])
+{
+	cycle_walk w = { .lookup = lookup, .ctx = ctx, .depth = 1, .path = path };
+	w.stack[0] = name;
+	path[0] = '\0';
+	return walk(&w, c);
+}

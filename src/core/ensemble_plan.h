@@ -50,4 +50,23 @@ int mfs_ensemble_plan_check_steps(const mfs_ensemble_plan *p,
 				  const mfs_model_config *const *step_cfgs,
 				  mfs_error *err);
 
+/* The config that ensemble step model `name` would run as (version: the
+ * step's model_version, <= 0 for its newest loaded one), or NULL when
+ * no such model is loaded.  Borrowed. */
+typedef const mfs_model_config *(*mfs_ensemble_lookup)(void *ctx, const char *name,
+							int64_t version);
+
+/* Longest cycle path mfs_ensemble_find_cycle writes (longer ones end in
+ * "..."), so that a message quoting it stays a few hundred bytes. */
+#define MFS_ENSEMBLE_CYCLE_MAX 240
+
+/* Do ensembles form a cycle through their steps, starting from ensemble
+ * `name` (config c) and following each step model that lookup says is an
+ * ensemble?  true with the cycle in path ("a -> b -> a"; "a -> a" for an
+ * ensemble naming itself; at most MFS_ENSEMBLE_CYCLE_MAX bytes), found
+ * from the first ensemble met twice.  Depth is bounded (64 levels). */
+bool mfs_ensemble_find_cycle(const char *name, const mfs_model_config *c,
+			     mfs_ensemble_lookup lookup, void *ctx,
+			     char path[MFS_ENSEMBLE_CYCLE_MAX]);
+
 #endif

@@ -68,6 +68,22 @@ void mfs_stats_add_refused(mfs_stats *s, bool timed_out, uint64_t waited_ns)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void mfs_stats_add_cache_hit(mfs_stats *s, uint64_t total_ns, uint64_t hit_ns)
+{
+	pthread_mutex_lock(&s->lock);
+	add(&s->success, total_ns);
+	add(&s->cache_hit, hit_ns);
+	s->last_inference_ms = wall_ms();
+	pthread_mutex_unlock(&s->lock);
+}
+
+void mfs_stats_add_cache_miss(mfs_stats *s, uint64_t ns)
+{
+	pthread_mutex_lock(&s->lock);
+	add(&s->cache_miss, ns);
+	pthread_mutex_unlock(&s->lock);
+}
+
 void mfs_stats_add_execution(mfs_stats *s, int batch_size, uint64_t input_ns,
 			     uint64_t infer_ns, uint64_t output_ns)
 {
@@ -98,7 +114,6 @@ json_t *mfs_stats_to_json(const char *model, int64_t version, mfs_stats *live)
 	char vbuf[32];
 	mfs_stats_snapshot(live, &s);
 	snprintf(vbuf, sizeof(vbuf), "%" PRId64, version);
-	mfs_duration zero = { 0, 0 };
 	json_t *inf = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 				"success", dur_json(&s.success),
 				"fail", dur_json(&s.fail),
@@ -106,8 +121,8 @@ json_t *mfs_stats_to_json(const char *model, int64_t version, mfs_stats *live)
 				"compute_input", dur_json(&s.compute_input),
 				"compute_infer", dur_json(&s.compute_infer),
 				"compute_output", dur_json(&s.compute_output),
-				"cache_hit", dur_json(&zero),
-				"cache_miss", dur_json(&zero),
+				"cache_hit", dur_json(&s.cache_hit),
+				"cache_miss", dur_json(&s.cache_miss),
 				"rejected", dur_json(&s.rejected),
 				"timed_out", dur_json(&s.timed_out));
 	json_t *batches = json_array();
@@ -171,6 +186,7 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
 enum field {
 	F_SUCCESS, F_FAILURE, F_COUNT, F_EXEC, F_REQ_US, F_QUEUE_US,
 	F_IN_US, F_INFER_US, F_OUT_US, F_REJECTED, F_TIMED_OUT,
+	F_CACHE_HITS, F_CACHE_MISSES, F_CACHE_HIT_US, F_CACHE_MISS_US,
 };
 
 static const struct {
@@ -188,6 +204,10 @@ static const struct {
 	{ "nv_inference_compute_input_duration_us", "Cumulative compute input duration in microseconds (does not include cached requests)", F_IN_US },
 	{ "nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds (does not include cached requests)", F_INFER_US },
 	{ "nv_inference_compute_output_duration_us", "Cumulative inference compute output duration in microseconds (does not include cached requests)", F_OUT_US },
+	{ "nv_cache_num_hits_per_model", "Number of response cache hits per model", F_CACHE_HITS },
+	{ "nv_cache_num_misses_per_model", "Number of response cache misses per model", F_CACHE_MISSES },
+	{ "nv_cache_hit_duration_per_model", "Cumulative time requests spend retrieving a cached response per model on cache hits (microseconds)", F_CACHE_HIT_US },
+	{ "nv_cache_miss_duration_per_model", "Cumulative time requests spend looking up and inserting responses into the cache on a cache miss (microseconds)", F_CACHE_MISS_US },
 };
 
 static uint64_t field_value(const mfs_stats *s, enum field f)
@@ -204,6 +224,10 @@ static uint64_t field_value(const mfs_stats *s, enum field f)
 	case F_OUT_US: return s->compute_output.ns / 1000;
 	case F_REJECTED: return s->rejected.count;
 	case F_TIMED_OUT: return s->timed_out.count;
+	case F_CACHE_HITS: return s->cache_hit.count;
+	case F_CACHE_MISSES: return s->cache_miss.count;
+	case F_CACHE_HIT_US: return s->cache_hit.ns / 1000;
+	case F_CACHE_MISS_US: return s->cache_miss.ns / 1000;
 	}
 	return 0;
 }

@@ -34,6 +34,10 @@ typedef struct mfs_stats {
 	 * (ns: the time they waited). */
 	mfs_duration rejected, timed_out;
 	mfs_duration compute_input, compute_infer, compute_output;
+	/* Response cache (response_cache.h): requests answered from it (ns:
+	 * the lookup and copy), and requests looked up in vain (ns: the
+	 * lookup and, after the run, the insert). */
+	mfs_duration cache_hit, cache_miss;
 	uint64_t inference_count;      /* batch items inferred (Triton) */
 	uint64_t execution_count;      /* runs of the model */
 	uint64_t last_inference_ms;    /* wall clock, ms since the epoch */
@@ -55,6 +59,12 @@ void mfs_stats_add_request(mfs_stats *s, bool ok, uint64_t total_ns,
  * (timed_out false, waited_ns 0) or timed out after waiting waited_ns.
  * Counted as a failure too. */
 void mfs_stats_add_refused(mfs_stats *s, bool timed_out, uint64_t waited_ns);
+
+/* A request answered from the response cache: a success of total_ns,
+ * and a cache hit of hit_ns; no run (Triton counts no inference). */
+void mfs_stats_add_cache_hit(mfs_stats *s, uint64_t total_ns, uint64_t hit_ns);
+/* A response cache miss that took ns (the lookup, then the insert). */
+void mfs_stats_add_cache_miss(mfs_stats *s, uint64_t ns);
 
 /* One run of the model on a batch of batch_size rows (1 without batching). */
 void mfs_stats_add_execution(mfs_stats *s, int batch_size, uint64_t input_ns,

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "registry_version.h"
 #include "repo.h"
+#include "response_cache.h"
 
 typedef struct vrecord {
 	int64_t version;
@@ -44,6 +45,7 @@ struct mfs_registry {
 	char *repository;
 	mfs_sched *sched;
 	mfs_route_opts route;      /* route.opencl_device owned */
+	struct mfs_rcache *cache;  /* borrowed; NULL: no response cache */
 	char *backend_dir;         /* owned; NULL: none */
 	char *worker_program;      /* owned */
 	model *models;             /* sorted by name */
@@ -74,6 +76,7 @@ int mfs_registry_new(const mfs_registry_conf *conf, mfs_registry **out,
 	}
 	pthread_mutex_init(&r->lock, NULL);
 	r->sched = conf->sched;
+	r->cache = conf->cache;
 	r->route = conf->route;
 	r->route.opencl_device = NULL;
 	if (conf->route.opencl_device &&
@@ -212,13 +215,42 @@ static void insert_sorted(mfs_version **list, int *n, mfs_version *v)
 
 /* ---- ensembles (r->lock held) ---- */
 
-/* Can ensemble e serve now?  Every step model must have a READY version
- * (the one the step names, or its current one) that is not itself an
- * ensemble, and the steps must fit together (ensemble_plan.h).  false
- * with the reason naming the step. */
+/* The version a step naming (name, version) would find, served or
+ * parked (version <= 0: the newest), or NULL. */
+static const mfs_version *step_version(model *sm, int64_t version, bool served_only)
+{
+	const mfs_version *v = NULL;
+	for (int i = 0; sm && i < sm->n_served; i++)
+		if (version <= 0 || sm->served[i]->version == version)
+			v = sm->served[i];
+	for (int i = 0; sm && !served_only && i < sm->n_parked; i++)
+		if ((version <= 0 || sm->parked[i]->version == version) &&
+		    (!v || sm->parked[i]->version > v->version))
+			v = sm->parked[i];
+	return v;
+}
+
+static const mfs_model_config *lookup_step(void *ctx, const char *name, int64_t version)
+{
+	const mfs_version *v = step_version(find_model(ctx, name), version, false);
+	return v ? v->config : NULL;
+}
+
+/* Can ensemble e serve now?  No ensemble it reaches through its steps
+ * may lead back to one met before (a cycle: "circular dependency between
+ * ensembles a -> b -> a"), every step model must have a READY version
+ * (the one the step names, or its current one; a READY ensemble counts),
+ * and the steps must fit together (ensemble_plan.h).  false with the
+ * reason naming the step.  A reason quotes no other ensemble's reason, so
+ * it stays short: an ensemble step not READY says to look at its status. */
 static bool steps_ready(mfs_registry *r, const mfs_version *e, char *why, size_t size)
 {
 	const mfs_model_config *c = e->config;
+	char cycle[MFS_ENSEMBLE_CYCLE_MAX];
+	if (mfs_ensemble_find_cycle(e->model_name, c, lookup_step, r, cycle)) {
+		snprintf(why, size, "circular dependency between ensembles %s", cycle);
+		return false;
+	}
 	const mfs_model_config **cfgs = calloc((size_t)c->n_steps, sizeof(*cfgs));
 	if (!cfgs) {
 		snprintf(why, size, "out of memory");
@@ -228,33 +260,25 @@ static bool steps_ready(mfs_registry *r, const mfs_version *e, char *why, size_t
 	for (int s = 0; ok && s < c->n_steps; s++) {
 		const mfs_ensemble_step *st = &c->steps[s];
 		model *sm = find_model(r, st->model_name);
-		const mfs_version *sv = NULL;
-		for (int i = 0; sm && i < sm->n_served; i++)
-			if (st->model_version <= 0 || sm->served[i]->version == st->model_version)
-				sv = sm->served[i];
-		/* Said before "no READY version", which would quote the step's
-		 * own reason, itself again for an ensemble naming itself. */
-		if (strcmp(st->model_name, e->model_name) == 0) {
-			snprintf(why, size, "step %d (model '%s') is the ensemble itself", s, st->model_name);
-			ok = false;
-		} else if (sv ? sv->plan != NULL : sm && sm->n_parked > 0) {
-			snprintf(why, size, "step %d (model '%s') is an ensemble; nested ensembles are not supported",
-				 s, st->model_name);
-			ok = false;
-		} else if (!sv) {
-			const char *reason = sm && sm->n_states ? sm->states[sm->n_states - 1].reason : "";
-			if (!sm)
-				snprintf(why, size, "step %d (model '%s'): no model named '%s' is loaded",
-					 s, st->model_name, st->model_name);
-			else if (st->model_version > 0)
-				snprintf(why, size, "step %d (model '%s'): version %" PRId64 " is not READY",
-					 s, st->model_name, st->model_version);
-			else
-				snprintf(why, size, "step %d (model '%s'): it has no READY version%s%s", s,
-					 st->model_name, *reason ? ": " : "", reason);
-			ok = false;
-		} else {
+		const mfs_version *sv = step_version(sm, st->model_version, true);
+		const mfs_version *any = step_version(sm, st->model_version, false);
+		ok = sv != NULL;
+		if (sv) {
 			cfgs[s] = sv->config;
+		} else if (any && any->plan) {
+			snprintf(why, size, "step %d (model '%s'): the ensemble '%s' is not READY (its status says why)",
+				 s, st->model_name, st->model_name);
+		} else if (!sm) {
+			snprintf(why, size, "step %d (model '%s'): no model named '%s' is loaded",
+				 s, st->model_name, st->model_name);
+		} else if (st->model_version > 0) {
+			snprintf(why, size, "step %d (model '%s'): version %" PRId64 " is not READY",
+				 s, st->model_name, st->model_version);
+		} else {
+			const char *reason = sm->n_states ? sm->states[sm->n_states - 1].reason : "";
+			snprintf(why, size, "step %d (model '%s'): it has no READY version%s%.200s%s", s,
+				 st->model_name, *reason ? ": " : "", reason,
+				 strlen(reason) > 200 ? "..." : "");
 		}
 	}
 	mfs_error err;
@@ -274,13 +298,12 @@ static bool same_state(const model *m, int64_t version, mfs_vstate st, const cha
 	return false;
 }
 
-/* After any load or unload: serve the ensembles whose steps are all
- * there, park the others with the reason. */
-static void refresh_ensembles(mfs_registry *r)
+/* One pass over the ensembles: serve those whose steps are all there,
+ * park the others with the reason.  true when one changed. */
+static bool refresh_pass(mfs_registry *r)
 {
 	char why[MFS_ERROR_MSG_MAX];
-	if (r->stopping)
-		return;
+	bool changed = false;
 	for (int k = 0; k < r->n_models; k++) {
 		model *m = &r->models[k];
 		for (int i = 0; i < m->n_served; i++) {
@@ -296,6 +319,7 @@ static void refresh_ensembles(mfs_registry *r)
 			set_state(m, v->version, MFS_VS_UNAVAILABLE, why, "");
 			mfs_log_warn("ensemble '%s' version %" PRId64 ": UNAVAILABLE: %s", m->name,
 				     v->version, why);
+			changed = true;
 			i--;
 		}
 		for (int i = 0; i < m->n_parked; i++) {
@@ -317,9 +341,21 @@ static void refresh_ensembles(mfs_registry *r)
 			set_state(m, v->version, MFS_VS_READY, v->placement.note, v->device);
 			mfs_log_info("ensemble '%s' version %" PRId64 ": READY (%s)", m->name, v->version,
 				     v->placement.note);
+			changed = true;
 			i--;
 		}
 	}
+	return changed;
+}
+
+/* After any load or unload: as often as one pass changes something, as
+ * an ensemble served or parked changes what an ensemble running it can
+ * do (nested ensembles).  Bounded: without cycles (never served) it
+ * settles in as many passes as the nesting is deep. */
+static void refresh_ensembles(mfs_registry *r)
+{
+	for (int pass = 0; !r->stopping && pass < 64 && refresh_pass(r); pass++)
+		;
 }
 
 /* The second half of unloading, with no lock held: fail what is queued
@@ -330,6 +366,9 @@ static void retire(mfs_registry *r, mfs_version *v, const char *reason)
 		return;
 	uint64_t t0 = mfs_now_ns();
 	__atomic_store_n(&v->unloaded, true, __ATOMIC_RELEASE);
+	/* Its answers go with it: a reload's new load has another owner. */
+	if (v->cache)
+		mfs_rcache_drop_owner(v->cache, v->cache_owner);
 	/* Draining (hot reload): what is queued or bound still runs on this
 	 * version, which lives until its last request lets go. */
 	if (!__atomic_load_n(&r->drain, __ATOMIC_ACQUIRE)) {
@@ -363,7 +402,7 @@ int mfs_registry_load_version(mfs_registry *r, const char *name,
 	int rc = mfs_load_version(r->repository, name, version, r->backend_dir, &lv, err);
 	if (rc == 0) {
 		mfs_version_env env = { .registry = r, .sched = r->sched, .route = &r->route,
-					.worker_program = r->worker_program };
+					.worker_program = r->worker_program, .cache = r->cache };
 		rc = mfs_version_new(&env, lv, &v, err);
 	}
 	mfs_version *old = NULL;

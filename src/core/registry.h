@@ -65,6 +65,8 @@ typedef struct mfs_version {
 	struct mfs_seqb *seqb;         /* sequence_batching: in front of the queue; else NULL */
 	mfs_ensemble_plan *plan;       /* an ensemble's steps (ensemble.h); NULL for a model */
 	struct mfs_registry *registry; /* an ensemble's: where its steps are found */
+	struct mfs_rcache *cache;      /* response_cache on and --cache-size given; else NULL */
+	uint64_t cache_owner;          /* this load's entries in it (response_cache.h) */
 	/* Private. */
 	int refs;                      /* atomic */
 	bool unloaded;                 /* atomic; set once by unload */
@@ -81,6 +83,7 @@ typedef struct mfs_registry_conf {
 	mfs_route_opts route;          /* --device, --opencl-device (copied) */
 	const char *backend_dir;       /* --backend-dir, absolute; NULL: none (copied) */
 	const char *worker_program;    /* binary with the --backend-worker mode; NULL: /proc/self/exe */
+	struct mfs_rcache *cache;      /* --cache-size's response cache (borrowed); NULL: none */
 } mfs_registry_conf;
 
 int mfs_registry_new(const mfs_registry_conf *conf, mfs_registry **out,

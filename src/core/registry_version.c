@@ -16,6 +16,7 @@
 #include "log.h"
 #include "queue_policy.h"
 #include "sequence_batcher.h"
+#include "response_cache.h"
 #include "warmup.h"
 
 static int run_instance(void *ctx, int instance, const mfs_tensor *inputs,
@@ -36,6 +37,8 @@ static void version_free(mfs_version *v)
 		mfs_sched_queue_free(v->queue);
 	mfs_seqb_free(v->seqb);   /* after the queue: no step in flight */
 	mfs_ensemble_plan_free(v->plan);
+	if (v->cache)   /* what requests draining after the unload kept */
+		mfs_rcache_drop_owner(v->cache, v->cache_owner);
 	for (int i = 0; i < v->n_execs; i++)
 		mfs_exec_free(v->execs[i]);
 	free(v->execs);
@@ -255,6 +258,12 @@ int mfs_version_new(const mfs_version_env *env, mfs_loaded_version *lv,
 		r_ = mfs_fail(err, ENOMEM, "out of memory");
 		goto fail;
 	}
+	if (v->config->response_cache && !env->cache)
+		mfs_log_warn("%s: response_cache is enabled but the daemon has no --cache-size: not cached",
+			     label);
+	else if (v->config->response_cache)
+		v->cache = env->cache;
+	v->cache_owner = mfs_rcache_new_owner();
 	if (mfs_config_is_ensemble(v->config)) {
 		r_ = plan_ensemble(env->registry, v, label, err);
 		if (r_ < 0)

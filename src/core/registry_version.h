@@ -20,6 +20,7 @@ typedef struct mfs_version_env {
 	mfs_sched *sched;               /* the version's queue goes on it */
 	const mfs_route_opts *route;    /* how an engine is chosen */
 	const char *worker_program;     /* custom backends' worker processes run it */
+	struct mfs_rcache *cache;       /* the response cache, for models that enable it; may be NULL */
 } mfs_version_env;
 
 /* A served version (one reference) from lv, which it takes (freed on

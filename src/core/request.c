@@ -100,6 +100,7 @@ static void free_request(mfs_request *r)
 		free(r->staged[i].blob);
 	}
 	free(r->staged);
+	mfs_rcache_key_release(&r->cache_key);
 	free(r->in);
 	free(r->out_graph_idx);
 	free(r->run_in);
@@ -288,6 +289,13 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 	r->job.priority = (int)r->priority;
 	r->job.timeout_ns = (uint64_t)r->timeout_us * 1000u;
 	release_run_in(r);
+	if (r->v->cache && req_cache_answer_locked(r)) {
+		/* Answered: the inputs are consumed as a run's are. */
+		for (int i = 0; i < r->n_in; i++)
+			req_clear_slot(&r->in[i]);
+		r->last_use = mfs_now_ns();
+		return 0;
+	}
 	for (int i = 0; i < r->n_in; i++) {
 		input_slot *s = &r->in[i];
 		if (s->present) {
@@ -706,6 +714,7 @@ static void job_done(mfs_job *job)
 	r->tr.total = job->t_end - job->t_enqueue;
 	r->tr.batch_size = job->batch_size;
 	r->tr.batch_requests = job->batch_requests;
+	r->tr.cache_hit = false;
 	if (job->status == 0) {
 		r->state = MFS_REQ_DONE;
 		for (int i = 0; i < r->n_out; i++) {
@@ -721,6 +730,7 @@ static void job_done(mfs_job *job)
 			mfs_tensor_release(&r->run_out[i]);
 		req_record(r, job->status, &job->err);
 	}
+	req_cache_keep_locked(r, job->status == 0);
 	r->decode_ns = 0;
 	r->last_use = mfs_now_ns();
 	mfs_waiter *list = r->waiters;

@@ -8,6 +8,7 @@
  *                      listing, inputs read back or removed
  *   request_output.c   a finished run's outputs, their encodings cached
  *   request_status.c   $req/status, $req/error, $req/trace.json
+ *   request_cache.c    the response cache: answers at submit, keeps at done
  * The others call request.c's helpers and request.c calls
  * request_params.c's; nothing calls back (tests/layers/check-cycles.sh).
  * "locked": r->lock is held by the caller.
@@ -22,6 +23,7 @@
 
 #include "ensemble.h"
 #include "request.h"
+#include "response_cache.h"
 #include "scheduler.h"
 #include "sequence_batcher.h"
 
@@ -58,6 +60,7 @@ typedef struct trace {
 	bool valid;
 	uint64_t run, decode, queue, input, infer, output, total;
 	int batch_size, batch_requests;
+	bool cache_hit;            /* answered from the response cache, not run */
 } trace;
 
 struct mfs_request {
@@ -95,6 +98,8 @@ struct mfs_request {
 	int64_t priority;          /* chosen by .priority or infer's "priority"; 0: the default */
 	int64_t timeout_us;        /* chosen by .timeout or infer's "timeout"; 0: the default */
 	mfs_seq_params seq;        /* .sequence_* files or infer's "sequence_*" (sequence_batcher.h) */
+	mfs_rcache_key cache_key;  /* the run in flight's key, kept at done (response cache) */
+	uint64_t cache_miss_ns;    /* its lookup's time */
 };
 
 /* ---- request.c ---- */
@@ -132,5 +137,17 @@ int req_parse_param_locked(mfs_request *r, int param, const void *buf, size_t le
 /* Keep a parameter file's value in the request once stored (buf NULL:
  * the file was removed, back to the default); the bytes were checked. */
 void req_store_param_locked(mfs_request *r, int param, const void *buf, size_t len);
+
+/* ---- request_cache.c (r->v->cache set) ---- */
+
+/* Is the answer to the committed inputs in the response cache?  Then
+ * true: the outputs are in run_out, the request is DONE, its trace says
+ * cache_hit, the statistics count a hit.  Else false, with the key kept
+ * for req_cache_keep_locked (none when the inputs are not cacheable). */
+bool req_cache_answer_locked(mfs_request *r);
+/* The run of a missed lookup ended (ok: it succeeded, run_out holds the
+ * outputs as the client sees them): keep them in the cache, count the
+ * miss.  Nothing without a key. */
+void req_cache_keep_locked(mfs_request *r, bool ok);
 
 #endif

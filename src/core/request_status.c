@@ -59,10 +59,11 @@ char *mfs_request_trace_json(mfs_request *r)
 			 "{\"model\":\"%s\",\"version\":\"%" PRId64 "\",\"request\":\"%s\",\"state\":\"%s\","
 			 "\"run\":%" PRIu64 ",\"decode_ns\":%" PRIu64 ",\"queue_ns\":%" PRIu64
 			 ",\"input_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64 ",\"output_ns\":%" PRIu64
-			 ",\"total_ns\":%" PRIu64 ",\"batch_size\":%d,\"batch_requests\":%d,\"device\":\"%s\"}\n",
+			 ",\"total_ns\":%" PRIu64 ",\"batch_size\":%d,\"batch_requests\":%d,\"device\":\"%s\","
+			 "\"cache_hit\":%s}\n",
 			 r->v->model_name, r->v->version, r->name, state, t->run, t->decode, t->queue,
 			 t->input, t->infer, t->output, t->total, t->batch_size, t->batch_requests,
-			 r->v->device);
+			 r->v->device, t->cache_hit ? "true" : "false");
 	pthread_mutex_unlock(&r->lock);
 	return strdup(buf);
 }

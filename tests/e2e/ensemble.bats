@@ -31,19 +31,29 @@ ensemble() {
 	cp "$EXAMPLES/pipeline/labels.txt" "$REPO/$1/"
 }
 
-# softmax_ensemble NAME READS OUTPUT: one pipeline_softmax step reading
-# tensor READS and writing "p"; input "x", output OUTPUT.
-softmax_ensemble() {
+# one_step_ensemble NAME STEP KEY READS OUT_KEY OUTPUT [MAX_BATCH]: an
+# ensemble of one step, model STEP, whose input KEY reads tensor READS
+# and whose output OUT_KEY is "p"; input "x", output OUTPUT, all [10].
+one_step_ensemble() {
 	ensemble "$1" <<EOF
 platform: "ensemble"
+max_batch_size: ${7:-0}
 input [ { name: "x", data_type: TYPE_FP32, dims: [ 10 ] } ]
-output [ { name: "$3", data_type: TYPE_FP32, dims: [ 10 ] } ]
+output [ { name: "$6", data_type: TYPE_FP32, dims: [ 10 ] } ]
 ensemble_scheduling { step [
-  { model_name: "pipeline_softmax" input_map { key: "logits" value: "$2" }
-    output_map { key: "probabilities" value: "p" } }
+  { model_name: "$2" input_map { key: "$3" value: "$4" }
+    output_map { key: "$5" value: "p" } }
 ] }
 EOF
 }
+
+# softmax_ensemble NAME READS OUTPUT: one pipeline_softmax step reading
+# tensor READS and writing "p"; input "x", output OUTPUT.
+softmax_ensemble() { one_step_ensemble "$1" pipeline_softmax logits "$2" probabilities "$3"; }
+
+# softmax_ensemble_of NAME STEP: an ensemble of one step, model STEP
+# (an ensemble of the same shape), "x" -> "p".
+softmax_ensemble_of() { one_step_ensemble "$1" "$2" x x p p; }
 
 setup_file() {
 	REPO="$BATS_FILE_TMPDIR/repo"
@@ -138,6 +148,24 @@ ensemble_scheduling { step [
     output_map { key: "probabilities" value: "p" } }
 ] }
 EOF
+	# Nested (issue 29): "nested" runs the pipeline ensemble as its one
+	# step; cyc_a and cyc_b name each other, cyc_self names itself.
+	ensemble nested <<'EOF'
+platform: "ensemble"
+max_batch_size: 16
+input [ { name: "img", data_type: TYPE_UINT8, dims: [ 28, 28 ] } ]
+output [ { name: "p", data_type: TYPE_FP32, dims: [ 10 ] } ]
+ensemble_scheduling { step [
+  { model_name: "pipeline" input_map { key: "pixels" value: "img" }
+    output_map { key: "probabilities" value: "p" } }
+] }
+EOF
+	# inner2's one step (late2_softmax) is not there yet; nested2 runs inner2.
+	one_step_ensemble inner2 late2_softmax logits x probabilities p 16
+	one_step_ensemble nested2 inner2 x x p p 16
+	softmax_ensemble_of cyc_a cyc_b
+	softmax_ensemble_of cyc_b cyc_a
+	softmax_ensemble_of cyc_self cyc_self
 	mount_repo "$REPO" --backend-dir "$EXAMPLE_BACKENDS" || return 1
 	export MNT DAEMON_PID DAEMON_LOG REPO
 }
@@ -281,6 +309,82 @@ print('ok')"
 	echo "$output"
 	[[ "$output" == "UNAVAILABLE 1 - tensor 'pixels' is TYPE_FP32 [-1,28,28] where it is produced, but step 0 (model 'pipeline_preprocess') input 'pixels' needs TYPE_UINT8 [-1,28,28]" ]]
 	grep -q "model 'bad_cycle' version 1: load failed: .*cycle" "$DAEMON_LOG"
+}
+
+@test "a nested ensemble (its step is the pipeline ensemble) answers through a request directory and infer" {
+	wait_until 10 status_has nested "^READY 1 ensemble"
+	run_request nested img="$EXAMPLES/pipeline/samples/pixels.npy" p
+	exec 7<>"$MNT/nested/infer"
+	"$PY" -c "
+import json, numpy as np
+x = np.load('$EXAMPLES/pipeline/samples/pixels.npy')
+print(json.dumps({'inputs': [{'name': 'img', 'shape': list(x.shape), 'datatype': 'UINT8',
+                              'data': x.ravel().tolist()}]}))" >&7
+	cat <&7 > "$T/infer.json"
+	exec 7>&-
+	run "$PY" -c "
+import json, numpy as np
+want = np.load('$EXAMPLES/pipeline/samples/expected/probabilities.npy')
+p = np.load('$T/nested.p.npy')
+assert np.max(np.abs(p - want)) < 1e-5, (p, want)
+out = json.load(open('$T/infer.json'))['outputs'][0]
+assert out['name'] == 'p'
+assert np.max(np.abs(np.array(out['data']).reshape(want.shape) - want)) < 1e-5
+print('ok')"
+	echo "$output"
+	[ "$output" = ok ]
+}
+
+@test "an inner ensemble that goes and comes: the outer one follows it, untouched" {
+	run cat "$MNT/nested2/status"
+	echo "$output"
+	[ "$output" = "UNAVAILABLE 1 - step 0 (model 'inner2'): the ensemble 'inner2' is not READY (its status says why)" ]
+	run cat "$MNT/inner2/status"
+	[ "$output" = "UNAVAILABLE 1 - step 0 (model 'late2_softmax'): no model named 'late2_softmax' is loaded" ]
+	# The inner ensemble's step arrives: both serve.
+	mkdir "$T/src"
+	cp -r "$REPO/pipeline_softmax" "$T/src/late2_softmax"
+	sed -i 's/^name: "pipeline_softmax"/name: "late2_softmax"/' "$T/src/late2_softmax/config.pbtxt"
+	mv "$T/src/late2_softmax" "$REPO/"
+	wait_until 10 status_has nested2 "^READY 1 ensemble"
+	"$PY" -c "import numpy as np; np.save('$T/x.npy', np.arange(10, dtype=np.float32).reshape(1, 10))"
+	run_request nested2 x="$T/x.npy" p
+	run "$PY" -c "
+import numpy as np
+x = np.arange(10, dtype=np.float64)
+want = np.exp(x - x.max()) / np.exp(x - x.max()).sum()
+p = np.load('$T/nested2.p.npy')
+assert p.shape == (1, 10) and np.max(np.abs(p[0] - want)) < 1e-5, p
+print('ok')"
+	[ "$output" = ok ]
+	# It goes: the inner ensemble, then the outer, are UNAVAILABLE.
+	mv "$REPO/late2_softmax" "$T/gone"
+	wait_until 10 status_has nested2 "^UNAVAILABLE 1 - step 0 (model 'inner2'): the ensemble 'inner2' is not READY"
+	run py_errno "os.mkdir('$MNT/nested2/requests/r1')"
+	[ "$output" = EAGAIN ]
+}
+
+@test "ensembles that name each other or themselves: refused with the cycle named, in a short message" {
+	wait_until 5 status_has cyc_a "UNAVAILABLE"
+	run cat "$MNT/cyc_a/status"
+	echo "$output"
+	[ "$output" = "UNAVAILABLE 1 - circular dependency between ensembles cyc_a -> cyc_b -> cyc_a" ]
+	run cat "$MNT/cyc_b/status"
+	[ "$output" = "UNAVAILABLE 1 - circular dependency between ensembles cyc_b -> cyc_a -> cyc_b" ]
+	run cat "$MNT/cyc_self/status"
+	[ "$output" = "UNAVAILABLE 1 - circular dependency between ensembles cyc_self -> cyc_self" ]
+	# A request gets the same short reason, not one quoting itself.
+	run py_errno "os.mkdir('$MNT/cyc_self/requests/r1')"
+	[ "$output" = EAGAIN ]
+	exec 7<>"$MNT/cyc_a/infer"
+	printf '{"inputs":[{"name":"x","shape":[10],"datatype":"FP32","data":[0,1,2,3,4,5,6,7,8,9]}]}' >&7
+	run cat <&7
+	exec 7>&-
+	echo "$output"
+	[[ "$output" == *"circular dependency between ensembles cyc_a -> cyc_b -> cyc_a"* ]]
+	[ "${#output}" -lt 400 ]
+	! grep -q "cyc_self.*cyc_self.*cyc_self" "$DAEMON_LOG"
+	grep "ensemble 'cyc_a'" "$DAEMON_LOG" | awk '{ if (length($0) > 400) bad = 1 } END { exit bad }'
 }
 
 @test "a missing step: UNAVAILABLE naming it, READY when it comes, UNAVAILABLE when it goes" {

@@ -153,6 +153,25 @@ static void test_enums_and_bools(void **state)
 	mfs_config_release(&c);
 }
 
+/* response_cache { enable } (Triton's ModelResponseCache): off unless
+ * enabled; its only field is enable. */
+static void test_response_cache(void **state)
+{
+	(void)state;
+	mfs_model_config c;
+	parse_ok("max_batch_size: 1\n", &c);
+	assert_false(c.response_cache);
+	mfs_config_release(&c);
+	parse_ok("response_cache { enable: true }\n", &c);
+	assert_true(c.response_cache);
+	mfs_config_release(&c);
+	parse_ok("response_cache { enable: false }\n", &c);
+	assert_false(c.response_cache);
+	mfs_config_release(&c);
+	parse_fails("response_cache { enable: true size: 3 }",
+		    "config.pbtxt:1: unknown field 'size' in response_cache");
+}
+
 static void test_version_policies(void **state)
 {
 	(void)state;
@@ -326,6 +345,7 @@ int main(void)
 		cmocka_unit_test(test_syntax_variants),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_enums_and_bools),
+		cmocka_unit_test(test_response_cache),
 		cmocka_unit_test(test_version_policies),
 		cmocka_unit_test(test_reshape_and_zero_valued_triton_fields),
 		cmocka_unit_test(test_empty_and_comment_only),

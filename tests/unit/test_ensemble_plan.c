@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,6 +274,98 @@ static void test_names_and_batching_against_step_models(void **state)
 	assert_string_equal(err.msg, "step 1 (model 'b'): its max_batch_size 2 is less than the ensemble's 8");
 }
 
+/* A repository of ensembles for mfs_ensemble_find_cycle: configs by name. */
+typedef struct repo {
+	const char *names[4];
+	mfs_model_config cfgs[4];
+	int n;
+} repo;
+
+static const mfs_model_config *repo_lookup(void *ctx, const char *name, int64_t version)
+{
+	(void)version;
+	repo *r = ctx;
+	for (int i = 0; i < r->n; i++)
+		if (strcmp(r->names[i], name) == 0)
+			return &r->cfgs[i];
+	return NULL;
+}
+
+static void repo_add(repo *r, const char *name, const char *text)
+{
+	r->names[r->n] = name;
+	parse(text, &r->cfgs[r->n++]);
+}
+
+static void repo_release(repo *r)
+{
+	for (int i = 0; i < r->n; i++)
+		mfs_config_release(&r->cfgs[i]);
+}
+
+#define ENS(name, step) "name: \"" name "\" platform: \"ensemble\" max_batch_size: 8\n" \
+	"input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n" \
+	"output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 4 ] } ]\n" \
+	"ensemble_scheduling { step [\n" S(step, "x", "y") "] }\n"
+
+static void test_cycles_between_ensembles(void **state)
+{
+	(void)state;
+	char path[MFS_ENSEMBLE_CYCLE_MAX];
+	repo r = { 0 };
+	repo_add(&r, "a", ENS("a", "b"));
+	repo_add(&r, "b", ENS("b", "a"));
+	repo_add(&r, "self", ENS("self", "self"));
+	repo_add(&r, "outer", ENS("outer", "inner"));
+	/* a -> b -> a, from either end; an ensemble naming itself. */
+	assert_true(mfs_ensemble_find_cycle("a", &r.cfgs[0], repo_lookup, &r, path));
+	assert_string_equal(path, "a -> b -> a");
+	assert_true(mfs_ensemble_find_cycle("b", &r.cfgs[1], repo_lookup, &r, path));
+	assert_string_equal(path, "b -> a -> b");
+	assert_true(mfs_ensemble_find_cycle("self", &r.cfgs[2], repo_lookup, &r, path));
+	assert_string_equal(path, "self -> self");
+	/* Nesting without a cycle: an inner ensemble over a plain model
+	 * (not in the lookup: not an ensemble), or not loaded at all. */
+	assert_false(mfs_ensemble_find_cycle("outer", &r.cfgs[3], repo_lookup, &r, path));
+	assert_string_equal(path, "");
+	repo_release(&r);
+	repo q = { 0 };
+	repo_add(&q, "outer", ENS("outer", "inner"));
+	repo_add(&q, "inner", ENS("inner", "leaf"));
+	assert_false(mfs_ensemble_find_cycle("outer", &q.cfgs[0], repo_lookup, &q, path));
+	/* A cycle below the ensemble asked about is found too. */
+	repo_release(&q);
+	repo t = { 0 };
+	repo_add(&t, "top", ENS("top", "p"));
+	repo_add(&t, "p", ENS("p", "q"));
+	repo_add(&t, "q", ENS("q", "p"));
+	assert_true(mfs_ensemble_find_cycle("top", &t.cfgs[0], repo_lookup, &t, path));
+	assert_string_equal(path, "p -> q -> p");
+	repo_release(&t);
+}
+
+/* Long names: the path is cut, so a message quoting it stays short. */
+static void test_cycle_path_is_bounded(void **state)
+{
+	(void)state;
+	char path[MFS_ENSEMBLE_CYCLE_MAX];
+	char a[200], b[200], ta[1200], tb[1200];
+	memset(a, 'a', sizeof(a) - 1);
+	a[sizeof(a) - 1] = 0;
+	memset(b, 'b', sizeof(b) - 1);
+	b[sizeof(b) - 1] = 0;
+	snprintf(ta, sizeof(ta), ENS("%s", "%s"), a, b);
+	snprintf(tb, sizeof(tb), ENS("%s", "%s"), b, a);
+	repo r = { 0 };
+	repo_add(&r, a, ta);
+	repo_add(&r, b, tb);
+	assert_true(mfs_ensemble_find_cycle(a, &r.cfgs[0], repo_lookup, &r, path));
+	assert_true(strlen(path) < MFS_ENSEMBLE_CYCLE_MAX);
+	assert_int_equal(strncmp(path, a, 20), 0);
+	assert_string_equal(path + strlen(path) - 3, "...");
+	repo_release(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +376,8 @@ int main(void)
 		cmocka_unit_test(test_inputs_and_outputs_must_be_declared),
 		cmocka_unit_test(test_checks_against_step_models),
 		cmocka_unit_test(test_names_and_batching_against_step_models),
+		cmocka_unit_test(test_cycles_between_ensembles),
+		cmocka_unit_test(test_cycle_path_is_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -85,6 +85,21 @@ static void test_every_option(void **state)
 	char *argv0[] = { "modelfs", "--max-memory=0", "repo", "mnt" };
 	assert_int_equal(parse(&o, &err, 4, argv0), 0);
 	assert_true(o.max_memory == 0);   /* no limit */
+	assert_true(o.cache_size == 0);   /* no response cache unless asked */
+	mfs_options_release(&o);
+
+	/* The response cache's size, also as Triton spells it and as -o. */
+	char *cache[] = { "modelfs", "--cache-size=256M", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 4, cache), 0);
+	assert_true(o.cache_size == 256ull << 20);
+	mfs_options_release(&o);
+	char *triton[] = { "modelfs", "--cache-config", "local,size=1048576", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 5, triton), 0);
+	assert_true(o.cache_size == 1048576);
+	mfs_options_release(&o);
+	char *mount_o[] = { "modelfs", "-o", "cache_size=2M", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 5, mount_o), 0);
+	assert_true(o.cache_size == 2ull << 20);
 	mfs_options_release(&o);
 
 	/* Options after the operands, as fuse programs allow. */
@@ -214,6 +229,8 @@ static void test_errors_name_the_option(void **state)
 		{ 4, { "modelfs", "--max-json-bytes=0", "r", "m" }, "--max-json-bytes" },
 		{ 4, { "modelfs", "--max-memory=-1", "r", "m" }, "--max-memory" },
 		{ 4, { "modelfs", "--max-memory=lots", "r", "m" }, "--max-memory" },
+		{ 4, { "modelfs", "--cache-size=big", "r", "m" }, "--cache-size: expected a size" },
+		{ 4, { "modelfs", "--cache-config=redis,host=x", "r", "m" }, "--cache-config: expected local,size=BYTES" },
 		{ 4, { "modelfs", "--poll-secs=-1", "r", "m" }, "--poll-secs" },
 		{ 4, { "modelfs", "r", "m", "extra" }, "extra" },
 		{ 3, { "modelfs", "r", "--threads" }, "--threads" },
@@ -251,6 +268,7 @@ static void test_help_and_version_win(void **state)
 	assert_non_null(strstr(mfs_options_usage(), "--max-request-bytes"));
 	assert_non_null(strstr(mfs_options_usage(), "--max-json-bytes=N"));
 	assert_non_null(strstr(mfs_options_usage(), "--max-memory=N"));
+	assert_non_null(strstr(mfs_options_usage(), "--cache-size=N"));
 }
 
 static int parse_run(mfs_options *o, mfs_run_options *r, mfs_error *err, int argc, char **argv)

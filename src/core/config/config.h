@@ -186,6 +186,7 @@ typedef struct mfs_model_config {
 	char *default_model_filename;    /* NULL = "model.onnx" */
 	mfs_parameter *parameters; int n_parameters;
 	bool has_ensemble_scheduling;
+	bool response_cache;         /* response_cache { enable: true } (response_cache.h) */
 	mfs_ensemble_step *steps; int n_steps;
 	mfs_warmup *warmups; int n_warmups;
 	bool has_sequence_batching;

@@ -228,6 +228,8 @@ json_t *mfs_config_to_json(const mfs_model_config *c)
 		json_object_set_new(o, "dynamic_batching", dynamic_batching_json(c));
 	if (c->has_sequence_batching)
 		json_object_set_new(o, "sequence_batching", mfs_config_sequence_json(c));
+	if (c->response_cache)
+		json_object_set_new(o, "response_cache", json_pack("{s:b}", "enable", 1));
 	if (ensemble)
 		json_object_set_new(o, "ensemble_scheduling", ensemble_scheduling_json(c));
 	else

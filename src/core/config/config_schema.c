@@ -372,6 +372,18 @@ static int m_instance_group(cfg_conv *cv, const cfg_node *n, void *obj)
 				&grown[c->n_instance_groups - 1]);
 }
 
+/* response_cache { enable } (Triton's ModelResponseCache). */
+static int m_cache_enable(cfg_conv *cv, const cfg_node *n, void *obj)
+{
+	return cfg_get_bool(cv, n, &((mfs_model_config *)obj)->response_cache);
+}
+
+static int m_response_cache(cfg_conv *cv, const cfg_node *n, void *obj)
+{
+	static const cfg_field_def defs[] = { { "enable", false, m_cache_enable } };
+	return cfg_conv_message(cv, n, "response_cache", defs, N_OF(defs), NULL, obj);
+}
+
 static int m_default_model_filename(cfg_conv *cv, const cfg_node *n, void *obj)
 {
 	mfs_model_config *c = obj;
@@ -485,13 +497,13 @@ int cfg_tree_to_config(const cfg_node *root, const char *source, bool json,
 		{ "ensemble_scheduling", false, cfg_ensemble_scheduling },
 		{ "model_warmup", true, cfg_model_warmup },
 		{ "sequence_batching", false, cfg_sequence_batching },
+		{ "response_cache", false, m_response_cache },
 	};
 	static const char *const triton[] = {
 		"runtime", "batch_input", "batch_output", "optimization",
 		"cc_model_filenames",
 		"metric_tags", "model_operations",
-		"model_transaction_policy", "model_repository_agents",
-		"response_cache", NULL,
+		"model_transaction_policy", "model_repository_agents", NULL,
 	};
 	cfg_conv cv = { .source = source, .json = json, .err = err };
 	int rc;
