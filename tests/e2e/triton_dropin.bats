@@ -139,6 +139,7 @@ print(c['instance_group'][0]['kind'], c['instance_group'][0]['count'])"
 	"$MODELFS" -f --backend-config=onnxruntime,default-max-batch-size=0 "$REPO" "$mnt2" 2>"$T/d1.log" 3>&- &
 	local pid=$!
 	wait_until 15 mountpoint -q "$mnt2"
+	MNT=$mnt2 wait_loaded 60
 	run "$PY" -c "import json; print(json.load(open('$mnt2/add_sub_auto/config.json'))['max_batch_size'])"
 	fusermount3 -u "$mnt2"
 	wait "$pid"
@@ -146,6 +147,7 @@ print(c['instance_group'][0]['kind'], c['instance_group'][0]['count'])"
 	"$MODELFS" -f -o backend_config=default-max-batch-size=8 "$REPO" "$mnt2" 2>"$T/d2.log" 3>&- &
 	pid=$!
 	wait_until 15 mountpoint -q "$mnt2"
+	MNT=$mnt2 wait_loaded 60
 	run "$PY" -c "import json; print(json.load(open('$mnt2/add_sub_auto/config.json'))['max_batch_size'])"
 	fusermount3 -u "$mnt2"
 	wait "$pid"
