@@ -64,6 +64,7 @@ typedef struct mfs_version {
 	mfs_queue *queue;              /* NULL for an ensemble: its steps' queues run it */
 	mfs_ensemble_plan *plan;       /* an ensemble's steps (ensemble.h); NULL for a model */
 	struct mfs_registry *registry; /* an ensemble's: where its steps are found */
+	struct mfs_generator *gen;     /* a decoder that generates (generate.h); else NULL */
 	/* Private. */
 	int refs;                      /* atomic */
 	bool unloaded;                 /* atomic; set once by unload */

@@ -13,6 +13,7 @@
 
 #include "backend_worker.h"
 #include "engine.h"
+#include "generate.h"
 #include "log.h"
 #include "queue_policy.h"
 #include "warmup.h"
@@ -33,6 +34,7 @@ static void version_free(mfs_version *v)
 	 * closed by unload may still be finishing its bookkeeping). */
 	if (v->queue)
 		mfs_sched_queue_free(v->queue);
+	mfs_generator_free(v->gen);
 	mfs_ensemble_plan_free(v->plan);
 	for (int i = 0; i < v->n_execs; i++)
 		mfs_exec_free(v->execs[i]);
@@ -254,6 +256,9 @@ int mfs_version_new(const mfs_version_env *env, mfs_loaded_version *lv,
 	};
 	r_ = mfs_sched_queue_new(env->sched, &qc, &runner, &v->queue, err);
 	free(levels);
+	if (r_ < 0)
+		goto fail;
+	r_ = mfs_generator_new(c, v->lv->graph, v->queue, label, &v->gen, err);
 	if (r_ < 0)
 		goto fail;
 	*out = v;
