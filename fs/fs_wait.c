@@ -33,8 +33,43 @@ static void unlink_wait(mfs_fs *fs, fwait *w)
 
 static void free_wait(fwait *w)
 {
-	mfs_request_put(w->req);
+	if (w->req)
+		mfs_request_put(w->req);
+	if (w->gen)
+		mfs_gen_put(w->gen);
 	free(w);
+}
+
+static bool cancel_wait(fwait *w)
+{
+	return w->gen ? mfs_gen_cancel_wait(w->gen, &w->w) : mfs_request_cancel_wait(w->req, &w->w);
+}
+
+static void on_interrupt(fuse_req_t freq, void *data);
+
+/* A generation's read woken by a new id or its end: answer, or wait on
+ * for the next (a read past what a reader already has). */
+static void wake_gen(fwait *w)
+{
+	for (;;) {
+		if (fs_answer_gen(w->freq, w->h, w->size, w->off) == 0)
+			break;
+		w->w.wstate = 0;   /* new again */
+		fuse_req_interrupt_func(w->freq, on_interrupt, w);
+		pthread_mutex_lock(&w->h->lock);
+		size_t have = w->h->gtok;
+		pthread_mutex_unlock(&w->h->lock);
+		int rc = mfs_gen_wait(w->gen, have, &w->w);
+		if (rc == 1)
+			return;
+		fuse_req_interrupt_func(w->freq, NULL, NULL);
+		if (rc == -EINTR) {
+			fuse_reply_err(w->freq, EINTR);
+			break;
+		}
+	}
+	unlink_wait(w->fs, w);
+	free_wait(w);
 }
 
 /* The run ended: answer (compute thread, no lock held). */
@@ -42,6 +77,10 @@ static void wake(mfs_waiter *mw)
 {
 	fwait *w = (fwait *)mw;
 	fuse_req_interrupt_func(w->freq, NULL, NULL);
+	if (w->gen) {
+		wake_gen(w);
+		return;
+	}
 	unlink_wait(w->fs, w);
 	if (w->h->kind == H_INFER)
 		fs_answer_infer(w->fs, w->freq, w->h, w->size);
@@ -54,7 +93,7 @@ static void wake(mfs_waiter *mw)
 static void on_interrupt(fuse_req_t freq, void *data)
 {
 	fwait *w = data;
-	if (!mfs_request_cancel_wait(w->req, &w->w))
+	if (!cancel_wait(w))
 		return;   /* woken, or not yet registered: someone else answers */
 	unlink_wait(w->fs, w);
 	if (w->h->kind == H_INFER) {
@@ -62,7 +101,8 @@ static void on_interrupt(fuse_req_t freq, void *data)
 		w->h->inflight = false;
 		pthread_mutex_unlock(&w->h->lock);
 	}
-	mfs_log_debug("request '%s': a waiting read was interrupted", mfs_request_name(w->req));
+	mfs_log_debug("request '%s': a waiting read was interrupted",
+		      w->req ? mfs_request_name(w->req) : "(generate)");
 	fuse_reply_err(freq, EINTR);
 	free_wait(w);
 }
@@ -111,6 +151,46 @@ int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
 	return 0;
 }
 
+int fs_wait_gen(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size, off_t off)
+{
+	fwait *w = calloc(1, sizeof(*w));
+	if (!w) {
+		fuse_reply_err(freq, ENOMEM);
+		return 1;
+	}
+	w->w.wake = wake;
+	w->fs = fs;
+	w->freq = freq;
+	w->h = h;
+	pthread_mutex_lock(&h->lock);
+	mfs_gen_get(h->gen);
+	w->gen = h->gen;
+	size_t have = h->gtok;
+	pthread_mutex_unlock(&h->lock);
+	w->size = size;
+	w->off = off;
+	w->deadline = mfs_now_ns() + fs->conf.read_deadline_ns;
+	pthread_mutex_lock(&fs->wlock);
+	w->next = fs->waits;
+	if (fs->waits)
+		fs->waits->prev = w;
+	fs->waits = w;
+	pthread_mutex_unlock(&fs->wlock);
+
+	fuse_req_interrupt_func(freq, on_interrupt, w);
+	int rc = mfs_gen_wait(w->gen, have, &w->w);
+	if (rc == 1)
+		return 1;
+	fuse_req_interrupt_func(freq, NULL, NULL);
+	unlink_wait(fs, w);
+	free_wait(w);
+	if (rc == -EINTR) {
+		fuse_reply_err(freq, EINTR);
+		return 1;
+	}
+	return 0;
+}
+
 /* Take every stored read that should be answered now off the lists
  * (deadline passed, or all when all is set). */
 static fwait *take(mfs_fs *fs, bool all, uint64_t now)
@@ -121,7 +201,7 @@ static fwait *take(mfs_fs *fs, bool all, uint64_t now)
 		next = w->next;
 		if (!all && now < w->deadline)
 			continue;
-		if (!mfs_request_cancel_wait(w->req, &w->w))
+		if (!cancel_wait(w))
 			continue;   /* being woken right now */
 		if (w->prev)
 			w->prev->next = w->next;
@@ -148,7 +228,7 @@ static void answer_all(fwait *list, int err)
 			pthread_mutex_unlock(&list->h->lock);
 		}
 		mfs_log_warn("model '%s' request '%s': a waiting read was answered %s",
-			     mfs_request_version(list->req)->model_name, mfs_request_name(list->req),
+			     list->h->model, list->req ? mfs_request_name(list->req) : list->h->name,
 			     err == ETIMEDOUT ? "ETIMEDOUT (read deadline passed)" : "early (shutting down)");
 		fuse_reply_err(list->freq, err);
 		free_wait(list);

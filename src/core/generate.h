@@ -95,4 +95,13 @@ bool mfs_gen_cancel_wait(mfs_gen *gen, mfs_waiter *w);
 /* For $req/status: "GENERATING 5/100", "DONE 100 length", "FAILED reason". */
 void mfs_gen_status(mfs_gen *gen, char *buf, size_t size);
 
+/* The generate file's request (SPEC.md section 5b): {"input_ids": [ids],
+ * "max_tokens", "temperature", "top_k", "top_p", "seed", "stop": [ids],
+ * "stream": bool}, all but input_ids optional.  *prompt malloc'd, *n ids;
+ * p filled from the defaults (mfs_gen_params_init) and checked.  -EINVAL
+ * with err saying what is wrong; unknown keys are refused too (a typo
+ * must not silently sample). */
+int mfs_gen_parse_json(const char *text, size_t len, int64_t **prompt, int64_t *n,
+		       mfs_gen_params *p, mfs_error *err);
+
 #endif

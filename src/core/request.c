@@ -21,6 +21,7 @@
 
 #include "bigbuf.h"
 #include "ensemble.h"
+#include "generate.h"
 #include "log.h"
 #include "membudget.h"
 #include "queue_policy.h"
@@ -107,6 +108,10 @@ static void free_request(mfs_request *r)
 	free(r->run_out);
 	free(r->enc);
 	free(r->name);
+	if (r->generation) {
+		mfs_gen_cancel(r->generation);
+		mfs_gen_put(r->generation);
+	}
 	if (r->v)
 		mfs_version_put(r->v);
 	pthread_mutex_destroy(&r->lock);
@@ -599,8 +604,14 @@ static int commit_owned_locked(mfs_request *r, const char *filename, char **blob
 		r->list_fmt = (mfs_format)fmt;
 	}
 	mfs_error_clear(&r->error);
-	if (all_present(r))
+	if (req_gen_input_locked(r, idx)) {
+		if ((rc = req_gen_start_locked(r, idx, err)) < 0) {
+			mfs_error_prefix(err, "'%s': ", filename);
+			rc = req_record(r, rc, err);
+		}
+	} else if (all_present(r)) {
 		rc = submit_locked(r, err);
+	}
 out:
 	free(fname);
 	free(link_copy);
@@ -808,6 +819,8 @@ void mfs_request_mark_removed(mfs_request *r)
 	 * waits for it: stop the run (a Loop without end would otherwise
 	 * hold the instance for good).  An ensemble's steps run on. */
 	pthread_mutex_lock(&r->lock);
+	if (r->generation)
+		mfs_gen_cancel(r->generation);
 	if ((r->state == MFS_REQ_QUEUED || r->state == MFS_REQ_RUNNING) && !r->waiters &&
 	    !r->v->plan)
 		mfs_sched_cancel(r->v->queue, &r->job);

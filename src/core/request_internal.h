@@ -8,6 +8,7 @@
  *                      listing, inputs read back or removed
  *   request_output.c   a finished run's outputs, their encodings cached
  *   request_status.c   $req/status, $req/error, $req/trace.json
+ *   request_generate.c input_ids on a generator model starts a generation
  * The others call request.c's helpers and request.c calls
  * request_params.c's; nothing calls back (tests/layers/check-cycles.sh).
  * "locked": r->lock is held by the caller.
@@ -93,6 +94,7 @@ struct mfs_request {
 	uint64_t charged;          /* bytes counted in the daemon's --max-memory budget */
 	int64_t priority;          /* chosen by .priority or infer's "priority"; 0: the default */
 	int64_t timeout_us;        /* chosen by .timeout or infer's "timeout"; 0: the default */
+	struct mfs_gen *generation;   /* a generator's: the generation input_ids started, or NULL */
 };
 
 /* ---- request.c ---- */
@@ -127,5 +129,13 @@ int req_param_of(const char *filename);
  * 0 and *value, or -EINVAL with err naming the file. */
 int req_parse_param_locked(mfs_request *r, int param, const void *buf, size_t len,
 			   int64_t *value, mfs_error *err);
+
+/* ---- request_generate.c ---- */
+
+/* Is config input idx the input_ids of a generator model? */
+bool req_gen_input_locked(const mfs_request *r, int idx);
+/* Start a generation of input idx's ids with the dot files' parameters,
+ * replacing (and cancelling) the request's last one.  0 or -errno. */
+int req_gen_start_locked(mfs_request *r, int idx, mfs_error *err);
 
 #endif
