@@ -557,6 +557,13 @@ static int commit_owned_locked(mfs_request *r, const char *filename, char **blob
 	}
 	mfs_tensor_spec spec;
 	mfs_config_input_spec(r->cfg, idx, &spec);
+	/* A generator's prompt (request_generate.c) is its ids in order: a
+	 * .txt of them (one line or one a line) is read as one row. */
+	bool prompt = req_gen_input_locked(r, idx);
+	if (prompt && fmt == MFS_FMT_TXT) {
+		spec.rank = 1;
+		spec.dims[0] = -1;
+	}
 	mfs_tensor t = { 0 };
 	uint64_t t0 = mfs_now_ns();
 	fname = strdup(filename);
@@ -571,10 +578,10 @@ static int commit_owned_locked(mfs_request *r, const char *filename, char **blob
 				      r->cfg->inputs[idx].elem_kind, &t, err);
 	else
 		rc = mfs_tensor_decode_view((mfs_format)fmt, blob, len, &spec, &t, err);
-	if (rc == 0 && (rc = mfs_config_check_batch(r->cfg, idx, &t.shape, err)) < 0)
+	if (rc == 0 && !prompt && (rc = mfs_config_check_batch(r->cfg, idx, &t.shape, err)) < 0)
 		mfs_tensor_release(&t);
 	mfs_shape model_shape = t.shape;
-	if (rc == 0 && t.kind == MFS_KIND_TENSOR) {
+	if (rc == 0 && t.kind == MFS_KIND_TENSOR && !prompt) {
 		rc = mfs_config_input_to_model(r->cfg, idx, &t.shape, &model_shape, err);
 		if (rc < 0)
 			mfs_tensor_release(&t);
