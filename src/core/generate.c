@@ -115,7 +115,8 @@ static int find_layout(mfs_generator *g, const mfs_graph *graph, mfs_error *err)
 	}
 	for (int i = 0; i < n_out; i++) {
 		const mfs_io_desc *d = mfs_graph_output(graph, i);
-		if (strcmp(d->name, "logits") == 0 && d->dtype == MFS_DT_FLOAT)
+		if (strcmp(d->name, "logits") == 0 &&
+		    (d->dtype == MFS_DT_FLOAT || d->dtype == MFS_DT_UNDEFINED))
 			g->out_logits = i;
 		else if (layer_of(d->name, "present.", &layer, &val) && layer < g->n_layers)
 			g->out_present[2 * layer + val] = i;
@@ -407,8 +408,8 @@ static int take_outputs(mfs_generator *g, mfs_error *err)
 {
 	const mfs_tensor *lg = &g->out[g->out_logits];
 	int64_t B = g->prefill ? 1 : g->n_rows;
-	if (lg->shape.rank != 3 || lg->shape.dims[0] != B || lg->shape.dims[2] < 1)
-		return mfs_fail(err, EIO, "logits has not the shape [B,S,V] (B %lld)", (long long)B);
+	if (lg->dtype != MFS_DT_FLOAT || lg->shape.rank != 3 || lg->shape.dims[0] != B || lg->shape.dims[2] < 1)
+		return mfs_fail(err, EIO, "logits is not float [B,S,V] (B %lld)", (long long)B);
 	if (g->prefill) {
 		mfs_gen *gen = g->prefill;
 		int64_t id = pick(g, gen, 0);
