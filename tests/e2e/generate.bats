@@ -111,13 +111,16 @@ ids_of() {
 }
 
 @test "8 concurrent generations of different lengths each get their own ids" {
+	local pids=()
 	for i in 1 2 3 4 5 6 7 8; do
 		prompt=$(seq -s ' ' "$i" $((2 * i)))
 		"$PY" "$KV" x --greedy "$prompt" $((10 + i)) > "$BATS_TEST_TMPDIR/want$i"
 		json=$(echo "$prompt" | tr ' ' ',')
 		gen_file "{\"input_ids\": [$json], \"max_tokens\": $((10 + i))}" | ids_of > "$BATS_TEST_TMPDIR/got$i" &
+		pids+=($!)
 	done
-	wait
+	# not a bare wait: the daemon is a child of this shell too
+	for p in "${pids[@]}"; do wait "$p"; done
 	for i in 1 2 3 4 5 6 7 8; do
 		diff "$BATS_TEST_TMPDIR/want$i" "$BATS_TEST_TMPDIR/got$i"
 	done
