@@ -35,6 +35,7 @@ struct mfs_generator {
 	int n_rows;
 	mfs_tensor *kv;
 	int64_t pmax;
+	mfs_waiter *later;             /* readers to wake once the lock is released */
 	/* The step in flight. */
 	bool busy;
 	mfs_job job;
@@ -208,13 +209,13 @@ static void drop_kv(mfs_generator *g)
 static void fail_batch(mfs_generator *g, const mfs_error *err)
 {
 	for (int b = 0; b < g->n_rows; b++) {
-		gen_end(g->rows[b], NULL, err);
+		gen_end(g->rows[b], NULL, err, &g->later);
 		mfs_gen_put(g->rows[b]);
 	}
 	g->n_rows = 0;
 	drop_kv(g);
 	if (g->prefill) {
-		gen_end(g->prefill, NULL, err);
+		gen_end(g->prefill, NULL, err, &g->later);
 		mfs_gen_put(g->prefill);
 		g->prefill = NULL;
 	}
@@ -283,6 +284,15 @@ static int repack(mfs_generator *g, const bool *keep, mfs_gen *join, mfs_error *
 
 /* ---- the steps ---- */
 
+/* Release g->lock, then wake the readers the step's ids concern. */
+static void unlock_and_wake(mfs_generator *g)
+{
+	mfs_waiter *list = g->later;
+	g->later = NULL;
+	pthread_mutex_unlock(&g->lock);
+	gen_wake(list);
+}
+
 static void set_int(mfs_tensor *t, int64_t i, int64_t v)
 {
 	if (t->dtype == MFS_DT_INT64)
@@ -347,7 +357,7 @@ static void kick(mfs_generator *g)
 		if (gen && gen_cancelled(gen)) {
 			if (!(g->pending = gen->next))
 				g->pending_tail = &g->pending;
-			gen_end(gen, "cancelled", NULL);
+			gen_end(gen, "cancelled", NULL, &g->later);
 			mfs_gen_put(gen);
 			continue;
 		}
@@ -421,13 +431,13 @@ static int take_outputs(mfs_generator *g, mfs_error *err)
 		bool keep[g->max_batch + 1];
 		for (int b = 0; b < g->n_rows; b++)
 			keep[b] = true;
-		if (gen_push(gen, id)) {
+		if (gen_push(gen, id, &g->later)) {
 			mfs_gen_put(gen);
 			return 0;
 		}
 		int rc = repack(g, keep, gen, err);
 		if (rc < 0) {
-			gen_end(gen, NULL, err);
+			gen_end(gen, NULL, err, &g->later);
 			mfs_gen_put(gen);
 		}
 		return 0;
@@ -440,7 +450,7 @@ static int take_outputs(mfs_generator *g, mfs_error *err)
 			return mfs_fail(err, ENOMEM, "out of memory");
 		gen->len++;
 		gen->last = id;
-		keep[b] = !gen_push(gen, id);
+		keep[b] = !gen_push(gen, id, &g->later);
 		all &= keep[b];
 	}
 	/* The present tensors are the next past as they are. */
@@ -474,7 +484,7 @@ static void step_done(mfs_job *job)
 		fail_batch(g, &err);
 	}
 	kick(g);
-	pthread_mutex_unlock(&g->lock);
+	unlock_and_wake(g);
 }
 
 int mfs_gen_start(mfs_generator *g, const int64_t *prompt, int64_t n, const mfs_gen_params *p,
@@ -493,7 +503,7 @@ int mfs_gen_start(mfs_generator *g, const int64_t *prompt, int64_t n, const mfs_
 	*g->pending_tail = gen;
 	g->pending_tail = &gen->next;
 	kick(g);
-	pthread_mutex_unlock(&g->lock);
+	unlock_and_wake(g);
 	*out = gen;
 	return 0;
 }
@@ -509,9 +519,9 @@ void mfs_generator_free(mfs_generator *g)
 	while (g->pending) {
 		mfs_gen *gen = g->pending;
 		g->pending = gen->next;
-		gen_end(gen, NULL, &err);
+		gen_end(gen, NULL, &err, &g->later);
 		mfs_gen_put(gen);
 	}
-	pthread_mutex_unlock(&g->lock);
+	unlock_and_wake(g);
 	generator_release(g);
 }

@@ -68,7 +68,20 @@ static mfs_waiter *take_waiters(mfs_gen *gen)
 	return list;
 }
 
-static void wake_all(mfs_waiter *list)
+/* Put list before *later (the caller wakes them, gen_wake, once it
+ * holds no lock). */
+static void defer(mfs_waiter *list, mfs_waiter **later)
+{
+	if (!list)
+		return;
+	mfs_waiter *t = list;
+	while (t->next)
+		t = t->next;
+	t->next = *later;
+	*later = list;
+}
+
+void gen_wake(mfs_waiter *list)
 {
 	while (list) {   /* wake() may free the waiter: read next first */
 		mfs_waiter *next = list->next;
@@ -78,7 +91,7 @@ static void wake_all(mfs_waiter *list)
 	}
 }
 
-bool gen_push(mfs_gen *gen, int64_t id)
+bool gen_push(mfs_gen *gen, int64_t id, mfs_waiter **later)
 {
 	pthread_mutex_lock(&gen->lock);
 	if (gen->state != MFS_GEN_RUNNING) {
@@ -91,9 +104,8 @@ bool gen_push(mfs_gen *gen, int64_t id)
 		if (!ids) {
 			gen->state = MFS_GEN_FAILED;
 			mfs_fail(&gen->err, ENOMEM, "out of memory");
-			mfs_waiter *list = take_waiters(gen);
+			defer(take_waiters(gen), later);
 			pthread_mutex_unlock(&gen->lock);
-			wake_all(list);
 			return true;
 		}
 		gen->ids = ids;
@@ -108,13 +120,12 @@ bool gen_push(mfs_gen *gen, int64_t id)
 		gen->finish = stop ? "stop" : (int64_t)gen->n_ids >= gen->p.max_tokens ? "length" : "cancelled";
 	}
 	bool ended = gen->state != MFS_GEN_RUNNING;
-	mfs_waiter *list = take_waiters(gen);
+	defer(take_waiters(gen), later);
 	pthread_mutex_unlock(&gen->lock);
-	wake_all(list);
 	return ended;
 }
 
-void gen_end(mfs_gen *gen, const char *finish, const mfs_error *err)
+void gen_end(mfs_gen *gen, const char *finish, const mfs_error *err, mfs_waiter **later)
 {
 	pthread_mutex_lock(&gen->lock);
 	if (gen->state != MFS_GEN_RUNNING) {
@@ -125,9 +136,8 @@ void gen_end(mfs_gen *gen, const char *finish, const mfs_error *err)
 	gen->finish = finish;
 	if (err)
 		gen->err = *err;
-	mfs_waiter *list = take_waiters(gen);
+	defer(take_waiters(gen), later);
 	pthread_mutex_unlock(&gen->lock);
-	wake_all(list);
 }
 
 size_t mfs_gen_read(mfs_gen *gen, size_t from, int64_t **ids, size_t *n,

@@ -31,12 +31,17 @@ struct mfs_gen {
 
 /* A new generation (one reference), RUNNING, nothing produced. */
 mfs_gen *gen_new(const int64_t *prompt, int64_t n, const mfs_gen_params *p);
-/* Append the id a step chose; wakes the readers.  True when that ended
- * the generation (a stop id, max_tokens, or it was cancelled). */
-bool gen_push(mfs_gen *gen, int64_t id);
+/* Append the id a step chose; the readers to wake go onto *later (the
+ * generator wakes them with gen_wake once it holds no lock: a wake
+ * replies to a reader, whose handle's lock may be held by a thread that
+ * waits for the generator's).  True when that ended the generation (a
+ * stop id, max_tokens, or it was cancelled). */
+bool gen_push(mfs_gen *gen, int64_t id, mfs_waiter **later);
 /* End it: DONE with finish, or FAILED with err (when err is not NULL);
- * wakes the readers.  Nothing when it had ended. */
-void gen_end(mfs_gen *gen, const char *finish, const mfs_error *err);
+ * its readers onto *later.  Nothing when it had ended. */
+void gen_end(mfs_gen *gen, const char *finish, const mfs_error *err, mfs_waiter **later);
+/* Wake a list gen_push and gen_end made (no lock held). */
+void gen_wake(mfs_waiter *list);
 bool gen_cancelled(mfs_gen *gen);
 
 #endif
