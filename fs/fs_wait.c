@@ -107,14 +107,12 @@ static void on_interrupt(fuse_req_t freq, void *data)
 	free_wait(w);
 }
 
-int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
-		 size_t size, off_t off)
+/* Store a read: a new fwait on fs->waits with its interrupt callback,
+ * then registered by reg (the request's or the generation's wait).
+ * Returns as fs_wait_read. */
+static int store(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req, mfs_gen *gen,
+		 size_t have, size_t size, off_t off)
 {
-	/* Ended already (a short run computes on the thread that submitted
-	 * it): nothing to register, the caller answers. */
-	mfs_req_state st = mfs_request_state(req);
-	if (st != MFS_REQ_QUEUED && st != MFS_REQ_RUNNING)
-		return 0;
 	fwait *w = calloc(1, sizeof(*w));
 	if (!w) {
 		fuse_reply_err(freq, ENOMEM);
@@ -124,8 +122,12 @@ int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
 	w->fs = fs;
 	w->freq = freq;
 	w->h = h;
-	mfs_request_get(req);
+	if (req)
+		mfs_request_get(req);
+	if (gen)
+		mfs_gen_get(gen);
 	w->req = req;
+	w->gen = gen;
 	w->size = size;
 	w->off = off;
 	w->deadline = mfs_now_ns() + fs->conf.read_deadline_ns;
@@ -137,7 +139,7 @@ int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
 	pthread_mutex_unlock(&fs->wlock);
 
 	fuse_req_interrupt_func(freq, on_interrupt, w);
-	int rc = mfs_request_wait(req, &w->w);
+	int rc = gen ? mfs_gen_wait(gen, have, &w->w) : mfs_request_wait(req, &w->w);
 	if (rc == 1)
 		return 1;
 	/* Not registered: nobody else can answer it now. */
@@ -151,44 +153,24 @@ int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
 	return 0;
 }
 
+int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
+		 size_t size, off_t off)
+{
+	/* Ended already (a short run computes on the thread that submitted
+	 * it): nothing to register, the caller answers. */
+	mfs_req_state st = mfs_request_state(req);
+	if (st != MFS_REQ_QUEUED && st != MFS_REQ_RUNNING)
+		return 0;
+	return store(fs, freq, h, req, NULL, 0, size, off);
+}
+
 int fs_wait_gen(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size, off_t off)
 {
-	fwait *w = calloc(1, sizeof(*w));
-	if (!w) {
-		fuse_reply_err(freq, ENOMEM);
-		return 1;
-	}
-	w->w.wake = wake;
-	w->fs = fs;
-	w->freq = freq;
-	w->h = h;
 	pthread_mutex_lock(&h->lock);
-	mfs_gen_get(h->gen);
-	w->gen = h->gen;
+	mfs_gen *gen = h->gen;
 	size_t have = h->gtok;
 	pthread_mutex_unlock(&h->lock);
-	w->size = size;
-	w->off = off;
-	w->deadline = mfs_now_ns() + fs->conf.read_deadline_ns;
-	pthread_mutex_lock(&fs->wlock);
-	w->next = fs->waits;
-	if (fs->waits)
-		fs->waits->prev = w;
-	fs->waits = w;
-	pthread_mutex_unlock(&fs->wlock);
-
-	fuse_req_interrupt_func(freq, on_interrupt, w);
-	int rc = mfs_gen_wait(w->gen, have, &w->w);
-	if (rc == 1)
-		return 1;
-	fuse_req_interrupt_func(freq, NULL, NULL);
-	unlink_wait(fs, w);
-	free_wait(w);
-	if (rc == -EINTR) {
-		fuse_reply_err(freq, EINTR);
-		return 1;
-	}
-	return 0;
+	return store(fs, freq, h, NULL, gen, have, size, off);
 }
 
 /* Take every stored read that should be answered now off the lists
