@@ -55,6 +55,10 @@ static void wake_gen(fwait *w)
 		if (fs_answer_gen(w->freq, w->h, w->size, w->off) == 0)
 			break;
 		w->w.wstate = 0;   /* new again */
+		/* the deadline bounds the wait for each id, not the whole generation */
+		pthread_mutex_lock(&w->fs->wlock);
+		w->deadline = mfs_now_ns() + w->fs->conf.read_deadline_ns;
+		pthread_mutex_unlock(&w->fs->wlock);
 		fuse_req_interrupt_func(w->freq, on_interrupt, w);
 		pthread_mutex_lock(&w->h->lock);
 		size_t have = w->h->gtok;
