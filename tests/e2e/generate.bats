@@ -13,6 +13,13 @@ setup_file() {
 	GEN_REPO=$(mktemp -d "${BATS_RUN_TMPDIR:-/tmp}/genrepo.XXXXXX")
 	mkdir -p "$GEN_REPO/gen/1"
 	"$PY" "$KV" "$GEN_REPO/gen/1" 2>/dev/null
+	# the config says: not a generator; a generator that is not one
+	mkdir -p "$GEN_REPO/gen_off/1"
+	cp "$GEN_REPO/gen/1/model.onnx" "$GEN_REPO/gen_off/1/"
+	echo 'parameters { key: "generator" value: { string_value: "false" } }' > "$GEN_REPO/gen_off/config.pbtxt"
+	cp -r "$EXAMPLES/add_sub" "$GEN_REPO/forced"
+	sed -i 's/^name: "add_sub"/name: "forced"/' "$GEN_REPO/forced/config.pbtxt"
+	echo 'parameters { key: "generator" value: { string_value: "true" } }' >> "$GEN_REPO/forced/config.pbtxt"
 }
 
 setup() {
@@ -47,6 +54,14 @@ ids_of() {
 	[ -e "$MNT/gen/generate" ]
 	ls "$MNT/gen" | grep -qx generate
 	grep -q "a generator (2 layers" "$DAEMON_LOG"
+}
+
+@test "the config's generator parameter: false hides it, true on a non-decoder fails the load" {
+	[ ! -e "$MNT/gen_off/generate" ]
+	! ls "$MNT/gen_off" | grep -qx generate
+	[ -e "$MNT/gen_off/infer" ]
+	st=$(cat "$MNT/forced/status")
+	[[ "$st" == UNAVAILABLE*'parameter generator is "true" but no input named past_key_values'* ]]
 }
 
 @test "greedy through the generate file equals the model stepped by hand" {
