@@ -120,6 +120,8 @@ ids_of() {
 	echo "3 1 4 1 5" > "$req/input_ids.txt"
 	[ "$(cat "$req/output_ids.txt" | tr '\n' ' ' | sed 's/ $//')" = "$want" ]
 	[ "$(cat "$req/status")" = "DONE 9 length" ]
+	ls "$req" | grep -qx output_ids.txt
+	! ls "$req" | grep -q logits
 	# one id a line is the same prompt
 	printf '3\n1\n4\n1\n5\n' > "$req/input_ids.txt"
 	[ "$(cat "$req/output_ids.txt" | tr '\n' ' ' | sed 's/ $//')" = "$want" ]
