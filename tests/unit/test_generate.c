@@ -123,13 +123,15 @@ static int fake_run(void *ctx, int inst, const mfs_tensor *in, mfs_tensor *out, 
 		if (p0 != len)
 			bad_steps++;
 		/* the cached ids must run on to the first new one */
-		const float *k = (const float *)pk->data + b * P;
+		const float *k = P ? (const float *)pk->data + b * P : NULL;
 		int64_t first = ((const int64_t *)ids->data)[b * S];
-		if (len > 0 && (int64_t)k[P - 1] - 100 != (first + V - 1) % V && S == 1)
+		if (len > 0 && k && (int64_t)k[P - 1] - 100 != (first + V - 1) % V && S == 1)
 			bad_steps++;
 		float *ok = (float *)out[1].data + b * (P + S), *ov = (float *)out[2].data + b * (P + S);
-		memcpy(ok, k, (size_t)P * sizeof(float));
-		memcpy(ov, k, (size_t)P * sizeof(float));
+		if (P) {   /* the first step's past is empty (no data) */
+			memcpy(ok, k, (size_t)P * sizeof(float));
+			memcpy(ov, k, (size_t)P * sizeof(float));
+		}
 		for (int64_t s = 0; s < S; s++)
 			ok[P + s] = ov[P + s] = (float)(((const int64_t *)ids->data)[b * S + s] + 100);
 		int64_t last = ((const int64_t *)ids->data)[b * S + S - 1];
