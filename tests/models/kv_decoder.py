@@ -11,8 +11,9 @@ Face / Optimum convention, shared by the generation tests
 
 The first step is fed an empty past (P = 0).  Pre-LN blocks, tanh GELU,
 causal attention that also masks the keys whose attention_mask is 0 (left
-padding of a batch), an LM head of its own (a tied one makes random
-weights repeat the last token).  Seeded random weights.
+padding of a batch); the blocks are tests/models/export_models.py's
+Gpt2's, with an LM head of its own (a tied one makes random weights
+repeat the last token).  Seeded random weights.
 
 As a module: KvDecoder, export(model, path), greedy(model, ids, n, stop)
 (the model stepped by hand with its cache: the reference for greedy
@@ -30,25 +31,19 @@ import sys
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_models import Gpt2  # noqa: E402  (the blocks and their weights)
 
-class KvDecoder(torch.nn.Module):
+
+class KvDecoder(Gpt2):
+    """export_models.Gpt2's blocks and weights, with the cache in and out
+    and an LM head of its own."""
+
     def __init__(self, vocab=50, d=32, heads=2, layers=2, ctx=1024, position_ids=True):
-        super().__init__()
-        self.vocab, self.d, self.heads, self.n_layers = vocab, d, heads, layers
+        super().__init__(vocab, d, heads, layers, ctx)
+        del self.bias   # the causal mask is made from positions here
+        self.vocab, self.n_layers = vocab, layers
         self.with_position_ids = position_ids
-        self.wte = torch.nn.Embedding(vocab, d)
-        self.wpe = torch.nn.Embedding(ctx, d)
-        self.blocks = torch.nn.ModuleList()
-        for _ in range(layers):
-            m = torch.nn.Module()
-            m.ln1 = torch.nn.LayerNorm(d)
-            m.attn = torch.nn.Linear(d, 3 * d)
-            m.proj = torch.nn.Linear(d, d)
-            m.ln2 = torch.nn.LayerNorm(d)
-            m.fc = torch.nn.Linear(d, 4 * d)
-            m.fc2 = torch.nn.Linear(4 * d, d)
-            self.blocks.append(m)
-        self.lnf = torch.nn.LayerNorm(d)
         self.head = torch.nn.Linear(d, vocab, bias=False)
 
     def input_names(self):
