@@ -111,3 +111,99 @@ void fs_answer_infer(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 	 * the response in order. */
 	fs_reply_unlock(freq, &h->lock, h->content ? h->content + pos : NULL, n);
 }
+
+/* Append text to h->content (h->lock held); false when out of memory. */
+static bool gen_append(handle *h, const char *text, size_t n)
+{
+	char *c = realloc(h->content, h->len + n + 1);
+	if (!c)
+		return false;
+	memcpy(c + h->len, text, n);
+	h->len += n;
+	c[h->len] = '\0';
+	h->content = c;
+	return true;
+}
+
+/* The generate file's last line: {"output_ids":[...],"finish_reason":R}
+ * or {"error":...} (h->lock held). */
+static bool gen_final_line(handle *h, mfs_gen_state st, const char *finish, const mfs_error *err)
+{
+	if (st == MFS_GEN_FAILED) {
+		size_t n;
+		char *t = mfs_infer_error_json(err->msg, &n);
+		bool ok = t && gen_append(h, t, n);
+		free(t);
+		return ok;
+	}
+	int64_t *ids;
+	size_t n;
+	mfs_gen_state st2;
+	const char *f2;
+	mfs_gen_read(h->gen, 0, &ids, &n, &st2, &f2, NULL);
+	bool ok = gen_append(h, "{\"output_ids\":[", 15);
+	for (size_t i = 0; ok && i < n; i++) {
+		char num[32];
+		int k = snprintf(num, sizeof(num), "%s%lld", i ? "," : "", (long long)ids[i]);
+		ok = gen_append(h, num, (size_t)k);
+	}
+	char tail[64];
+	int k = snprintf(tail, sizeof(tail), "],\"finish_reason\":\"%s\"}\n", finish);
+	free(ids);
+	return ok && gen_append(h, tail, (size_t)k);
+}
+
+int fs_answer_gen(fuse_req_t freq, handle *h, size_t size, off_t off)
+{
+	pthread_mutex_lock(&h->lock);
+	if (!h->gended && h->gen) {
+		int64_t *ids;
+		size_t n;
+		mfs_gen_state st;
+		const char *finish;
+		mfs_error err;
+		mfs_error_clear(&err);
+		size_t total = mfs_gen_read(h->gen, h->gtok, &ids, &n, &st, &finish, &err);
+		bool ok = true;
+		for (size_t i = 0; ok && i < n; i++) {
+			char line[48];
+			int k = h->kind == H_GENOUT ? snprintf(line, sizeof(line), "%lld\n", (long long)ids[i])
+				: snprintf(line, sizeof(line), "{\"token\":%lld}\n", (long long)ids[i]);
+			ok = (h->kind == H_GENERATE && !h->gstream) || gen_append(h, line, (size_t)k);
+		}
+		free(ids);
+		if (ok)
+			h->gtok = total;
+		if (ok && st != MFS_GEN_RUNNING && total == h->gtok) {
+			h->gended = true;
+			if (h->kind == H_GENERATE)
+				ok = gen_final_line(h, st, finish, &err);
+			else if (st == MFS_GEN_FAILED)
+				h->refused = EIO;
+		}
+		if (!ok) {
+			pthread_mutex_unlock(&h->lock);
+			fuse_reply_err(freq, ENOMEM);
+			return 0;
+		}
+	}
+	size_t pos = h->kind == H_GENERATE ? h->rpos : (size_t)off;
+	if (pos < h->len) {
+		size_t n = h->len - pos < size ? h->len - pos : size;
+		if (h->kind == H_GENERATE)
+			h->rpos = pos + n;
+		fs_reply_unlock(freq, &h->lock, h->content + pos, n);
+		return 0;
+	}
+	if (!h->gended) {
+		pthread_mutex_unlock(&h->lock);
+		return 1;
+	}
+	int e = h->kind == H_GENOUT ? h->refused : 0;
+	pthread_mutex_unlock(&h->lock);
+	if (e)
+		fuse_reply_err(freq, e);
+	else
+		fuse_reply_buf(freq, NULL, 0);
+	return 0;
+}

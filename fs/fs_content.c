@@ -13,7 +13,7 @@
 #include "metrics.h"
 
 const char *const mfile_names[MF_COUNT] = {
-	"config.json", "metadata.json", "status", "stats.json", "infer",
+	"config.json", "metadata.json", "status", "stats.json", "infer", "generate",
 };
 
 static int from_json(json_t *j, char **buf, size_t *len)

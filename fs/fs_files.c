@@ -37,9 +37,14 @@ void fs_op_open(fuse_req_t freq, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = -ELOOP;   /* the kernel follows a symlink itself; only O_NOFOLLOW gets here */
 	} else if ((rc = fs_may_use(freq, &t)) < 0) {
 		/* another user's request file */
-	} else if (t.kind == N_MFILE && t.sub == MF_INFER) {
-		h = fs_handle_new(fs, H_INFER, &t);
+	} else if (t.kind == N_MFILE && (t.sub == MF_INFER || t.sub == MF_GENERATE)) {
+		h = fs_handle_new(fs, t.sub == MF_INFER ? H_INFER : H_GENERATE, &t);
 		rc = h ? 0 : -ENOMEM;
+	} else if (t.kind == N_RFILE && t.sub == RF_GENOUT) {
+		if (writing)
+			rc = -EACCES;
+		else
+			rc = (h = fs_handle_new(fs, H_GENOUT, &t)) ? 0 : -ENOMEM;
 	} else if (t.kind == N_CONTROL) {
 		/* Write-only, and only for the daemon's user and root: with
 		 * allow_other, another user must not unload a model. */
@@ -278,6 +283,10 @@ void fs_op_write(fuse_req_t freq, fuse_ino_t ino, const char *buf,
 	(void)ino;
 	if (h->kind == H_CONTROL) {
 		control_write(fs, freq, h, buf, size);
+		return;
+	}
+	if (h->kind == H_GENERATE) {
+		fs_gen_write(freq, h, buf, size, fs->conf.max_json_bytes);
 		return;
 	}
 	if (h->kind != H_INPUT && h->kind != H_INFER) {
@@ -594,6 +603,10 @@ void fs_op_read(fuse_req_t freq, fuse_ino_t ino, size_t size, off_t off,
 	}
 	case H_INFER:
 		infer_read(fs, freq, h, size);
+		return;
+	case H_GENERATE:
+	case H_GENOUT:
+		fs_gen_read(fs, freq, h, size, off);
 		return;
 	case H_INPUT: {
 		pthread_mutex_lock(&h->lock);

@@ -10,8 +10,9 @@
  *   fs_answer.c   the answer to a read of a run's result (now or woken),
  *                 and the reply helpers
  *   fs_link.c     inputs handed over by symlink
+ *   fs_generate.c the generate file and $req/output_ids.txt (generate.h)
  * Calls go down this order and never back: fs_ops.c; fs_files.c and
- * fs_link.c; fs_nodes.c (the layer's life cancels and expires the
+ * fs_link.c; fs_generate.c; fs_nodes.c (the layer's life cancels and expires the
  * waits); fs_wait.c; fs_answer.c and fs_content.c
  * (tests/layers/check-cycles.sh).
  */
@@ -27,6 +28,7 @@
 
 #include "codec.h"
 #include "fs.h"
+#include "generate.h"
 #include "infer_json.h"
 #include "request.h"
 #include "uid_tally.h"
@@ -37,10 +39,11 @@ typedef enum nkind {
 	N_HEALTH,                     /* .live (sub 0) and .ready (sub 1) */
 } nkind;
 
-typedef enum mfile { MF_CONFIG, MF_METADATA, MF_STATUS, MF_STATS, MF_INFER, MF_COUNT } mfile;
+typedef enum mfile { MF_CONFIG, MF_METADATA, MF_STATUS, MF_STATS, MF_INFER, MF_GENERATE, MF_COUNT } mfile;
 /* RF_LINK: an input committed by symlink (fs_link.c), a symlink to the
- * kernel while the request holds it. */
-typedef enum rfile { RF_STATUS, RF_ERROR, RF_TRACE, RF_INPUT, RF_OUTPUT, RF_LINK } rfile;
+ * kernel while the request holds it.  RF_GENOUT: a generator's
+ * output_ids.txt (fs_generate.c). */
+typedef enum rfile { RF_STATUS, RF_ERROR, RF_TRACE, RF_INPUT, RF_OUTPUT, RF_LINK, RF_GENOUT } rfile;
 
 extern const char *const mfile_names[MF_COUNT];
 
@@ -102,7 +105,8 @@ static inline void fs_copy_str(char *dst, size_t size, const char *src)
 }
 
 /* Open-file state (fi->fh). */
-typedef enum hkind { H_STATIC, H_INPUT, H_OUTPUT, H_INFER, H_DIR, H_CONTROL } hkind;
+/* H_GENERATE: a session of the generate file; H_GENOUT: output_ids.txt. */
+typedef enum hkind { H_STATIC, H_INPUT, H_OUTPUT, H_INFER, H_DIR, H_CONTROL, H_GENERATE, H_GENOUT } hkind;
 
 typedef struct dirent_ {
 	char *name;
@@ -139,6 +143,12 @@ typedef struct handle {
 	mfs_infer_req ireq;
 	bool inflight;                /* a run of this session is pending */
 	size_t rpos;                  /* response bytes already read */
+	/* H_GENERATE, H_GENOUT: the generation read (a reference), the ids
+	 * already rendered into content, and whether its end was */
+	mfs_gen *gen;
+	mfs_version *gv;              /* H_GENERATE: the version it runs on (a reference) */
+	size_t gtok;
+	bool gstream, gended;
 	/* H_DIR */
 	dirent_ *ents;
 	size_t n_ents;
@@ -246,13 +256,22 @@ void fs_op_readlink(fuse_req_t freq, fuse_ino_t ino);
  * -EAGAIN (no READY version) / -ENOMEM.  *buf malloc'd. */
 int fs_content(mfs_fs *fs, const target *t, char **buf, size_t *len);
 
+/* fs_generate.c */
+void fs_gen_read(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size, off_t off);
+/* A write on a generate session: the request text (EBUSY while its
+ * generation runs; after the answer, the next request). */
+void fs_gen_write(fuse_req_t freq, handle *h, const char *buf, size_t size, uint64_t max);
+/* Is model (version; 0: current) a generator?  For lookup and listing. */
+bool fs_is_generator(mfs_fs *fs, const char *model, int64_t version);
+
 /* fs_wait.c */
 typedef struct fwait {
 	mfs_waiter w;                 /* first: container_of by cast */
 	mfs_fs *fs;
 	fuse_req_t freq;
 	handle *h;
-	mfs_request *req;             /* a reference */
+	mfs_request *req;             /* a reference, or NULL for a generation's read */
+	mfs_gen *gen;                 /* a reference: the read waits for its next id */
 	size_t size;
 	off_t off;
 	uint64_t deadline;
@@ -266,6 +285,11 @@ typedef struct fwait {
 int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
 		 size_t size, off_t off);
 
+/* The same for a read of a generation (H_GENERATE, H_GENOUT) that
+ * waits for more than h->gtok ids: 1 stored (or answered EINTR), 0
+ * answer now. */
+int fs_wait_gen(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size, off_t off);
+
 /* Answer stored reads whose deadline passed (ETIMEDOUT). */
 void fs_expire_reads(mfs_fs *fs);
 
@@ -274,6 +298,10 @@ void fs_expire_reads(mfs_fs *fs);
 /* Answer a read on h now (shared by the FUSE thread and the wake path). */
 void fs_answer_output(fuse_req_t freq, handle *h, size_t size, off_t off);
 void fs_answer_infer(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size);
+/* Answer a read of a generation (H_GENERATE: from h->rpos; H_GENOUT: at
+ * off) with what it produced; 1 without replying when there is nothing
+ * new yet and it still runs (the caller waits: fs_wait_gen). */
+int fs_answer_gen(fuse_req_t freq, handle *h, size_t size, off_t off);
 
 /* Reply with the n bytes at buf, which lock (held) keeps alive, and
  * unlock it.  Up to REPLY_COPY_MAX bytes are copied and sent after

@@ -345,7 +345,7 @@ void fs_fill_attr(mfs_fs *fs, const target *t, struct stat *st)
 	st->st_nlink = 1;
 	int64_t size = 0;
 	mode_t mode = t->kind == N_RFILE ? 0400 : 0444;
-	if (t->kind == N_MFILE && t->sub == MF_INFER) {
+	if (t->kind == N_MFILE && (t->sub == MF_INFER || t->sub == MF_GENERATE)) {
 		mode = 0666;
 	} else if (t->kind == N_CONTROL) {
 		mode = 0200;   /* the daemon's user (and root) load and unload */
@@ -527,6 +527,11 @@ void fs_handle_free(mfs_fs *fs, handle *h)
 		free(h->ents[i].name);
 	free(h->ents);
 	mfs_infer_req_release(&h->ireq);
+	if (h->gen && h->kind == H_GENERATE)
+		mfs_gen_cancel(h->gen);   /* a closed session wants no more ids */
+	mfs_gen_put(h->gen);
+	if (h->gv)
+		mfs_version_put(h->gv);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
@@ -540,7 +545,7 @@ void fs_set_handle(struct fuse_file_info *fi, handle *h)
 	 * close() sends no FLUSH (FOPEN_NOFLUSH, Linux 5.19+; older kernels
 	 * ignore it and flush does nothing for them). */
 	fi->noflush = h->kind != H_INPUT;
-	if (h->kind == H_INFER)
+	if (h->kind == H_INFER || h->kind == H_GENERATE)
 		fi->nonseekable = 1;
 }
 

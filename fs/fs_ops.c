@@ -63,7 +63,8 @@ static void op_lookup(fuse_req_t freq, fuse_ino_t parent, const char *name)
 		break;
 	case N_MODEL:
 	case N_VERSION:
-		if ((m = fs_mfile_index(name)) >= 0)
+		if ((m = fs_mfile_index(name)) >= 0 &&
+		    (m != MF_GENERATE || fs_is_generator(fs, p.model, p.version)))
 			fs_reply_child(fs, freq, parent, p.kind, name, N_MFILE, m, p.model, p.version, NULL, 0, 0);
 		else if (strcmp(name, "requests") == 0)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_REQS, 0, p.model, p.version, NULL, 0, 0);
@@ -106,6 +107,8 @@ static void op_lookup(fuse_req_t freq, fuse_ino_t parent, const char *name)
 		mfs_file_info fi;
 		if ((m = fs_rfile_index(name)) >= 0)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_RFILE, m, p.model, p.version, p.req, 0, 0);
+		else if (strcmp(name, "output_ids.txt") == 0 && mfs_request_version(p.req)->gen)
+			fs_reply_child(fs, freq, parent, p.kind, name, N_RFILE, RF_GENOUT, p.model, p.version, p.req, 0, 0);
 		else if (mfs_request_find_file(p.req, name, &fi) == MFS_FILE_OUTPUT)
 			fs_reply_child(fs, freq, parent, p.kind, name, N_RFILE, RF_OUTPUT, p.model, p.version, p.req, fi.idx, fi.fmt);
 		else if (fi.kind == MFS_FILE_INPUT)
@@ -491,8 +494,10 @@ static int list_dir(mfs_fs *fs, const target *t, handle *h)
 	}
 	case N_MODEL:
 	case N_VERSION: {
+		bool gen = fs_is_generator(fs, t->model, t->version);
 		for (int i = 0; rc == 0 && i < MF_COUNT; i++)
-			rc = add_ent(h, &cap, mfile_names[i], S_IFREG, UNKNOWN_INO);
+			if (i != MF_GENERATE || gen)
+				rc = add_ent(h, &cap, mfile_names[i], S_IFREG, UNKNOWN_INO);
 		if (rc == 0)
 			rc = add_ent(h, &cap, "requests", S_IFDIR, UNKNOWN_INO);
 		if (rc == 0 && t->kind == N_MODEL && fs->conf.control)

@@ -33,8 +33,47 @@ static void unlink_wait(mfs_fs *fs, fwait *w)
 
 static void free_wait(fwait *w)
 {
-	mfs_request_put(w->req);
+	if (w->req)
+		mfs_request_put(w->req);
+	if (w->gen)
+		mfs_gen_put(w->gen);
 	free(w);
+}
+
+static bool cancel_wait(fwait *w)
+{
+	return w->gen ? mfs_gen_cancel_wait(w->gen, &w->w) : mfs_request_cancel_wait(w->req, &w->w);
+}
+
+static void on_interrupt(fuse_req_t freq, void *data);
+
+/* A generation's read woken by a new id or its end: answer, or wait on
+ * for the next (a read past what a reader already has). */
+static void wake_gen(fwait *w)
+{
+	for (;;) {
+		if (fs_answer_gen(w->freq, w->h, w->size, w->off) == 0)
+			break;
+		w->w.wstate = 0;   /* new again */
+		/* the deadline bounds the wait for each id, not the whole generation */
+		pthread_mutex_lock(&w->fs->wlock);
+		w->deadline = mfs_now_ns() + w->fs->conf.read_deadline_ns;
+		pthread_mutex_unlock(&w->fs->wlock);
+		fuse_req_interrupt_func(w->freq, on_interrupt, w);
+		pthread_mutex_lock(&w->h->lock);
+		size_t have = w->h->gtok;
+		pthread_mutex_unlock(&w->h->lock);
+		int rc = mfs_gen_wait(w->gen, have, &w->w);
+		if (rc == 1)
+			return;
+		fuse_req_interrupt_func(w->freq, NULL, NULL);
+		if (rc == -EINTR) {
+			fuse_reply_err(w->freq, EINTR);
+			break;
+		}
+	}
+	unlink_wait(w->fs, w);
+	free_wait(w);
 }
 
 /* The run ended: answer (compute thread, no lock held). */
@@ -42,6 +81,10 @@ static void wake(mfs_waiter *mw)
 {
 	fwait *w = (fwait *)mw;
 	fuse_req_interrupt_func(w->freq, NULL, NULL);
+	if (w->gen) {
+		wake_gen(w);
+		return;
+	}
 	unlink_wait(w->fs, w);
 	if (w->h->kind == H_INFER)
 		fs_answer_infer(w->fs, w->freq, w->h, w->size);
@@ -54,7 +97,7 @@ static void wake(mfs_waiter *mw)
 static void on_interrupt(fuse_req_t freq, void *data)
 {
 	fwait *w = data;
-	if (!mfs_request_cancel_wait(w->req, &w->w))
+	if (!cancel_wait(w))
 		return;   /* woken, or not yet registered: someone else answers */
 	unlink_wait(w->fs, w);
 	if (w->h->kind == H_INFER) {
@@ -62,19 +105,18 @@ static void on_interrupt(fuse_req_t freq, void *data)
 		w->h->inflight = false;
 		pthread_mutex_unlock(&w->h->lock);
 	}
-	mfs_log_debug("request '%s': a waiting read was interrupted", mfs_request_name(w->req));
+	mfs_log_debug("request '%s': a waiting read was interrupted",
+		      w->req ? mfs_request_name(w->req) : "(generate)");
 	fuse_reply_err(freq, EINTR);
 	free_wait(w);
 }
 
-int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
-		 size_t size, off_t off)
+/* Store a read: a new fwait on fs->waits with its interrupt callback,
+ * then registered by reg (the request's or the generation's wait).
+ * Returns as fs_wait_read. */
+static int store(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req, mfs_gen *gen,
+		 size_t have, size_t size, off_t off)
 {
-	/* Ended already (a short run computes on the thread that submitted
-	 * it): nothing to register, the caller answers. */
-	mfs_req_state st = mfs_request_state(req);
-	if (st != MFS_REQ_QUEUED && st != MFS_REQ_RUNNING)
-		return 0;
 	fwait *w = calloc(1, sizeof(*w));
 	if (!w) {
 		fuse_reply_err(freq, ENOMEM);
@@ -84,8 +126,12 @@ int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
 	w->fs = fs;
 	w->freq = freq;
 	w->h = h;
-	mfs_request_get(req);
+	if (req)
+		mfs_request_get(req);
+	if (gen)
+		mfs_gen_get(gen);
 	w->req = req;
+	w->gen = gen;
 	w->size = size;
 	w->off = off;
 	w->deadline = mfs_now_ns() + fs->conf.read_deadline_ns;
@@ -97,7 +143,7 @@ int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
 	pthread_mutex_unlock(&fs->wlock);
 
 	fuse_req_interrupt_func(freq, on_interrupt, w);
-	int rc = mfs_request_wait(req, &w->w);
+	int rc = gen ? mfs_gen_wait(gen, have, &w->w) : mfs_request_wait(req, &w->w);
 	if (rc == 1)
 		return 1;
 	/* Not registered: nobody else can answer it now. */
@@ -111,6 +157,26 @@ int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
 	return 0;
 }
 
+int fs_wait_read(mfs_fs *fs, fuse_req_t freq, handle *h, mfs_request *req,
+		 size_t size, off_t off)
+{
+	/* Ended already (a short run computes on the thread that submitted
+	 * it): nothing to register, the caller answers. */
+	mfs_req_state st = mfs_request_state(req);
+	if (st != MFS_REQ_QUEUED && st != MFS_REQ_RUNNING)
+		return 0;
+	return store(fs, freq, h, req, NULL, 0, size, off);
+}
+
+int fs_wait_gen(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size, off_t off)
+{
+	pthread_mutex_lock(&h->lock);
+	mfs_gen *gen = h->gen;
+	size_t have = h->gtok;
+	pthread_mutex_unlock(&h->lock);
+	return store(fs, freq, h, NULL, gen, have, size, off);
+}
+
 /* Take every stored read that should be answered now off the lists
  * (deadline passed, or all when all is set). */
 static fwait *take(mfs_fs *fs, bool all, uint64_t now)
@@ -121,7 +187,7 @@ static fwait *take(mfs_fs *fs, bool all, uint64_t now)
 		next = w->next;
 		if (!all && now < w->deadline)
 			continue;
-		if (!mfs_request_cancel_wait(w->req, &w->w))
+		if (!cancel_wait(w))
 			continue;   /* being woken right now */
 		if (w->prev)
 			w->prev->next = w->next;
@@ -148,7 +214,7 @@ static void answer_all(fwait *list, int err)
 			pthread_mutex_unlock(&list->h->lock);
 		}
 		mfs_log_warn("model '%s' request '%s': a waiting read was answered %s",
-			     mfs_request_version(list->req)->model_name, mfs_request_name(list->req),
+			     list->h->model, list->req ? mfs_request_name(list->req) : list->h->name,
 			     err == ETIMEDOUT ? "ETIMEDOUT (read deadline passed)" : "early (shutting down)");
 		fuse_reply_err(list->freq, err);
 		free_wait(list);

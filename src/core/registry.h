@@ -67,6 +67,7 @@ typedef struct mfs_version {
 	struct mfs_registry *registry; /* an ensemble's: where its steps are found */
 	struct mfs_rcache *cache;      /* response_cache on and --cache-size given; else NULL */
 	uint64_t cache_owner;          /* this load's entries in it (response_cache.h) */
+	struct mfs_generator *gen;     /* a decoder that generates (generate.h); else NULL */
 	/* Private. */
 	int refs;                      /* atomic */
 	bool unloaded;                 /* atomic; set once by unload */

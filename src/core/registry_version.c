@@ -13,6 +13,7 @@
 
 #include "backend_worker.h"
 #include "engine.h"
+#include "generate.h"
 #include "log.h"
 #include "queue_policy.h"
 #include "sequence_batcher.h"
@@ -36,6 +37,7 @@ static void version_free(mfs_version *v)
 	if (v->queue)
 		mfs_sched_queue_free(v->queue);
 	mfs_seqb_free(v->seqb);   /* after the queue: no step in flight */
+	mfs_generator_free(v->gen);
 	mfs_ensemble_plan_free(v->plan);
 	if (v->cache)   /* what requests draining after the unload kept */
 		mfs_rcache_drop_owner(v->cache, v->cache_owner);
@@ -316,6 +318,9 @@ int mfs_version_new(const mfs_version_env *env, mfs_loaded_version *lv,
 	if (r_ < 0)
 		goto fail;
 	if (c->has_sequence_batching && (r_ = start_sequences(v, n, label, err)) < 0)
+		goto fail;
+	r_ = mfs_generator_new(c, v->lv->graph, v->queue, label, &v->gen, err);
+	if (r_ < 0)
 		goto fail;
 	*out = v;
 	return 0;

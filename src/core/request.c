@@ -21,6 +21,7 @@
 
 #include "bigbuf.h"
 #include "ensemble.h"
+#include "generate.h"
 #include "log.h"
 #include "membudget.h"
 #include "queue_policy.h"
@@ -108,6 +109,10 @@ static void free_request(mfs_request *r)
 	free(r->run_out);
 	free(r->enc);
 	free(r->name);
+	if (r->generation) {
+		mfs_gen_cancel(r->generation);
+		mfs_gen_put(r->generation);
+	}
 	if (r->v)
 		mfs_version_put(r->v);
 	pthread_mutex_destroy(&r->lock);
@@ -567,6 +572,13 @@ static int commit_owned_locked(mfs_request *r, const char *filename, char **blob
 	}
 	mfs_tensor_spec spec;
 	mfs_config_input_spec(r->cfg, idx, &spec);
+	/* A generator's prompt (request_generate.c) is its ids in order: a
+	 * .txt of them (one line or one a line) is read as one row. */
+	bool prompt = req_gen_input_locked(r, idx);
+	if (prompt && fmt == MFS_FMT_TXT) {
+		spec.rank = 1;
+		spec.dims[0] = -1;
+	}
 	mfs_tensor t = { 0 };
 	uint64_t t0 = mfs_now_ns();
 	fname = strdup(filename);
@@ -581,10 +593,10 @@ static int commit_owned_locked(mfs_request *r, const char *filename, char **blob
 				      r->cfg->inputs[idx].elem_kind, &t, err);
 	else
 		rc = mfs_tensor_decode_view((mfs_format)fmt, blob, len, &spec, &t, err);
-	if (rc == 0 && (rc = mfs_config_check_batch(r->cfg, idx, &t.shape, err)) < 0)
+	if (rc == 0 && !prompt && (rc = mfs_config_check_batch(r->cfg, idx, &t.shape, err)) < 0)
 		mfs_tensor_release(&t);
 	mfs_shape model_shape = t.shape;
-	if (rc == 0 && t.kind == MFS_KIND_TENSOR) {
+	if (rc == 0 && t.kind == MFS_KIND_TENSOR && !prompt) {
 		rc = mfs_config_input_to_model(r->cfg, idx, &t.shape, &model_shape, err);
 		if (rc < 0)
 			mfs_tensor_release(&t);
@@ -614,8 +626,14 @@ static int commit_owned_locked(mfs_request *r, const char *filename, char **blob
 		r->list_fmt = (mfs_format)fmt;
 	}
 	mfs_error_clear(&r->error);
-	if (all_present(r))
+	if (req_gen_input_locked(r, idx)) {
+		if ((rc = req_gen_start_locked(r, idx, err)) < 0) {
+			mfs_error_prefix(err, "'%s': ", filename);
+			rc = req_record(r, rc, err);
+		}
+	} else if (all_present(r)) {
 		rc = submit_locked(r, err);
+	}
 out:
 	free(fname);
 	free(link_copy);
@@ -825,6 +843,8 @@ void mfs_request_mark_removed(mfs_request *r)
 	 * waits for it: stop the run (a Loop without end would otherwise
 	 * hold the instance for good).  An ensemble's steps run on. */
 	pthread_mutex_lock(&r->lock);
+	if (r->generation)
+		mfs_gen_cancel(r->generation);
 	if ((r->state == MFS_REQ_QUEUED || r->state == MFS_REQ_RUNNING) && !r->waiters &&
 	    !r->v->plan && !r->v->seqb)   /* a sequence's step runs: the state goes on */
 		mfs_sched_cancel(r->v->queue, &r->job);

@@ -215,6 +215,10 @@ int mfs_request_wait(mfs_request *r, mfs_waiter *w);
  * mfs_request_wait returns -EINTR). */
 bool mfs_request_cancel_wait(mfs_request *r, mfs_waiter *w);
 
+/* The generation that committing input_ids on a generator model started
+ * (generate.h), with a reference; NULL before. */
+struct mfs_gen *mfs_request_gen(mfs_request *r);
+
 /* Contents of $req/status ("DONE\n"), $req/error ("" or "reason\n") and
  * $req/trace.json; malloc'd, NUL-terminated. */
 char *mfs_request_status_text(mfs_request *r);

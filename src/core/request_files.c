@@ -137,7 +137,7 @@ char *mfs_request_input_link(mfs_request *r, const char *filename)
 int mfs_request_list(mfs_request *r, char ***names, int *n)
 {
 	pthread_mutex_lock(&r->lock);
-	char **v = calloc((size_t)(r->n_in + r->n_out + r->n_staged) + 1, sizeof(char *));
+	char **v = calloc((size_t)(r->n_in + r->n_out + r->n_staged) + 2, sizeof(char *));
 	int k = 0;
 	bool oom = !v;
 	for (int i = 0; !oom && i < r->n_staged; i++)
@@ -145,7 +145,10 @@ int mfs_request_list(mfs_request *r, char ***names, int *n)
 	for (int i = 0; !oom && i < r->n_in; i++)
 		if (r->in[i].present && r->in[i].filename)
 			oom = !(v[k++] = strdup(r->in[i].filename));
-	if (r->have_fmt) {
+	if (r->generation) {
+		/* a generator's request: its streamed ids, not the model's outputs */
+		oom = oom || !(v[k++] = strdup("output_ids.txt"));
+	} else if (r->have_fmt) {
 		const char *ext = mfs_format_ext(r->list_fmt);
 		for (int i = 0; !oom && i < r->n_out; i++) {
 			size_t len = strlen(r->cfg->outputs[i].name) + strlen(ext) + 2;

@@ -9,6 +9,7 @@
  *   request_output.c   a finished run's outputs, their encodings cached
  *   request_status.c   $req/status, $req/error, $req/trace.json
  *   request_cache.c    the response cache: answers at submit, keeps at done
+ *   request_generate.c input_ids on a generator model starts a generation
  * The others call request.c's helpers and request.c calls
  * request_params.c's; nothing calls back (tests/layers/check-cycles.sh).
  * "locked": r->lock is held by the caller.
@@ -100,6 +101,7 @@ struct mfs_request {
 	mfs_seq_params seq;        /* .sequence_* files or infer's "sequence_*" (sequence_batcher.h) */
 	mfs_rcache_key cache_key;  /* the run in flight's key, kept at done (response cache) */
 	uint64_t cache_miss_ns;    /* its lookup's time */
+	struct mfs_gen *generation;   /* a generator's: the generation input_ids started, or NULL */
 };
 
 /* ---- request.c ---- */
@@ -149,5 +151,13 @@ bool req_cache_answer_locked(mfs_request *r);
  * outputs as the client sees them): keep them in the cache, count the
  * miss.  Nothing without a key. */
 void req_cache_keep_locked(mfs_request *r, bool ok);
+
+/* ---- request_generate.c ---- */
+
+/* Is config input idx the input_ids of a generator model? */
+bool req_gen_input_locked(const mfs_request *r, int idx);
+/* Start a generation of input idx's ids with the dot files' parameters,
+ * replacing (and cancelling) the request's last one.  0 or -errno. */
+int req_gen_start_locked(mfs_request *r, int idx, mfs_error *err);
 
 #endif

@@ -9,12 +9,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "generate.h"
 #include "request_internal.h"
 
 char *mfs_request_status_text(mfs_request *r)
 {
 	char buf[MFS_ERROR_MSG_MAX + 64];
 	pthread_mutex_lock(&r->lock);
+	if (r->generation) {
+		/* a generator's request directory: the generation's state */
+		mfs_gen_status(r->generation, buf, sizeof(buf));
+		pthread_mutex_unlock(&r->lock);
+		return strdup(buf);
+	}
 	switch (r->state) {
 	case MFS_REQ_WAITING: {
 		char miss[512];

@@ -67,3 +67,19 @@ import numpy as np; p = np.load('$EXAMPLES/pipeline/samples/expected/probabiliti
 	[ "${lines[2]}" = "after chunk 3: mean 12.25" ]
 	[ -z "$(ls "$MNT/running_mean/requests")" ]
 }
+
+@test "examples/generate.sh streams the ids of a decoder (tests/models/kv_decoder.py)" {
+	# A second mount of its own: a tiny decoder exported at test time.
+	local outer_mnt=$MNT outer_pid=$DAEMON_PID outer_log=$DAEMON_LOG
+	mkdir -p "$T/repo/gen/1"
+	"$PY" "$TOP/tests/models/kv_decoder.py" "$T/repo/gen/1" 2>/dev/null
+	mount_repo "$T/repo"
+	run sh "$EXAMPLES/generate.sh" "$MNT" gen "1 2 3" 7
+	want=$("$PY" "$TOP/tests/models/kv_decoder.py" x --greedy "1 2 3" 7)
+	left=$(ls "$MNT/gen/requests")
+	unmount_repo
+	MNT=$outer_mnt DAEMON_PID=$outer_pid DAEMON_LOG=$outer_log
+	[ "$status" -eq 0 ]
+	[ "$(echo $output)" = "$want" ]
+	[ -z "$left" ]
+}
