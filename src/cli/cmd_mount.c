@@ -36,6 +36,7 @@
 
 #include "backend_worker.h"
 #include "bigbuf.h"
+#include "cache_dir.h"
 #include "commands.h"
 #include "engine.h"
 #include "fs.h"
@@ -502,6 +503,8 @@ int mfs_cmd_mount(int argc, char **argv)
 		return 0;
 	}
 	mfs_log_set_level((mfs_log_level)d.opts.log_level);
+	mfs_cache_set_base(d.opts.cache_dir);
+	mfs_metrics_configure(&d.opts.metrics);
 	if (check_paths(&d.opts, repo, mnt) < 0) {
 		mfs_options_release(&d.opts);
 		return 1;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "backend_worker.h"
@@ -20,6 +21,7 @@ void mfs_options_init(mfs_options *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->device = MFS_DEVICE_AUTO;
+	mfs_metrics_config_init(&o->metrics);
 	o->reload_quiet_ms = 250;
 	o->max_request_bytes = (uint64_t)1 << 30;
 	o->max_json_bytes = (uint64_t)256 << 20;
@@ -52,6 +54,7 @@ void mfs_run_options_release(mfs_run_options *r)
 void mfs_options_release(mfs_options *o)
 {
 	free(o->opencl_device);
+	free(o->cache_dir);
 	free(o->backend_dir);
 	for (int i = 0; i < o->n_load_models; i++)
 		free(o->load_models[i]);
@@ -69,6 +72,9 @@ void mfs_options_release(mfs_options *o)
 	"  --backend-dir=DIR         custom backends (libmodelfs_NAME.so) not in a model's\n" \
 	"                            version directory are looked for here (the installed\n" \
 	"                            BINDIR/../lib/modelfs/backends, if there is one)\n" \
+	"  --cache-dir=DIR           keep compiled OpenCL programs and KIND_AUTO's engine\n" \
+	"                            choices here ($XDG_CACHE_HOME/modelfs, ~/.cache/modelfs,\n" \
+	"                            /var/cache/modelfs for root)\n" \
 	"  --threads=N               compute threads (number of cores)\n" \
 	"  --max-request-bytes=N     largest request accepted, K/M/G suffixes (1G)\n" \
 	"  --max-json-bytes=N        largest .json input or infer request (256M)\n" \
@@ -95,6 +101,9 @@ const char *mfs_options_usage(void)
 	       "  -f                        stay in the foreground (default: daemonize)\n"
 	       SHARED_OPTIONS_HELP
 	       "  --log-level=LEVEL         error|warn|info|debug (info)\n"
+	       "  --metrics-config=K=V      MOUNT/.metrics as Triton's: summary_latencies=true,\n"
+	       "                            summary_quantiles=Q:E,..., counter_latencies=false\n"
+	       "                            (repeatable)\n"
 	       "  --model-control=MODE      poll: follow the repository; none: load all at start,\n"
 	       "                            watch nothing; explicit: load what --load-model names\n"
 	       "                            and what is loaded through MODEL/control (poll)\n"
@@ -217,6 +226,8 @@ static const struct valued_opt {
 	{ "device", FOR_BOTH, NULL },
 	{ "opencl-device", FOR_BOTH, NULL },
 	{ "backend-dir", FOR_BOTH, NULL },
+	{ "cache-dir", FOR_BOTH, NULL },
+	{ "metrics-config", FOR_DAEMON, "`modelfs run` serves no metrics" },
 	{ "model-control", FOR_DAEMON, NOT_FOLLOWING },
 	{ "load-model", FOR_DAEMON, NOT_FOLLOWING },
 	{ "poll-secs", FOR_DAEMON, NOT_FOLLOWING },
@@ -276,6 +287,27 @@ static int set_run_valued(mfs_run_options *r, const char *name, const char *val,
 	free(*slot);
 	if (!(*slot = strdup(val)))
 		return mfs_fail(err, ENOMEM, "out of memory");
+	return 0;
+}
+
+/* --cache-dir (made absolute: the daemon changes its directory to /
+ * when it detaches; it need not exist yet) and --metrics-config. */
+static int set_operator_opt(mfs_options *o, const char *name, const char *val,
+			    mfs_error *err)
+{
+	if (strcmp(name, "metrics-config") == 0)
+		return mfs_metrics_config_parse(&o->metrics, val, err);
+	if (!*val)
+		return mfs_fail(err, EINVAL, "--cache-dir: empty value");
+	char cwd[PATH_MAX], *abs = NULL;
+	if (val[0] == '/')
+		abs = strdup(val);
+	else if (getcwd(cwd, sizeof(cwd)) && asprintf(&abs, "%s/%s", cwd, val) < 0)
+		abs = NULL;
+	if (!abs)
+		return mfs_fail(err, ENOMEM, "--cache-dir '%s': cannot make it absolute", val);
+	free(o->cache_dir);
+	o->cache_dir = abs;
 	return 0;
 }
 
@@ -369,6 +401,8 @@ static int set_valued(mfs_options *o, const char *name, const char *val,
 		if (!parse_int(val, 86400, &n) || n == 0)
 			return mfs_fail(err, EINVAL, "--%s: expected seconds (1-86400), got '%s'", name, val);
 		*slot = (int)n;
+	} else if (strcmp(name, "cache-dir") == 0 || strcmp(name, "metrics-config") == 0) {
+		return set_operator_opt(o, name, val, err);
 	} else if (strcmp(name, "log-level") == 0) {
 		int l = mfs_log_level_parse(val);
 		if (l < 0)

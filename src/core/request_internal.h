@@ -93,12 +93,17 @@ struct mfs_request {
 	uint64_t charged;          /* bytes counted in the daemon's --max-memory budget */
 	int64_t priority;          /* chosen by .priority or infer's "priority"; 0: the default */
 	int64_t timeout_us;        /* chosen by .timeout or infer's "timeout"; 0: the default */
+	bool failure_counted;      /* this attempt's failure is in the metrics (once per attempt) */
 };
 
 /* ---- request.c ---- */
 
-/* Record an error for $req/error and the log; returns rc. */
+/* Record an error for $req/error and the log; returns rc.  The first
+ * error of an attempt (until the next submit) counts one failed request
+ * (reason OTHER) in the version's metrics. */
 int req_record(mfs_request *r, int rc, const mfs_error *err);
+/* The same for an error the scheduler has counted already. */
+int req_record_counted(mfs_request *r, int rc, const mfs_error *err);
 /* Bring the request's share of the memory budget (membudget.h) to what
  * it holds now. */
 void req_recharge_locked(mfs_request *r);

@@ -148,6 +148,9 @@ void mfs_sched_queue_free(mfs_queue *q);
 /* Jobs waiting plus running in this queue. */
 int mfs_sched_queue_depth(mfs_queue *q);
 
+/* Jobs waiting, not yet running (nv_inference_pending_request_count). */
+int mfs_sched_queue_pending(mfs_queue *q);
+
 /* Stop: refuse new jobs, let queued and running ones finish for at most
  * drain_ns, fail what is still queued, cancel the runs still in flight
  * (they stop at their next node or loop iteration), wait for them, join

@@ -46,7 +46,7 @@ static int route(mfs_instance_kind kind, mfs_device_choice dev, const char *sel,
 	cfg.instance_groups = &g;
 	cfg.n_instance_groups = 1;
 	mfs_error_clear(err);
-	return mfs_route(model, &cfg, &o, NULL, NULL, p, err);
+	return mfs_route(model, &cfg, &o, NULL, NULL, NULL, p, err);
 }
 
 static void test_kind_cpu(void **state)
