@@ -111,14 +111,17 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One run under a watchdog of limit_ms; *cut set when the limit stopped it. */
+/* One run under a watchdog of limit_ms; *cut set when the limit stopped
+ * it, or when it ended past the limit before it saw the cancel. */
 static int timed_run(mfs_exec *e, const mfs_tensor *in, mfs_tensor *out, int n_out,
 		     double limit_ms, bool *cut, mfs_error *err)
 {
 	watchdog w;
+	double t0 = now_ms();
 	watchdog_arm(&w, limit_ms);
 	int rc = mfs_exec_run(e, in, out, err);
-	*cut = watchdog_disarm(&w) && rc == -ECANCELED;
+	bool fired = watchdog_disarm(&w);
+	*cut = (fired && rc == -ECANCELED) || (!rc && limit_ms > 0 && now_ms() - t0 > limit_ms);
 	if (!rc)
 		for (int k = 0; k < n_out; k++)
 			mfs_tensor_release(&out[k]);
