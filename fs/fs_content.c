@@ -76,7 +76,7 @@ static int metrics_text(mfs_fs *fs, char **buf, size_t *len)
 		for (int i = 0; i < n; i++)
 			e[i] = (mfs_metrics_entry){ vs[i]->model_name, vs[i]->version, &vs[i]->stats,
 						    vs[i]->load_seconds,
-						    vs[i]->queue ? mfs_sched_queue_pending(vs[i]->queue) : 0 };
+						    vs[i]->queue ? mfs_sched_queue_depth(vs[i]->queue, true) : 0 };
 		*buf = mfs_metrics_render(e, n, len);
 		rc = *buf ? 0 : -ENOMEM;
 		free(e);

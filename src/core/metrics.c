@@ -193,6 +193,8 @@ void mfs_stats_add_request(mfs_stats *s, bool ok, uint64_t total_ns,
 
 void mfs_stats_add_failure(mfs_stats *s, mfs_fail_reason reason, uint64_t waited_ns)
 {
+	if (!s)
+		return;
 	pthread_mutex_lock(&s->lock);
 	add(&s->fail, waited_ns);
 	s->fail_by[reason < MFS_FAIL_REASONS ? reason : MFS_FAIL_OTHER]++;

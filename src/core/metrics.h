@@ -108,7 +108,8 @@ void mfs_stats_add_request(mfs_stats *s, bool ok, uint64_t total_ns,
 void mfs_stats_add_refused(mfs_stats *s, bool timed_out, uint64_t waited_ns);
 
 /* A request that failed for reason without a run's outcome to count
- * (refused before it, or cancelled); waited_ns: its time in the daemon. */
+ * (refused before it, or cancelled); waited_ns: its time in the daemon.
+ * s may be NULL: nothing is counted. */
 void mfs_stats_add_failure(mfs_stats *s, mfs_fail_reason reason, uint64_t waited_ns);
 
 /* One run of the model on a batch of batch_size rows (1 without batching). */

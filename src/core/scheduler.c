@@ -767,8 +767,7 @@ static void fail_list(mfs_job *list, int code, const char *why, mfs_stats *stats
 		list->status = -code;
 		mfs_fail(&list->err, code, "%s", why);
 		list->t_start = list->t_input = list->t_infer = list->t_end = mfs_now_ns();
-		if (stats)
-			mfs_stats_add_failure(stats, MFS_FAIL_OTHER, list->t_end - list->t_enqueue);
+		mfs_stats_add_failure(stats, MFS_FAIL_OTHER, list->t_end - list->t_enqueue);
 		list->done(list);
 		list = next;
 	}
@@ -786,18 +785,10 @@ void mfs_sched_queue_close(mfs_queue *q, const char *reason)
 	fail_list(list, ESHUTDOWN, why, q->conf.stats);
 }
 
-int mfs_sched_queue_depth(mfs_queue *q)
+int mfs_sched_queue_depth(mfs_queue *q, bool waiting_only)
 {
 	pthread_mutex_lock(&q->sched->lock);
-	int n = (int)q->queued + q->running_jobs;
-	pthread_mutex_unlock(&q->sched->lock);
-	return n;
-}
-
-int mfs_sched_queue_pending(mfs_queue *q)
-{
-	pthread_mutex_lock(&q->sched->lock);
-	int n = (int)q->queued;
+	int n = (int)q->queued + (waiting_only ? 0 : q->running_jobs);
 	pthread_mutex_unlock(&q->sched->lock);
 	return n;
 }
