@@ -256,6 +256,7 @@ static void begin_new_run(mfs_request *r)
 		clear_outputs(r);
 		r->state = MFS_REQ_WAITING;
 		r->decode_ns = 0;
+		r->failure_counted = false;   /* a new attempt */
 		mfs_error_clear(&r->error);
 	}
 }
