@@ -168,22 +168,6 @@ void mfs_route_cache_file(const char *dir, const mfs_route_key *key,
 		 mfs_route_hash_bytes(text, strlen(text), 2));
 }
 
-/* The value of "name VALUE\n" lines; NULL when absent. */
-static const char *field(char *text, const char *name)
-{
-	size_t n = strlen(name);
-	for (char *line = text; line && *line; ) {
-		char *nl = strchr(line, '\n');
-		if (!strncmp(line, name, n) && line[n] == ' ') {
-			if (nl)
-				*nl = '\0';
-			return line + n + 1;
-		}
-		line = nl ? nl + 1 : NULL;
-	}
-	return NULL;
-}
-
 static bool parse_ms(const char *s, double *out)
 {
 	char *end;
@@ -194,37 +178,37 @@ static bool parse_ms(const char *s, double *out)
 	return !errno && end != s && !*end && *out >= -1;
 }
 
-/* Parse text into e; the reason when it is not an entry for key. */
+/* Parse text (cut into lines here) into e; the reason when it is not an
+ * entry for want_key. */
 static const char *parse_entry(char *text, const char *want_key, mfs_route_entry *e)
 {
-	const char *v;
+	const char *key = NULL, *dev = NULL, *cpu = NULL, *ocl = NULL, *note = "";
+	char *save = NULL, *line = strtok_r(text, "\n", &save);
 
-	if (strncmp(text, ROUTE_MAGIC "\n", sizeof(ROUTE_MAGIC)))
+	if (!line || strcmp(line, ROUTE_MAGIC))
 		return "not an engine-choice entry (first line)";
-	text += sizeof(ROUTE_MAGIC);
-	/* each field is looked up in its own copy: field() cuts lines */
-	char *copy = strdup(text);
-	if (!copy)
-		return "out of memory";
-	const char *why = NULL;
-	if (!(v = field(copy, "key")) || strcmp(v, want_key))
-		why = "written for another key";
-	strcpy(copy, text);
-	if (!why && (!(v = field(copy, "device")) || (strcmp(v, "cpu") && strcmp(v, "opencl"))))
-		why = "no valid device line";
-	else if (!why)
-		snprintf(e->device, sizeof(e->device), "%s", v);
-	strcpy(copy, text);
-	if (!why && !parse_ms(field(copy, "cpu_ms"), &e->cpu_ms))
-		why = "no valid cpu_ms line";
-	strcpy(copy, text);
-	if (!why && !parse_ms(field(copy, "opencl_ms"), &e->opencl_ms))
-		why = "no valid opencl_ms line";
-	strcpy(copy, text);
-	if (!why)
-		snprintf(e->note, sizeof(e->note), "%s", (v = field(copy, "note")) ? v : "");
-	free(copy);
-	return why;
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		char *sp = strchr(line, ' ');
+		if (!sp)
+			continue;
+		*sp = '\0';
+		const char **slot = !strcmp(line, "key") ? &key : !strcmp(line, "device") ? &dev :
+				    !strcmp(line, "cpu_ms") ? &cpu : !strcmp(line, "opencl_ms") ? &ocl :
+				    !strcmp(line, "note") ? &note : NULL;
+		if (slot)
+			*slot = sp + 1;
+	}
+	if (!key || strcmp(key, want_key))
+		return "written for another key";
+	if (!dev || (strcmp(dev, "cpu") && strcmp(dev, "opencl")))
+		return "no valid device line";
+	if (!parse_ms(cpu, &e->cpu_ms))
+		return "no valid cpu_ms line";
+	if (!parse_ms(ocl, &e->opencl_ms))
+		return "no valid opencl_ms line";
+	snprintf(e->device, sizeof(e->device), "%s", dev);
+	snprintf(e->note, sizeof(e->note), "%s", note);
+	return NULL;
 }
 
 int mfs_route_cache_get(const char *dir, const mfs_route_key *key,
