@@ -146,8 +146,8 @@ const char *mfs_options_run_usage(void)
 	       "\n"
 	       "The daemon's options about the mount, the repository's changes and many\n"
 	       "requests (-f, -o, --model-control, --load-model, --poll-secs,\n"
-	       "--reload-quiet-ms, --max-memory, --request-ttl-secs, --max-requests) are\n"
-	       "refused.  Exit status: 0 on success; 1 if the model or a file failed (one\n"
+	       "--reload-quiet-ms, --max-memory, --request-ttl-secs, --max-requests,\n"
+	       "--metrics-config) are refused.  Exit status: 0 on success; 1 if the model or a file failed (one\n"
 	       "line on stderr says why); 2 for a bad command line.\n";
 }
 
