@@ -147,8 +147,9 @@ const char *mfs_options_run_usage(void)
 	       "The daemon's options about the mount, the repository's changes and many\n"
 	       "requests (-f, -o, --model-control, --load-model, --poll-secs,\n"
 	       "--reload-quiet-ms, --max-memory, --request-ttl-secs, --max-requests,\n"
-	       "--metrics-config) are refused.  Exit status: 0 on success; 1 if the model or a file failed (one\n"
-	       "line on stderr says why); 2 for a bad command line.\n";
+	       "--metrics-config) are refused.  Exit status: 0 on success; 1 if the\n"
+	       "model or a file failed (one line on stderr says why); 2 for a bad\n"
+	       "command line.\n";
 }
 
 /* A non-negative integer within [0, max]; false if not one. */
