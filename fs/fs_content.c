@@ -77,7 +77,8 @@ static int metrics_text(mfs_fs *fs, char **buf, size_t *len)
 	if (e) {
 		for (int i = 0; i < n; i++)
 			e[i] = (mfs_metrics_entry){ vs[i]->model_name, vs[i]->version, &vs[i]->stats,
-						    vs[i]->load_seconds };
+						    vs[i]->load_seconds,
+						    vs[i]->queue ? mfs_sched_queue_depth(vs[i]->queue, true) : 0 };
 		*buf = mfs_metrics_render(e, n, len);
 		rc = *buf ? 0 : -ENOMEM;
 		free(e);
@@ -200,9 +201,9 @@ static int stats_json(mfs_fs *fs, const mfs_model_info *mi, int64_t pin, char **
 		const mfs_placement *pl = &v->placement;
 		if (o)
 			json_object_set_new(o, "device", json_pack(
-				"{s:s,s:s,s:s,s:s,s:o,s:o}", "choice", v->device,
+				"{s:s,s:s,s:s,s:s,s:b,s:o,s:o}", "choice", v->device,
 				"kind", pl->kind ? pl->kind : "KIND_AUTO",
-				"opencl_device", pl->opencl_name, "note", pl->note,
+				"opencl_device", pl->opencl_name, "note", pl->note, "cached", pl->cached,
 				"cpu_ms", pl->cpu_ms >= 0 ? json_real(pl->cpu_ms) : json_null(),
 				"opencl_ms", pl->opencl_ms >= 0 ? json_real(pl->opencl_ms) : json_null()));
 		json_array_append_new(arr, o);

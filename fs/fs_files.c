@@ -560,6 +560,11 @@ static void infer_read(mfs_fs *fs, fuse_req_t freq, handle *h, size_t size)
 	mfs_request_put(r);
 	return;
 fail:
+	/* refused before it reached the request (a shape or type that does
+	 * not fit, bad JSON): a failed request all the same (the request
+	 * counts its own) */
+	if (v && !logged)
+		mfs_stats_add_failure(&v->stats, MFS_FAIL_OTHER, 0);
 	if (v)
 		mfs_version_put(v);
 	if (!logged)

@@ -521,3 +521,16 @@ bool mfs_backend_is_opencl(const mfs_backend *b)
 {
 	return b && b->iface == &ocl_iface;
 }
+
+int mfs_backend_opencl_info(const mfs_backend *be, mfs_opencl_info *out)
+{
+	const ocl_backend_ctx *b;
+	if (!mfs_backend_is_opencl(be))
+		return -EINVAL;
+	b = be->context;
+	out->name = b->dev->name;
+	out->driver = b->dev->driver;
+	out->global_mem_bytes = (uint64_t)b->dev->global_mem;
+	out->compute_units = b->dev->compute_units;
+	return 0;
+}

@@ -13,6 +13,7 @@
 #define MFS_OCL_BACKEND_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "engine.h"
 #include "error.h"
@@ -24,5 +25,18 @@ int mfs_backend_opencl_new(const char *selector, mfs_backend **out,
 /* Free a backend made by mfs_backend_opencl_new (after every exec on it). */
 void mfs_backend_opencl_free(mfs_backend *b);
 bool mfs_backend_is_opencl(const mfs_backend *b);
+
+/* What the device says of itself, for the engine-choice cache's key and
+ * the GPU gauges of the metrics page (strings borrowed from b). */
+struct mfs_opencl_info;
+typedef struct mfs_opencl_info {
+	const char *name;          /* "platform / device" */
+	const char *driver;        /* CL_DRIVER_VERSION */
+	uint64_t global_mem_bytes; /* CL_DEVICE_GLOBAL_MEM_SIZE */
+	unsigned compute_units;
+} mfs_opencl_info;
+
+/* -EINVAL when b is not an OpenCL backend. */
+int mfs_backend_opencl_info(const mfs_backend *b, mfs_opencl_info *out);
 
 #endif

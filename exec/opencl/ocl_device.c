@@ -1,6 +1,8 @@
 /* ocl_device.c - see ocl_device.h. */
 #include "ocl_device.h"
 
+#include "cache_dir.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -147,6 +149,7 @@ int mfs_ocl_open(const char *selector, mfs_ocl_device **out, mfs_error *err)
 	d->platform = refs[pick].platform;
 	d->device = refs[pick].device;
 	memcpy(d->name, refs[pick].name, sizeof(d->name));
+	clGetDeviceInfo(d->device, CL_DRIVER_VERSION, sizeof(d->driver) - 1, d->driver, NULL);
 	clGetDeviceInfo(d->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(d->global_mem),
 			&d->global_mem, NULL);
 	clGetDeviceInfo(d->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof(d->max_work_group),
@@ -182,33 +185,13 @@ void mfs_ocl_close(mfs_ocl_device *d)
 /* Where the program cache lives; NULL if none. */
 static const char *cache_dir(void)
 {
-	static char dir[1024];
+	static _Thread_local char dir[1024];
 	const char *env = getenv("MODELFS_CACHE_DIR");
 	if (env && *env)
 		snprintf(dir, sizeof(dir), "%s", env);
-	else if ((env = getenv("XDG_CACHE_HOME")) && *env)
-		snprintf(dir, sizeof(dir), "%s/modelfs/opencl", env);
-	else if ((env = getenv("HOME")) && *env)
-		snprintf(dir, sizeof(dir), "%s/.cache/modelfs/opencl", env);
-	else
+	else if (!mfs_cache_path("opencl", dir, sizeof(dir)))
 		return NULL;
 	return dir;
-}
-
-/* mkdir -p */
-static int make_dirs(const char *path)
-{
-	char tmp[1024];
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p == '/') {
-			*p = '\0';
-			if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-				return -1;
-			*p = '/';
-		}
-	}
-	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 /* 64-bit FNV-1a over everything that changes the binary. */
@@ -303,7 +286,7 @@ static void store_cached(mfs_ocl_device *d, const char *path, cl_program prog)
 		*strrchr(dir, '/') = '\0';
 		/* Write then rename: concurrent loaders never read half a file. */
 		snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
-		if (make_dirs(dir) == 0 && (f = fopen(tmp, "wb"))) {
+		if (mfs_make_dirs(dir) == 0 && (f = fopen(tmp, "wb"))) {
 			bool ok = fwrite(bin, 1, len, f) == len;
 			ok &= fclose(f) == 0;
 			if (!ok || rename(tmp, path) != 0)

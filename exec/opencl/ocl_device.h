@@ -9,8 +9,8 @@
  * platform 0 is the GPU (NOTES.md: loaders order platforms differently).
  *
  * Program cache: PoCL needs seconds to compile a program, so built binaries
- * are kept under $MODELFS_CACHE_DIR, else $XDG_CACHE_HOME/modelfs/opencl,
- * else $HOME/.cache/modelfs/opencl, named by a hash of the platform, device,
+ * are kept under $MODELFS_CACHE_DIR, else the opencl directory of the
+ * cache (src/base/cache_dir.h: --cache-dir, $XDG_CACHE_HOME/modelfs, ...), named by a hash of the platform, device,
  * driver version, build options and source.  A cache that cannot be read or
  * written only costs the compile; a corrupt entry is rebuilt.
  */
@@ -30,6 +30,7 @@ typedef struct mfs_ocl_device {
 	cl_context context;
 	cl_command_queue queue;
 	char name[256];          /* "platform / device" */
+	char driver[128];        /* CL_DRIVER_VERSION */
 	cl_ulong global_mem;
 	size_t max_work_group;
 	cl_uint compute_units;

@@ -42,6 +42,7 @@
 
 #include "backend_worker.h"
 #include "bigbuf.h"
+#include "cache_dir.h"
 #include "commands.h"
 #include "engine.h"
 #include "fs.h"
@@ -582,6 +583,8 @@ int mfs_cmd_mount(int argc, char **argv)
 	}
 	mfs_log_set_level((mfs_log_level)d.opts.log_level);
 	mfs_log_set_format((mfs_log_format)d.opts.log_format);
+	mfs_cache_set_base(d.opts.cache_dir);
+	mfs_metrics_configure(&d.opts.metrics);
 	if (open_log_file(&d.opts) < 0 || check_paths(&d.opts, repo, mnt) < 0) {
 		mfs_options_release(&d.opts);
 		return 1;

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "backend_worker.h"
+#include "cache_dir.h"
 #include "codec.h"
 #include "commands.h"
 #include "config.h"
@@ -740,6 +741,7 @@ int mfs_cmd_run(int argc, char **argv)
 		rc = 1;
 	} else {
 		mfs_log_set_level((mfs_log_level)a.opts.log_level);
+		mfs_cache_set_base(a.opts.cache_dir);
 		rc = run(&a, &err) != 0;
 		if (rc)
 			fprintf(stderr, "modelfs run: %s: %s\n", a.model, reason(err.msg, a.model));

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "config.h"
@@ -21,6 +22,7 @@ void mfs_options_init(mfs_options *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->device = MFS_DEVICE_AUTO;
+	mfs_metrics_config_init(&o->metrics);
 	o->reload_quiet_ms = 250;
 	o->max_request_bytes = (uint64_t)1 << 30;
 	o->max_json_bytes = (uint64_t)256 << 20;
@@ -56,6 +58,7 @@ void mfs_run_options_release(mfs_run_options *r)
 void mfs_options_release(mfs_options *o)
 {
 	free(o->opencl_device);
+	free(o->cache_dir);
 	free(o->backend_dir);
 	for (int i = 0; i < o->n_load_models; i++)
 		free(o->load_models[i]);
@@ -74,6 +77,9 @@ void mfs_options_release(mfs_options *o)
 	"  --backend-dir=DIR         custom backends (libmodelfs_NAME.so) not in a model's\n" \
 	"                            version directory are looked for here (the installed\n" \
 	"                            BINDIR/../lib/modelfs/backends, if there is one)\n" \
+	"  --cache-dir=DIR           keep compiled OpenCL programs and KIND_AUTO's engine\n" \
+	"                            choices here ($XDG_CACHE_HOME/modelfs, ~/.cache/modelfs,\n" \
+	"                            /var/cache/modelfs for root)\n" \
 	"  --threads=N               compute threads (number of cores)\n" \
 	"  --max-request-bytes=N     largest request accepted, K/M/G suffixes (1G)\n" \
 	"  --max-json-bytes=N        largest .json input or infer request (256M)\n" \
@@ -110,6 +116,9 @@ const char *mfs_options_usage(void)
 	       "                            start (reason on stderr, exit 1) (false)\n"
 	       "  --strict-readiness=BOOL   true: MOUNT/.ready and systemd's READY=1 wait for\n"
 	       "                            every model READY; false: for the first load (true)\n"
+	       "  --metrics-config=K=V      MOUNT/.metrics as Triton's: summary_latencies=true,\n"
+	       "                            summary_quantiles=Q:E,..., counter_latencies=false\n"
+	       "                            (repeatable)\n"
 	       "  --model-control=MODE      poll: follow the repository; none: load all at start,\n"
 	       "                            watch nothing; explicit: load what --load-model names\n"
 	       "                            and what is loaded through MODEL/control (poll)\n"
@@ -156,9 +165,9 @@ const char *mfs_options_run_usage(void)
 	       "The daemon's options about the mount, the repository's changes and many\n"
 	       "requests (-f, -o, --model-control, --load-model, --poll-secs,\n"
 	       "--reload-quiet-ms, --max-memory, --cache-size, --request-ttl-secs,\n"
-	       "--max-requests) are\n"
-	       "refused.  Exit status: 0 on success; 1 if the model or a file failed (one\n"
-	       "line on stderr says why); 2 for a bad command line.\n";
+	       "--max-requests, --metrics-config) are refused.  Exit status: 0 on\n"
+	       "success; 1 if the model or a file failed (one line on stderr says why);\n"
+	       "2 for a bad command line.\n";
 }
 
 /* A non-negative integer within [0, max]; false if not one. */
@@ -236,6 +245,8 @@ static const struct valued_opt {
 	{ "device", FOR_BOTH, NULL },
 	{ "opencl-device", FOR_BOTH, NULL },
 	{ "backend-dir", FOR_BOTH, NULL },
+	{ "cache-dir", FOR_BOTH, NULL },
+	{ "metrics-config", FOR_DAEMON, "`modelfs run` serves no metrics" },
 	{ "model-control", FOR_DAEMON, NOT_FOLLOWING },
 	{ "load-model", FOR_DAEMON, NOT_FOLLOWING },
 	{ "poll-secs", FOR_DAEMON, NOT_FOLLOWING },
@@ -360,6 +371,27 @@ static int set_ops_valued(mfs_options *o, const char *name, const char *val,
 	return 0;
 }
 
+/* --cache-dir (made absolute: the daemon changes its directory to /
+ * when it detaches; it need not exist yet) and --metrics-config. */
+static int set_operator_opt(mfs_options *o, const char *name, const char *val,
+			    mfs_error *err)
+{
+	if (strcmp(name, "metrics-config") == 0)
+		return mfs_metrics_config_parse(&o->metrics, val, err);
+	if (!*val)
+		return mfs_fail(err, EINVAL, "--cache-dir: empty value");
+	char cwd[PATH_MAX], *abs = NULL;
+	if (val[0] == '/')
+		abs = strdup(val);
+	else if (getcwd(cwd, sizeof(cwd)) && asprintf(&abs, "%s/%s", cwd, val) < 0)
+		abs = NULL;
+	if (!abs)
+		return mfs_fail(err, ENOMEM, "--cache-dir '%s': cannot make it absolute", val);
+	free(o->cache_dir);
+	o->cache_dir = abs;
+	return 0;
+}
+
 static int set_valued(mfs_options *o, const char *name, const char *val,
 		      mfs_error *err)
 {
@@ -466,6 +498,8 @@ static int set_valued(mfs_options *o, const char *name, const char *val,
 		*slot = (int)n;
 	} else if (strcmp(name, "backend-config") == 0) {
 		return set_backend_config(o, val, err);
+	} else if (strcmp(name, "cache-dir") == 0 || strcmp(name, "metrics-config") == 0) {
+		return set_operator_opt(o, name, val, err);
 	} else if (strcmp(name, "log-level") == 0) {
 		int l = mfs_log_level_parse(val);
 		if (l < 0)

@@ -20,6 +20,7 @@
 
 #include "device_router.h"
 #include "error.h"
+#include "metrics.h"
 #include "model_control.h"
 
 typedef struct mfs_options {
@@ -27,6 +28,8 @@ typedef struct mfs_options {
 	mfs_device_choice device;     /* --device */
 	char *opencl_device;          /* --opencl-device (NULL = first GPU) */
 	char *backend_dir;            /* --backend-dir, made absolute (NULL = none) */
+	char *cache_dir;              /* --cache-dir, made absolute (NULL = the default) */
+	mfs_metrics_config metrics;   /* --metrics-config */
 	mfs_control_mode model_control;   /* --model-control (poll) */
 	char **load_models;           /* --load-model, each time given (explicit mode) */
 	int n_load_models;

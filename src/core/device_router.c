@@ -5,14 +5,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "cache_dir.h"
 #include "engine.h"
+#include "engine_trial.h"
 #include "log.h"
 #include "ocl_backend.h"
+#include "route_cache.h"
 
-#define WARMUP_RUNS 3          /* timed runs after one untimed */
-#define WARMUP_MAX_ITERATIONS 10000   /* per Loop node and warm-up run */
+/* KIND_AUTO's trial of OpenCL after the CPU's (engine_trial.h): stopped
+ * when a timed run passes K_RUN x the CPU's median, or its setup (context
+ * and first run) passes K_SETUP x the CPU's whole trial, and at least
+ * MIN_SETUP_MS (a GPU's first run may compile kernels once). */
+#define K_RUN 2.0
+#define K_SETUP 2.0
+#define MIN_SETUP_MS 1000.0
 
 /* ---- shared OpenCL backends, one per selector ---- */
 
@@ -58,6 +65,27 @@ int mfs_router_opencl(const char *selector, mfs_backend **out, mfs_error *err)
 	return rc;
 }
 
+int mfs_router_opencl_count(void)
+{
+	int n = 0;
+	pthread_mutex_lock(&ocl_lock);
+	for (shared_ocl *s = ocl_list; s; s = s->next)
+		n++;
+	pthread_mutex_unlock(&ocl_lock);
+	return n;
+}
+
+void mfs_router_opencl_each(void (*fn)(const mfs_opencl_info *info, void *arg), void *arg)
+{
+	pthread_mutex_lock(&ocl_lock);
+	for (shared_ocl *s = ocl_list; s; s = s->next) {
+		mfs_opencl_info info;
+		if (mfs_backend_opencl_info(s->backend, &info) == 0)
+			fn(&info, arg);
+	}
+	pthread_mutex_unlock(&ocl_lock);
+}
+
 void mfs_router_shutdown(void)
 {
 	pthread_mutex_lock(&ocl_lock);
@@ -69,80 +97,6 @@ void mfs_router_shutdown(void)
 		free(s);
 	}
 	pthread_mutex_unlock(&ocl_lock);
-}
-
-/* ---- timing ---- */
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-/* Warm-up inputs: every variable dim 1, floats 0.5, the rest zeros. */
-static int warmup_inputs(const mfs_graph *g, mfs_tensor *in, mfs_error *err)
-{
-	int n = mfs_graph_n_inputs(g);
-	for (int i = 0; i < n; i++) {
-		const mfs_io_desc *d = mfs_graph_input(g, i);
-		mfs_shape s = { .rank = d->rank < 0 ? 1 : d->rank };
-		int rc;
-		for (int k = 0; k < s.rank; k++)
-			s.dims[k] = d->rank < 0 || d->dims[k] < 0 ? 1 : d->dims[k];
-		rc = mfs_tensor_alloc(&in[i], d->dtype, &s, err);
-		if (rc) {
-			for (int j = 0; j < i; j++)
-				mfs_tensor_release(&in[j]);
-			return rc;
-		}
-		if (d->dtype == MFS_DT_FLOAT)
-			for (size_t e = 0; e < in[i].nbytes / sizeof(float); e++)
-				((float *)in[i].data)[e] = 0.5f;
-	}
-	return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Median time of WARMUP_RUNS runs on backend after one untimed run. */
-static int time_engine(const mfs_graph *g, mfs_backend *b, const mfs_tensor *in,
-		       double *ms, mfs_error *err)
-{
-	int n_out = mfs_graph_n_outputs(g), rc;
-	mfs_tensor *out = calloc((size_t)n_out + 1, sizeof(*out));
-	double t[WARMUP_RUNS];
-	mfs_exec *e = NULL;
-
-	if (!out)
-		return mfs_fail(err, ENOMEM, "out of memory");
-	rc = mfs_exec_new(g, b, &e, err);
-	/* A loop whose exit depends on data may never meet it on made-up
-	 * inputs: bounded, the warm-up fails and the model stays on the CPU
-	 * (the note says why) instead of hanging the load. */
-	mfs_engine_set_thread_max_iterations(WARMUP_MAX_ITERATIONS);
-	for (int r = 0; !rc && r <= WARMUP_RUNS; r++) {
-		double t0 = now_ms();
-		rc = mfs_exec_run(e, in, out, err);
-		if (rc)
-			break;
-		if (r)
-			t[r - 1] = now_ms() - t0;
-		for (int k = 0; k < n_out; k++)
-			mfs_tensor_release(&out[k]);
-	}
-	mfs_engine_set_thread_max_iterations(0);
-	mfs_exec_free(e);
-	free(out);
-	if (rc)
-		return rc;
-	qsort(t, WARMUP_RUNS, sizeof(t[0]), cmp_double);
-	*ms = t[WARMUP_RUNS / 2];
-	return 0;
 }
 
 /* ---- the choice ---- */
@@ -170,17 +124,169 @@ static void set_opencl(mfs_placement *p, mfs_backend *b)
 		 strncmp(name, "opencl:", 7) ? name : name + 7);
 }
 
+/* ---- KIND_AUTO: a trial, or the choice stored by an earlier one ---- */
+
+static const char *short_name(mfs_backend *b)
+{
+	const char *name = mfs_backend_name(b);
+	return strncmp(name, "opencl:", 7) ? name : name + 7;
+}
+
+/* The cache's key for this trial; false when nothing is kept (no cache
+ * directory, no model file). */
+static bool route_key(const mfs_model_config *cfg, const char *model_path,
+		      mfs_backend *ocl, const mfs_tensor *in, int n_in,
+		      const char *sample_name, mfs_route_key *k, char *dir, size_t size)
+{
+	mfs_opencl_info info;
+	mfs_error e;
+
+	if (!model_path || !mfs_cache_path("routes", dir, size))
+		return false;
+	memset(k, 0, sizeof(*k));
+	if (mfs_route_hash_file(model_path, &k->model_hash, &e) < 0) {
+		mfs_log_warn("engine-choice cache: %s: %s (the choice is not kept)", model_path, e.msg);
+		return false;
+	}
+	k->config_hash = mfs_route_hash_config(cfg);
+	snprintf(k->sample, sizeof(k->sample), "%s", sample_name ? sample_name : "");
+	if (mfs_backend_opencl_info(ocl, &info) == 0) {
+		snprintf(k->opencl, sizeof(k->opencl), "%s", info.name);
+		snprintf(k->driver, sizeof(k->driver), "%s", info.driver);
+	}
+	if (cfg && cfg->max_batch_size > 0 && n_in > 0 && in[0].shape.rank > 0)
+		k->batch = in[0].shape.dims[0];
+	return true;
+}
+
+/* Time the CPU, then OpenCL within limits set by the CPU's trial.  Fails
+ * only when the CPU's trial fails. */
+static int trial_both(const mfs_graph *graph, mfs_backend *ocl, const mfs_tensor *in,
+		      const char *on, mfs_placement *p, mfs_error *err)
+{
+	mfs_trial cpu, gpu;
+	mfs_error oerr;
+	int rc = mfs_trial_run(graph, mfs_backend_cpu(), in, NULL, &cpu, err);
+
+	if (rc)
+		return rc;
+	p->cpu_ms = cpu.median_ms;
+	mfs_trial_limit lim = {
+		.setup_ms = K_SETUP * cpu.total_ms > MIN_SETUP_MS ? K_SETUP * cpu.total_ms : MIN_SETUP_MS,
+		.run_ms = K_RUN * cpu.median_ms,
+	};
+	mfs_error_clear(&oerr);
+	if (mfs_trial_run(graph, ocl, in, &lim, &gpu, &oerr))
+		snprintf(p->note, sizeof(p->note), "auto: cpu %.3f ms%s (opencl failed: %s)",
+			 p->cpu_ms, on, oerr.msg);
+	else if (gpu.stopped)
+		snprintf(p->note, sizeof(p->note),
+			 "auto: cpu %.3f ms%s; opencl stopped after %.0f ms, %s (%s)",
+			 p->cpu_ms, on, gpu.total_ms, gpu.why, short_name(ocl));
+	else {
+		p->opencl_ms = gpu.median_ms;
+		p->measured = true;
+		if (p->opencl_ms < p->cpu_ms)
+			set_opencl(p, ocl);
+		snprintf(p->note, sizeof(p->note), "auto: cpu %.3f ms, opencl %.3f ms%s (%s)",
+			 p->cpu_ms, p->opencl_ms, on, short_name(ocl));
+	}
+	return 0;
+}
+
+static void use_stored(const mfs_route_entry *e, mfs_backend *ocl, mfs_placement *p)
+{
+	if (!strcmp(e->device, "opencl"))
+		set_opencl(p, ocl);
+	p->cpu_ms = e->cpu_ms;
+	p->opencl_ms = e->opencl_ms;
+	p->measured = e->cpu_ms >= 0 && e->opencl_ms >= 0;
+	p->cached = true;
+	snprintf(p->note, sizeof(p->note), "%.*s [cached: not timed again]",
+		 (int)sizeof(p->note) - 32, e->note);
+}
+
+static void store(const char *dir, const mfs_route_key *k, const mfs_placement *p)
+{
+	mfs_route_entry e = { .cpu_ms = p->cpu_ms, .opencl_ms = p->opencl_ms };
+	mfs_error err;
+	snprintf(e.device, sizeof(e.device), "%s", p->device);
+	snprintf(e.note, sizeof(e.note), "%s", p->note);
+	if (mfs_route_cache_put(dir, k, &e, &err) < 0)
+		mfs_log_warn("engine-choice cache: %s (the choice is not kept)", err.msg);
+}
+
+static int route_auto(const mfs_graph *graph, const mfs_model_config *cfg, const char *sel,
+		      const char *model_path, const mfs_tensor *sample,
+		      const char *sample_name, mfs_placement *p, mfs_error *err)
+{
+	int n_in = mfs_graph_n_inputs(graph), rc = 0;
+	mfs_tensor *in = NULL;
+	mfs_backend *ocl = NULL;
+	mfs_route_key key;
+	mfs_route_entry stored;
+	mfs_error oerr;
+	char dir[1024], on[160] = "";
+
+	set_cpu(p);
+	mfs_error_clear(&oerr);
+	if (mfs_router_opencl(sel, &ocl, &oerr)) {
+		snprintf(p->note, sizeof(p->note), "auto: cpu (no OpenCL engine: %s)", oerr.msg);
+		return 0;
+	}
+	if (!sample) {
+		in = calloc((size_t)n_in + 1, sizeof(*in));
+		if (!in)
+			return mfs_fail(err, ENOMEM, "out of memory");
+		if ((rc = mfs_trial_inputs(graph, in, err))) {
+			free(in);
+			return rc;
+		}
+	}
+	const mfs_tensor *use = sample ? sample : in;
+	bool keep = route_key(cfg, model_path, ocl, use, n_in, sample_name, &key, dir, sizeof(dir));
+	if (keep && mfs_route_cache_get(dir, &key, &stored) == 1) {
+		use_stored(&stored, ocl, p);
+		goto out;
+	}
+	if (sample)
+		snprintf(on, sizeof(on), " on warm-up sample '%s'", sample_name ? sample_name : "?");
+	rc = trial_both(graph, ocl, use, on, p, err);
+	if (!rc && keep) {
+		store(dir, &key, p);
+	} else if (rc && sample) {
+		/* The user's own sample does not run: that is the model's
+		 * failure to load, not a guess that missed. */
+		mfs_error_prefix(err, "warm-up sample '%s' failed on the cpu: ",
+				 sample_name ? sample_name : "?");
+	} else if (rc) {
+		/* Made-up inputs cannot feed a model whose input is a shape, an
+		 * index or a count (Reshape's shape, OneHot's depth): the model
+		 * is fine, the warm-up is not.  Keep the CPU, untimed, and say
+		 * why in status rather than refuse the load. */
+		snprintf(p->note, sizeof(p->note),
+			 "auto: cpu, not timed (the warm-up with made-up inputs failed: %s)",
+			 err->msg);
+		mfs_error_clear(err);
+		rc = 0;
+	}
+out:
+	for (int i = 0; in && i < n_in; i++)
+		mfs_tensor_release(&in[i]);
+	free(in);
+	return rc;
+}
+
 int mfs_route(const mfs_graph *graph, const mfs_model_config *cfg,
-	      const mfs_route_opts *opts, const mfs_tensor *sample,
-	      const char *sample_name, mfs_placement *p, mfs_error *err)
+	      const mfs_route_opts *opts, const char *model_path,
+	      const mfs_tensor *sample, const char *sample_name,
+	      mfs_placement *p, mfs_error *err)
 {
 	mfs_instance_kind kind = config_kind(cfg);
 	mfs_device_choice dev = opts ? opts->device : MFS_DEVICE_AUTO;
 	const char *sel = opts ? opts->opencl_device : NULL;
 	mfs_backend *ocl = NULL;
-	mfs_tensor *in = NULL;
-	mfs_error oerr;
-	int n_in, rc;
+	int rc;
 
 	memset(p, 0, sizeof(*p));
 	p->cpu_ms = p->opencl_ms = -1;
@@ -213,60 +319,5 @@ int mfs_route(const mfs_graph *graph, const mfs_model_config *cfg,
 		return 0;
 	}
 
-	/* KIND_AUTO: time both */
-	set_cpu(p);
-	mfs_error_clear(&oerr);
-	if (mfs_router_opencl(sel, &ocl, &oerr)) {
-		snprintf(p->note, sizeof(p->note), "auto: cpu (no OpenCL engine: %s)", oerr.msg);
-		return 0;
-	}
-	p->opencl_name[0] = '\0';
-	n_in = mfs_graph_n_inputs(graph);
-	if (!sample) {
-		in = calloc((size_t)n_in + 1, sizeof(*in));
-		if (!in)
-			return mfs_fail(err, ENOMEM, "out of memory");
-		rc = warmup_inputs(graph, in, err);
-		if (rc) {
-			free(in);
-			return rc;
-		}
-	}
-	char on[160] = "";
-	if (sample)
-		snprintf(on, sizeof(on), " on warm-up sample '%s'", sample_name ? sample_name : "?");
-	rc = time_engine(graph, mfs_backend_cpu(), sample ? sample : in, &p->cpu_ms, err);
-	if (!rc) {
-		if (time_engine(graph, ocl, sample ? sample : in, &p->opencl_ms, &oerr)) {
-			snprintf(p->note, sizeof(p->note), "auto: cpu %.3f ms%s (opencl failed: %s)",
-				 p->cpu_ms, on, oerr.msg);
-		} else {
-			const char *name = mfs_backend_name(ocl);
-			p->measured = true;
-			if (p->opencl_ms < p->cpu_ms)
-				set_opencl(p, ocl);
-			snprintf(p->note, sizeof(p->note), "auto: cpu %.3f ms, opencl %.3f ms%s (%s)",
-				 p->cpu_ms, p->opencl_ms, on,
-				 strncmp(name, "opencl:", 7) ? name : name + 7);
-		}
-	} else if (sample) {
-		/* The user's own sample does not run: that is the model's
-		 * failure to load, not a guess that missed. */
-		mfs_error_prefix(err, "warm-up sample '%s' failed on the cpu: ",
-				 sample_name ? sample_name : "?");
-	} else {
-		/* Made-up inputs cannot feed a model whose input is a shape, an
-		 * index or a count (Reshape's shape, OneHot's depth): the model
-		 * is fine, the warm-up is not.  Keep the CPU, untimed, and say
-		 * why in status rather than refuse the load. */
-		snprintf(p->note, sizeof(p->note),
-			 "auto: cpu, not timed (the warm-up with made-up inputs failed: %s)",
-			 err->msg);
-		mfs_error_clear(err);
-		rc = 0;
-	}
-	for (int i = 0; in && i < n_in; i++)
-		mfs_tensor_release(&in[i]);
-	free(in);
-	return rc;
+	return route_auto(graph, cfg, sel, model_path, sample, sample_name, p, err);
 }

@@ -217,6 +217,14 @@ uint64_t req_input_bytes_locked(const mfs_request *r)
 /* Record an error for $req/error and the log (lock held). */
 int req_record(mfs_request *r, int rc, const mfs_error *err)
 {
+	if (!r->failure_counted)
+		mfs_stats_add_failure(&r->v->stats, MFS_FAIL_OTHER, 0);
+	return req_record_counted(r, rc, err);
+}
+
+int req_record_counted(mfs_request *r, int rc, const mfs_error *err)
+{
+	r->failure_counted = true;
 	r->error = *err;
 	mfs_log_warn("model '%s' version %" PRId64 " request '%s': %s", r->v->model_name,
 		     r->v->version, r->name, err->msg);
@@ -254,6 +262,7 @@ static void begin_new_run(mfs_request *r)
 		clear_outputs(r);
 		r->state = MFS_REQ_WAITING;
 		r->decode_ns = 0;
+		r->failure_counted = false;   /* a new attempt */
 		mfs_error_clear(&r->error);
 	}
 }
@@ -340,12 +349,18 @@ static int submit_locked(mfs_request *r, mfs_error *err)
 		if (rc == 0 && r->job.here)
 			r->run_here = r->v->queue;
 	}
+	if (rc == 0)
+		r->failure_counted = false;   /* the run's outcome is the scheduler's to count */
 	if (rc < 0) {
 		mfs_request_put(r);   /* never the last: the caller holds one */
 		release_run_in(r);
 		r->state = MFS_REQ_FAILED;
 		r->tr = (trace){ 0 };
-		req_record(r, rc, err);
+		/* a full queue is the scheduler's to count (REJECTED) */
+		if (rc == -EAGAIN)
+			req_record_counted(r, rc, err);
+		else
+			req_record(r, rc, err);
 		/* A closed queue means the version went away, -EIO a
 		 * sequence that does not run: the run failed (read: EIO);
 		 * the inputs themselves were fine. */
@@ -746,7 +761,7 @@ static void job_done(mfs_job *job)
 		r->state = MFS_REQ_FAILED;
 		for (int i = 0; i < r->n_gout; i++)
 			mfs_tensor_release(&r->run_out[i]);
-		req_record(r, job->status, &job->err);
+		req_record_counted(r, job->status, &job->err);
 	}
 	req_cache_keep_locked(r, job->status == 0);
 	r->decode_ns = 0;

@@ -102,12 +102,17 @@ struct mfs_request {
 	mfs_rcache_key cache_key;  /* the run in flight's key, kept at done (response cache) */
 	uint64_t cache_miss_ns;    /* its lookup's time */
 	struct mfs_gen *generation;   /* a generator's: the generation input_ids started, or NULL */
+	bool failure_counted;      /* this attempt's failure is in the metrics (once per attempt) */
 };
 
 /* ---- request.c ---- */
 
-/* Record an error for $req/error and the log; returns rc. */
+/* Record an error for $req/error and the log; returns rc.  The first
+ * error of an attempt (until the next submit) counts one failed request
+ * (reason OTHER) in the version's metrics. */
 int req_record(mfs_request *r, int rc, const mfs_error *err);
+/* The same for an error the scheduler has counted already. */
+int req_record_counted(mfs_request *r, int rc, const mfs_error *err);
 /* Bring the request's share of the memory budget (membudget.h) to what
  * it holds now. */
 void req_recharge_locked(mfs_request *r);

@@ -558,7 +558,9 @@ static void run_batch(mfs_queue *q, mfs_job **jobs, int n, int instance)
 		job->status = r;
 		if (r < 0)
 			job->err = err;
-		if (q->conf.stats)
+		if (q->conf.stats && r < 0 && job->cancelled)
+			mfs_stats_add_failure(q->conf.stats, MFS_FAIL_CANCELED, t3 - job->t_enqueue);
+		else if (q->conf.stats)
 			mfs_stats_add_request(q->conf.stats, r == 0, t3 - job->t_enqueue,
 					      t0 - job->t_enqueue, t1 - t0, t2 - t1, t3 - t2,
 					      (uint64_t)job->rows);
@@ -757,7 +759,7 @@ static mfs_job *take_all(mfs_queue *q)
 	return list;
 }
 
-static void fail_list(mfs_job *list, int code, const char *why)
+static void fail_list(mfs_job *list, int code, const char *why, mfs_stats *stats)
 {
 	while (list) {
 		mfs_job *next = list->next;
@@ -765,6 +767,7 @@ static void fail_list(mfs_job *list, int code, const char *why)
 		list->status = -code;
 		mfs_fail(&list->err, code, "%s", why);
 		list->t_start = list->t_input = list->t_infer = list->t_end = mfs_now_ns();
+		mfs_stats_add_failure(stats, MFS_FAIL_OTHER, list->t_end - list->t_enqueue);
 		list->done(list);
 		list = next;
 	}
@@ -779,13 +782,13 @@ void mfs_sched_queue_close(mfs_queue *q, const char *reason)
 	q->closed = true;
 	mfs_job *list = take_all(q);
 	pthread_mutex_unlock(&s->lock);
-	fail_list(list, ESHUTDOWN, why);
+	fail_list(list, ESHUTDOWN, why, q->conf.stats);
 }
 
-int mfs_sched_queue_depth(mfs_queue *q)
+int mfs_sched_queue_depth(mfs_queue *q, bool waiting_only)
 {
 	pthread_mutex_lock(&q->sched->lock);
-	int n = (int)q->queued + q->running_jobs;
+	int n = (int)q->queued + (waiting_only ? 0 : q->running_jobs);
 	pthread_mutex_unlock(&q->sched->lock);
 	return n;
 }
@@ -868,7 +871,7 @@ void mfs_sched_stop(mfs_sched *s, uint64_t drain_ns)
 	 * iteration. */
 	cancel_running(s);
 	pthread_mutex_unlock(&s->lock);
-	fail_list(lists, ESHUTDOWN, "the daemon is stopping; the request did not run");
+	fail_list(lists, ESHUTDOWN, "the daemon is stopping; the request did not run", NULL);
 	pthread_mutex_lock(&s->lock);
 	while (busy(s))
 		pthread_cond_wait(&s->idle, &s->lock);

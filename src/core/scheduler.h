@@ -145,8 +145,9 @@ void mfs_sched_queue_close(mfs_queue *q, const char *reason);
 /* Close, wait until no run of this queue is in flight, free. */
 void mfs_sched_queue_free(mfs_queue *q);
 
-/* Jobs waiting plus running in this queue. */
-int mfs_sched_queue_depth(mfs_queue *q);
+/* Jobs waiting plus running in this queue; waiting_only: the jobs not
+ * yet running (nv_inference_pending_request_count). */
+int mfs_sched_queue_depth(mfs_queue *q, bool waiting_only);
 
 /* Stop: refuse new jobs, let queued and running ones finish for at most
  * drain_ns, fail what is still queued, cancel the runs still in flight

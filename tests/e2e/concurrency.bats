@@ -45,7 +45,8 @@ setup() {
 	done
 	[ "$fails" -eq 0 ]
 	grep -q 'nv_inference_request_success{model="add_sub",version="1"} 1600$' "$MNT/.metrics"
-	grep -q 'nv_inference_request_failure{model="add_sub",version="1"} 0$' "$MNT/.metrics"
+	# no failure of any reason
+	[ "$(grep -c '^nv_inference_request_failure{model="add_sub",reason="[A-Z]*",version="1"} 0$' "$MNT/.metrics")" -eq 4 ]
 	run ls "$MNT/add_sub/requests"
 	[ "$output" = "" ]
 }

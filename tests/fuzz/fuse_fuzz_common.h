@@ -345,7 +345,7 @@ static void fz_stop(fz *z)
 {
 	while (z->n_fhs)
 		fz_release(z, 1, z->fhs[0]);
-	while (mfs_sched_queue_depth(fz_version->queue) > 0)
+	while (mfs_sched_queue_depth(fz_version->queue, false) > 0)
 		usleep(1000);
 	mfs_fs_cancel_reads(z->fs, EINTR);
 	if (z->se)

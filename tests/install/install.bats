@@ -177,6 +177,11 @@ comp() {
 	[ "$(comp modelfs -o max_request_b)" = max_request_bytes= ]
 	[ "$(comp modelfs -o max_req | sort | tr '\n' ' ')" = "max_request_bytes= max_requests= max_requests_per_uid= " ]
 	[ "$(comp modelfs run --fo)" = --format= ]
+	[ "$(comp modelfs --cache)" = --cache-dir= ]
+	[ "$(comp modelfs run --cache)" = --cache-dir= ]
+	[ "$(comp modelfs --metrics-config summary_l | tr '\n' ' ')" = "summary_latencies=true summary_latencies=false " ]
+	[ "$(comp modelfs -o metrics)" = metrics_config= ]
+	[ -z "$(comp modelfs run --metrics)" ]
 	# run offers the daemon's options that apply to it, and not the others
 	[ "$(comp modelfs run --log)" = --log-level= ]
 	[ -z "$(comp modelfs run --poll)" ]

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -434,6 +435,49 @@ static void test_operator_options(void **state)
 	mfs_run_options_release(&r);
 }
 
+/* --cache-dir is made absolute (it need not exist); --metrics-config
+ * items add up; run takes the first and refuses the second by name. */
+static void test_cache_dir_and_metrics_config(void **state)
+{
+	(void)state;
+	mfs_options o;
+	mfs_run_options r;
+	mfs_error err;
+	char cwd[1024], want[1100];
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	char *argv[] = { "modelfs", "--cache-dir", "not/yet", "--metrics-config",
+			 "summary_latencies=true", "-o", "metrics_config=summary_quantiles=0.5:0.05",
+			 "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 9, argv), 0);
+	snprintf(want, sizeof(want), "%s/not/yet", cwd);
+	assert_string_equal(o.cache_dir, want);
+	assert_true(o.metrics.summary_latencies);
+	assert_true(o.metrics.counter_latencies);
+	assert_int_equal(o.metrics.n_quantiles, 1);
+	mfs_options_release(&o);
+	char *abs[] = { "modelfs", "--cache-dir=/var/cache/x", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 4, abs), 0);
+	assert_string_equal(o.cache_dir, "/var/cache/x");
+	mfs_options_release(&o);
+	char *bad[] = { "modelfs", "--metrics-config", "summary_latencies=maybe", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 5, bad), -EINVAL);
+	assert_non_null(strstr(err.msg, "summary_latencies"));
+	mfs_options_release(&o);
+	char *empty[] = { "modelfs", "--cache-dir=", "repo", "mnt" };
+	assert_int_equal(parse(&o, &err, 4, empty), -EINVAL);
+	mfs_options_release(&o);
+	char *run_ok[] = { "run", "--cache-dir=/tmp/c", "repo/m", "x=a.npy" };
+	assert_int_equal(parse_run(&o, &r, &err, 4, run_ok), 0);
+	assert_string_equal(o.cache_dir, "/tmp/c");
+	mfs_options_release(&o);
+	mfs_run_options_release(&r);
+	char *run_bad[] = { "run", "--metrics-config=summary_latencies=true", "repo/m", "x=a.npy" };
+	assert_int_equal(parse_run(&o, &r, &err, 4, run_bad), -EINVAL);
+	assert_non_null(strstr(err.msg, "--metrics-config"));
+	mfs_options_release(&o);
+	mfs_run_options_release(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -447,6 +491,7 @@ int main(void)
 		cmocka_unit_test(test_run_refuses_daemon_options_by_name),
 		cmocka_unit_test(test_backend_timeouts),
 		cmocka_unit_test(test_operator_options),
+		cmocka_unit_test(test_cache_dir_and_metrics_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

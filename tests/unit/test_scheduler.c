@@ -373,8 +373,10 @@ static void test_queue_full_and_close(void **state)
 	mfs_error err;
 	fake *f = fake_new();
 	f->sleep_ms = 100;
+	mfs_stats st;
+	mfs_stats_init(&st);
 	assert_int_equal(mfs_sched_new(1, &s, &err), 0);
-	mfs_queue *q = queue(s, f, (mfs_queue_conf){ .instances = 1, .max_queue_size = 2 });
+	mfs_queue *q = queue(s, f, (mfs_queue_conf){ .instances = 1, .max_queue_size = 2, .stats = &st });
 	tjob jobs[4];
 	for (int i = 0; i < 4; i++)
 		tjob_init(&jobs[i], 0, 2, 0, false);
@@ -384,11 +386,15 @@ static void test_queue_full_and_close(void **state)
 	assert_int_equal(mfs_sched_submit(q, &jobs[2].job, &err), 0);
 	assert_int_equal(mfs_sched_submit(q, &jobs[3].job, &err), -EAGAIN);
 	assert_non_null(strstr(err.msg, "queue full"));
-	assert_int_equal(mfs_sched_queue_depth(q), 3);
+	assert_int_equal(mfs_sched_queue_depth(q, false), 3);
+	assert_int_equal(mfs_sched_queue_depth(q, true), 2);   /* the pending ones */
 	mfs_sched_queue_close(q, "unloaded for the test");
 	tjob_wait(&jobs[0]);
 	tjob_wait(&jobs[1]);
 	tjob_wait(&jobs[2]);
+	/* the full queue's refusal is REJECTED; the two failed by the close, OTHER */
+	assert_int_equal(st.fail_by[MFS_FAIL_REJECTED], 1);
+	assert_int_equal(st.fail_by[MFS_FAIL_OTHER], 2);
 	assert_int_equal(jobs[0].job.status, 0);   /* it was running: it finished */
 	assert_int_equal(jobs[1].job.status, -ESHUTDOWN);
 	assert_non_null(strstr(jobs[1].job.err.msg, "unloaded for the test"));
@@ -397,6 +403,7 @@ static void test_queue_full_and_close(void **state)
 		tjob_free(&jobs[i]);
 	mfs_sched_queue_free(q);
 	mfs_sched_free(s);
+	mfs_stats_release(&st);
 	free(f);
 }
 
