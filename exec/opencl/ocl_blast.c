@@ -4,6 +4,8 @@
  */
 #include "ocl_blast.h"
 
+#include <pthread.h>
+
 static const char *clblast_str(CLBlastStatusCode s)
 {
 	switch (s) {
@@ -61,6 +63,23 @@ int ocl_blast_fail(ocl_run *r, CLBlastStatusCode s, const char *what)
 			     what, clblast_str(s), (int)s);
 }
 
+/* CLBlast builds a routine object per call, and that construction
+ * (its tuning database, its program cache) is not safe from two threads
+ * at once: two models timing OpenCL in parallel loads crashed in
+ * clblast::Database's copy.  A call only enqueues work (the first per
+ * shape also compiles), so one lock around each call costs little. */
+static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ocl_blast_lock(void)
+{
+	pthread_mutex_lock(&clblast_lock);
+}
+
+void ocl_blast_unlock(void)
+{
+	pthread_mutex_unlock(&clblast_lock);
+}
+
 int ocl_sgemm(ocl_run *r, bool ta, bool tb, size_t m, size_t n, size_t k,
 	      float alpha, cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff,
 	      size_t ldb, float beta, cl_mem c, size_t coff, size_t ldc)
@@ -69,10 +88,12 @@ int ocl_sgemm(ocl_run *r, bool ta, bool tb, size_t m, size_t n, size_t k,
 	cl_event ev;
 	if (!m || !n)
 		return 0;
+	pthread_mutex_lock(&clblast_lock);
 	s = CLBlastSgemm(CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
 			 tb ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, alpha,
 			 a, aoff, lda, b, boff, ldb, beta, c, coff, ldc, ocl_queue(r),
 			 ocl_prof_event(r, &ev));
+	pthread_mutex_unlock(&clblast_lock);
 	if (s != CLBlastSuccess)
 		return ocl_blast_fail(r, s, "Sgemm");
 	ocl_prof_add(r, ev, K_COUNT);
@@ -87,10 +108,12 @@ int ocl_sgemm_batched(ocl_run *r, size_t m, size_t n, size_t k, float alpha,
 	cl_event ev;
 	if (!m || !n || !batch)
 		return 0;
+	pthread_mutex_lock(&clblast_lock);
 	s = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo,
 				       CLBlastTransposeNo, m, n, k, alpha, a, 0, lda, sa, b, 0,
 				       ldb, sb, 0.0f, c, 0, ldc, sc, batch, ocl_queue(r),
 				       ocl_prof_event(r, &ev));
+	pthread_mutex_unlock(&clblast_lock);
 	if (s != CLBlastSuccess)
 		return ocl_blast_fail(r, s, "SgemmStridedBatched");
 	ocl_prof_add(r, ev, K_COUNT);

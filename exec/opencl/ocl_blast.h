@@ -12,6 +12,11 @@
  * out of resources (-5)"); ENOMEM for the out-of-memory ones. */
 int ocl_blast_fail(ocl_run *r, CLBlastStatusCode s, const char *what);
 
+/* Around every CLBlast call made outside this file: CLBlast's per-call
+ * routine set-up is not thread-safe (ocl_blast.c). */
+void ocl_blast_lock(void);
+void ocl_blast_unlock(void);
+
 /* Row-major C[m,n] = alpha op(A) op(B) + beta C, offsets in floats. */
 int ocl_sgemm(ocl_run *r, bool ta, bool tb, size_t m, size_t n, size_t k,
 	      float alpha, cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff,

@@ -279,12 +279,15 @@ static int sgemm_items(ocl_run *r, const mfs_attn_geom *g, bool tb, size_t m, si
 		ab[i] = alpha;
 		ab[nb + i] = 0.0f;
 	}
-	if (m && n && nb)
+	if (m && n && nb) {
+		ocl_blast_lock();
 		s = CLBlastSgemmBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo,
 					tb ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, ab, a,
 					off, (size_t)am->ld, b, off + nb, (size_t)bm->ld, ab + nb, c,
 					off + 2 * nb, (size_t)cm->ld, nb, ocl_queue(r),
 					ocl_prof_event(r, &ev));
+		ocl_blast_unlock();
+	}
 	free(off);
 	free(ab);
 	if (s != CLBlastSuccess)
