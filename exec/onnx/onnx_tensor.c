@@ -78,7 +78,7 @@ struct tp_info {
 	long long count[TP_UINT64_DATA + 1];   /* elements per typed field */
 	int64_t data_location;
 	bool has_external;
-	bool has_string;         /* string_data seen: refused once the dtype is known */
+	long long n_strings;     /* string_data elements: refused unless STRING */
 	char *ext_location;
 	uint64_t ext_offset;
 	uint64_t ext_length;
@@ -277,7 +277,7 @@ static int scan_tensor(const uint8_t *buf, size_t len, struct tp_info *ti,
 			 * then send the user looking for strings. */
 			if (f.wt != PB_WT_LEN)
 				return bad_wire(err, &f, "length-delimited");
-			ti->has_string = true;
+			ti->n_strings++;
 			break;
 		case TP_NAME:
 			if (f.wt != PB_WT_LEN)
@@ -650,9 +650,7 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 				"not an ONNX TensorProto: it has no valid data_type (%lld)",
 				(long long)ti->data_type);
 	dt = (mfs_dtype)ti->data_type;
-	if (dt == MFS_DT_STRING)
-		return mfs_fail(err, ENOTSUP, "string tensors are not supported");
-	if (ti->has_string)
+	if (ti->n_strings && dt != MFS_DT_STRING)
 		return mfs_fail(err, EINVAL,
 				"not an ONNX TensorProto of %s: it carries string_data",
 				mfs_dtype_onnx_name(dt));
@@ -683,6 +681,8 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 	}
 	if (ti->has_raw)
 		sources++;
+	if (ti->n_strings)
+		sources++;
 	if (ti->data_location == 1)
 		sources++;
 	else if (ti->data_location != 0)
@@ -695,6 +695,9 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 		return mfs_fail(err, EINVAL,
 				"tensor carries its data in more than one field");
 
+	if (dt == MFS_DT_STRING && (ti->has_raw || typed || ti->data_location == 1))
+		return mfs_fail(err, EINVAL,
+				"a string tensor carries its elements in string_data only");
 	char sb[96];
 	mfs_shape_format(&shape, sb, sizeof(sb));
 	if (ti->has_raw && ti->raw_len != (size_t)numel * esize)
@@ -712,6 +715,10 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 					field_name(typed), ti->count[typed], sb,
 					(long long)numel);
 	}
+	if (dt == MFS_DT_STRING && ti->n_strings != numel && sources)
+		return mfs_fail(err, EINVAL,
+				"string_data has %lld elements, but shape %s needs %lld",
+				ti->n_strings, sb, (long long)numel);
 	if (sources == 0 && numel != 0)
 		return mfs_fail(err, EINVAL,
 				"tensor %s %s carries no data", mfs_dtype_onnx_name(dt),
@@ -729,6 +736,8 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 			memcpy(out->data, ti->raw, out->nbytes);
 	} else if (typed) {
 		rc = fill_typed(buf, len, typed, out, err);
+	} else if (ti->n_strings) {
+		rc = onnx_fill_strings(buf, len, TP_STRING_DATA, out, err);
 	}
 	/* The engine relies on bools being 0 or 1 (tensor.h). */
 	if (!rc && dt == MFS_DT_BOOL) {
@@ -803,7 +812,7 @@ int onnx_tensor_encode(const mfs_tensor *t, const char *name, void **buf,
 		       size_t *len, mfs_error *err)
 {
 	size_t esize = mfs_dtype_size(t->dtype);
-	size_t dims_len = 0, name_len = name ? strlen(name) : 0, cap;
+	size_t dims_len = 0, name_len = name ? strlen(name) : 0, cap, data_len;
 	int64_t numel;
 	uint8_t *out, *p;
 
@@ -830,8 +839,10 @@ int onnx_tensor_encode(const mfs_tensor *t, const char *name, void **buf,
 	/* Field order and form as ONNX's own serializer (proto2: repeated
 	 * dims unpacked), so a file written by onnx.numpy_helper round-trips
 	 * byte for byte: dims, data_type, name, raw_data. */
+	data_len = t->dtype == MFS_DT_STRING ? onnx_strings_encoded_len(t, TP_STRING_DATA)
+					     : t->nbytes;
 	cap = (size_t)t->shape.rank * 11 + dims_len + 1 + 10 + 1 + 10 + name_len + 1 + 10 +
-	      t->nbytes;
+	      data_len;
 	out = malloc(cap);
 	if (!out)
 		return mfs_fail(err, ENOMEM, "out of memory encoding %zu bytes",
@@ -849,11 +860,15 @@ int onnx_tensor_encode(const mfs_tensor *t, const char *name, void **buf,
 		memcpy(p, name, name_len);
 		p += name_len;
 	}
-	*p++ = (TP_RAW_DATA << 3) | PB_WT_LEN;
-	p = put_varint_bytes(p, t->nbytes);
-	if (t->nbytes)
-		memcpy(p, t->data, t->nbytes);
-	p += t->nbytes;
+	if (t->dtype == MFS_DT_STRING) {   /* string_data, as numpy_helper writes */
+		p = onnx_strings_encode(t, TP_STRING_DATA, p);
+	} else {
+		*p++ = (TP_RAW_DATA << 3) | PB_WT_LEN;
+		p = put_varint_bytes(p, t->nbytes);
+		if (t->nbytes)
+			memcpy(p, t->data, t->nbytes);
+		p += t->nbytes;
+	}
 	*buf = out;
 	*len = (size_t)(p - out);
 	return 0;
