@@ -281,7 +281,7 @@ static void release_value(cpu_exec *e, int v)
 	if (e->m->values[v].kind == MFS_VAL_NODE) {
 		/* a node's string bytes are the run's; an input's or a
 		 * constant's are their owners' */
-		mfs_strbuf_free(e->vals[v].strings);
+		mfs_strarena_free(e->vals[v].strings);
 		e->vals[v].strings = NULL;
 	}
 	mfs_block_put(e->vbuf[v]);

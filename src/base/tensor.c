@@ -228,7 +228,7 @@ void mfs_tensor_release(mfs_tensor *t)
 		for (int i = 0; t->items && i < t->n_items; i++)
 			mfs_tensor_release(&t->items[i]);
 		free(t->items);
-		mfs_strbuf_free(t->strings);
+		mfs_strarena_free(t->strings);
 	}
 	memset(t, 0, sizeof(*t));
 }

@@ -87,7 +87,7 @@ typedef enum mfs_kind {
  * NUL after them not counted in len; ptr is NULL only when len is 0.  A
  * STRING tensor's data is an array of these (so that its element array
  * is sized and moved like any other dtype's), and the bytes they point
- * to live in an arena (mfs_strbuf), normally the tensor's own `strings`.
+ * to live in an arena (mfs_strarena), normally the tensor's own `strings`.
  * docs/ARCHITECTURE.md, "String tensors", has the rules. */
 typedef struct mfs_string {
 	const char *ptr;
@@ -95,7 +95,7 @@ typedef struct mfs_string {
 } mfs_string;
 
 /* An append-only arena of string bytes, freed at once (tensor.c). */
-typedef struct mfs_strbuf mfs_strbuf;
+typedef struct mfs_strarena mfs_strarena;
 
 typedef struct mfs_tensor {
 	mfs_dtype dtype;       /* for a sequence or an optional: of its tensors */
@@ -108,7 +108,7 @@ typedef struct mfs_tensor {
 	mfs_kind elem_kind;    /* OPTIONAL: what it holds, known when empty */
 	int n_items;           /* SEQUENCE, OPTIONAL: data and nbytes stay 0 */
 	struct mfs_tensor *items;
-	mfs_strbuf *strings;   /* STRING: the arena its elements point into
+	mfs_strarena *strings;   /* STRING: the arena its elements point into
 				  (NULL: none yet, or all elements empty);
 				  freed with data when owns_data */
 } mfs_tensor;
@@ -176,7 +176,7 @@ static inline const mfs_string *mfs_string_at(const mfs_tensor *t, int64_t i)
  * arena, if any, is the caller's to free.  0 or -ENOMEM. */
 int mfs_tensor_own_strings(mfs_tensor *t, mfs_error *err);
 /* Free an arena (NULL is fine). */
-void mfs_strbuf_free(mfs_strbuf *b);
+void mfs_strarena_free(mfs_strarena *b);
 /* Total bytes of t's string elements (without the NULs). */
 size_t mfs_strings_total(const mfs_tensor *t);
 

@@ -1,5 +1,5 @@
 /* tensor_string.c - the bytes of string tensors (tensor.h: mfs_string,
- * mfs_strbuf).
+ * mfs_strarena).
  *
  * An arena is a chain of blocks that only grows; every element's bytes
  * are written once, followed by a NUL, and stay where they are until the
@@ -19,11 +19,11 @@ typedef struct strblock {
 	char mem[];
 } strblock;
 
-struct mfs_strbuf {
+struct mfs_strarena {
 	strblock *head;   /* the block being filled; older ones follow */
 };
 
-void mfs_strbuf_free(mfs_strbuf *b)
+void mfs_strarena_free(mfs_strarena *b)
 {
 	if (!b)
 		return;
@@ -35,7 +35,7 @@ void mfs_strbuf_free(mfs_strbuf *b)
 }
 
 /* Room for n bytes in b, or NULL. */
-static char *strbuf_take(mfs_strbuf *b, size_t n)
+static char *strbuf_take(mfs_strarena *b, size_t n)
 {
 	strblock *k = b->head;
 
@@ -103,7 +103,7 @@ int mfs_tensor_own_strings(mfs_tensor *t, mfs_error *err)
 {
 	size_t n = t->nbytes / sizeof(mfs_string), total = 0;
 	mfs_string *s = t->data;
-	mfs_strbuf *b;
+	mfs_strarena *b;
 	char *p;
 
 	if (t->dtype != MFS_DT_STRING)
@@ -118,7 +118,7 @@ int mfs_tensor_own_strings(mfs_tensor *t, mfs_error *err)
 	}
 	b = calloc(1, sizeof(*b));
 	if (!b || !(p = strbuf_take(b, total))) {
-		mfs_strbuf_free(b);
+		mfs_strarena_free(b);
 		return mfs_fail(err, ENOMEM, "out of memory copying %zu bytes of strings", total);
 	}
 	for (size_t i = 0; i < n; i++) {
