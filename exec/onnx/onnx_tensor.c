@@ -630,6 +630,31 @@ out:
 	return rc;
 }
 
+/* The engine relies on bools being 0 or 1 (tensor.h). */
+static int check_bools(const mfs_tensor *t, mfs_error *err)
+{
+	const uint8_t *b = t->data;
+
+	for (size_t i = 0; i < t->nbytes; i++)
+		if (b[i] > 1)
+			return mfs_fail(err, EINVAL, "bool element %zu is %u, not 0 or 1", i, b[i]);
+	return 0;
+}
+
+/* A string tensor's elements: in string_data, as many as its shape. */
+static int check_strings(const struct tp_info *ti, uint32_t typed, int64_t numel,
+			 const char *shape, mfs_error *err)
+{
+	if (ti->has_raw || typed || ti->data_location == 1)
+		return mfs_fail(err, EINVAL,
+				"a string tensor carries its elements in string_data only");
+	if (ti->n_strings && ti->n_strings != numel)
+		return mfs_fail(err, EINVAL,
+				"string_data has %lld elements, but shape %s needs %lld",
+				ti->n_strings, shape, (long long)numel);
+	return 0;
+}
+
 static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 		  onnx_ext_budget *budget, struct tp_info *ti, mfs_tensor *out,
 		  char **name, mfs_error *err)
@@ -695,11 +720,10 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 		return mfs_fail(err, EINVAL,
 				"tensor carries its data in more than one field");
 
-	if (dt == MFS_DT_STRING && (ti->has_raw || typed || ti->data_location == 1))
-		return mfs_fail(err, EINVAL,
-				"a string tensor carries its elements in string_data only");
 	char sb[96];
 	mfs_shape_format(&shape, sb, sizeof(sb));
+	if (dt == MFS_DT_STRING && (rc = check_strings(ti, typed, numel, sb, err)))
+		return rc;
 	if (ti->has_raw && ti->raw_len != (size_t)numel * esize)
 		return mfs_fail(err, EINVAL,
 				"raw_data has %zu bytes, but %s %s needs %zu",
@@ -715,10 +739,6 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 					field_name(typed), ti->count[typed], sb,
 					(long long)numel);
 	}
-	if (dt == MFS_DT_STRING && ti->n_strings != numel && sources)
-		return mfs_fail(err, EINVAL,
-				"string_data has %lld elements, but shape %s needs %lld",
-				ti->n_strings, sb, (long long)numel);
 	if (sources == 0 && numel != 0)
 		return mfs_fail(err, EINVAL,
 				"tensor %s %s carries no data", mfs_dtype_onnx_name(dt),
@@ -739,18 +759,8 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 	} else if (ti->n_strings) {
 		rc = onnx_fill_strings(buf, len, TP_STRING_DATA, out, err);
 	}
-	/* The engine relies on bools being 0 or 1 (tensor.h). */
-	if (!rc && dt == MFS_DT_BOOL) {
-		const uint8_t *b = out->data;
-		for (size_t i = 0; i < out->nbytes; i++) {
-			if (b[i] > 1) {
-				rc = mfs_fail(err, EINVAL,
-					      "bool element %zu is %u, not 0 or 1",
-					      i, b[i]);
-				break;
-			}
-		}
-	}
+	if (!rc && dt == MFS_DT_BOOL)
+		rc = check_bools(out, err);
 	if (!rc && name && ti->has_name) {
 		rc = pb_strdup(ti->name, ti->name_len, name);
 		if (rc == -ENOMEM)
