@@ -4,7 +4,9 @@
  * maxsplit + 1 pieces.  Output 0 has X's shape plus the largest count,
  * short rows padded with empty strings; output 1 (int64, X's shape) the
  * count of each.  An empty element gives one empty piece with a
- * delimiter, none without (Python's str.split, as ONNX's reference). */
+ * delimiter, none without (Python's str.split, as ONNX's reference):
+ * after maxsplit pieces the rest of the element is the last piece, less
+ * its leading whitespace but with its trailing whitespace. */
 #include <ctype.h>
 #include <string.h>
 
@@ -56,9 +58,7 @@ static int64_t split_one(const split_args *a, const mfs_string *s, piece_fn put,
 			break;
 		q = p;
 		if (a->maxsplit >= 0 && k >= a->maxsplit) {
-			q = end;   /* the rest, less trailing space */
-			while (q > p && isspace((unsigned char)q[-1]))
-				q--;
+			q = end;   /* the rest, its trailing space kept (str.split) */
 		} else {
 			while (q < end && !isspace((unsigned char)*q))
 				q++;
