@@ -85,7 +85,7 @@ static inline int h_infer(harness *h)
 	return h->ctx.def->infer(&h->ctx);
 }
 
-/* infer, allocate outputs, run; returns the first failure. */
+/* infer, allocate outputs, prepare, run; returns the first failure. */
 static inline int h_run(harness *h)
 {
 	int rc = h_infer(h);
@@ -97,11 +97,16 @@ static inline int h_run(harness *h)
 		mfs_shape s = h->out[i].shape;
 		assert_int_equal(mfs_tensor_alloc(&h->out[i], h->out[i].dtype, &s, &h->err), 0);
 	}
+	if (h->ctx.def->prepare && (rc = h->ctx.def->prepare(&h->ctx)))
+		return rc;
 	return h->ctx.def->run(&h->ctx);
 }
 
 static inline void h_free(harness *h)
 {
+	if (h->state && h->ctx.def->release)
+		h->ctx.def->release(h->state);
+	h->state = NULL;
 	for (int i = 0; i < MAXT; i++) {
 		mfs_tensor_release(&h->out[i]);
 		mfs_tensor_release(&h->in[i]);

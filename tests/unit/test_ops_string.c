@@ -80,7 +80,11 @@ static void assert_bools(const mfs_tensor *t, int n, const uint8_t *want)
 	assert_int_equal(t->dtype, MFS_DT_BOOL);
 	assert_int_equal(mfs_shape_numel(&t->shape), n);
 	for (int i = 0; i < n; i++)
-		assert_int_equal(((const uint8_t *)t->data)[i], want[i]);
+		if (((const uint8_t *)t->data)[i] != want[i]) {
+			fprintf(stderr, "element %d: %d, want %d\n", i,
+				((const uint8_t *)t->data)[i], want[i]);
+			fail();
+		}
 }
 
 /* The run fails with -code and a message naming the node and holding want. */
@@ -494,6 +498,103 @@ static void test_string_split_refusals(void **st)
 	h_free(&h);
 }
 
+/* ---- RegexFullMatch -------------------------------------------------- */
+
+static int regex(harness *h, const char *pattern, int rank, const int64_t *dims,
+		 const char *const *x, const size_t *lens)
+{
+	h_init(h, "RegexFullMatch", 20, 1);
+	if (pattern)
+		h_attr_str(h, "pattern", pattern);
+	h_in_strn(h, rank, dims, x, lens);
+	return h_run(h);
+}
+
+static void regex_case(const char *pattern, int n, const char *const *x, const size_t *lens,
+		       const uint8_t *want)
+{
+	harness h;
+	int64_t d[] = { n };
+
+	assert_int_equal(regex(&h, pattern, 1, d, x, lens), 0);
+	assert_bools(&h.out[0], n, want);
+	h_free(&h);
+}
+
+static void test_regex_full_match(void **st)
+{
+	harness h;
+	const char *urls[] = { "www.google.com", "www.facebook.com", "www.bbc.co.uk" };
+	const char *mail[] = { "account@gmail.com", "account@hotmail.com", "not email",
+			       "account2@yahoo.com" };
+	int64_t d22[] = { 2, 2 };
+	const char *ab[] = { "ab", "a", "abc", "b", "" };
+	const char *utf[] = { "中文", "\xff", "\xe4\xb8" };
+	const char *nul[] = { "a\0b", "a" };
+	size_t nul_len[] = { 3, 1 };
+
+	(void)st;
+	/* the ONNX specification's examples */
+	regex_case("www\\.[\\w.-]+\\.\\bcom\\b", 3, urls, NULL, (uint8_t[]){ 1, 1, 0 });
+	assert_int_equal(regex(&h, "(\\W|^)[\\w.\\-]{0,25}@(yahoo|gmail)\\.com(\\W|$)", 2, d22,
+			       mail, NULL), 0);
+	assert_shape(&h.out[0], 2, 2, 2);
+	assert_bools(&h.out[0], 4, (uint8_t[]){ 1, 0, 0, 1 });
+	h_free(&h);
+
+	/* the whole element: an alternative that stops early does not count,
+	 * one that reaches the end does */
+	regex_case("a|ab", 5, ab, NULL, (uint8_t[]){ 1, 1, 0, 0, 0 });
+	regex_case("b", 5, ab, NULL, (uint8_t[]){ 0, 0, 0, 1, 0 });
+	regex_case("a*", 5, ab, NULL, (uint8_t[]){ 0, 1, 0, 0, 1 });
+	/* UTF-8: '.' is one character; bytes that are not UTF-8 match nothing
+	 * and are no error */
+	regex_case("中.", 3, utf, NULL, (uint8_t[]){ 1, 0, 0 });
+	regex_case(".*", 3, utf, NULL, (uint8_t[]){ 1, 0, 0 });
+	/* a NUL inside an element is a byte like another */
+	regex_case("a\\x00b", 2, nul, nul_len, (uint8_t[]){ 1, 0 });
+}
+
+static void test_regex_refusals(void **st)
+{
+	harness h;
+	const char *x[] = { "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaabc" };
+	int64_t d1[] = { 1 };
+
+	(void)st;
+	/* at load (the input unknown): a pattern PCRE2 cannot compile */
+	h_init(&h, "RegexFullMatch", 20, 1);
+	h_attr_str(&h, "pattern", "(ab");
+	h_in(&h, MFS_DT_STRING, 1, d1, NULL);
+	assert_int_equal(h_infer(&h), -ENOTSUP);
+	assert_non_null(strstr(h.err.msg, "RegexFullMatch 'n': pattern '(ab' is not supported: "));
+	assert_non_null(strstr(h.err.msg, "at offset 3"));
+	h_free(&h);
+
+	assert_int_not_equal(regex(&h, "[z-a]", 1, d1, x, NULL), 0);
+	assert_non_null(strstr(h.err.msg, "is not supported"));
+	h_free(&h);
+
+	h_init(&h, "RegexFullMatch", 20, 1);
+	h_in_str(&h, 1, d1, x);
+	assert_fails(&h, EINVAL, "'pattern' (a string) is missing");
+	h_free(&h);
+
+	h_init(&h, "RegexFullMatch", 20, 1);
+	h_attr_str(&h, "pattern", "a");
+	h_in(&h, MFS_DT_INT64, 1, d1, (int64_t[]){ 1 });
+	assert_fails(&h, EINVAL, "expected string");
+	h_free(&h);
+
+	/* catastrophic backtracking: 2^30 ways to split the a's, each
+	 * failing at the end; the match limit stops it */
+	h_init(&h, "RegexFullMatch", 20, 1);
+	h_attr_str(&h, "pattern", "(a+)+b");
+	h_in_str(&h, 1, d1, x);
+	assert_fails(&h, EINVAL, "element 0: the pattern backtracks past the match limit");
+	h_free(&h);
+}
+
 /* ---- Equal on strings, and operators that take none ----------------- */
 
 static void test_equal_strings(void **st)
@@ -574,6 +675,8 @@ int main(void)
 		cmocka_unit_test(test_string_split_delimiter),
 		cmocka_unit_test(test_string_split_whitespace),
 		cmocka_unit_test(test_string_split_refusals),
+		cmocka_unit_test(test_regex_full_match),
+		cmocka_unit_test(test_regex_refusals),
 		cmocka_unit_test(test_equal_strings),
 		cmocka_unit_test(test_no_strings_elsewhere),
 	};
