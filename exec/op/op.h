@@ -28,6 +28,11 @@
  * run     Required.  Output tensors arrive allocated with the inferred shape
  *         (data not zeroed).  Inputs are read-only.  May use OpenMP.
  * release Optional.  Frees a state built by prepare.
+ * check   Optional.  Called once per node when the model compiles, with
+ *         the node's attributes only (no inputs or outputs): refuses an
+ *         attribute that is wrong whatever the inputs (a regular
+ *         expression that does not compile), so that the model fails to
+ *         load instead of its first request.
  */
 #ifndef MFS_OP_H
 #define MFS_OP_H
@@ -131,6 +136,7 @@ typedef struct mfs_op_def {
 	int (*prepare)(mfs_op_ctx *ctx);
 	int (*run)(mfs_op_ctx *ctx);
 	void (*release)(void *state);
+	int (*check)(mfs_op_ctx *ctx);
 	/* For an MFS_OP_VIEW operator whose output is its input only for
 	 * some inputs (Dropout: not in training mode): false when this run
 	 * must compute.  Asked by the backends before they alias; NULL means

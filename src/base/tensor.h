@@ -179,6 +179,13 @@ int mfs_tensor_own_strings(mfs_tensor *t, mfs_error *err);
 void mfs_strarena_free(mfs_strarena *b);
 /* Total bytes of t's string elements (without the NULs). */
 size_t mfs_strings_total(const mfs_tensor *t);
+/* UTF-8: the code point at s (n > 0 bytes left) into *cp and its length
+ * in bytes, or -1 when the bytes there are no UTF-8 (overlong forms,
+ * surrogates and values past U+10FFFF included).  mfs_utf8_encode writes
+ * code point v (at most U+10FFFF, no surrogate) at out (4 bytes of
+ * room) and returns its length. */
+int mfs_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+size_t mfs_utf8_encode(uint32_t v, char *out);
 
 /* IEEE half and bfloat16 conversions. */
 float mfs_half_to_float(uint16_t h);

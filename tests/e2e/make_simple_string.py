@@ -2,7 +2,10 @@
 [-1, 16] TYPE_STRING (integers as decimal text) -> OUTPUT0 = INPUT0 +
 INPUT1, OUTPUT1 = INPUT0 - INPUT1, [-1, 16] TYPE_STRING, built as
 Cast(string -> int32), Add/Sub, Cast(int32 -> string).  Also a text model
-`upper` (StringNormalizer UPPER on a [-1] string) for .txt round trips.
+`upper` (StringNormalizer UPPER on a [-1] string) for .txt round trips,
+`is_url` (RegexFullMatch, opset 20, the ONNX specification's pattern:
+TEXT [-1] string -> MATCH [-1] bool) and `bad_regex` (a pattern PCRE2
+cannot compile: refused at load).
 
 usage: make_simple_string.py REPO"""
 import os
@@ -53,3 +56,18 @@ platform: "onnxruntime_onnx"
 input [ { name: "TEXT" data_type: TYPE_STRING dims: [ -1 ] } ]
 output [ { name: "OUT" data_type: TYPE_STRING dims: [ -1 ] } ]
 """, opset=13)
+
+
+def regex_model(name, pattern):
+    x = h.make_tensor_value_info("TEXT", TP.STRING, ["C"])
+    y = h.make_tensor_value_info("MATCH", TP.BOOL, ["C"])
+    node = h.make_node("RegexFullMatch", ["TEXT"], ["MATCH"], name="match", pattern=pattern)
+    save(name, h.make_graph([node], name, [x], [y]), """name: "%s"
+platform: "onnxruntime_onnx"
+input [ { name: "TEXT" data_type: TYPE_STRING dims: [ -1 ] } ]
+output [ { name: "MATCH" data_type: TYPE_BOOL dims: [ -1 ] } ]
+""" % name, opset=20)
+
+
+regex_model("is_url", r"www\.[\w.-]+\.\bcom\b")
+regex_model("bad_regex", "(ab")

@@ -109,3 +109,43 @@ print('ok')" "$resp"
 	run "$PY" -c "import json; print(json.load(open('$req/OUT.json'))['data'])"
 	[[ "$output" == *"'TWO\\nLINES \\\\ BACK'"* ]]
 }
+
+@test ".npy strings: numpy's U array in, np.load of the output; S when not UTF-8" {
+	req=$(new_request upper)
+	"$PY" -c "import numpy as np, sys; np.save(sys.argv[1], np.array(['héllo', 'wörld', '']))" "$req/TEXT.npy"
+	run "$PY" -c "
+import numpy as np, sys
+a = np.load(sys.argv[1])
+assert a.dtype == np.dtype('<U5'), a.dtype
+assert a.tolist() == ['HÉLLO', 'WÖRLD', ''], a
+print('ok')" "$req/OUT.npy"
+	echo "$output"
+	[ "$output" = ok ]
+	# bytes that are no UTF-8 come back as numpy's 'S'
+	req=$(new_request upper)
+	printf '\\xffab\n' > "$req/TEXT.txt"
+	run "$PY" -c "
+import numpy as np, sys
+a = np.load(sys.argv[1])
+assert a.dtype == np.dtype('S3') and a.tolist() == [b'\xffAB'], (a.dtype, a)
+print('ok')" "$req/OUT.npy"
+	echo "$output"
+	[ "$output" = ok ]
+}
+
+@test ".npy object arrays (pickles) are refused by name" {
+	req=$(new_request upper)
+	run "$PY" -c "import numpy as np, sys; np.save(sys.argv[1], np.array(['a', 'b'], dtype=object), allow_pickle=True)" "$req/TEXT.npy"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Invalid argument"* ]]
+	grep -q "object arrays ('|O', pickled Python objects) are not supported" "$req/error"
+}
+
+@test "RegexFullMatch through the mount; a pattern PCRE2 cannot read is refused at load" {
+	req=$(new_request is_url)
+	printf 'www.google.com\nwww.bbc.co.uk\nxwww.a.com\n' > "$req/TEXT.txt"
+	[ "$(cat "$req/MATCH.txt" | tr '\n' ' ')" = "1 0 0 " ]
+	run cat "$MNT/bad_regex/status"
+	echo "$output"
+	[[ "$output" == "UNAVAILABLE"*"RegexFullMatch 'match': pattern '(ab' is not supported"* ]]
+}

@@ -12,9 +12,9 @@
  * of one element: a pattern that reaches it on some input fails that run
  * with EINVAL instead of holding a worker for minutes.
  *
- * The pattern is compiled once per node and execution context (prepare,
- * kept in the node's state); at load, infer compiles it once to check it
- * (the input's data is unknown then, op.h), never at run. */
+ * The pattern is compiled once when the model loads, to refuse it there
+ * (check), and once per node and execution context to match with
+ * (prepare, kept in the node's state); never per run. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <stdlib.h>
@@ -74,14 +74,18 @@ static int regex_infer(mfs_op_ctx *ctx)
 	if (x->dtype != MFS_DT_STRING)
 		return mfs_op_fail(ctx, EINVAL, "input is %s, expected string",
 				   mfs_dtype_onnx_name(x->dtype));
-	if (!x->data) {   /* at load: refuse a bad pattern there */
-		pcre2_code *code = regex_compile(ctx);
-		if (!code)
-			return -ctx->err->code;
-		pcre2_code_free(code);
-	}
 	ctx->out[0]->dtype = MFS_DT_BOOL;
 	ctx->out[0]->shape = x->shape;
+	return 0;
+}
+
+static int regex_check(mfs_op_ctx *ctx)
+{
+	pcre2_code *code = regex_compile(ctx);
+
+	if (!code)
+		return -ctx->err->code;
+	pcre2_code_free(code);
 	return 0;
 }
 
@@ -139,4 +143,5 @@ static int regex_run(mfs_op_ctx *ctx)
 }
 
 MFS_OP(RegexFullMatch, 20, .flags = MFS_OP_STRINGS, .infer = regex_infer,
-       .prepare = regex_prepare, .run = regex_run, .release = regex_release);
+       .prepare = regex_prepare, .run = regex_run, .release = regex_release,
+       .check = regex_check);

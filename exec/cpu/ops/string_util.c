@@ -14,53 +14,6 @@ static void utf8_init(void)
 	utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
 }
 
-/* One code point at s (n bytes left): its value and length, or -1 when
- * the bytes are no UTF-8. */
-static int utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-	int len = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
-		: (s[0] & 0xf8) == 0xf0 ? 4 : -1;
-	uint32_t v;
-
-	if (len < 0 || (size_t)len > n)
-		return -1;
-	v = len == 1 ? s[0] : s[0] & (0x7f >> len);
-	for (int k = 1; k < len; k++) {
-		if ((s[k] & 0xc0) != 0x80)
-			return -1;
-		v = v << 6 | (s[k] & 0x3f);
-	}
-	if ((len == 2 && v < 0x80) || (len == 3 && v < 0x800) || (len == 4 && v < 0x10000) ||
-	    v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-		return -1;
-	*cp = v;
-	return len;
-}
-
-static size_t utf8_encode(uint32_t v, char *out)
-{
-	if (v < 0x80) {
-		out[0] = (char)v;
-		return 1;
-	}
-	if (v < 0x800) {
-		out[0] = (char)(0xc0 | v >> 6);
-		out[1] = (char)(0x80 | (v & 0x3f));
-		return 2;
-	}
-	if (v < 0x10000) {
-		out[0] = (char)(0xe0 | v >> 12);
-		out[1] = (char)(0x80 | (v >> 6 & 0x3f));
-		out[2] = (char)(0x80 | (v & 0x3f));
-		return 3;
-	}
-	out[0] = (char)(0xf0 | v >> 18);
-	out[1] = (char)(0x80 | (v >> 12 & 0x3f));
-	out[2] = (char)(0x80 | (v >> 6 & 0x3f));
-	out[3] = (char)(0x80 | (v & 0x3f));
-	return 4;
-}
-
 size_t str_case_map(const char *s, size_t len, bool upper, char *out)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -69,7 +22,7 @@ size_t str_case_map(const char *s, size_t len, bool upper, char *out)
 	pthread_once(&utf8_once, utf8_init);
 	while (i < len) {
 		uint32_t cp;
-		int l = utf8_decode(u + i, len - i, &cp);
+		int l = mfs_utf8_decode(u + i, len - i, &cp);
 		if (l < 0) {
 			out[n++] = s[i++];
 			continue;
@@ -80,7 +33,7 @@ size_t str_case_map(const char *s, size_t len, bool upper, char *out)
 		else if (utf8_locale)
 			cp = (uint32_t)(upper ? towupper_l((wint_t)cp, utf8_locale)
 					      : towlower_l((wint_t)cp, utf8_locale));
-		n += utf8_encode(cp, out + n);
+		n += mfs_utf8_encode(cp, out + n);
 		i += (size_t)l;
 	}
 	return n;
