@@ -27,35 +27,15 @@ int onnx_fill_strings(const uint8_t *buf, size_t len, uint32_t field,
 	return 0;
 }
 
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
 size_t onnx_strings_encoded_len(const mfs_tensor *t, uint32_t field)
 {
 	size_t n = t->nbytes / sizeof(mfs_string), total = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		size_t l = mfs_string_at(t, (int64_t)i)->len;
-		total += varint_len((uint64_t)field << 3) + varint_len(l) + l;
+		total += pb_varint_len((uint64_t)field << 3) + pb_varint_len(l) + l;
 	}
 	return total;
-}
-
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
 }
 
 uint8_t *onnx_strings_encode(const mfs_tensor *t, uint32_t field, uint8_t *p)
@@ -64,8 +44,8 @@ uint8_t *onnx_strings_encode(const mfs_tensor *t, uint32_t field, uint8_t *p)
 
 	for (size_t i = 0; i < n; i++) {
 		const mfs_string *s = mfs_string_at(t, (int64_t)i);
-		p = put_varint(p, (uint64_t)field << 3 | PB_WT_LEN);
-		p = put_varint(p, s->len);
+		p = pb_put_varint(p, (uint64_t)field << 3 | PB_WT_LEN);
+		p = pb_put_varint(p, s->len);
 		if (s->len)
 			memcpy(p, s->ptr, s->len);
 		p += s->len;

@@ -798,26 +798,6 @@ int onnx_tensor_decode_budget(const void *buf, size_t len,
 
 /* Encoding ------------------------------------------------------------- */
 
-static uint8_t *put_varint_bytes(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
 int onnx_tensor_encode(const mfs_tensor *t, const char *name, void **buf,
 		       size_t *len, mfs_error *err)
 {
@@ -844,7 +824,7 @@ int onnx_tensor_encode(const mfs_tensor *t, const char *name, void **buf,
 				"tensor shape does not match its %zu data bytes",
 				t->nbytes);
 	for (int i = 0; i < t->shape.rank; i++)
-		dims_len += varint_len((uint64_t)t->shape.dims[i]);
+		dims_len += pb_varint_len((uint64_t)t->shape.dims[i]);
 
 	/* Field order and form as ONNX's own serializer (proto2: repeated
 	 * dims unpacked), so a file written by onnx.numpy_helper round-trips
@@ -860,13 +840,13 @@ int onnx_tensor_encode(const mfs_tensor *t, const char *name, void **buf,
 	p = out;
 	for (int i = 0; i < t->shape.rank; i++) {
 		*p++ = (TP_DIMS << 3) | PB_WT_VARINT;
-		p = put_varint_bytes(p, (uint64_t)t->shape.dims[i]);
+		p = pb_put_varint(p, (uint64_t)t->shape.dims[i]);
 	}
 	*p++ = (TP_DATA_TYPE << 3) | PB_WT_VARINT;
-	p = put_varint_bytes(p, (uint64_t)t->dtype);
+	p = pb_put_varint(p, (uint64_t)t->dtype);
 	if (name) {
 		*p++ = (TP_NAME << 3) | PB_WT_LEN;
-		p = put_varint_bytes(p, name_len);
+		p = pb_put_varint(p, name_len);
 		memcpy(p, name, name_len);
 		p += name_len;
 	}
@@ -874,7 +854,7 @@ int onnx_tensor_encode(const mfs_tensor *t, const char *name, void **buf,
 		p = onnx_strings_encode(t, TP_STRING_DATA, p);
 	} else {
 		*p++ = (TP_RAW_DATA << 3) | PB_WT_LEN;
-		p = put_varint_bytes(p, t->nbytes);
+		p = pb_put_varint(p, t->nbytes);
 		if (t->nbytes)
 			memcpy(p, t->data, t->nbytes);
 		p += t->nbytes;
