@@ -90,6 +90,7 @@ static void test_arena_grows(void **st)
 static void test_own_strings_and_copy(void **st)
 {
 	mfs_tensor a, b, c;
+	mfs_strarena *old;
 	const char *s[] = { "one", "two", "" };
 	mfs_shape sh = { .rank = 1, .dims = { 3 } };
 
@@ -115,10 +116,14 @@ static void test_own_strings_and_copy(void **st)
 	assert_elem(&c, 1, "two", 3);
 	mfs_tensor_release(&c);
 
-	/* every element empty: no arena needed, no pointers left behind */
+	/* every element empty: no arena needed, no pointers left behind (the
+	 * arena the elements pointed into is the caller's to free) */
 	make_strings(&a, 1, (const char *[]){ "" }, NULL);
+	old = a.strings;
 	assert_int_equal(mfs_tensor_own_strings(&a, NULL), 0);
 	assert_null(mfs_string_at(&a, 0)->ptr);
+	assert_null(a.strings);
+	mfs_strarena_free(old);
 	mfs_tensor_release(&a);
 }
 
