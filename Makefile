@@ -30,7 +30,7 @@ BUILD    ?= build
 SAN      ?=
 OPT      ?= -O2
 
-PKGS      := fuse3 jansson libsystemd
+PKGS      := fuse3 jansson libsystemd libpcre2-8
 # Asked of pkg-config when first used, never at parse time: on a fresh
 # machine `make run` parses this file before `deps` has installed the
 # packages (the -dev packages' flags would be empty for the whole run).

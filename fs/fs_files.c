@@ -187,6 +187,7 @@ static bool refuse_prefix(handle *h, size_t at)
 		return true;
 	}
 	if (h->fmt_in < 0 || at >= MFS_PREFIX_CHECK_BYTES ||
+	    (h->req && mfs_request_input_is_string(h->req, h->name)) ||
 	    mfs_tensor_prefix_check((mfs_format)h->fmt_in, h->wbuf, h->wlen, &err) == 0)
 		return false;
 	h->refused = EINVAL;

@@ -3,7 +3,7 @@
 # is there: README.md, "Dependencies".  `install-deps.sh deb`: also what
 # `make deb` needs.
 PACKAGES="build-essential pkg-config clang libclang-rt-14-dev \
-libfuse3-dev fuse3 libinotifytools0-dev libopenblas-dev libjansson-dev \
+libfuse3-dev fuse3 libinotifytools0-dev libopenblas-dev libjansson-dev libpcre2-dev \
 libdnnl-dev ocl-icd-opencl-dev pocl-opencl-icd clinfo libclblast-dev \
 libsystemd-dev libcmocka-dev bats mandoc bsdextrautils prometheus bash-completion systemd python3-yaml libomp-dev procps libonnx-testdata python3-onnx python3-numpy \
 python3-torch python3-torchvision gnuplot-nox"

@@ -278,6 +278,12 @@ static void release_value(cpu_exec *e, int v)
 		mfs_tensor_release(&e->vals[v]);   /* owned items, no block */
 		return;
 	}
+	if (e->m->values[v].kind == MFS_VAL_NODE) {
+		/* a node's string bytes are the run's; an input's or a
+		 * constant's are their owners' */
+		mfs_strarena_free(e->vals[v].strings);
+		e->vals[v].strings = NULL;
+	}
 	mfs_block_put(e->vbuf[v]);
 	e->vbuf[v] = NULL;
 	e->vals[v].data = NULL;
@@ -439,6 +445,7 @@ static bool share_view(cpu_exec *e, const mfs_node *nd, const mfs_op_ctx *ctx)
 
 	if (!(nd->def->flags & MFS_OP_VIEW) || nd->n_out != 1 || !out0 || !in0 ||
 	    in0->kind != MFS_KIND_TENSOR || out0->kind != MFS_KIND_TENSOR ||
+	    in0->dtype == MFS_DT_STRING ||   /* its arena is in0's to free */
 	    in0->layout != MFS_LAYOUT_PLAIN || out0->layout != MFS_LAYOUT_PLAIN ||
 	    out0->dtype != in0->dtype || mfs_rt_bytes(out0) != in0->nbytes ||
 	    (nd->def->may_view && !nd->def->may_view(ctx)))
@@ -517,6 +524,20 @@ static int alloc_outputs(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 	return 0;
 }
 
+/* Step 6: string outputs whose elements the operator copied from its
+ * inputs get bytes of their own (op.h: MFS_OP_STRINGS). */
+static int own_string_outputs(const mfs_node *nd, mfs_op_ctx *ctx)
+{
+	for (int k = 0; k < nd->n_out; k++) {
+		mfs_tensor *t = ctx->out[k];
+		int rc;
+		if (t && t->dtype == MFS_DT_STRING && !t->strings && t->nbytes &&
+		    (rc = mfs_tensor_own_strings(t, ctx->err)))
+			return rc;
+	}
+	return 0;
+}
+
 /* Step 7: outputs written NHWC that the plan wants plain. */
 static int outputs_to_plan(cpu_exec *e, const mfs_node *nd, mfs_op_ctx *ctx)
 {
@@ -577,6 +598,7 @@ static int run_making_outputs(cpu_exec *e, const mfs_node *nd,
 			break;
 		}
 		made = *t;
+		t->strings = NULL;   /* a string output's arena stays the value's */
 		if (!bytes) {
 			mfs_tensor_release(t);
 			*t = made;
@@ -634,12 +656,15 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 	if (rc)
 		goto out;
 	if (nd->def->flags & MFS_OP_OUTPUTS_AT_RUN) {
+		if ((rc = mfs_op_check_strings(&ctx)))
+			goto fail;
 		set_node_threads(e, &ctx);
 		if ((rc = run_making_outputs(e, nd, rt, &ctx)))
 			goto fail;
 		goto out;
 	}
-	if (!nd->shapes_static && (rc = infer_outputs(e, nd, &ctx)))
+	if ((!nd->shapes_static && (rc = infer_outputs(e, nd, &ctx))) ||
+	    (rc = mfs_op_check_strings(&ctx)))
 		goto fail;
 	plan_output_layouts(e, nd, &ctx);
 	if (share_view(e, nd, &ctx))
@@ -648,7 +673,7 @@ static int run_node(cpu_exec *e, int i, mfs_error *err)
 		goto fail;
 	set_node_threads(e, &ctx);
 	if ((rc = mfs_node_rt_prepare(rt, nd, &ctx, &e->stats.prepares)) ||
-	    (rc = nd->def->run(&ctx)))
+	    (rc = nd->def->run(&ctx)) || (rc = own_string_outputs(nd, &ctx)))
 		goto fail;
 	rc = outputs_to_plan(e, nd, &ctx);
 	goto out;
@@ -711,8 +736,8 @@ static int step_output(void *ctx, int i, mfs_tensor *dst, mfs_error *err)
 	const mfs_tensor *src = &e->vals[e->m->output_ids[i]];
 	int rc;
 
-	if (src->kind != MFS_KIND_TENSOR)
-		return mfs_tensor_copy(dst, src, err);
+	if (src->kind != MFS_KIND_TENSOR || src->dtype == MFS_DT_STRING)
+		return mfs_tensor_copy(dst, src, err);   /* owns items or bytes */
 	/* every byte is written below */
 	rc = mfs_tensor_alloc_uninit(dst, src->dtype, &src->shape, err);
 	if (rc)
@@ -770,6 +795,7 @@ static int cpu_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs
 		mfs_tensor *t = &e->vals[m->input_ids[i]];
 		t->data = NULL;
 		t->nbytes = 0;
+		t->strings = NULL;   /* the caller's */
 	}
 	if (e->node_ns && e->stats.runs > 1) {
 		e->run_ns += now_ns() - t0;

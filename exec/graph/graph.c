@@ -245,6 +245,30 @@ static bool find_containers(const mfs_graph *m)
 	return false;
 }
 
+/* A string anywhere: a value of type STRING (inputs, outputs and
+ * constants are values), or a Cast to string whose output type compile
+ * did not learn (shapes not static). */
+static bool find_strings(const mfs_graph *m)
+{
+	for (int v = 0; v < m->n_values; v++)
+		if (m->values[v].dtype == MFS_DT_STRING ||
+		    (m->values[v].kind == MFS_VAL_CONST &&
+		     m->values[v].constant.dtype == MFS_DT_STRING))
+			return true;
+	for (int i = 0; i < m->n_inputs; i++)
+		if (m->inputs[i].dtype == MFS_DT_STRING)
+			return true;
+	for (int i = 0; i < m->n_outputs; i++)
+		if (m->outputs[i].dtype == MFS_DT_STRING)
+			return true;
+	for (int i = 0; i < m->n_nodes; i++)
+		if (graph_is_default_domain(m->nodes[i].onnx->domain) &&
+		    !strcmp(m->nodes[i].onnx->op_type, "Cast") &&
+		    onnx_attr_int(m->nodes[i].onnx, "to", 0) == MFS_DT_STRING)
+			return true;
+	return false;
+}
+
 /* graph_internal.h */
 int graph_compile_one(onnx_graph *g, const onnx_model *model, bool body,
 		      const scope_ref *outer, int n_outer, const char *label,
@@ -296,6 +320,7 @@ int graph_compile_one(onnx_graph *g, const onnx_model *model, bool body,
 		return rc > 0 ? -EIO : rc;
 	}
 	m->has_containers = find_containers(m);
+	m->has_strings = find_strings(m);
 	*out = m;
 	return 0;
 }

@@ -95,6 +95,7 @@ struct mfs_graph {
 	int n_formal;
 	int *outer_slot;
 	bool has_containers;   /* mfs_graph_has_containers (engine.h) */
+	bool has_strings;      /* mfs_graph_has_strings (engine.h) */
 	int n_folded;          /* nodes folded away at compile (for tests) */
 	int n_nhwc;            /* values planned NHWC (for tests) */
 	int n_block16;         /* values planned BLOCK16 (for tests) */

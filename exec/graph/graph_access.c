@@ -50,6 +50,11 @@ bool mfs_graph_has_containers(const mfs_graph *m)
 	return m->has_containers;
 }
 
+bool mfs_graph_has_strings(const mfs_graph *m)
+{
+	return m->has_strings;
+}
+
 int mfs_graph_n_inputs(const mfs_graph *m) { return m->n_inputs; }
 int mfs_graph_n_outputs(const mfs_graph *m) { return m->n_outputs; }
 

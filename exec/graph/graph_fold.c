@@ -123,6 +123,9 @@ static int run_folded(compiler *c, const mfs_node *nd, mfs_op_ctx *ctx)
 		rc = nd->def->prepare(ctx);
 	if (!rc)
 		rc = nd->def->run(ctx);
+	for (int k = 0; !rc && k < nd->n_out; k++)   /* op.h: MFS_OP_STRINGS */
+		if (c->pout[k] && c->tout[k].dtype == MFS_DT_STRING && !c->tout[k].strings)
+			rc = mfs_tensor_own_strings(&c->tout[k], c->err);
 	if (nd->def->release && *ctx->state)
 		nd->def->release(*ctx->state);
 	if (rc) {
@@ -183,6 +186,8 @@ int graph_call_at_compile(compiler *c, mfs_node *nd, bool fold)
 			      nd->onnx->op_type, onnx_node_label(nd->onnx));
 	if (!rc)
 		rc = check_inferred(nd, c->pout, c->err);
+	if (!rc)
+		rc = mfs_op_check_strings(&ctx);
 	if (rc)
 		return rc;
 	if (!fold) {

@@ -332,6 +332,12 @@ int graph_resolve_nodes(compiler *c)
 					domain_prefix(on->domain, dom, sizeof(dom)),
 					on->op_type, (long long)opset, onnx_node_label(on));
 		}
+		if (def->check) {   /* op.h: attributes wrong whatever the inputs */
+			mfs_op_ctx ctx = { .def = def, .node = on, .opset = opset, .err = c->err };
+			int rc = def->check(&ctx);
+			if (rc)
+				return rc;
+		}
 	}
 
 	{

@@ -33,4 +33,14 @@ int onnx_tensor_decode_budget(const void *buf, size_t len,
 
 void onnx_ext_budget_release(onnx_ext_budget *b);
 
+/* String tensors (onnx_string.c).  onnx_fill_strings copies the elements
+ * of repeated bytes field `field` of a TensorProto into t (allocated,
+ * STRING, with as many elements as the field has: the caller counted).
+ * onnx_strings_encoded_len is the bytes onnx_strings_encode writes at p:
+ * each element as one `field` entry; it returns the end. */
+int onnx_fill_strings(const uint8_t *buf, size_t len, uint32_t field,
+		      mfs_tensor *t, mfs_error *err);
+size_t onnx_strings_encoded_len(const mfs_tensor *t, uint32_t field);
+uint8_t *onnx_strings_encode(const mfs_tensor *t, uint32_t field, uint8_t *p);
+
 #endif

@@ -78,7 +78,7 @@ struct tp_info {
 	long long count[TP_UINT64_DATA + 1];   /* elements per typed field */
 	int64_t data_location;
 	bool has_external;
-	bool has_string;         /* string_data seen: refused once the dtype is known */
+	long long n_strings;     /* string_data elements: refused unless STRING */
 	char *ext_location;
 	uint64_t ext_offset;
 	uint64_t ext_length;
@@ -277,7 +277,7 @@ static int scan_tensor(const uint8_t *buf, size_t len, struct tp_info *ti,
 			 * then send the user looking for strings. */
 			if (f.wt != PB_WT_LEN)
 				return bad_wire(err, &f, "length-delimited");
-			ti->has_string = true;
+			ti->n_strings++;
 			break;
 		case TP_NAME:
 			if (f.wt != PB_WT_LEN)
@@ -630,6 +630,31 @@ out:
 	return rc;
 }
 
+/* The engine relies on bools being 0 or 1 (tensor.h). */
+static int check_bools(const mfs_tensor *t, mfs_error *err)
+{
+	const uint8_t *b = t->data;
+
+	for (size_t i = 0; i < t->nbytes; i++)
+		if (b[i] > 1)
+			return mfs_fail(err, EINVAL, "bool element %zu is %u, not 0 or 1", i, b[i]);
+	return 0;
+}
+
+/* A string tensor's elements: in string_data, as many as its shape. */
+static int check_strings(const struct tp_info *ti, uint32_t typed, int64_t numel,
+			 const char *shape, mfs_error *err)
+{
+	if (ti->has_raw || typed || ti->data_location == 1)
+		return mfs_fail(err, EINVAL,
+				"a string tensor carries its elements in string_data only");
+	if (ti->n_strings && ti->n_strings != numel)
+		return mfs_fail(err, EINVAL,
+				"string_data has %lld elements, but shape %s needs %lld",
+				ti->n_strings, shape, (long long)numel);
+	return 0;
+}
+
 static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 		  onnx_ext_budget *budget, struct tp_info *ti, mfs_tensor *out,
 		  char **name, mfs_error *err)
@@ -650,9 +675,7 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 				"not an ONNX TensorProto: it has no valid data_type (%lld)",
 				(long long)ti->data_type);
 	dt = (mfs_dtype)ti->data_type;
-	if (dt == MFS_DT_STRING)
-		return mfs_fail(err, ENOTSUP, "string tensors are not supported");
-	if (ti->has_string)
+	if (ti->n_strings && dt != MFS_DT_STRING)
 		return mfs_fail(err, EINVAL,
 				"not an ONNX TensorProto of %s: it carries string_data",
 				mfs_dtype_onnx_name(dt));
@@ -683,6 +706,8 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 	}
 	if (ti->has_raw)
 		sources++;
+	if (ti->n_strings)
+		sources++;
 	if (ti->data_location == 1)
 		sources++;
 	else if (ti->data_location != 0)
@@ -697,6 +722,8 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 
 	char sb[96];
 	mfs_shape_format(&shape, sb, sizeof(sb));
+	if (dt == MFS_DT_STRING && (rc = check_strings(ti, typed, numel, sb, err)))
+		return rc;
 	if (ti->has_raw && ti->raw_len != (size_t)numel * esize)
 		return mfs_fail(err, EINVAL,
 				"raw_data has %zu bytes, but %s %s needs %zu",
@@ -729,19 +756,11 @@ static int decode(const uint8_t *buf, size_t len, const char *base_dir,
 			memcpy(out->data, ti->raw, out->nbytes);
 	} else if (typed) {
 		rc = fill_typed(buf, len, typed, out, err);
+	} else if (ti->n_strings) {
+		rc = onnx_fill_strings(buf, len, TP_STRING_DATA, out, err);
 	}
-	/* The engine relies on bools being 0 or 1 (tensor.h). */
-	if (!rc && dt == MFS_DT_BOOL) {
-		const uint8_t *b = out->data;
-		for (size_t i = 0; i < out->nbytes; i++) {
-			if (b[i] > 1) {
-				rc = mfs_fail(err, EINVAL,
-					      "bool element %zu is %u, not 0 or 1",
-					      i, b[i]);
-				break;
-			}
-		}
-	}
+	if (!rc && dt == MFS_DT_BOOL)
+		rc = check_bools(out, err);
 	if (!rc && name && ti->has_name) {
 		rc = pb_strdup(ti->name, ti->name_len, name);
 		if (rc == -ENOMEM)
@@ -779,31 +798,11 @@ int onnx_tensor_decode_budget(const void *buf, size_t len,
 
 /* Encoding ------------------------------------------------------------- */
 
-static uint8_t *put_varint_bytes(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
 int onnx_tensor_encode(const mfs_tensor *t, const char *name, void **buf,
 		       size_t *len, mfs_error *err)
 {
 	size_t esize = mfs_dtype_size(t->dtype);
-	size_t dims_len = 0, name_len = name ? strlen(name) : 0, cap;
+	size_t dims_len = 0, name_len = name ? strlen(name) : 0, cap, data_len;
 	int64_t numel;
 	uint8_t *out, *p;
 
@@ -825,13 +824,15 @@ int onnx_tensor_encode(const mfs_tensor *t, const char *name, void **buf,
 				"tensor shape does not match its %zu data bytes",
 				t->nbytes);
 	for (int i = 0; i < t->shape.rank; i++)
-		dims_len += varint_len((uint64_t)t->shape.dims[i]);
+		dims_len += pb_varint_len((uint64_t)t->shape.dims[i]);
 
 	/* Field order and form as ONNX's own serializer (proto2: repeated
 	 * dims unpacked), so a file written by onnx.numpy_helper round-trips
 	 * byte for byte: dims, data_type, name, raw_data. */
+	data_len = t->dtype == MFS_DT_STRING ? onnx_strings_encoded_len(t, TP_STRING_DATA)
+					     : t->nbytes;
 	cap = (size_t)t->shape.rank * 11 + dims_len + 1 + 10 + 1 + 10 + name_len + 1 + 10 +
-	      t->nbytes;
+	      data_len;
 	out = malloc(cap);
 	if (!out)
 		return mfs_fail(err, ENOMEM, "out of memory encoding %zu bytes",
@@ -839,21 +840,25 @@ int onnx_tensor_encode(const mfs_tensor *t, const char *name, void **buf,
 	p = out;
 	for (int i = 0; i < t->shape.rank; i++) {
 		*p++ = (TP_DIMS << 3) | PB_WT_VARINT;
-		p = put_varint_bytes(p, (uint64_t)t->shape.dims[i]);
+		p = pb_put_varint(p, (uint64_t)t->shape.dims[i]);
 	}
 	*p++ = (TP_DATA_TYPE << 3) | PB_WT_VARINT;
-	p = put_varint_bytes(p, (uint64_t)t->dtype);
+	p = pb_put_varint(p, (uint64_t)t->dtype);
 	if (name) {
 		*p++ = (TP_NAME << 3) | PB_WT_LEN;
-		p = put_varint_bytes(p, name_len);
+		p = pb_put_varint(p, name_len);
 		memcpy(p, name, name_len);
 		p += name_len;
 	}
-	*p++ = (TP_RAW_DATA << 3) | PB_WT_LEN;
-	p = put_varint_bytes(p, t->nbytes);
-	if (t->nbytes)
-		memcpy(p, t->data, t->nbytes);
-	p += t->nbytes;
+	if (t->dtype == MFS_DT_STRING) {   /* string_data, as numpy_helper writes */
+		p = onnx_strings_encode(t, TP_STRING_DATA, p);
+	} else {
+		*p++ = (TP_RAW_DATA << 3) | PB_WT_LEN;
+		p = pb_put_varint(p, t->nbytes);
+		if (t->nbytes)
+			memcpy(p, t->data, t->nbytes);
+		p += t->nbytes;
+	}
 	*buf = out;
 	*len = (size_t)(p - out);
 	return 0;

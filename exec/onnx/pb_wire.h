@@ -65,6 +65,28 @@ static inline uint64_t pb_le64(const uint8_t *p)
 	return (uint64_t)pb_le32(p) | (uint64_t)pb_le32(p + 4) << 32;
 }
 
+/* Writing: the bytes of varint v (at most 10), and writing them at p
+ * (returns the end). */
+static inline size_t pb_varint_len(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static inline uint8_t *pb_put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
 /* Copy a string field into a new NUL-terminated string.  Returns 0,
  * -EINVAL when the bytes contain a NUL (a name that would read as
  * something shorter), -ENOMEM. */

@@ -28,6 +28,11 @@
  * run     Required.  Output tensors arrive allocated with the inferred shape
  *         (data not zeroed).  Inputs are read-only.  May use OpenMP.
  * release Optional.  Frees a state built by prepare.
+ * check   Optional.  Called once per node when the model compiles, with
+ *         the node's attributes only (no inputs or outputs): refuses an
+ *         attribute that is wrong whatever the inputs (a regular
+ *         expression that does not compile), so that the model fails to
+ *         load instead of its first request.
  */
 #ifndef MFS_OP_H
 #define MFS_OP_H
@@ -110,6 +115,16 @@ enum {
 	 * and writes the output's memory once, docs/PERFORMANCE.md, "The
 	 * residual in place"). */
 	MFS_OP_OUT0_OVER_IN3 = 1u << 8,
+	/* Takes or makes string tensors (tensor.h: mfs_string).  Without it
+	 * a node with a STRING input or output is refused (mfs_op_check_strings).
+	 * A string output is either built element by element with
+	 * mfs_string_set/mfs_string_alloc (its arena, out->strings, is then
+	 * set), or only copied from the inputs' elements (out->strings left
+	 * NULL): the engine then copies those elements' bytes into an arena
+	 * of the output's own (mfs_tensor_own_strings).  The engine never
+	 * lets a string output alias its input (MFS_OP_VIEW), and run must
+	 * not mix the two ways in one output. */
+	MFS_OP_STRINGS = 1u << 9,
 };
 
 typedef struct mfs_op_def {
@@ -121,6 +136,7 @@ typedef struct mfs_op_def {
 	int (*prepare)(mfs_op_ctx *ctx);
 	int (*run)(mfs_op_ctx *ctx);
 	void (*release)(void *state);
+	int (*check)(mfs_op_ctx *ctx);
 	/* For an MFS_OP_VIEW operator whose output is its input only for
 	 * some inputs (Dropout: not in training mode): false when this run
 	 * must compute.  Asked by the backends before they alias; NULL means
@@ -155,6 +171,10 @@ int mfs_broadcast_shape(const mfs_shape *a, const mfs_shape *b, mfs_shape *out,
 			mfs_error *err);
 /* Normalise a possibly negative axis against rank; -EINVAL if out of range. */
 int mfs_norm_axis(int64_t axis, int rank, int *out, mfs_error *err);
+/* -ENOTSUP naming the node when a tensor input or output of ctx is a
+ * STRING and the operator does not take strings (MFS_OP_STRINGS); else 0.
+ * The engine calls it after infer, at compile and at run. */
+int mfs_op_check_strings(mfs_op_ctx *ctx);
 /* Fail with a message naming the node: "Conv 'conv1': ..." */
 int mfs_op_fail(mfs_op_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -50,3 +50,20 @@ int mfs_op_fail(mfs_op_ctx *ctx, int code, const char *fmt, ...)
 	return mfs_fail(ctx->err, code, "%s '%s': %s", ctx->node->op_type,
 			onnx_node_label(ctx->node), msg);
 }
+
+int mfs_op_check_strings(mfs_op_ctx *ctx)
+{
+	if (ctx->def->flags & MFS_OP_STRINGS)
+		return 0;
+	for (int k = 0; k < ctx->n_in; k++)
+		if (ctx->in[k] && ctx->in[k]->dtype == MFS_DT_STRING)
+			return mfs_op_fail(ctx, ENOTSUP,
+					   "input %d ('%s') is a string tensor; the operator takes no strings",
+					   k, k < ctx->node->n_inputs ? ctx->node->inputs[k] : "");
+	for (int k = 0; k < ctx->n_out; k++)
+		if (ctx->out[k] && ctx->out[k]->dtype == MFS_DT_STRING)
+			return mfs_op_fail(ctx, ENOTSUP,
+					   "output %d would be a string tensor; the operator makes no strings",
+					   k);
+	return 0;
+}

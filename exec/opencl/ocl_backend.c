@@ -105,6 +105,11 @@ static int ocl_exec_new(mfs_backend *be, const mfs_graph *m, void **out,
 		return mfs_fail(err, ENOTSUP,
 				"model '%s': sequences and optionals run on the CPU engine only",
 				m->label);
+	/* String elements point into host arenas (tensor.h) */
+	if (mfs_graph_has_strings(m))
+		return mfs_fail(err, ENOTSUP,
+				"model '%s': string tensors run on the CPU engine only",
+				m->label);
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return mfs_fail(err, ENOMEM, "out of memory");

@@ -54,6 +54,10 @@ const mfs_io_desc *mfs_graph_output(const mfs_graph *m, int i);
  * of those kinds, or a node that makes or reads them)?  Only the CPU
  * backend runs those (docs/OPENCL.md). */
 bool mfs_graph_has_containers(const mfs_graph *m);
+/* Does the model carry string tensors (an input, output, constant or
+ * value of type STRING, or a Cast to string)?  Only the CPU backend runs
+ * those (docs/ARCHITECTURE.md, "String tensors"). */
+bool mfs_graph_has_strings(const mfs_graph *m);
 
 /* The CPU backend: a static object, never freed.  Other backends come from
  * their own constructors (ocl_backend.h). */

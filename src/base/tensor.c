@@ -20,7 +20,7 @@ static const struct dtype_info {
 	{ MFS_DT_INT16, 2, "INT16", "TYPE_INT16", "int16" },
 	{ MFS_DT_INT32, 4, "INT32", "TYPE_INT32", "int32" },
 	{ MFS_DT_INT64, 8, "INT64", "TYPE_INT64", "int64" },
-	{ MFS_DT_STRING, 0, "BYTES", "TYPE_STRING", "string" },
+	{ MFS_DT_STRING, sizeof(mfs_string), "BYTES", "TYPE_STRING", "string" },
 	{ MFS_DT_BOOL, 1, "BOOL", "TYPE_BOOL", "bool" },
 	{ MFS_DT_FLOAT16, 2, "FP16", "TYPE_FP16", "float16" },
 	{ MFS_DT_DOUBLE, 8, "FP64", "TYPE_FP64", "double" },
@@ -228,6 +228,7 @@ void mfs_tensor_release(mfs_tensor *t)
 		for (int i = 0; t->items && i < t->n_items; i++)
 			mfs_tensor_release(&t->items[i]);
 		free(t->items);
+		mfs_strarena_free(t->strings);
 	}
 	memset(t, 0, sizeof(*t));
 }
@@ -270,7 +271,9 @@ int mfs_tensor_copy(mfs_tensor *dst, const mfs_tensor *src, mfs_error *err)
 	dst->layout = src->layout;
 	if (src->nbytes)
 		memcpy(dst->data, src->data, src->nbytes);
-	return 0;
+	if (src->dtype == MFS_DT_STRING && (rc = mfs_tensor_own_strings(dst, err)))
+		mfs_tensor_release(dst);
+	return rc;
 }
 
 const char *mfs_kind_name(mfs_kind k)

@@ -23,7 +23,7 @@ typedef enum mfs_dtype {
 	MFS_DT_INT16 = 5,
 	MFS_DT_INT32 = 6,
 	MFS_DT_INT64 = 7,
-	MFS_DT_STRING = 8,     /* recognised only to be refused as unsupported */
+	MFS_DT_STRING = 8,     /* elements are mfs_string (below) */
 	MFS_DT_BOOL = 9,       /* one byte, 0 or 1 */
 	MFS_DT_FLOAT16 = 10,
 	MFS_DT_DOUBLE = 11,
@@ -32,7 +32,9 @@ typedef enum mfs_dtype {
 	MFS_DT_BFLOAT16 = 16,
 } mfs_dtype;
 
-/* Bytes per element; 0 for UNDEFINED, STRING and unknown values. */
+/* Bytes per element (sizeof(mfs_string) for STRING); 0 for UNDEFINED and
+ * unknown values.  Code that reads or writes a tensor's bytes as numbers
+ * (file formats, the wire to a worker) must treat STRING apart. */
 size_t mfs_dtype_size(mfs_dtype dt);
 /* KServe v2 name ("FP32", "INT64", "BOOL"...); NULL if none. */
 const char *mfs_dtype_kserve_name(mfs_dtype dt);
@@ -81,6 +83,20 @@ typedef enum mfs_kind {
 				  tensor or (elem_kind SEQUENCE) a sequence */
 } mfs_kind;
 
+/* A string element: len bytes at ptr (any bytes, NUL included), with a
+ * NUL after them not counted in len; ptr is NULL only when len is 0.  A
+ * STRING tensor's data is an array of these (so that its element array
+ * is sized and moved like any other dtype's), and the bytes they point
+ * to live in an arena (mfs_strarena), normally the tensor's own `strings`.
+ * docs/ARCHITECTURE.md, "String tensors", has the rules. */
+typedef struct mfs_string {
+	const char *ptr;
+	size_t len;
+} mfs_string;
+
+/* An append-only arena of string bytes, freed at once (tensor.c). */
+typedef struct mfs_strarena mfs_strarena;
+
 typedef struct mfs_tensor {
 	mfs_dtype dtype;       /* for a sequence or an optional: of its tensors */
 	mfs_shape shape;       /* logical (ONNX) shape; rank 0 for containers */
@@ -92,6 +108,9 @@ typedef struct mfs_tensor {
 	mfs_kind elem_kind;    /* OPTIONAL: what it holds, known when empty */
 	int n_items;           /* SEQUENCE, OPTIONAL: data and nbytes stay 0 */
 	struct mfs_tensor *items;
+	mfs_strarena *strings;   /* STRING: the arena its elements point into
+				  (NULL: none yet, or all elements empty);
+				  freed with data when owns_data */
 } mfs_tensor;
 
 /* Bytes of data for t's dtype and shape (dims must be >= 0): false when
@@ -136,6 +155,37 @@ const char *mfs_kind_name(mfs_kind k);
  * buf (always NUL-terminated); returns buf. */
 char *mfs_type_format(mfs_kind kind, mfs_kind elem_kind, mfs_dtype dt,
 		      char *buf, size_t size);
+
+/* String elements (dtype STRING).  mfs_string_set copies len bytes into
+ * t's arena (made on first use, owned as t's data is) and points element
+ * i at them; mfs_string_alloc does the same for len bytes the caller then
+ * writes (its NUL is already there).  Both fail with -ENOMEM (err filled).
+ * The element's previous bytes stay in the arena until it is freed. */
+int mfs_string_set(mfs_tensor *t, int64_t i, const void *bytes, size_t len,
+		   mfs_error *err);
+char *mfs_string_alloc(mfs_tensor *t, int64_t i, size_t len, mfs_error *err);
+/* Element i of a STRING tensor (borrowed). */
+static inline const mfs_string *mfs_string_at(const mfs_tensor *t, int64_t i)
+{
+	return (const mfs_string *)t->data + i;
+}
+/* Make t's elements point into an arena of its own: copies every
+ * element's bytes into a new arena that becomes t->strings.  For an
+ * operator that moved elements from its inputs (their pointers are the
+ * inputs' arenas') - the engine calls it on such outputs.  The previous
+ * arena, if any, is the caller's to free.  0 or -ENOMEM. */
+int mfs_tensor_own_strings(mfs_tensor *t, mfs_error *err);
+/* Free an arena (NULL is fine). */
+void mfs_strarena_free(mfs_strarena *b);
+/* Total bytes of t's string elements (without the NULs). */
+size_t mfs_strings_total(const mfs_tensor *t);
+/* UTF-8: the code point at s (n > 0 bytes left) into *cp and its length
+ * in bytes, or -1 when the bytes there are no UTF-8 (overlong forms,
+ * surrogates and values past U+10FFFF included).  mfs_utf8_encode writes
+ * code point v (at most U+10FFFF, no surrogate) at out (4 bytes of
+ * room) and returns its length. */
+int mfs_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+size_t mfs_utf8_encode(uint32_t v, char *out);
 
 /* IEEE half and bfloat16 conversions. */
 float mfs_half_to_float(uint16_t h);

@@ -296,14 +296,15 @@ int mfs_route(const mfs_graph *graph, const mfs_model_config *cfg,
 		snprintf(p->note, sizeof(p->note), "%s", kind == MFS_KIND_CPU ? "KIND_CPU" : "--device=cpu");
 		return 0;
 	}
-	if (mfs_graph_has_containers(graph)) {
-		/* the OpenCL engine has no sequences or optionals
+	if (mfs_graph_has_containers(graph) || mfs_graph_has_strings(graph)) {
+		/* the OpenCL engine has no sequences, optionals or strings
 		 * (docs/OPENCL.md): the CPU, whatever was asked */
 		set_cpu(p);
 		snprintf(p->note, sizeof(p->note),
-			 "%s: cpu (sequences and optionals run on the CPU engine only)",
+			 "%s: cpu (%s run on the CPU engine only)",
 			 kind == MFS_KIND_GPU ? "KIND_GPU" :
-			 dev == MFS_DEVICE_OPENCL ? "--device=opencl" : "auto");
+			 dev == MFS_DEVICE_OPENCL ? "--device=opencl" : "auto",
+			 mfs_graph_has_strings(graph) ? "string tensors" : "sequences and optionals");
 		return 0;
 	}
 	if (kind == MFS_KIND_GPU || dev == MFS_DEVICE_OPENCL) {

@@ -108,8 +108,13 @@ static int parse_input(void *vctx, size_t i, mfs_jspan val, mfs_error *err)
 				"input '%s' is a sequence: the infer file carries tensors only (write %s.pb in a request directory)",
 				name, name);
 	mfs_config_input_spec(cfg, idx, &spec);
-	if ((rc = mfs_json_tensor_decode(&parts, &spec, &value, err)) < 0) {
-		mfs_error_prefix(err, "input '%s': ", name);
+	/* BYTES: the .json codec's string reader takes the whole object */
+	rc = spec.dtype == MFS_DT_STRING
+		? mfs_tensor_decode(MFS_FMT_JSON, val.p, val.len, &spec, &value, err)
+		: mfs_json_tensor_decode(&parts, &spec, &value, err);
+	if (rc < 0) {
+		if (spec.dtype != MFS_DT_STRING)   /* mfs_tensor_decode names it */
+			mfs_error_prefix(err, "input '%s': ", name);
 		return rc;
 	}
 	/* The check's message names the input itself. */

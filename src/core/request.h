@@ -154,6 +154,9 @@ int mfs_request_submit_tensors(mfs_request *r, mfs_tensor *tensors,
  * mfs_request_check_param is that check alone for the bytes written so
  * far to filename (0 for any other file): the filesystem asks it at each
  * write so that bash's echo sees the error. */
+/* Is filename (NAME.EXT) an input the model takes as strings?  Their
+ * .txt lines are text, not numbers: no prefix check applies. */
+bool mfs_request_input_is_string(mfs_request *r, const char *filename);
 int mfs_request_check_param(mfs_request *r, const char *filename, const void *buf,
 			    size_t len, mfs_error *err);
 int mfs_request_set_queue_params(mfs_request *r, int64_t priority, int64_t timeout_us,

@@ -66,6 +66,22 @@ int req_parse_param_locked(mfs_request *r, int param, const void *buf, size_t le
 	return rc;
 }
 
+bool mfs_request_input_is_string(mfs_request *r, const char *filename)
+{
+	size_t nl = 0;
+	bool yes = false;
+
+	if (mfs_format_split_filename(filename, &nl) < 0)
+		return false;
+	pthread_mutex_lock(&r->lock);
+	for (int i = 0; i < r->cfg->n_inputs; i++)
+		if (strlen(r->cfg->inputs[i].name) == nl &&
+		    !strncmp(r->cfg->inputs[i].name, filename, nl))
+			yes = r->cfg->inputs[i].dtype == MFS_DT_STRING;
+	pthread_mutex_unlock(&r->lock);
+	return yes;
+}
+
 int mfs_request_check_param(mfs_request *r, const char *filename, const void *buf,
 			    size_t len, mfs_error *err)
 {

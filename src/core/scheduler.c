@@ -488,6 +488,9 @@ static int split_outputs(mfs_queue *q, mfs_job **jobs, int n, int rows,
 			if (len)
 				memcpy(jobs[j]->outputs[o].data, (const char *)t->data + off, len);
 			off += len;
+			/* string elements point into the batch's arena: copy the bytes */
+			if ((r = mfs_tensor_own_strings(&jobs[j]->outputs[o], err)) < 0)
+				return r;
 		}
 	}
 	return 0;

@@ -170,6 +170,14 @@ static int compare(const mfs_tensor *got, const mfs_tensor *want, int k,
 			return MISMATCH;
 	if (want->kind != MFS_KIND_TENSOR)
 		return PASS;
+	for (int64_t i = 0; want->dtype == MFS_DT_STRING && i < n; i++) {
+		const mfs_string *g = mfs_string_at(got, i), *w = mfs_string_at(want, i);
+		if (g->len != w->len || (w->len && memcmp(g->ptr, w->ptr, w->len))) {
+			snprintf(msg, size, "output %d: element %lld is '%.40s', expected '%.40s'",
+				 k, (long long)i, g->ptr ? g->ptr : "", w->ptr ? w->ptr : "");
+			return MISMATCH;
+		}
+	}
 	/* FP16 results are computed in FP32 and rounded: allow FP16's own
 	 * precision; BF16's is one 2^-8 step (ONNX 1.12's reference truncates
 	 * to bfloat16 where we round to nearest). */

@@ -151,8 +151,8 @@ static void test_errors(void **state)
 			 "unknown datatype \"FLOAT\"");
 	decode_str_fails(MFS_FMT_JSON, "{\"data\":[1],\"datatype\":7}", &f16, EINVAL,
 			 "\"datatype\" is not a string");
-	decode_str_fails(MFS_FMT_JSON, "{\"data\":[\"a\"],\"datatype\":\"BYTES\"}", &f16, ENOTSUP,
-			 "BYTES is not supported");
+	decode_str_fails(MFS_FMT_JSON, "{\"data\":[\"a\"],\"datatype\":\"BYTES\"}", &f16, EINVAL,
+			 "\"datatype\" is BYTES, but the model expects FP32");
 	decode_str_fails(MFS_FMT_JSON, "{\"data\":[1,2,3],\"shape\":[2,2]}", &f16, EINVAL,
 			 "\"shape\" [2,2] holds 4 values, but \"data\" [3] has 3");
 	decode_str_fails(MFS_FMT_JSON, "{\"data\":[1],\"shape\":[-1]}", &f16, EINVAL,

@@ -118,8 +118,11 @@ static void test_refused_dtypes(void **state)
 		     "object arrays");
 	decode_fails(MFS_FMT_NPY, npy_structured, sizeof(npy_structured), &any, EINVAL,
 		     "structured");
+	decode_fails(MFS_FMT_NPY, npy_object, sizeof(npy_object), &any, EINVAL,
+		     "pickled Python objects) are not supported; save strings with a fixed width");
+	/* strings read, but are no FP32 */
 	decode_fails(MFS_FMT_NPY, npy_unicode, sizeof(npy_unicode), &any, EINVAL,
-		     "string arrays");
+		     "expected FP32 (any shape), got BYTES [1]");
 	decode_fails(MFS_FMT_NPY, npy_complex, sizeof(npy_complex), &any, EINVAL,
 		     "complex");
 }
@@ -308,6 +311,95 @@ static void test_encode_refusals(void **state)
 	mfs_tensor_release(&t);
 }
 
+/* ---- strings: numpy's 'U' and 'S' ---- */
+
+static void assert_elems(const mfs_tensor *t, int n, const char *const *want, const size_t *lens)
+{
+	assert_int_equal(t->dtype, MFS_DT_STRING);
+	assert_int_equal(mfs_shape_numel(&t->shape), n);
+	for (int i = 0; i < n; i++) {
+		const mfs_string *s = mfs_string_at(t, i);
+		size_t l = lens ? lens[i] : strlen(want[i]);
+		assert_int_equal(s->len, l);
+		if (l)
+			assert_memory_equal(s->ptr, want[i], l);
+	}
+}
+
+static void test_strings_read(void **state)
+{
+	(void)state;
+	mfs_tensor_spec any = spec_of("TEXT", MFS_DT_STRING, -1, NULL);
+	const char *u[] = { "a", "h\xc3\xa9llo", "\xe4\xb8\xad\xe6\x96\x87", "" };
+	const char *big[] = { "ab", "\xc3\xbc", "\xf0\x9f\x98\x80" };
+	/* trailing NULs trimmed, as numpy does; inner ones kept */
+	const char *s[] = { "ab", "", "\xff\0z", "q" };
+	size_t slen[] = { 2, 0, 3, 1 };
+	const char *e[] = { "", "" };
+	mfs_tensor t;
+
+	decode_ok(MFS_FMT_NPY, npy_u5_2x2, sizeof(npy_u5_2x2), &any, &t);
+	assert_int_equal(t.shape.rank, 2);
+	assert_elems(&t, 4, u, NULL);
+	mfs_tensor_release(&t);
+	decode_ok(MFS_FMT_NPY, npy_u2_big_endian, sizeof(npy_u2_big_endian), &any, &t);
+	assert_elems(&t, 3, big, NULL);
+	mfs_tensor_release(&t);
+	decode_ok(MFS_FMT_NPY, npy_s3_4, sizeof(npy_s3_4), &any, &t);
+	assert_elems(&t, 4, s, slen);
+	mfs_tensor_release(&t);
+	decode_ok(MFS_FMT_NPY, npy_u1_empty, sizeof(npy_u1_empty), &any, &t);
+	assert_elems(&t, 2, e, NULL);
+	mfs_tensor_release(&t);
+}
+
+/* Written as numpy writes the same array: U when every element is UTF-8
+ * without a NUL, else S; the width the longest element. */
+static void test_strings_write(void **state)
+{
+	(void)state;
+	mfs_tensor_spec any = spec_of("TEXT", MFS_DT_STRING, -1, NULL);
+
+	check_numpy_file(npy_u5_2x2, sizeof(npy_u5_2x2), MFS_DT_STRING, 2,
+			 (const int64_t[]){ 2, 2 }, true);
+	check_numpy_file(npy_s3_4, sizeof(npy_s3_4), MFS_DT_STRING, 1,
+			 (const int64_t[]){ 4 }, true);   /* \xff is no UTF-8 */
+	check_numpy_file(npy_u1_empty, sizeof(npy_u1_empty), MFS_DT_STRING, 1,
+			 (const int64_t[]){ 2 }, true);
+	/* big-endian in, little-endian out: the same strings */
+	{
+		mfs_tensor t, back;
+		size_t len;
+		char *buf;
+		decode_ok(MFS_FMT_NPY, npy_u2_big_endian, sizeof(npy_u2_big_endian), &any, &t);
+		buf = encode_ok(MFS_FMT_NPY, &t, "TEXT", &len);
+		assert_non_null(memmem(buf, len, "'descr': '<U2'", 14));
+		decode_ok(MFS_FMT_NPY, buf, len, &any, &back);
+		assert_elems(&back, 3, (const char *[]){ "ab", "\xc3\xbc", "\xf0\x9f\x98\x80" }, NULL);
+		free(buf);
+		mfs_tensor_release(&t);
+		mfs_tensor_release(&back);
+	}
+}
+
+static void test_strings_refused(void **state)
+{
+	(void)state;
+	mfs_tensor_spec any = spec_of("TEXT", MFS_DT_STRING, -1, NULL);
+	unsigned char bad[sizeof(npy_u1_empty)];
+
+	/* a UTF-32 value that is no code point */
+	memcpy(bad, npy_u1_empty, sizeof(bad));
+	memcpy(bad + sizeof(bad) - 4, "\x00\xd8\x00\x00", 4);   /* U+D800, a surrogate */
+	decode_fails(MFS_FMT_NPY, bad, sizeof(bad), &any, EINVAL,
+		     "element 1: 0xd800 is not a Unicode code point");
+	memcpy(bad + sizeof(bad) - 4, "\x00\x00\x11\x00", 4);
+	decode_fails(MFS_FMT_NPY, bad, sizeof(bad), &any, EINVAL, "0x110000");
+	/* the data must be numel * itemsize bytes */
+	decode_fails(MFS_FMT_NPY, npy_u5_2x2, sizeof(npy_u5_2x2) - 4, &any, EINVAL,
+		     "bytes of data");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -320,6 +412,9 @@ int main(void)
 		cmocka_unit_test(test_bool_normalised),
 		cmocka_unit_test(test_view_and_file_size),
 		cmocka_unit_test(test_encode_refusals),
+		cmocka_unit_test(test_strings_read),
+		cmocka_unit_test(test_strings_write),
+		cmocka_unit_test(test_strings_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

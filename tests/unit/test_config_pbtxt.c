@@ -237,8 +237,13 @@ static void test_errors_name_field_and_line(void **state)
 		    "config.pbtxt:1: field 'max_batch_size' in the model config: -2 is out of range [0, 2147483647]");
 	parse_fails("input { name: \"a\" data_type: TYPE_FLOAT32 }",
 		    "config.pbtxt:1: field 'data_type' in input: unknown value 'TYPE_FLOAT32'");
-	parse_fails("input { name: \"a\" data_type: TYPE_STRING }",
-		    "config.pbtxt:1: data_type TYPE_STRING is not supported");
+	/* TYPE_STRING is a string tensor (SPEC.md section 6), not an error */
+	{
+		mfs_model_config c;
+		parse_ok("input { name: \"a\" data_type: TYPE_STRING }", &c);
+		assert_int_equal(c.inputs[0].dtype, MFS_DT_STRING);
+		mfs_config_release(&c);
+	}
 	parse_fails("input {\n name: a\n}",
 		    "config.pbtxt:2: field 'name' in input must be a quoted string, not a name");
 	parse_fails("input { name: \"a\" dims: [16, 0] }",

@@ -1,15 +1,17 @@
 /* Cast (opset 6; `to` as a dtype number) and CastLike (opset 15; the type
- * of input 1) between every numeric type, bool, float16 and bfloat16.
- * Strings and the float8 types are refused with ENOTSUP.
+ * of input 1) between every numeric type, bool, float16, bfloat16 and
+ * string (cast_string.c).  The float8 types are refused with ENOTSUP.
  *
  * Each block of elements is loaded into a double, int64 or uint64 buffer
  * (exact for every source of that class) and stored from there, so n
  * types need 2n loops, not n*n.  Float to integer saturates at the
  * target's range and maps NaN to 0 (C leaves both undefined); bool is
- * "nonzero"; integers narrow by wrapping, as numpy does. */
+ * "nonzero"; integers narrow by wrapping, as numpy does.  Casts to and
+ * from STRING are cast_string.c's. */
 #include <string.h>
 
 #include "elementwise.h"
+#include "string_util.h"
 
 #define CAST_BLOCK 256
 
@@ -31,7 +33,7 @@ static cast_class class_of(mfs_dtype dt)
 
 static bool castable(mfs_dtype dt)
 {
-	return dt != MFS_DT_STRING && dt > 0 && dt < EW_NDT && mfs_dtype_size(dt) > 0;
+	return dt > 0 && dt < EW_NDT && mfs_dtype_size(dt) > 0;
 }
 
 #define LOAD(T, EXPR)                                                       \
@@ -216,6 +218,8 @@ static int cast_run_to(mfs_op_ctx *ctx)
 	mfs_tensor *y = ctx->out[0];
 	ew_params p = { .dt_a = x->dtype, .dt_b = y->dtype };
 
+	if (x->dtype == MFS_DT_STRING || y->dtype == MFS_DT_STRING)
+		return cast_string_run(ctx);
 	if (x->dtype == y->dtype) {
 		if (y->data != x->data && x->nbytes)
 			memcpy(y->data, x->data, x->nbytes);
@@ -241,5 +245,5 @@ static int castlike_infer(mfs_op_ctx *ctx)
 	return cast_infer_to(ctx, ctx->in[1]->dtype);
 }
 
-MFS_OP(Cast, 6, .flags = MFS_OP_NHWC_OK, .infer = cast_infer, .run = cast_run_to);
-MFS_OP(CastLike, 15, .flags = MFS_OP_NHWC_OK, .infer = castlike_infer, .run = cast_run_to);
+MFS_OP(Cast, 6, .flags = MFS_OP_NHWC_OK | MFS_OP_STRINGS, .infer = cast_infer, .run = cast_run_to);
+MFS_OP(CastLike, 15, .flags = MFS_OP_NHWC_OK | MFS_OP_STRINGS, .infer = castlike_infer, .run = cast_run_to);

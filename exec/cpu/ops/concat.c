@@ -75,4 +75,4 @@ static int concat_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(Concat, 1, .infer = concat_infer, .run = concat_run);
+MFS_OP(Concat, 1, .flags = MFS_OP_STRINGS, .infer = concat_infer, .run = concat_run);

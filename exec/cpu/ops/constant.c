@@ -142,5 +142,5 @@ static int cos_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(Constant, 1, .infer = constant_infer, .run = constant_run);
+MFS_OP(Constant, 1, .flags = MFS_OP_STRINGS, .infer = constant_infer, .run = constant_run);
 MFS_OP(ConstantOfShape, 9, .infer = cos_infer, .run = cos_run);

@@ -115,5 +115,5 @@ static int tile_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(Expand, 8, .infer = expand_infer, .run = expand_run);
-MFS_OP(Tile, 6, .infer = tile_infer, .run = tile_run);
+MFS_OP(Expand, 8, .flags = MFS_OP_STRINGS, .infer = expand_infer, .run = expand_run);
+MFS_OP(Tile, 6, .flags = MFS_OP_STRINGS, .infer = tile_infer, .run = tile_run);

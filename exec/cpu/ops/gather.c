@@ -59,4 +59,4 @@ static int gather_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(Gather, 1, .infer = gather_infer, .run = gather_run);
+MFS_OP(Gather, 1, .flags = MFS_OP_STRINGS, .infer = gather_infer, .run = gather_run);

@@ -18,4 +18,4 @@ static int identity_run(mfs_op_ctx *ctx)
 	return ct_copy_out(ctx, ctx->in[0]);
 }
 
-MFS_OP(Identity, 1, .flags = MFS_OP_VIEW | MFS_OP_CONTAINERS, .infer = identity_infer, .run = identity_run);
+MFS_OP(Identity, 1, .flags = MFS_OP_VIEW | MFS_OP_CONTAINERS | MFS_OP_STRINGS, .infer = identity_infer, .run = identity_run);

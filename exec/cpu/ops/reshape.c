@@ -74,5 +74,5 @@ static int flatten_infer(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(Reshape, 5, .flags = MFS_OP_VIEW, .infer = reshape_infer, .run = oc_copy_through);
-MFS_OP(Flatten, 1, .flags = MFS_OP_VIEW, .infer = flatten_infer, .run = oc_copy_through);
+MFS_OP(Reshape, 5, .flags = MFS_OP_VIEW | MFS_OP_STRINGS, .infer = reshape_infer, .run = oc_copy_through);
+MFS_OP(Flatten, 1, .flags = MFS_OP_VIEW | MFS_OP_STRINGS, .infer = flatten_infer, .run = oc_copy_through);

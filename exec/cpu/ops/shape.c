@@ -54,5 +54,5 @@ static int size_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(Shape, 1, .infer = shape_infer, .run = shape_run);
-MFS_OP(Size, 1, .infer = size_infer, .run = size_run);
+MFS_OP(Shape, 1, .flags = MFS_OP_STRINGS, .infer = shape_infer, .run = shape_run);
+MFS_OP(Size, 1, .flags = MFS_OP_STRINGS, .infer = size_infer, .run = size_run);

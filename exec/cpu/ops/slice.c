@@ -129,5 +129,5 @@ static int slice10_infer(mfs_op_ctx *ctx) { return slice_infer_common(ctx, false
 static int slice1_run(mfs_op_ctx *ctx) { return slice_run_common(ctx, true); }
 static int slice10_run(mfs_op_ctx *ctx) { return slice_run_common(ctx, false); }
 
-MFS_OP(Slice, 1, .infer = slice1_infer, .run = slice1_run);
-MFS_OP(Slice, 10, .infer = slice10_infer, .run = slice10_run);
+MFS_OP(Slice, 1, .flags = MFS_OP_STRINGS, .infer = slice1_infer, .run = slice1_run);
+MFS_OP(Slice, 10, .flags = MFS_OP_STRINGS, .infer = slice10_infer, .run = slice10_run);

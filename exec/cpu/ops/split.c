@@ -109,6 +109,6 @@ static int split2_run(mfs_op_ctx *ctx) { return split_run_sizes(ctx, SIZES_ATTR)
 static int split13_run(mfs_op_ctx *ctx) { return split_run_sizes(ctx, SIZES_INPUT); }
 static int split18_run(mfs_op_ctx *ctx) { return split_run_sizes(ctx, SIZES_INPUT_NUM); }
 
-MFS_OP(Split, 2, .infer = split2_infer, .run = split2_run);
-MFS_OP(Split, 13, .infer = split13_infer, .run = split13_run);
-MFS_OP(Split, 18, .infer = split18_infer, .run = split18_run);
+MFS_OP(Split, 2, .flags = MFS_OP_STRINGS, .infer = split2_infer, .run = split2_run);
+MFS_OP(Split, 13, .flags = MFS_OP_STRINGS, .infer = split13_infer, .run = split13_run);
+MFS_OP(Split, 18, .flags = MFS_OP_STRINGS, .infer = split18_infer, .run = split18_run);

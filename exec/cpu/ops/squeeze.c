@@ -70,7 +70,7 @@ static int squeeze13_infer(mfs_op_ctx *ctx) { return squeeze_common(ctx, true); 
 static int unsqueeze1_infer(mfs_op_ctx *ctx) { return unsqueeze_common(ctx, false); }
 static int unsqueeze13_infer(mfs_op_ctx *ctx) { return unsqueeze_common(ctx, true); }
 
-MFS_OP(Squeeze, 1, .flags = MFS_OP_VIEW, .infer = squeeze1_infer, .run = oc_copy_through);
-MFS_OP(Squeeze, 13, .flags = MFS_OP_VIEW, .infer = squeeze13_infer, .run = oc_copy_through);
-MFS_OP(Unsqueeze, 1, .flags = MFS_OP_VIEW, .infer = unsqueeze1_infer, .run = oc_copy_through);
-MFS_OP(Unsqueeze, 13, .flags = MFS_OP_VIEW, .infer = unsqueeze13_infer, .run = oc_copy_through);
+MFS_OP(Squeeze, 1, .flags = MFS_OP_VIEW | MFS_OP_STRINGS, .infer = squeeze1_infer, .run = oc_copy_through);
+MFS_OP(Squeeze, 13, .flags = MFS_OP_VIEW | MFS_OP_STRINGS, .infer = squeeze13_infer, .run = oc_copy_through);
+MFS_OP(Unsqueeze, 1, .flags = MFS_OP_VIEW | MFS_OP_STRINGS, .infer = unsqueeze1_infer, .run = oc_copy_through);
+MFS_OP(Unsqueeze, 13, .flags = MFS_OP_VIEW | MFS_OP_STRINGS, .infer = unsqueeze13_infer, .run = oc_copy_through);

@@ -52,4 +52,4 @@ static int transpose_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(Transpose, 1, .infer = transpose_infer, .run = transpose_run);
+MFS_OP(Transpose, 1, .flags = MFS_OP_STRINGS, .infer = transpose_infer, .run = transpose_run);

@@ -236,8 +236,12 @@ int mfs_wire_put_tensors(mfs_shm *s, const mfs_tensor *t, int n, uint64_t *len,
 	char *head;
 	int rc;
 
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		if (t[i].dtype == MFS_DT_STRING)   /* its elements are host pointers */
+			return mfs_fail(err, ENOTSUP,
+					"string tensors are not supported by backend workers");
 		total = align_up(total + t[i].nbytes);
+	}
 	rc = mfs_shm_reserve(s, total, err);
 	if (rc)
 		return rc;
@@ -296,7 +300,8 @@ int mfs_wire_get_tensors(const mfs_shm *s, uint64_t len, mfs_tensor *out, int n,
 			goto fail;
 		if (w.dtype == MFS_DT_UNDEFINED && w.rank == 0 && w.nbytes == 0)
 			continue;   /* an optional input not given: stays an empty tensor */
-		if (w.rank < 0 || w.rank > MFS_MAX_RANK || !mfs_dtype_size((mfs_dtype)w.dtype)) {
+		if (w.rank < 0 || w.rank > MFS_MAX_RANK || !mfs_dtype_size((mfs_dtype)w.dtype) ||
+		    w.dtype == MFS_DT_STRING) {
 			rc = mfs_fail(err, EPROTO, "tensor %d: rank %d, data type %d", i,
 				      (int)w.rank, (int)w.dtype);
 			goto fail;

@@ -136,7 +136,10 @@ static int decode(mfs_format fmt, const void *buf, size_t len,
 		return mfs_fail(err, EINVAL, "input '%s': no data", spec_name(spec));
 	if (!buf)
 		buf = "";
-	rc = (view && fmt == MFS_FMT_NPY ? mfs_codec_npy_view : decoders[fmt])(buf, len, spec, out, err);
+	if (spec && spec->dtype == MFS_DT_STRING)
+		rc = mfs_codec_string_decode(fmt, buf, len, spec, out, err);
+	else
+		rc = (view && fmt == MFS_FMT_NPY ? mfs_codec_npy_view : decoders[fmt])(buf, len, spec, out, err);
 	if (rc) {
 		mfs_tensor_release(out);
 		mfs_error_prefix(err, "input '%s': %s file: ", spec_name(spec),
@@ -192,7 +195,8 @@ int mfs_tensor_encode(mfs_format fmt, const mfs_tensor *t, const char *name,
 	    t->nbytes != (size_t)n * esize || (t->nbytes && !t->data))
 		return mfs_fail(err, EINVAL, "output '%s': tensor size does not match its shape",
 				shown);
-	rc = encoders[fmt](t, name, buf, len, err);
+	rc = t->dtype == MFS_DT_STRING ? mfs_codec_string_encode(fmt, t, name, buf, len, err)
+				       : encoders[fmt](t, name, buf, len, err);
 	if (rc) {
 		free(*buf);
 		*buf = NULL;

@@ -24,6 +24,13 @@ MFS_CODEC_DECLARE(txt)
 MFS_CODEC_DECLARE(raw)
 MFS_CODEC_DECLARE(pb)   /* codec_pb.c: ONNX TensorProto via onnx_tensor_* */
 
+/* String tensors in any format (codec_string.c): the dispatch sends a
+ * STRING tensor, or a file the model expects STRING of, here. */
+int mfs_codec_string_decode(mfs_format fmt, const void *buf, size_t len,
+			    const mfs_tensor_spec *spec, mfs_tensor *out, mfs_error *err);
+int mfs_codec_string_encode(mfs_format fmt, const mfs_tensor *t, const char *name,
+			    char **buf, size_t *len, mfs_error *err);
+
 /* Helpers shared by the codecs and the dispatch (codec_shared.c). */
 
 /* "FP32", or the ONNX name for types KServe has no name for. */

@@ -1,13 +1,18 @@
 /* codec_npy.c - NumPy .npy files (format versions 1.0, 2.0, 3.0).
  *
- * Read: little-endian (or byte-order-free) plain dtypes in C order.  The
- * header is a Python dict literal; this parses exactly the subset NumPy
- * writes ({'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), })
- * and refuses the rest by name: Fortran order, big-endian, object,
- * structured, string and complex dtypes.  The data must be exactly
- * numel * itemsize bytes.
+ * Read: little-endian (or byte-order-free) plain dtypes in C order, and
+ * numpy's fixed-width strings: 'U' (UTF-32, either byte order, into
+ * UTF-8) and 'S' (bytes), each element's trailing NULs trimmed as numpy
+ * does.  The header is a Python dict literal; this parses exactly the
+ * subset NumPy writes ({'descr': '<f4', 'fortran_order': False, 'shape':
+ * (3, 4), }) and refuses the rest by name: Fortran order, big-endian
+ * numbers, object (pickles), structured and complex dtypes.  The data
+ * must be exactly numel * itemsize bytes.
  * Write: version 1.0, byte for byte what numpy.save() writes (same key
- * order, growth padding and 64-byte alignment), so files round-trip.
+ * order, growth padding and 64-byte alignment), so files round-trip.  A
+ * string tensor is written '<U<width>' when every element is UTF-8
+ * without a NUL, else '|S<width>' (width: the longest element, at least
+ * 1).
  */
 #include "codec_impl.h"
 #include "bigbuf.h"
@@ -36,6 +41,18 @@ static const struct npy_type {
 };
 #define N_NPY_TYPES (sizeof(npy_types) / sizeof(npy_types[0]))
 
+/* What a descr says: a dtype, and for strings how they are stored. */
+typedef struct npy_desc {
+	mfs_dtype dt;
+	char kind;          /* 'U' or 'S' for strings, else 0 */
+	bool big;           /* 'U' stored big-endian */
+	size_t itemsize;    /* bytes per element in the file */
+} npy_desc;
+
+/* Longest string element read or written, in characters: a bound that
+ * keeps numel * itemsize far from overflowing. */
+#define NPY_MAX_WIDTH ((size_t)1 << 28)
+
 static int descr_to_dtype(const char *d, mfs_dtype *out, mfs_error *err)
 {
 	char kind;
@@ -57,12 +74,48 @@ static int descr_to_dtype(const char *d, mfs_dtype *out, mfs_error *err)
 				"big-endian data ('%s') is not supported; save it little-endian (e.g. a.astype('<%s'))",
 				d, d + 1);
 	if (kind == 'O')
-		return mfs_fail(err, EINVAL, "object arrays ('%s') are not supported", d);
-	if (kind == 'U' || kind == 'S' || kind == 'a')
-		return mfs_fail(err, EINVAL, "string arrays ('%s') are not supported", d);
+		return mfs_fail(err, EINVAL,
+				"object arrays ('%s', pickled Python objects) are not supported; "
+				"save strings with a fixed width: a.astype(str) or a.astype(bytes)", d);
 	if (kind == 'c')
 		return mfs_fail(err, EINVAL, "complex arrays ('%s') are not supported", d);
 	return mfs_fail(err, EINVAL, "dtype '%s' is not supported", d);
+}
+
+/* A string descr ('<U5', '>U5', '|S3', 'a3'): 1 and *out filled; 0 when d
+ * is no string descr; -EINVAL when its width is too large. */
+static int descr_string(const char *d, npy_desc *out, mfs_error *err)
+{
+	const char *k = strchr("<>|=", d[0]) && d[0] ? d + 1 : d;
+	size_t w = 0;
+
+	if (k[0] != 'U' && k[0] != 'S' && k[0] != 'a')
+		return 0;
+	for (const char *p = k + 1; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return 0;
+		w = w * 10 + (size_t)(*p - '0');
+		if (w > NPY_MAX_WIDTH)
+			return mfs_fail(err, EINVAL, "string width of '%s' is too large", d);
+	}
+	out->dt = MFS_DT_STRING;
+	out->kind = k[0] == 'U' ? 'U' : 'S';
+	out->big = k[0] == 'U' && d[0] == '>';
+	out->itemsize = k[0] == 'U' ? 4 * w : w;
+	return 1;
+}
+
+static int descr_parse(const char *d, npy_desc *out, mfs_error *err)
+{
+	int rc = descr_string(d, out, err);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
+	*out = (npy_desc){ 0 };
+	if ((rc = descr_to_dtype(d, &out->dt, err)))
+		return rc;
+	out->itemsize = mfs_dtype_size(out->dt);
+	return 0;
 }
 
 static const char *dtype_to_descr(mfs_dtype dt)
@@ -182,7 +235,7 @@ static int parse_shape(struct hp *h, mfs_shape *s)
 	}
 }
 
-static int parse_header(const char *text, size_t n, mfs_dtype *dt,
+static int parse_header(const char *text, size_t n, npy_desc *dt,
 			mfs_shape *shape, mfs_error *err)
 {
 	struct hp h = { text, text + n, err };
@@ -230,7 +283,7 @@ static int parse_header(const char *text, size_t n, mfs_dtype *dt,
 	if (!have_descr || !have_order || !have_shape)
 		return mfs_fail(err, EINVAL, "header lacks '%s'",
 				!have_descr ? "descr" : !have_order ? "fortran_order" : "shape");
-	if ((rc = descr_to_dtype(descr, dt, err)))
+	if ((rc = descr_parse(descr, dt, err)))
 		return rc;
 	/* A Fortran-order array of rank <= 1 has the same bytes as C order. */
 	if (fortran && shape->rank > 1)
@@ -242,7 +295,7 @@ static int parse_header(const char *text, size_t n, mfs_dtype *dt,
 /* The header of the .npy file in buf: dtype, shape, where the data
  * starts and how long it is (npy_parse also checks that buf holds that
  * much). */
-static int npy_header(const unsigned char *b, size_t len, mfs_dtype *dt,
+static int npy_header(const unsigned char *b, size_t len, npy_desc *dt,
 		     mfs_shape *shape, size_t *data_at, size_t *data_len, mfs_error *err)
 {
 	size_t hlen, start, esize, want;
@@ -271,9 +324,9 @@ static int npy_header(const unsigned char *b, size_t len, mfs_dtype *dt,
 	rc = parse_header((const char *)b + start, hlen, dt, shape, err);
 	if (rc)
 		return rc;
-	esize = mfs_dtype_size(*dt);
+	esize = dt->itemsize;
 	n = mfs_codec_numel(shape->dims, shape->rank, -1);
-	if (n < 0 || (uint64_t)n > SIZE_MAX / esize)
+	if (n < 0 || (esize && (uint64_t)n > SIZE_MAX / esize))
 		return mfs_fail(err, EINVAL, "shape is too large");
 	want = (size_t)n * esize;
 	*data_at = start + hlen;
@@ -281,25 +334,80 @@ static int npy_header(const unsigned char *b, size_t len, mfs_dtype *dt,
 	return 0;
 }
 
-static int npy_parse(const unsigned char *b, size_t len, mfs_dtype *dt,
+static int npy_parse(const unsigned char *b, size_t len, npy_desc *dt,
 		     mfs_shape *shape, size_t *data_at, size_t *data_len, mfs_error *err)
 {
 	int rc = npy_header(b, len, dt, shape, data_at, data_len, err);
 	if (rc == 0 && len - *data_at != *data_len)
 		return mfs_fail(err, EINVAL, "has %zu bytes of data, but %s shape needs %zu",
-				len - *data_at, mfs_dtype_onnx_name(*dt), *data_len);
+				len - *data_at, mfs_dtype_onnx_name(dt->dt), *data_len);
 	return rc;
 }
 
 size_t mfs_npy_file_size(const void *buf, size_t len)
 {
-	mfs_dtype dt;
+	npy_desc dt;
 	mfs_shape shape = { 0 };
 	size_t at, want;
 	mfs_error err;
 	if (npy_header(buf, len, &dt, &shape, &at, &want, &err) < 0 || want > SIZE_MAX - at)
 		return 0;
 	return at + want;
+}
+
+/* Code point k of a 'U' element at e. */
+static uint32_t u32_at(const unsigned char *e, size_t k, bool big)
+{
+	e += 4 * k;
+	return big ? (uint32_t)e[0] << 24 | (uint32_t)e[1] << 16 | (uint32_t)e[2] << 8 | e[3]
+		   : (uint32_t)e[3] << 24 | (uint32_t)e[2] << 16 | (uint32_t)e[1] << 8 | e[0];
+}
+
+/* One 'U' element of chars code points (trailing NULs gone) into element
+ * i of out, as UTF-8. */
+static int npy_u_element(const unsigned char *e, size_t chars, bool big, mfs_tensor *out,
+			 int64_t i, mfs_error *err)
+{
+	size_t bytes = 0;
+	char *p, tmp[4];
+
+	for (size_t k = 0; k < chars; k++) {
+		uint32_t cp = u32_at(e, k, big);
+		if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return mfs_fail(err, EINVAL, "element %lld: 0x%x is not a Unicode code point",
+					(long long)i, cp);
+		bytes += mfs_utf8_encode(cp, tmp);
+	}
+	if (!(p = mfs_string_alloc(out, i, bytes, err)))
+		return -ENOMEM;
+	for (size_t k = 0; k < chars; k++)
+		p += mfs_utf8_encode(u32_at(e, k, big), p);
+	return 0;
+}
+
+/* The elements of a 'U' or 'S' array at p into a new STRING tensor. */
+static int npy_strings_decode(const unsigned char *p, const npy_desc *d, const mfs_shape *shape,
+			      mfs_tensor *out, mfs_error *err)
+{
+	int64_t n = mfs_shape_numel(shape);
+	int rc = mfs_tensor_alloc(out, MFS_DT_STRING, shape, err);
+
+	for (int64_t i = 0; !rc && i < n; i++) {
+		const unsigned char *e = p + (size_t)i * d->itemsize;
+		size_t w = d->kind == 'U' ? d->itemsize / 4 : d->itemsize;
+		if (d->kind == 'U') {
+			while (w && u32_at(e, w - 1, d->big) == 0)
+				w--;
+			rc = npy_u_element(e, w, d->big, out, i, err);
+		} else {
+			while (w && e[w - 1] == 0)
+				w--;
+			rc = mfs_string_set(out, i, e, w, err);
+		}
+	}
+	if (rc)
+		mfs_tensor_release(out);
+	return rc;
 }
 
 /* The tensor of a .npy file: a copy, or with view a pointer into buf
@@ -309,12 +417,16 @@ static int npy_tensor(const void *buf, size_t len, mfs_tensor *out, bool view,
 {
 	const unsigned char *b = buf;
 	size_t at = 0, want = 0;
-	mfs_dtype dt = MFS_DT_UNDEFINED;
+	npy_desc desc = { 0 };
+	mfs_dtype dt;
 	mfs_shape shape = { 0 };
 
-	int rc = npy_parse(b, len, &dt, &shape, &at, &want, err);
+	int rc = npy_parse(b, len, &desc, &shape, &at, &want, err);
 	if (rc)
 		return rc;
+	dt = desc.dt;
+	if (desc.kind)
+		return npy_strings_decode(b + at, &desc, &shape, out, err);
 	if (view && dt != MFS_DT_BOOL && want && (uintptr_t)(b + at) % mfs_dtype_size(dt) == 0) {
 		*out = (mfs_tensor){ .dtype = dt, .shape = shape, .layout = MFS_LAYOUT_PLAIN,
 				     .data = (void *)(b + at), .nbytes = want, .owns_data = false };
@@ -350,33 +462,31 @@ int mfs_codec_npy_view(const void *buf, size_t len,
 	return npy_tensor(buf, len, out, true, err);
 }
 
-int mfs_codec_npy_encode(const mfs_tensor *t, const char *name, char **buf,
-			 size_t *len, mfs_error *err)
+/* A .npy file of descr and shape with data bytes of room after the
+ * header, which the caller fills: *buf and *len are the whole file,
+ * the data at *buf + *len - data.  -EINVAL/-ENOMEM. */
+static int npy_start(const char *descr, const mfs_shape *shape, size_t data, char **buf,
+		     size_t *len, mfs_error *err)
 {
-	const char *descr = dtype_to_descr(t->dtype);
 	char header[512], dims[256];
 	size_t n = 0, hlen, body, pad, total;
 	int k;
 	char *p;
 
-	(void)name;
-	if (!descr)
-		return mfs_fail(err, ENOTSUP, "data type %s has no .npy equivalent",
-				mfs_dtype_onnx_name(t->dtype));
 	/* Python's repr of a tuple: (), (16,), (3, 4). */
 	dims[0] = '\0';
-	for (int i = 0; i < t->shape.rank; i++)
+	for (int i = 0; i < shape->rank; i++)
 		n += (size_t)snprintf(dims + n, sizeof(dims) - n, "%s%" PRId64,
-				      i ? ", " : "", t->shape.dims[i]);
-	if (t->shape.rank == 1)
+				      i ? ", " : "", shape->dims[i]);
+	if (shape->rank == 1)
 		snprintf(dims + n, sizeof(dims) - n, ",");
 	k = snprintf(header, sizeof(header),
 		     "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
 		     descr, dims);
 	hlen = (size_t)k;
-	if (t->shape.rank > 0) {
+	if (shape->rank > 0) {
 		char d0[24];
-		int w = snprintf(d0, sizeof(d0), "%" PRId64, t->shape.dims[0]);
+		int w = snprintf(d0, sizeof(d0), "%" PRId64, shape->dims[0]);
 		if (w < NPY_GROWTH_DIGITS) {
 			memset(header + hlen, ' ', (size_t)(NPY_GROWTH_DIGITS - w));
 			hlen += (size_t)(NPY_GROWTH_DIGITS - w);
@@ -385,8 +495,8 @@ int mfs_codec_npy_encode(const mfs_tensor *t, const char *name, char **buf,
 	body = hlen;
 	pad = NPY_ALIGN - ((10 + body + 1) % NPY_ALIGN);
 	hlen = body + pad + 1; /* spaces, then '\n' */
-	total = 10 + hlen + t->nbytes;
-	if (total < t->nbytes)
+	total = 10 + hlen + data;
+	if (total < data)
 		return mfs_fail(err, EINVAL, "tensor is too large");
 	p = mfs_bigbuf_alloc(total);   /* a kept block when one fits */
 	if (!p)
@@ -399,9 +509,87 @@ int mfs_codec_npy_encode(const mfs_tensor *t, const char *name, char **buf,
 	memcpy(p + 10, header, body);
 	memset(p + 10 + body, ' ', pad);
 	p[10 + hlen - 1] = '\n';
-	if (t->nbytes)
-		memcpy(p + 10 + hlen, t->data, t->nbytes);
 	*buf = p;
 	*len = total;
+	return 0;
+}
+
+/* Is every element UTF-8 without a NUL?  *width: the longest element in
+ * code points if so, else in bytes. */
+static bool npy_strings_utf8(const mfs_tensor *t, size_t *width)
+{
+	int64_t n = mfs_shape_numel(&t->shape);
+	size_t most_chars = 0, most_bytes = 0;
+	bool ok = true;
+
+	for (int64_t i = 0; i < n; i++) {
+		const mfs_string *s = mfs_string_at(t, i);
+		size_t chars = 0;
+		uint32_t cp;
+		for (size_t j = 0; ok && j < s->len; chars++) {
+			int l = mfs_utf8_decode((const unsigned char *)s->ptr + j, s->len - j, &cp);
+			if (l < 0 || cp == 0)
+				ok = false;
+			j += l > 0 ? (size_t)l : 1;
+		}
+		most_chars = chars > most_chars ? chars : most_chars;
+		most_bytes = s->len > most_bytes ? s->len : most_bytes;
+	}
+	*width = ok ? most_chars : most_bytes;
+	return ok;
+}
+
+static int npy_strings_encode(const mfs_tensor *t, char **buf, size_t *len, mfs_error *err)
+{
+	int64_t n = mfs_shape_numel(&t->shape);
+	size_t width, item;
+	bool u = npy_strings_utf8(t, &width);
+	char descr[32], *p;
+	int rc;
+
+	if (width > NPY_MAX_WIDTH)
+		return mfs_fail(err, EINVAL, "an element of %zu bytes is too long for .npy", width);
+	width = width ? width : 1;   /* numpy's narrowest: U1, S1 */
+	item = u ? 4 * width : width;
+	if ((uint64_t)n > SIZE_MAX / item)
+		return mfs_fail(err, EINVAL, "tensor is too large");
+	snprintf(descr, sizeof(descr), u ? "<U%zu" : "|S%zu", width);
+	if ((rc = npy_start(descr, &t->shape, (size_t)n * item, buf, len, err)))
+		return rc;
+	p = *buf + *len - (size_t)n * item;
+	memset(p, 0, (size_t)n * item);
+	for (int64_t i = 0; i < n; i++, p += item) {
+		const mfs_string *s = mfs_string_at(t, i);
+		uint32_t cp;
+		if (!u) {
+			if (s->len)
+				memcpy(p, s->ptr, s->len);
+			continue;
+		}
+		for (size_t j = 0, k = 0; j < s->len; k++) {
+			j += (size_t)mfs_utf8_decode((const unsigned char *)s->ptr + j, s->len - j, &cp);
+			for (int b = 0; b < 4; b++)
+				p[4 * k + (size_t)b] = (char)(cp >> (8 * b));
+		}
+	}
+	return 0;
+}
+
+int mfs_codec_npy_encode(const mfs_tensor *t, const char *name, char **buf,
+			 size_t *len, mfs_error *err)
+{
+	const char *descr = dtype_to_descr(t->dtype);
+	int rc;
+
+	(void)name;
+	if (t->dtype == MFS_DT_STRING)
+		return npy_strings_encode(t, buf, len, err);
+	if (!descr)
+		return mfs_fail(err, ENOTSUP, "data type %s has no .npy equivalent",
+				mfs_dtype_onnx_name(t->dtype));
+	if ((rc = npy_start(descr, &t->shape, t->nbytes, buf, len, err)))
+		return rc;
+	if (t->nbytes)
+		memcpy(*buf + *len - t->nbytes, t->data, t->nbytes);
 	return 0;
 }

@@ -654,6 +654,18 @@ static int parse_shape(const mfs_jspan *span, mfs_shape *s, mfs_error *err)
 	return rc;
 }
 
+/* Numbers only: BYTES data go to the string reader (codec_string.c)
+ * when the model expects strings, so here they are a mismatch. */
+static int numeric_dtype(mfs_dtype dt, const mfs_tensor_spec *spec, mfs_error *err)
+{
+	const char *want = spec ? mfs_dtype_kserve_name(spec->dtype) : NULL;
+
+	if (dt != MFS_DT_STRING)
+		return 0;
+	return mfs_fail(err, EINVAL, "\"datatype\" is BYTES, but the model expects %s",
+			want ? want : "numbers");
+}
+
 static int parse_dtype(const mfs_json_tensor *parts, const mfs_tensor_spec *spec,
 		       mfs_dtype *dt, mfs_error *err)
 {
@@ -662,7 +674,7 @@ static int parse_dtype(const mfs_json_tensor *parts, const mfs_tensor_spec *spec
 	char name[32];
 	if (mfs_json_plain_string(parts->datatype, name, sizeof(name)) &&
 	    (*dt = mfs_dtype_from_kserve(name)) != MFS_DT_UNDEFINED && mfs_dtype_size(*dt) != 0)
-		return 0;   /* the errors are said below */
+		return numeric_dtype(*dt, spec, err);   /* the other errors are said below */
 	json_t *j = mfs_json_load(parts->datatype, "\"datatype\"", err);
 	int rc = 0;
 	if (!j)

@@ -157,8 +157,7 @@ static int check_io(mfs_model_config *c, mfs_io_config *io, const char *what,
 	const int64_t *mdims;
 	char a[128], b[128];
 
-	if (g->dtype == MFS_DT_UNDEFINED || !mfs_dtype_config_name(g->dtype) ||
-	    g->dtype == MFS_DT_STRING)
+	if (g->dtype == MFS_DT_UNDEFINED || !mfs_dtype_config_name(g->dtype))
 		return mfs_fail(err, ENOTSUP, "%s '%s': the graph's type %s is not supported",
 				what, g->name, mfs_dtype_onnx_name(g->dtype));
 	if (io->dtype == MFS_DT_UNDEFINED)

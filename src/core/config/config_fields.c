@@ -330,8 +330,6 @@ int cfg_get_data_type(cfg_conv *cv, const cfg_node *n, mfs_dtype *out)
 				*out = MFS_DT_UNDEFINED;
 				return 0;
 			}
-			if (v == 13)
-				return cfg_fail_at(cv, n, "data_type TYPE_STRING is not supported");
 			*out = mfs_dtype_from_config(data_types[i].name);
 			if (*out == MFS_DT_UNDEFINED)
 				return cfg_fail_at(cv, n, "data_type %s is not supported",

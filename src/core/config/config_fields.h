@@ -47,7 +47,7 @@ typedef struct cfg_enum_def {
 int cfg_get_enum(cfg_conv *cv, const cfg_node *n, const cfg_enum_def *defs,
 		 size_t n_defs, int *out);
 /* Triton's DataType (TYPE_FP32, ...): TYPE_INVALID gives
- * MFS_DT_UNDEFINED (unset); TYPE_STRING and types modelfs lacks are
+ * MFS_DT_UNDEFINED (unset); types modelfs lacks are
  * errors. */
 int cfg_get_data_type(cfg_conv *cv, const cfg_node *n, mfs_dtype *out);
 
