@@ -41,7 +41,10 @@ static bool make_key(const mfs_request *r, mfs_rcache_key *k)
 		if (!s->present)
 			continue;
 		const mfs_tensor *t = &s->t;
+		/* A STRING tensor's data is pointers into its arena: the
+		 * same pointers may hold other text.  Not cached. */
 		if (t->kind != MFS_KIND_TENSOR || t->layout != MFS_LAYOUT_PLAIN ||
+		    t->dtype == MFS_DT_STRING ||
 		    mfs_dtype_size(t->dtype) == 0 || (t->nbytes && !t->data))
 			return false;
 		add_u64(k, (uint64_t)t->dtype);
