@@ -87,6 +87,7 @@ static void test_partial_config_and_custom_file(void **state)
 	put("add/config.pbtxt",
 	    "name: \"add\"\n"
 	    "input { name: \"y\" data_type: TYPE_FP32 dims: [3, 4, 5] }\n"
+	    "input { name: \"x\" data_type: TYPE_FP32 }\n"
 	    "default_model_filename: \"net.onnx\"\n");
 	copy_model("add/1/net.onnx");
 	if (mfs_load_version(root, "add", 1, NULL, &v, &err))
@@ -118,10 +119,10 @@ static void test_errors_name_model_version_file(void **state)
 	expect_error(2, ENOENT,
 		     "model 'add' version 2: %s/add/2/model.onnx: No such file or directory");
 
-	put("add/config.pbtxt", "input { name: \"z\" }\n");
+	put("add/config.pbtxt", "input { name: \"z\" data_type: TYPE_FP32 }\n");
 	expect_error(1, EINVAL,
 		     "model 'add' version 1: config input 'z' is not in the graph (its inputs: 'x', 'y')");
-	put("add/config.pbtxt", "input { name: \"x\" dims: [3, 4, 6] }\n");
+	put("add/config.pbtxt", "input { name: \"x\" data_type: TYPE_FP32 dims: [3, 4, 6] }\n");
 	expect_error(1, EINVAL,
 		     "model 'add' version 1: input 'x': the config's dims [3,4,6] do not match the graph's [3,4,5]");
 	put("add/config.pbtxt", "max_batch_size: 4\n");
