@@ -194,7 +194,8 @@ int graph_build_values(compiler *c)
 	}
 
 	/* Graph inputs that are initializers keep their value (ir < 4 style
-	 * defaults): they stay constants and are not offered as inputs. */
+	 * defaults): they stay constants and are not offered as inputs,
+	 * unless the load made them inputs (g->defaults: onnx.h). */
 	m->inputs = calloc((size_t)g->n_inputs + (size_t)c->n_outer + 1,
 			   sizeof(*m->inputs));
 	m->input_ids = calloc((size_t)g->n_inputs + (size_t)c->n_outer + 1,
@@ -238,6 +239,9 @@ int graph_build_values(compiler *c)
 		d->dtype = vi->dtype;
 		d->kind = vi->kind;
 		d->elem_kind = vi->elem_kind;
+		for (int k = 0; k < g->n_defaults; k++)
+			if (!strcmp(g->defaults[k].name, vi->name))
+				d->default_value = &g->defaults[k].tensor;
 		/* A body's declared input shapes are not binding: exporters
 		 * write the traced shape of a Loop's carried value, which may
 		 * grow from one iteration to the next (onnxruntime does not

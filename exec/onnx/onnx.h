@@ -87,6 +87,9 @@ typedef struct onnx_graph {
 	onnx_value_info *inputs;        int n_inputs;   /* may include initializers */
 	onnx_value_info *outputs;       int n_outputs;
 	onnx_value_info *value_infos;   int n_value_infos;
+	/* Initializers made inputs (onnx_model_initializers_as_inputs): the
+	 * value each takes when a run leaves it out. */
+	onnx_initializer *defaults;     int n_defaults;
 } onnx_graph;
 
 typedef struct onnx_opset {
@@ -113,6 +116,19 @@ int onnx_model_load_buffer(const void *buf, size_t len, const char *base_dir,
 			   onnx_model **out, mfs_error *err);
 
 void onnx_model_free(onnx_model *m);
+
+/* Make each initializer of m's main graph named in names[0..n) an input
+ * of the graph, as ONNX Runtime's overridable initializers are (Triton's
+ * L0_initializer_as_input): it leaves graph->initializers for
+ * graph->defaults, the value a run that leaves the input out gets, so no
+ * compile pass sees a constant there.  A name that is not an initializer
+ * is left alone (a plain input, or for the caller to refuse).  -EINVAL,
+ * err naming the initializer, where ONNX Runtime could not feed it: the
+ * graph does not list it among its inputs, the model's IR version is
+ * below 4 (whose initializers are constants), or the input's declared
+ * type or shape is not the initializer's.  (onnx_model.c) */
+int onnx_model_initializers_as_inputs(onnx_model *m, const char *const *names,
+				      int n, mfs_error *err);
 /* Free everything a node holds (strings, attributes, subgraphs) and zero
  * it; the node itself is not freed (graph rewrites drop nodes with it). */
 void onnx_node_release(onnx_node *n);

@@ -181,6 +181,77 @@ void onnx_model_free(onnx_model *m)
 	free(m);
 }
 
+/* The declared input vi fits initializer in: its type, and where it
+ * declares a shape, the initializer's rank and every fixed dim. */
+static bool declared_fits(const onnx_value_info *vi, const mfs_tensor *t)
+{
+	if (vi->kind != MFS_KIND_TENSOR || vi->dtype != t->dtype)
+		return false;
+	if (!vi->has_shape)
+		return true;
+	if (vi->rank != t->shape.rank)
+		return false;
+	for (int k = 0; k < vi->rank; k++)
+		if (vi->dims[k] >= 0 && vi->dims[k] != t->shape.dims[k])
+			return false;
+	return true;
+}
+
+static int as_input(onnx_model *m, onnx_graph *g, int at, mfs_error *err)
+{
+	onnx_initializer *in = &g->initializers[at], *d;
+	const onnx_value_info *vi = NULL;
+	char shape[160], dshape[160];
+
+	for (int i = 0; i < g->n_inputs && !vi; i++)
+		if (g->inputs[i].name && !strcmp(g->inputs[i].name, in->name))
+			vi = &g->inputs[i];
+	if (!vi)
+		return mfs_fail(err, EINVAL,
+				"initializer '%s' is not an input: the graph does not list it among its inputs, so it is a constant",
+				in->name);
+	if (m->ir_version < 4)
+		return mfs_fail(err, EINVAL,
+				"initializer '%s' is not an input: in a model of IR version %lld initializers are constants (from IR version 4 one the graph lists as an input may be fed)",
+				in->name, (long long)m->ir_version);
+	if (!declared_fits(vi, &in->tensor)) {
+		mfs_shape ds = { .rank = vi->has_shape ? vi->rank : 0 };
+		memcpy(ds.dims, vi->dims, sizeof(ds.dims));
+		return mfs_fail(err, EINVAL,
+				"initializer '%s' (%s %s) does not fit the graph input of that name (%s %s)",
+				in->name, mfs_dtype_onnx_name(in->tensor.dtype),
+				mfs_shape_format(&in->tensor.shape, shape, sizeof(shape)),
+				mfs_dtype_onnx_name(vi->dtype),
+				vi->has_shape ? mfs_shape_format(&ds, dshape, sizeof(dshape)) : "of any shape");
+	}
+	d = realloc(g->defaults, ((size_t)g->n_defaults + 1) * sizeof(*d));
+	if (!d)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	g->defaults = d;
+	g->defaults[g->n_defaults++] = *in;
+	memmove(in, in + 1, (size_t)(g->n_initializers - at - 1) * sizeof(*in));
+	g->n_initializers--;
+	return 0;
+}
+
+int onnx_model_initializers_as_inputs(onnx_model *m, const char *const *names,
+				      int n, mfs_error *err)
+{
+	onnx_graph *g = m->graph;
+
+	for (int k = 0; g && k < n; k++)
+		for (int i = 0; i < g->n_initializers; i++) {
+			int rc;
+			if (!names[k] || !g->initializers[i].name ||
+			    strcmp(g->initializers[i].name, names[k]))
+				continue;
+			if ((rc = as_input(m, g, i, err)))
+				return rc;
+			break;
+		}
+	return 0;
+}
+
 int64_t onnx_model_opset(const onnx_model *m, const char *domain)
 {
 	bool want_default = !domain || !*domain || !strcmp(domain, "ai.onnx");

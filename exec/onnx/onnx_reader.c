@@ -601,6 +601,11 @@ void onnx_graph_release(onnx_graph *g)
 		mfs_tensor_release(&g->initializers[i].tensor);
 	}
 	free(g->initializers);
+	for (int i = 0; i < g->n_defaults; i++) {
+		free(g->defaults[i].name);
+		mfs_tensor_release(&g->defaults[i].tensor);
+	}
+	free(g->defaults);
 	for (int i = 0; i < g->n_inputs; i++)
 		onnx_value_info_release(&g->inputs[i]);
 	free(g->inputs);

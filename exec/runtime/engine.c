@@ -265,16 +265,62 @@ int mfs_exec_threads_chosen(const mfs_exec *e, const mfs_tensor *inputs)
 	return t < n ? t : n;
 }
 
+/* An input left out (engine.h: a zeroed tensor) that has a default. */
+static bool left_out(const mfs_io_desc *d, const mfs_tensor *t)
+{
+	return d->default_value && t->kind == MFS_KIND_TENSOR &&
+	       t->dtype == MFS_DT_UNDEFINED && !t->data && !t->n_items;
+}
+
+/* *inputs, or where an input is left out that has a default, a copy
+ * (*copy, the caller frees it) holding the default there (borrowed). */
+static int fill_defaults(const mfs_graph *m, const mfs_tensor **inputs,
+			 mfs_tensor **copy, mfs_error *err)
+{
+	*copy = NULL;
+	for (int i = 0; i < m->n_inputs; i++) {
+		if (!left_out(&m->inputs[i], &(*inputs)[i]))
+			continue;
+		if (!*copy) {
+			*copy = malloc((size_t)m->n_inputs * sizeof(**copy));
+			if (!*copy)
+				return mfs_fail(err, ENOMEM, "out of memory");
+			memcpy(*copy, *inputs, (size_t)m->n_inputs * sizeof(**copy));
+		}
+		(*copy)[i] = *m->inputs[i].default_value;
+		(*copy)[i].owns_data = false;
+	}
+	if (*copy)
+		*inputs = *copy;
+	return 0;
+}
+
+static int exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
+		    mfs_error *err);
+
 int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 		 mfs_error *err)
 {
-	const mfs_graph *m = e->m;
+	mfs_tensor *copy;
 	mfs_error local;
 	int rc;
 
 	if (!err)
 		err = &local;
 	mfs_error_clear(err);
+	rc = fill_defaults(e->m, &inputs, &copy, err);
+	if (!rc)
+		rc = exec_run(e, inputs, outputs, err);
+	free(copy);
+	return rc;
+}
+
+static int exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
+		    mfs_error *err)
+{
+	const mfs_graph *m = e->m;
+	int rc;
+
 	for (int i = 0; i < m->n_inputs; i++) {
 		rc = check_input(m, i, &inputs[i], err);
 		if (rc)

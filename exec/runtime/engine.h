@@ -24,6 +24,10 @@ typedef struct mfs_io_desc {
 	mfs_kind elem_kind;    /* optional: of a tensor or of a sequence */
 	int rank;              /* -1 for a sequence or an optional */
 	int64_t dims[MFS_MAX_RANK];
+	/* An input that is an initializer made an input at load
+	 * (mfs_graph_load_inputs): the value a run that leaves it out gets
+	 * (borrowed from the graph); NULL for every other input. */
+	const mfs_tensor *default_value;
 } mfs_io_desc;
 
 typedef struct mfs_graph mfs_graph;
@@ -42,6 +46,15 @@ int mfs_graph_compile(onnx_model *onnx, const char *label, mfs_graph **out,
 /* Read and compile a model file; label as above. */
 int mfs_graph_load(const char *path, const char *label, mfs_graph **out,
 		   mfs_error *err);
+
+/* The same, where the initializers named in inputs[0..n) become inputs
+ * of the graph with their stored value as default (ONNX Runtime's
+ * overridable initializers: onnx_model_initializers_as_inputs says which
+ * may), so a run may feed them; nothing is folded through them.  A
+ * server passes the inputs its config lists. */
+int mfs_graph_load_inputs(const char *path, const char *label,
+			  const char *const *inputs, int n, mfs_graph **out,
+			  mfs_error *err);
 
 void mfs_graph_free(mfs_graph *m);
 
@@ -73,7 +86,8 @@ void mfs_exec_free(mfs_exec *e);
 
 /* Run once.  inputs[i] matches mfs_graph_input(m, i) (dtype exactly; shape
  * checked against the fixed dims); a NULL data pointer with numel 0 is
- * fine.  outputs[] (mfs_graph_n_outputs entries) are filled with new tensors
+ * fine.  An input with a default_value may be left out: a zeroed tensor
+ * (dtype UNDEFINED, no data) there runs with the default.  outputs[] (mfs_graph_n_outputs entries) are filled with new tensors
  * the caller owns and frees with mfs_tensor_release().  On error nothing in
  * outputs needs freeing.  -EINVAL for bad inputs, -EIO (or the operator's
  * errno) when an operator fails; err names the node. */

@@ -456,8 +456,11 @@ static int decode_inputs(run_args *a, const mfs_model_config *c, mfs_tensor *inp
 		if (!c->inputs[i].optional)
 			return mfs_fail(err, EINVAL, "missing input '%s' (give %s=FILE)",
 					c->inputs[i].name, c->inputs[i].name);
-		/* An optional input left out: an optional without a value, or
-		 * an empty tensor of its type. */
+		/* An optional input left out: an optional without a value,
+		 * the stored value of an initializer made an input (left
+		 * zeroed: the engine fills it), or an empty tensor of its type. */
+		if (c->inputs[i].has_default)
+			continue;
 		if (c->inputs[i].kind == MFS_KIND_OPTIONAL) {
 			int rc = mfs_container_init(t, MFS_KIND_OPTIONAL,
 						    c->inputs[i].elem_kind,

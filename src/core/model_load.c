@@ -173,7 +173,16 @@ static int load_onnx(mfs_loaded_version *v, mfs_error *err)
 				version, v->model_path, strerror(e));
 	}
 	snprintf(label, sizeof(label), "%s v%lld", name, version);
-	rc = mfs_graph_load(v->model_path, label, &v->graph, err);
+	/* The config's inputs: an initializer among them becomes an input
+	 * (Triton's L0_initializer_as_input; completion checks the rest). */
+	const char **inputs = calloc((size_t)v->config.n_inputs + 1, sizeof(*inputs));
+	if (!inputs)
+		return mfs_fail(err, ENOMEM, "out of memory");
+	for (int i = 0; i < v->config.n_inputs; i++)
+		inputs[i] = v->config.inputs[i].name;
+	rc = mfs_graph_load_inputs(v->model_path, label, inputs, v->config.n_inputs,
+				   &v->graph, err);
+	free(inputs);
 	if (rc) {
 		v->graph = NULL;
 		/* Name the file unless the engine's message already does. */

@@ -154,7 +154,10 @@ static int build_sample(const mfs_model_config *c, const mfs_graph *g, const mfs
 			return mfs_fail(err, EINVAL, "warm-up sample '%s': input '%s' is missing (every required input needs a value)",
 					w->name, c->inputs[i].name);
 		/* An optional input left out: an empty tensor of its type, as
-		 * `modelfs run` gives it. */
+		 * `modelfs run` gives it, or where the graph stores a value
+		 * for it (an initializer made an input), left to the engine. */
+		if (c->inputs[i].has_default)
+			continue;
 		t->dtype = c->inputs[i].dtype;
 		t->shape.rank = 1;
 		t->shape.dims[0] = 0;

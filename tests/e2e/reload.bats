@@ -110,6 +110,7 @@ check_bad_config() {
 	cp "$REPO/add_sub/config.pbtxt" "$T/good.pbtxt"
 	echo 'no_such_field: 1' >> "$REPO/add_sub/config.pbtxt"
 	wait_until 10 status_has add_sub "no_such_field"
+	status_has add_sub "still serving the previous load: config not loaded: "
 	"$PY" -c "import json,sys; assert any('no_such_field' in x['reason'] for x in json.load(open(sys.argv[1]))), 'reason'" "$MNT/.index.json"
 	version_is add_sub 1
 	grep -q '"INPUT0"' "$MNT/add_sub/config.json"
@@ -176,6 +177,17 @@ PY
 
 @test "inotify: removing the model: new requests get ENOENT, running ones finish" {
 	check_removal
+}
+
+@test "a config bad from the first load: UNAVAILABLE, 'config not loaded: REASON', no previous one claimed" {
+	echo 'no_such_field: 1' >> "$REPO/add_sub/config.pbtxt"
+	mount_repo "$REPO"
+	wait_until 10 status_has add_sub "no_such_field"
+	status_has add_sub "UNAVAILABLE"
+	status_has add_sub "config not loaded: "
+	status_lacks add_sub "still serving"
+	status_lacks add_sub "previous"
+	"$PY" -c "import json,sys; v=[x for x in json.load(open(sys.argv[1])) if x['name']=='add_sub']; assert v and v[0]['state']=='UNAVAILABLE' and v[0]['reason'].startswith('config not loaded: '), v" "$MNT/.index.json"
 }
 
 @test "--poll-secs=1: cp -r of a model makes it READY on the next poll" {

@@ -78,6 +78,47 @@ onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), sys.argv[1])
 PYEOF
 	cp "$REPO/add_sub_auto/1/model.onnx" "$REPO/add_sub_cpu/1/"
 	printf 'instance_group [ { kind: KIND_CPU } ]\n' > "$REPO/add_sub_cpu/config.pbtxt"
+	# Triton's qa/L0_initializer_as_input: OUTPUT = INPUT + INITIALIZER,
+	# INITIALIZER a [5,5] initializer of ones that the graph also lists
+	# among its inputs; its config (Triton's) makes it an optional input.
+	mkdir -p "$REPO/add_with_initializer/1" "$REPO/initializer_required/1"
+	"$PY" - "$REPO/add_with_initializer/1/model.onnx" <<'PYEOF'
+import sys, numpy as np, onnx
+from onnx import TensorProto as T, helper as h, numpy_helper as nh
+io = lambda n: h.make_tensor_value_info(n, T.FLOAT, [5, 5])
+g = h.make_graph([h.make_node("Add", ["INPUT", "INITIALIZER"], ["OUTPUT"])], "init_input",
+                 [io("INPUT"), io("INITIALIZER")], [io("OUTPUT")],
+                 [nh.from_array(np.ones((5, 5), np.float32), "INITIALIZER")])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), sys.argv[1])
+PYEOF
+	cat > "$REPO/add_with_initializer/config.pbtxt" <<'EOF'
+platform: "onnxruntime_onnx"
+max_batch_size: 0
+input [
+  {
+    name: "INPUT"
+    data_type: TYPE_FP32
+    dims: [5, 5]
+  },
+  {
+    name: "INITIALIZER"
+    data_type: TYPE_FP32
+    dims: [5, 5]
+    optional: true
+  }
+]
+output [
+  {
+    name: "OUTPUT"
+    data_type: TYPE_FP32
+    dims: [ 5, 5]
+  }
+]
+EOF
+	# The same without optional: true, which Triton refuses.
+	cp "$REPO/add_with_initializer/1/model.onnx" "$REPO/initializer_required/1/"
+	grep -v 'optional: true' "$REPO/add_with_initializer/config.pbtxt" \
+		> "$REPO/initializer_required/config.pbtxt"
 }
 use_shared_mount own
 
@@ -163,4 +204,52 @@ print(c['instance_group'][0]['kind'], c['instance_group'][0]['count'])"
 	run "$MODELFS" run --backend-config=tensorflow,default-max-batch-size=8 "$REPO/add_sub_auto"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--backend-config: expected [onnxruntime,]default-max-batch-size=N"* ]]
+}
+
+# infer MODEL JSON: the response of one KServe v2 request through infer.
+infer() {
+	exec 7<>"$MNT/$1/infer"
+	printf '%s' "$2" >&7
+	cat <&7
+	exec 7>&-
+}
+
+# KServe v2 JSON of a [5,5] FP32 input NAME, every element V.
+fill55() { printf '{"name":"%s","shape":[5,5],"datatype":"FP32","data":[%s]}' "$1" "$(yes "$2" | head -25 | paste -sd,)"; }
+
+@test "Triton's L0_initializer_as_input: fed, the initializer is overridden; left out, its stored value is used" {
+	grep -q '^READY' "$MNT/add_with_initializer/status"
+	run "$PY" -c "import json; c = json.load(open('$MNT/add_with_initializer/config.json'))
+print([(i['name'], i['optional'], i['dims']) for i in c['input']])"
+	[ "$output" = "[('INPUT', False, [5, 5]), ('INITIALIZER', True, [5, 5])]" ]
+	"$PY" -c "import numpy as np; np.save('$T/three.npy', np.full((5,5), 3, np.float32)); np.save('$T/two.npy', np.full((5,5), 2, np.float32))"
+	# A request directory: the required input alone runs with the stored ones.
+	req=$(new_request add_with_initializer)
+	cp "$T/three.npy" "$req/INPUT.npy"
+	"$PY" -c "import numpy as np; o = np.load('$req/OUTPUT.npy'); assert o.shape == (5,5) and (o == 4).all(), o"
+	rm -r "$req"
+	# The optional one first, then the required one: the fed value counts.
+	req=$(new_request add_with_initializer)
+	cp "$T/two.npy" "$req/INITIALIZER.npy"
+	cp "$T/three.npy" "$req/INPUT.npy"
+	"$PY" -c "import numpy as np; o = np.load('$req/OUTPUT.npy'); assert (o == 5).all(), o"
+	rm -r "$req"
+	# infer, as Triton's test does it: without, then with the initializer.
+	resp=$(infer add_with_initializer "{\"inputs\":[$(fill55 INPUT 0)]}")
+	"$PY" -c "import json,sys; o = json.loads(sys.argv[1])['outputs'][0]; assert o['data'] == [1.0]*25, o" "$resp"
+	resp=$(infer add_with_initializer "{\"inputs\":[$(fill55 INPUT 0),$(fill55 INITIALIZER 0)]}")
+	"$PY" -c "import json,sys; o = json.loads(sys.argv[1])['outputs'][0]; assert o['data'] == [0.0]*25, o" "$resp"
+	# A wrong shape for it is refused as for any input.
+	resp=$(infer add_with_initializer "{\"inputs\":[$(fill55 INPUT 0),{\"name\":\"INITIALIZER\",\"shape\":[3],\"datatype\":\"FP32\",\"data\":[1,2,3]}]}")
+	[[ "$resp" == *INITIALIZER* ]]
+	[[ "$resp" == *error* ]]
+	# modelfs run leaves it out the same way.
+	"$MODELFS" run "$REPO/add_with_initializer" INPUT="$T/three.npy" --out "$T/o"
+	"$PY" -c "import numpy as np; assert (np.load('$T/o/OUTPUT.npy') == 4).all()"
+}
+
+@test "an initializer listed as an input without optional: true is refused (Triton's rule)" {
+	grep -q '^UNAVAILABLE' "$MNT/initializer_required/status"
+	grep -qF "input 'INITIALIZER' is an initializer of the graph: it may be an input only with optional: true" \
+		"$MNT/initializer_required/status"
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Triton's model-configuration cases (qa/L0_model_config) against modelfs.
+"""Triton's model-configuration cases (qa/L0_model_config, and the config of
+qa/L0_initializer_as_input) against modelfs.
 
     /usr/bin/python3 tests/triton_config/run.py MODELFS [DIFFERENCES-FILE]
 
@@ -95,8 +96,10 @@ def config_io(config_text):
     return sides
 
 
-def write_onnx(path, inputs, outputs):
-    """Output k is input (k mod n) cast to its type: loads, runs where shapes agree."""
+def write_onnx(path, inputs, outputs, initializers=None):
+    """Output k is input (k mod n) cast to its type: loads, runs where shapes agree.
+    initializers: {input name: value}, inputs that are also initializers
+    holding that value (Triton's L0_initializer_as_input)."""
     def info(io):
         dims = ["d%d" % k if d == -1 else d for k, d in enumerate(io[2])]
         return helper.make_tensor_value_info(io[0], TYPES[io[1]], dims)
@@ -104,7 +107,15 @@ def write_onnx(path, inputs, outputs):
     for k, out in enumerate(outputs):
         src = inputs[k % len(inputs)][0]
         nodes.append(helper.make_node("Cast", [src], [out[0]], to=TYPES[out[1]]))
-    graph = helper.make_graph(nodes, "case", [info(i) for i in inputs], [info(o) for o in outputs])
+    inits = []
+    for io in inputs:
+        if io[0] in (initializers or {}):
+            n = 1
+            for d in io[2]:
+                n *= d
+            inits.append(helper.make_tensor(io[0], TYPES[io[1]], io[2], [initializers[io[0]]] * n))
+    graph = helper.make_graph(nodes, "case", [info(i) for i in inputs], [info(o) for o in outputs],
+                              inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     os.makedirs(os.path.dirname(path), exist_ok=True)
     onnx.save(model, path)
@@ -121,11 +132,13 @@ def prepare_model(src, dst):
     if os.path.exists(spec):
         io = json.load(open(spec))
         inputs, outputs = io["inputs"], io["outputs"]
+        initializers = io.get("initializers")
         os.unlink(spec)
     else:
         inputs, outputs = config_io(cfg)
+        initializers = None
     if inputs and outputs:
-        write_onnx(os.path.join(dst, "1", "model.onnx"), inputs, outputs)
+        write_onnx(os.path.join(dst, "1", "model.onnx"), inputs, outputs, initializers)
 
 
 # ---- mounting a repository and reading what it says ----

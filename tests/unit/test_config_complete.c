@@ -416,6 +416,50 @@ static void declared_fails(const char *pbtxt, const char *msg)
 	mfs_config_release(&c);
 }
 
+/* Triton's L0_initializer_as_input: INITIALIZER is an initializer the
+ * load made an input (it has a default value): listed with optional:
+ * true it is an input with a default; without optional, or where the
+ * model batches, Triton's ONNX Runtime backend refuses it. */
+static void test_initializer_as_input(void **state)
+{
+	(void)state;
+	static const float ones[25] = { 1 };
+	mfs_tensor stored = { .dtype = MFS_DT_FLOAT, .shape = { 2, { 5, 5 } },
+			      .data = (void *)ones, .nbytes = sizeof(ones) };
+	mfs_graph m = { .n_in = 2, .n_out = 1 };
+	mfs_model_config c;
+	mfs_error err;
+	const char *io =
+		"input [ { name: \"INPUT\" data_type: TYPE_FP32 dims: [5, 5] },\n"
+		"  { name: \"INITIALIZER\" data_type: TYPE_FP32 dims: [5, 5] %s } ]\n"
+		"output [ { name: \"OUTPUT\" data_type: TYPE_FP32 dims: [5, 5] } ]\n";
+	char cfg[512];
+
+	m.in[0] = desc("INPUT", MFS_DT_FLOAT, 2, 5, 5);
+	m.in[1] = desc("INITIALIZER", MFS_DT_FLOAT, 2, 5, 5);
+	m.in[1].default_value = &stored;
+	m.out[0] = desc("OUTPUT", MFS_DT_FLOAT, 2, 5, 5);
+
+	snprintf(cfg, sizeof(cfg), io, "optional: true");
+	assert_int_equal(complete(cfg, &m, &c, &err), 0);
+	assert_true(c.inputs[1].optional);
+	assert_true(c.inputs[1].has_default);
+	assert_false(c.inputs[0].has_default);
+	mfs_config_release(&c);
+
+	snprintf(cfg, sizeof(cfg), io, "");
+	complete_fails(cfg, &m,
+		       "input 'INITIALIZER' is an initializer of the graph: it may be an input only with optional: true, as in Triton (a request that leaves it out runs with the stored value)");
+
+	/* batched: [-1, 5] in the graph, dims [5] after the batch dim */
+	m.in[0].dims[0] = m.in[1].dims[0] = m.out[0].dims[0] = -1;
+	complete_fails("max_batch_size: 4\n"
+		       "input [ { name: \"INPUT\" data_type: TYPE_FP32 dims: [5] },\n"
+		       "  { name: \"INITIALIZER\" data_type: TYPE_FP32 dims: [5] optional: true } ]\n",
+		       &m,
+		       "optional input 'INITIALIZER' is not supported for models that support batching (max_batch_size 4; Triton's rule)");
+}
+
 static void test_custom_backend_declares_everything(void **state)
 {
 	(void)state;
@@ -478,6 +522,7 @@ int main(void)
 		cmocka_unit_test(test_batch_one_model),
 		cmocka_unit_test(test_version_policy),
 		cmocka_unit_test(test_custom_backend_declares_everything),
+		cmocka_unit_test(test_initializer_as_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -249,6 +249,12 @@ static void test_reconcile(void **state)
 	assert_int_equal(current(f), 3);
 	assert_int_equal(mfs_registry_model_snapshot(f->reg, "add_sub", &mi), 0);
 	assert_non_null(strstr(mi.versions[mi.n_versions - 1].reason, "bogus_field"));
+	assert_int_equal(mi.versions[mi.n_versions - 1].state, MFS_VS_READY);
+	/* said once, by the registry */
+	const char *said = strstr(mi.versions[mi.n_versions - 1].reason,
+				  "still serving the previous load: config not loaded: ");
+	assert_non_null(said);
+	assert_null(strstr(said + 1, "still serving"));
 	mfs_model_info_release(&mi);
 	/* the fix: version_policy all serves every version */
 	tmp_sh("cp %s/good %s/add_sub/config.pbtxt && echo 'version_policy { all { } }' >> %s/add_sub/config.pbtxt",
@@ -275,6 +281,30 @@ static void test_reconcile(void **state)
 	tmp_sh("rm -rf %s/add_sub", f->repo);
 	assert_int_equal(mfs_reloader_reconcile(rl, "add_sub"), 0);
 	assert_int_equal(mfs_registry_get(f->reg, "add_sub", 0, &v1, &err), -ENOENT);
+	mfs_reloader_free(rl);
+}
+
+/* A config that is bad from the start: nothing serves, so the version
+ * is UNAVAILABLE and the reason does not claim a previous one. */
+static void test_bad_config_first_load(void **state)
+{
+	fixture *f = *state;
+	mfs_error err;
+	mfs_reloader *rl;
+	mfs_model_info mi;
+	mfs_reloader_conf c = { .repository = f->repo, .registry = f->reg, .poll_secs = 60, .quiet_ms = 10 };
+
+	tmp_sh("echo 'bogus_field: 1' >> %s/add_sub/config.pbtxt", f->repo);
+	assert_int_equal(mfs_reloader_new(&c, &rl, &err), 1);   /* one failure */
+	assert_int_equal(mfs_registry_model_snapshot(f->reg, "add_sub", &mi), 0);
+	assert_int_equal(mi.current, 0);
+	assert_int_equal(mi.n_versions, 1);
+	assert_int_equal(mi.versions[0].state, MFS_VS_UNAVAILABLE);
+	assert_non_null(strstr(mi.versions[0].reason, "config not loaded: "));
+	assert_non_null(strstr(mi.versions[0].reason, "bogus_field"));
+	assert_null(strstr(mi.versions[0].reason, "still serving"));
+	assert_null(strstr(mi.versions[0].reason, "previous"));
+	mfs_model_info_release(&mi);
 	mfs_reloader_free(rl);
 }
 
@@ -429,6 +459,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_watcher_inotify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watcher_poll, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconcile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_config_first_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_explicit_control, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_first_load_parallel, setup, teardown),

@@ -38,6 +38,10 @@ typedef struct mfs_io_config {
 	int reshape_rank;
 	int64_t reshape[MFS_MAX_RANK];
 	bool optional;
+	/* Completed: the input is an initializer of the graph made an input
+	 * (mfs_graph_load_inputs), so a run that leaves it out gets the
+	 * stored value; whoever builds a run's inputs leaves it zeroed then. */
+	bool has_default;
 	mfs_io_format format;        /* inputs: FORMAT_NCHW/NHWC need 3 dims after the batch dim */
 	char *label_filename;        /* outputs: labels file in the model directory; NULL = none */
 	int graph_index;             /* the graph's input/output number; -1 until completed */

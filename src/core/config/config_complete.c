@@ -149,6 +149,26 @@ static int check_reshape(const mfs_model_config *c, const mfs_io_config *io,
 	return 0;
 }
 
+/* An initializer the graph lists as an input, which the config lists
+ * too (Triton's L0_initializer_as_input): Triton's ONNX Runtime backend
+ * counts it as an input only when optional (else "configuration expects
+ * 2 inputs, model provides 1"), and refuses optional inputs where the
+ * model batches.  A run that leaves it out gets the stored value. */
+static int check_initializer_input(const mfs_model_config *c, mfs_io_config *io,
+				   mfs_error *err)
+{
+	if (!io->optional)
+		return mfs_fail(err, EINVAL,
+				"input '%s' is an initializer of the graph: it may be an input only with optional: true, as in Triton (a request that leaves it out runs with the stored value)",
+				io->name);
+	if (c->max_batch_size > 0)
+		return mfs_fail(err, EINVAL,
+				"optional input '%s' is not supported for models that support batching (max_batch_size %d; Triton's rule)",
+				io->name, c->max_batch_size);
+	io->has_default = true;
+	return 0;
+}
+
 static int check_io(mfs_model_config *c, mfs_io_config *io, const char *what,
 		    const mfs_io_desc *g, mfs_error *err)
 {
@@ -169,6 +189,8 @@ static int check_io(mfs_model_config *c, mfs_io_config *io, const char *what,
 				mfs_dtype_config_name(g->dtype));
 	if (g->kind != MFS_KIND_TENSOR)
 		return complete_container(c, io, what, g, err);
+	if (g->default_value && (rc = check_initializer_input(c, io, err)))
+		return rc;
 	rc = strip_batch(c, what, g, gdims, &grank, err);
 	if (rc)
 		return rc;

@@ -360,7 +360,9 @@ int mfs_reloader_reconcile(mfs_reloader *rl, const char *name)
 	mfs_model_config cfg;
 	if (mfs_load_config(rl->repo, name, &cfg, &err) < 0) {
 		/* Keep what serves; show the reason on the version that is (or
-		 * would be) current. */
+		 * would be) current.  Where one serves, the registry says so
+		 * ("reload failed, still serving the previous load: ..."), and
+		 * keeps it READY; at a first load the version is UNAVAILABLE. */
 		mfs_model_info mi;
 		int64_t shown = e.versions[e.n_versions - 1];
 		if (mfs_registry_model_snapshot(reg, name, &mi) == 0) {
@@ -369,7 +371,7 @@ int mfs_reloader_reconcile(mfs_reloader *rl, const char *name)
 			mfs_model_info_release(&mi);
 		}
 		char why[MFS_ERROR_MSG_MAX + 64];
-		snprintf(why, sizeof(why), "config not loaded (still serving the previous one): %s", err.msg);
+		snprintf(why, sizeof(why), "config not loaded: %s", err.msg);
 		mfs_registry_set_failure(reg, name, shown, why);
 		mfs_log_error("model '%s': %s", name, why);
 		/* Versions' signatures include the config: fixing it reloads. */
