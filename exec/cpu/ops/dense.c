@@ -34,7 +34,7 @@ enum { ACT_NONE, ACT_RELU, ACT_GELU, ACT_GELU_TANH };
 
 #define DENSE_PICKS 17
 #define DENSE_ROW_CLASSES 16
-#define DENSE_VARIANTS 4
+#define DENSE_VARIANTS 8
 enum { PICK_ONEDNN = 1, PICK_SGEMM = 2 };
 
 /* Packed weights, shared by the variants whose primitives want the same
