@@ -4,6 +4,7 @@
  *
  *   bench_generate MODEL.onnx [--prompt N] [--new N] [--batch N]
  *                  [--threads N] [--rounds N] [--ids]
+ *                  [--device cpu|opencl[:SELECTOR]]
  *
  * The model follows the Hugging Face / Optimum convention (input_ids,
  * attention_mask, optional position_ids, past_key_values.N.key|value in;
@@ -22,6 +23,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "ocl_backend.h"
 #include "openmp_policy.h"
 
 #define MAX_IO 256
@@ -183,7 +185,8 @@ static int generate(gen *g, mfs_exec *e, int batch, int prompt, int n_new,
 
 int main(int argc, char **argv)
 {
-	const char *path = NULL;
+	const char *path = NULL, *device = "cpu";
+	mfs_backend *backend = NULL;
 	int prompt = 128, n_new = 128, batch = 1, threads = 2, rounds = 1, print_ids = 0;
 	mfs_graph *model;
 	mfs_exec *exec;
@@ -202,13 +205,15 @@ int main(int argc, char **argv)
 			threads = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
 			rounds = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+			device = argv[++i];
 		else if (!strcmp(argv[i], "--ids"))
 			print_ids = 1;
 		else
 			path = argv[i];
 	}
 	if (!path || prompt < 1 || n_new < 2 || batch < 1 || batch > 256 || rounds < 1) {
-		fprintf(stderr, "usage: bench_generate MODEL.onnx [--prompt N] [--new N>=2] [--batch N<=256] [--threads N] [--rounds N] [--ids]\n");
+		fprintf(stderr, "usage: bench_generate MODEL.onnx [--prompt N] [--new N>=2] [--batch N<=256] [--threads N] [--rounds N] [--ids] [--device cpu|opencl[:SEL]]\n");
 		return 2;
 	}
 	mfs_engine_set_threads(threads);
@@ -220,7 +225,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_generate: %s: not a decoder with a key/value cache (input_ids, attention_mask, past_key_values.N.key|value; logits, present.N.key|value)\n", path);
 		return 1;
 	}
-	if (mfs_exec_new(model, NULL, &exec, &err)) {
+	if (strncmp(device, "opencl", 6) == 0) {
+		if (mfs_backend_opencl_new(device[6] == ':' ? device + 7 : NULL, &backend, &err)) {
+			fprintf(stderr, "bench_generate: %s\n", err.msg);
+			return 1;
+		}
+		fprintf(stderr, "bench_generate: %s\n", mfs_backend_name(backend));
+	} else if (strcmp(device, "cpu") != 0) {
+		fprintf(stderr, "bench_generate: --device: cpu or opencl[:SELECTOR]\n");
+		return 2;
+	}
+	if (mfs_exec_new(model, backend, &exec, &err)) {
 		fprintf(stderr, "bench_generate: %s\n", err.msg);
 		return 1;
 	}
@@ -258,5 +273,6 @@ int main(int argc, char **argv)
 	free(ids0);
 	mfs_exec_free(exec);
 	mfs_graph_free(model);
+	mfs_backend_opencl_free(backend);
 	return 0;
 }

@@ -16,13 +16,19 @@ Hugging Face's: the rows past..past+seq of a lower-triangular buffer,
 applied with Where, and the padding mask added as (1 - mask) * -1e4.
 
   gpt2_kv.py export PATH       write the ONNX model (opset 13)
-  gpt2_kv.py check PATH        greedy-decode 8 tokens with onnx reference
-                               numbers from torch (prints the ids)
-
-Also imported by bench/torch_bench.py (the GPU peer) for the same model."""
+  gpt2_kv.py bench [--device cuda|cpu] [--prompt 128] [--new 128]
+               [--batch 1] [--rounds 3]
+                               the GPU peer (scripts/gpu-generate.sh):
+                               PyTorch eager greedy decoding with its
+                               key/value cache, FP32 (TF32 off), the same
+                               weights and prompt ids as bench_generate;
+                               one JSON line as bench_generate prints"""
+import argparse
+import json
 import math
 import os
 import sys
+import types
 
 import torch
 
@@ -33,6 +39,11 @@ LAYERS, D, HEADS, VOCAB, CTX = 12, 768, 12, 50257, 1024
 
 
 def make_model():
+    for name in ("onnx", "torchvision"):   # imported there, not needed here
+        try:
+            __import__(name)
+        except ImportError:
+            sys.modules[name] = types.ModuleType(name)
     import export_models   # the project's GPT-2-like blocks
     torch.manual_seed(0)
 
@@ -97,10 +108,13 @@ def export(path):
 
 
 def greedy(model, prompt, new, batch=1):
-    """PyTorch eager greedy decoding with the cache: the ids, and the
-    seconds to the first token and in all."""
+    """PyTorch eager greedy decoding with the cache: row 0's ids, and the
+    seconds to the first token and in all.  prompt: one list for every
+    row, or a list of rows."""
     import time
-    ids = torch.tensor([prompt] * batch, dtype=torch.long)
+    rows = prompt if isinstance(prompt[0], list) else [prompt] * batch
+    batch = len(rows)
+    ids = torch.tensor(rows, dtype=torch.long)
     dev = next(model.parameters()).device
     ids = ids.to(dev)
     past = tuple(torch.zeros(batch, HEADS, 0, D // HEADS, device=dev) for _ in range(2 * LAYERS))
@@ -125,11 +139,34 @@ def greedy(model, prompt, new, batch=1):
     return torch.stack(out, 1).tolist(), ttft, time.perf_counter() - t0
 
 
+def bench(argv):
+    ap = argparse.ArgumentParser(prog="gpt2_kv.py bench")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--prompt", type=int, default=128)
+    ap.add_argument("--new", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args(argv)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model = make_model().to(a.device)
+    rows = [[(7 * j + 13 * b) % 1000 for j in range(a.prompt)] for b in range(a.batch)]
+    greedy(model, rows, 2)   # warm-up, as bench_generate's
+    best = None
+    for _ in range(a.rounds):
+        r = greedy(model, rows, a.new)
+        if best is None or r[2] < best[2]:
+            best = r
+    ids, ttft, total = best
+    print(json.dumps({"engine": "torch-" + a.device, "batch": a.batch,
+                      "ttft_ms": round(ttft * 1e3, 2), "total_ms": round(total * 1e3, 2),
+                      "tokens_per_s": round(a.batch * a.new / total, 2), "ids": ids[0]}))
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "export":
         export(sys.argv[2])
-    elif len(sys.argv) >= 2 and sys.argv[1] == "check":
-        ids, _, _ = greedy(make_model(), [(i * 7) % 1000 for i in range(16)], 8)
-        print(ids[0])
+    elif len(sys.argv) >= 2 and sys.argv[1] == "bench":
+        bench(sys.argv[2:])
     else:
         sys.exit(__doc__)
