@@ -15,7 +15,8 @@
 // After a warm-up generation of 2 tokens, prints one JSON line, the best of ROUNDS (default 1): {"ttft_ms" (mean
 // over streams, from the start), "total_ms", "tokens_per_s" (all streams'
 // new tokens over total_ms), "step_ms" (median decode step of stream 0),
-// "ids" (stream 0's)}.
+// "cpu_ms_per_token" (the process's CPU time over the rounds' tokens), "ids"
+// (stream 0's)}.
 const ort = require('onnxruntime-node');
 
 function now() { return Number(process.hrtime.bigint()) / 1e6; }
@@ -84,6 +85,7 @@ async function main() {
   });
   await generate(session, streams > 1 && mode !== 'concurrent' ? streams : 1, 0, prompt, 2, now());   // warm-up
   let best = null;
+  const c0 = process.cpuUsage();
   for (let r = 0; r < rounds; r++) {
     const t0 = now();
     let res;
@@ -98,10 +100,11 @@ async function main() {
     const ttft = res.reduce((a, x) => a + x.ttft, 0) / res.length;
     if (!best || total < best.total) best = { total, ttft, step: res[0].step, ids: res[0].ids };
   }
+  const c = process.cpuUsage(c0), cpu = (c.user + c.system) / 1e3 / rounds;
   console.log(JSON.stringify({
     ttft_ms: +best.ttft.toFixed(2), total_ms: +best.total.toFixed(2),
     tokens_per_s: +(streams * n_new * 1e3 / best.total).toFixed(2), step_ms: +best.step.toFixed(3),
-    ids: best.ids,
+    cpu_ms_per_token: +(cpu / (streams * n_new)).toFixed(2), ids: best.ids,
   }));
 }
 main().catch((e) => { console.error('ort_generate: ' + e.message); process.exit(1); });
