@@ -16,7 +16,9 @@
 #            the model as gpt2_kv), else, as root, MODELFS (./modelfs)
 #            mounted here with --threads=BENCH_THREADS.
 # Ratios are ONNX Runtime's time over modelfs's, i.e. modelfs tokens/s over
-# ONNX Runtime's: above 1, modelfs is faster.  Every side warms up with a
+# ONNX Runtime's: above 1, modelfs is faster.  CPU ms per token (both
+# processes' CPU time, spinning threads included) is the figure that
+# waiting for a CPU on the shared development VM does not inflate.  Every side warms up with a
 # generation of 2 tokens; each figure is the best of BENCH_GEN_ROUNDS (1).
 # BENCH_GEN_BASELINE=path/to/another/bench_generate adds its tokens/s in
 # the same run (an A/B of an engine change).  Ids of stream 0 are compared
@@ -51,6 +53,9 @@ row "1 stream: time to first token, ms" "$(echo "$m1" | field ttft_ms)" "$(echo 
 	"$(ratio "$(echo "$o1" | field ttft_ms)" "$(echo "$m1" | field ttft_ms)")"
 row "1 stream: decode step, ms (median)" "$(echo "$m1" | field step_ms)" "$(echo "$o1" | field step_ms)" \
 	"$(ratio "$(echo "$o1" | field step_ms)" "$(echo "$m1" | field step_ms)")"
+row "1 stream: CPU ms per token (whole process)" "$(echo "$m1" | field cpu_ms_per_token)" \
+	"$(echo "$o1" | field cpu_ms_per_token)" \
+	"$(ratio "$(echo "$o1" | field cpu_ms_per_token)" "$(echo "$m1" | field cpu_ms_per_token)")"
 m8=$(mfs --batch "$S"); o8c=$(ort "$S" concurrent); o8b=$(ort "$S" batched)
 t8=$(echo "$m8" | field tokens_per_s)
 row "$S streams: tokens/s (ort: $S concurrent loops)" "$t8" "$(echo "$o8c" | field tokens_per_s)" \

@@ -17,7 +17,8 @@
  * primitive picks (when W is a constant of the model, as the rewrite
  * requires), bias and activation applied inside it while the output tile
  * is in cache.  When oneDNN refuses, mfs_sgemm plus one pass for bias and
- * activation computes the same.
+ * activation computes the same.  Each row count lately run keeps its own
+ * primitive (dense_node below), the packed weights shared between them.
  */
 #include <math.h>
 #include <stdlib.h>
