@@ -27,6 +27,7 @@
 
 #include "engine.h"
 #include "ocl_backend.h"
+#include "malloc_policy.h"
 #include "openmp_policy.h"
 
 #define MAX_IO 256
@@ -207,6 +208,7 @@ int main(int argc, char **argv)
 	gen g;
 
 	mfs_openmp_prefer_bounded_spin(argv);
+	mfs_malloc_keep_pages();   /* as the daemon does (malloc_policy.h) */
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--prompt") && i + 1 < argc)
 			prompt = atoi(argv[++i]);
