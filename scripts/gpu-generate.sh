@@ -28,16 +28,8 @@ JS="$R/results.jsonl"
 : > "$JS"
 log() { echo "== $*" >&2; }
 
-# the carried libraries and NVIDIA's OpenCL for Debian's ocl-icd (as
-# scripts/gpu-bench.sh does; NOTES.md)
-tar xzf "$CARRY/lib.tgz" -C "$W"
-export LD_LIBRARY_PATH="$W/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [ "${KEEP_ICD:-0}" != 1 ]; then
-	mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
-	export OCL_ICD_VENDORS=/tmp/icd
-	export LD_PRELOAD="$W/lib/libOpenCL.so.1"
-fi
-export MODELFS_CACHE_DIR="$W/cl-cache"
+# the carried libraries, NVIDIA's OpenCL (KEEP_ICD=1: the system's)
+. "$TOP/scripts/gpu-env.sh"
 SEL=${OPENCL_DEVICE:-NVIDIA}
 GEN="$CARRY/bin/bench_generate"
 M="$W/gpt2_kv.onnx"

@@ -1403,6 +1403,25 @@ static void test_conv_threads(void **st)
 	mfs_tensor_release(&b);
 }
 
+/* c: a com.modelfs Dense node t of x, w (a constant) and b into y. */
+static void dense_call_setup(call *c, tnode *t, mfs_tensor *x, mfs_tensor *w, mfs_tensor *b,
+			     mfs_tensor *y)
+{
+	tn_init(t, "Dense");
+	t->node.domain = (char *)"com.modelfs";
+	const mfs_op_def *def = mfs_op_find("com.modelfs", "Dense", 1);
+	assert_non_null(def);
+	memset(c, 0, sizeof(*c));
+	c->def = def;
+	c->in[0] = x;
+	c->in[1] = w;
+	c->in[2] = b;
+	c->out[0] = y;
+	c->ctx = (mfs_op_ctx){ .def = def, .node = &t->node, .opset = 1, .n_in = 3, .in = c->in,
+			       .n_out = 1, .out = c->out, .state = &c->state, .err = &c->err,
+			       .const_in = 2 };
+}
+
 /* A Conv or Dense state built for one thread count is rebuilt when the
  * node runs on another (dense_util.h, mfs_dnnl_threads: the engine drops
  * to one thread while the cores are busy), constant weights reordered
@@ -1456,22 +1475,10 @@ static void test_rebuild_for_threads(void **st)
 	for (int k = 0; k < 4; k++)
 		mfs_tensor_release(all[k]);
 
-	tn_init(&t, "Dense");
-	t.node.domain = (char *)"com.modelfs";
 	t_rand(&x, shp(2, 64L, 256L));
 	t_rand(&w, shp(2, 256L, 128L));
 	t_rand(&b, shp(1, 128L));
-	const mfs_op_def *def = mfs_op_find("com.modelfs", "Dense", 1);
-	assert_non_null(def);
-	memset(&c, 0, sizeof(c));
-	c.def = def;
-	c.in[0] = &x;
-	c.in[1] = &w;
-	c.in[2] = &b;
-	c.out[0] = &y;
-	c.ctx = (mfs_op_ctx){ .def = def, .node = &t.node, .opset = 1, .n_in = 3, .in = c.in,
-			      .n_out = 1, .out = c.out, .state = &c.state, .err = &c.err,
-			      .const_in = 2 };
+	dense_call_setup(&c, &t, &x, &w, &b, &y);
 	setenv("MFS_DENSE", "onednn", 1);   /* no measured choice of sgemm */
 	run_over_thread_counts(&c, &y);
 	unsetenv("MFS_DENSE");
@@ -1510,21 +1517,9 @@ static void test_dense_variants_per_rows(void **st)
 	mfs_tensor x = { 0 }, w, b, y = { 0 };
 	call c;
 
-	tn_init(&t, "Dense");
-	t.node.domain = (char *)"com.modelfs";
 	t_rand(&w, shp(2, 256L, 128L));
 	t_rand(&b, shp(1, 128L));
-	const mfs_op_def *def = mfs_op_find("com.modelfs", "Dense", 1);
-	assert_non_null(def);
-	memset(&c, 0, sizeof(c));
-	c.def = def;
-	c.in[0] = &x;
-	c.in[1] = &w;
-	c.in[2] = &b;
-	c.out[0] = &y;
-	c.ctx = (mfs_op_ctx){ .def = def, .node = &t.node, .opset = 1, .n_in = 3, .in = c.in,
-			      .n_out = 1, .out = c.out, .state = &c.state, .err = &c.err,
-			      .const_in = 2 };
+	dense_call_setup(&c, &t, &x, &w, &b, &y);
 	setenv("MFS_DENSE", "onednn", 1);   /* a primitive for every row count */
 	omp_set_num_threads(2);
 	dense_rows_check(&c, &x, &y, &w, &b, 32);
