@@ -6,7 +6,9 @@
 # STREAMS (8), on
 #   modelfs-opencl  bench_generate --device opencl:NVIDIA (each step
 #                   uploads its inputs and downloads logits and present)
-#   modelfs-cpu     bench_generate on every core (CPU=0 skips it)
+#   modelfs-cpu     bench_generate on every core (CPU=0 skips it and the next)
+#   ort-cpu         ONNX Runtime's Python package on every core, one loop
+#                   over the batch (bench/ort_generate.py), if installed
 #   torch-cuda      PyTorch eager with its cache (gpt2_kv.py bench: FP32,
 #                   TF32 off), the peer issue 30 names
 # Prints a markdown table; results.jsonl and results.md land in $OUT (the
@@ -48,7 +50,13 @@ mfs() {   # ENGINE BATCH DEVICE
 }
 for b in 1 "$S"; do
 	mfs modelfs-opencl "$b" "opencl:$SEL"
-	[ "${CPU:-1}" = 1 ] && mfs modelfs-cpu "$b" cpu
+	if [ "${CPU:-1}" = 1 ]; then
+		mfs modelfs-cpu "$b" cpu
+		log "ort-cpu batch $b"
+		j=$(LD_PRELOAD= LD_LIBRARY_PATH= "$PY" "$TOP/bench/ort_generate.py" "$M" "$P" "$N" "$b" \
+			"$(nproc)" 3) && echo "{\"engine\": \"ort-cpu\", \"batch\": $b, ${j#\{}" >> "$JS" ||
+			log "ONNX Runtime (python3 onnxruntime) failed or is missing"
+	fi
 	log "torch-cuda batch $b"
 	LD_PRELOAD= LD_LIBRARY_PATH= "$PY" "$TOP/bench/gpt2_kv.py" bench --device "${TORCH_DEVICE:-cuda}" \
 		--prompt "$P" --new "$N" --batch "$b" --rounds 3 >> "$JS" || log "torch failed"
@@ -68,5 +76,11 @@ for r in rows:
     ratio = "%.2f" % (tps / t["tokens_per_s"]) if tps and t and t.get("tokens_per_s") else "-"
     same = "-" if not t or "ids" not in r else ("yes" if r["ids"] == t.get("ids") else "no")
     print("| %s | %s | %s | %s | %s | %s |" % (r["engine"], r["batch"], tps, r.get("ttft_ms"), ratio, same))
+print()
+for b in sorted({r["batch"] for r in rows}):
+    m = [r for r in rows if r["batch"] == b and r["engine"] == "modelfs-cpu" and r.get("tokens_per_s")]
+    o = [r for r in rows if r["batch"] == b and r["engine"] == "ort-cpu" and r.get("tokens_per_s")]
+    if m and o:
+        print("batch %s: modelfs-cpu tokens/s over ONNX Runtime's: %.2f" % (b, m[0]["tokens_per_s"] / o[0]["tokens_per_s"]))
 EOF
 cat "$R/results.md"
