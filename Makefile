@@ -173,7 +173,7 @@ $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libmodelfs.a
 unit-bins: $(UNIT_BIN) $(TOOL_BIN) $(BACKEND_LIBS)
 
 # The benchmark programs, built by make test too so that they cannot rot.
-bench-bins: $(BUILD)/bench/bench_engine $(BUILD)/bench/bare_fs
+bench-bins: $(BUILD)/bench/bench_engine $(BUILD)/bench/bench_generate $(BUILD)/bench/bare_fs
 
 # The layering rule, tried (tests/layers/check-layers.sh, run by make test).
 check-layers: | $(BUILD)/gen/op_table.inc
@@ -199,13 +199,13 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libmodelfs.a
 
 # `make bench`: ratios against ONNX Runtime and raw OpenBLAS, same run.
 bench: deps
-	$(MAKE) all $(BUILD)/bench/bench_engine $(BUILD)/bench/bare_fs
+	$(MAKE) all $(BUILD)/bench/bench_engine $(BUILD)/bench/bench_generate $(BUILD)/bench/bare_fs
 	sh bench/run-bench.sh
 	sh bench/run-bench-fs.sh
 
 # `make bench-fs`: the filesystem path alone (bench/run-bench-fs.sh).
 bench-fs: deps
-	$(MAKE) all $(BUILD)/bench/bench_engine $(BUILD)/bench/bare_fs
+	$(MAKE) all $(BUILD)/bench/bench_engine $(BUILD)/bench/bench_generate $(BUILD)/bench/bare_fs
 	sh bench/run-bench-fs.sh
 
 # The bare FUSE baseline: libfuse alone, nothing of modelfs.

@@ -30,6 +30,7 @@
 #include "engine.h"
 #include "ocl_backend.h"
 #include "ocl_device.h"
+#include "malloc_policy.h"
 #include "openmp_policy.h"
 
 #define MAX_IO 32
@@ -140,6 +141,7 @@ int main(int argc, char **argv)
 
 	/* measure the daemon's OpenMP wait policy (src/cli/main.c) */
 	mfs_openmp_prefer_bounded_spin(argv);
+	mfs_malloc_keep_pages();   /* as the daemon does (malloc_policy.h) */
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--describe") == 0)

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Models only the benchmark needs (the test models come from
-tests/models/export_models.py): ResNet-50 and a 1024x1024x1024 MatMul, in
+tests/models/export_models.py): ResNet-50, a 1024x1024x1024 MatMul and
+GPT-2 small's shape with its key/value cache (gpt2_kv.py), in
 build/bench-models/.  Seeded random weights; nothing is downloaded."""
 import os
 import sys
@@ -35,3 +36,11 @@ class MatMul(torch.nn.Module):
 export("matmul1024", MatMul(), (torch.randn(1024, 1024),), input_names=["x"], output_names=["y"])
 export("resnet50", torchvision.models.resnet50(weights=None), (torch.randn(1, 3, 224, 224),),
        input_names=["input"], output_names=["logits"])
+
+# GPT-2 small's shape with its key/value cache (bench/gpt2_kv.py): the
+# text generation rows of bench/run-bench-generate.sh.
+if not os.path.exists(os.path.join(out, "gpt2_kv.onnx")):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gpt2_kv
+    gpt2_kv.export(os.path.join(out, "gpt2_kv.onnx"))
+    print("exported", os.path.join(out, "gpt2_kv.onnx"))

@@ -32,17 +32,8 @@ JS="$R/results.jsonl"
 : > "$JS"
 log() { echo "== $*" >&2; }
 
-tar xzf "$CARRY/lib.tgz" -C "$W"
-export LD_LIBRARY_PATH="$W/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$CARRY/bin:$PATH"
-# KEEP_ICD=1 (a try-out on a machine without NVIDIA's library) keeps the
-# system's OpenCL platforms.
-if [ "${KEEP_ICD:-0}" != 1 ]; then
-	mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
-	export OCL_ICD_VENDORS=/tmp/icd
-	export LD_PRELOAD="$W/lib/libOpenCL.so.1"
-fi
-export MODELFS_CACHE_DIR="$W/cl-cache"
+# the carried libraries, NVIDIA's OpenCL (KEEP_ICD=1: the system's)
+. "$TOP/scripts/gpu-env.sh"
 SEL=${OPENCL_DEVICE:-NVIDIA}
 THREADS=$(nproc)
 BENCH="$CARRY/bin/bench_engine"

@@ -74,8 +74,12 @@ static mfs_block *reuse_block(mfs_pool *p, size_t size, int *status)
 	}
 	if (b || !largest)
 		return b;
-	/* Regrow rather than add: contents need not survive. */
+	/* Regrow rather than add: contents need not survive.  A quarter
+	 * more than asked: a value that grows run after run (a decoder's
+	 * key/value cache, one token longer each step) then regrows once in
+	 * a few runs, not at every run, each time faulting fresh pages in. */
 	bool counted;
+	size = size + size / 4 < size ? size : size + size / 4;
 	mem = pool_alloc(p, size, status, &counted);
 	if (!mem)
 		return NULL;

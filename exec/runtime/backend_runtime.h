@@ -21,7 +21,8 @@
  * served the k-th request of the previous run is offered first, so a run
  * with the shapes of the last one replays the same assignment and
  * allocates nothing.  Otherwise best fit among free blocks, then regrowing
- * the largest free block (contents need not survive), then a new block:
+ * the largest free block to a quarter more than asked (contents need not
+ * survive; a growing value regrows once in a few runs), then a new block:
  * the pool never holds more blocks than the most values ever alive at
  * once.  Reference counts let views share a block. */
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "malloc_policy.h"
 #include "openmp_policy.h"
 #include "worker_serve.h"
 
@@ -22,6 +23,8 @@ int main(int argc, char **argv)
 	prctl(PR_SET_NAME, "modelfs");
 	/* the wait policy of the engine's threads (openmp_policy.h) */
 	mfs_openmp_prefer_bounded_spin(argv);
+	/* buffers that grow run after run reuse their pages (malloc_policy.h) */
+	mfs_malloc_keep_pages();
 	if (argc > 1 && strcmp(argv[1], "run") == 0)
 		return mfs_cmd_run(argc - 1, argv + 1);
 	return mfs_cmd_mount(argc, argv);

@@ -109,13 +109,32 @@ static void test_pool_regrows_largest_free(void **st)
 	mfs_block_put(a);
 	mfs_block_put(b);
 	/* Nothing free is large enough: the largest free block (b) grows
-	 * instead of a third block being added. */
+	 * instead of a third block being added, to a quarter more. */
 	big = take(x, 1000);
 	assert_ptr_equal(big, b);
-	assert_int_equal(big->cap, 1000);
+	assert_int_equal(big->cap, 1250);
 	assert_int_equal(x->p.n_blocks, 2);
 	assert_int_equal(x->f.live, 2);
 	assert_int_equal(x->allocs, 3);
+}
+
+/* A value one step longer at every run (a decoder's key/value cache):
+ * the regrow's quarter covers the next runs, so 20 runs of a value
+ * growing 1% a run allocate twice (its block, one regrow), not 20
+ * times. */
+static void test_pool_growing_value(void **st)
+{
+	fx *x = *st;
+
+	for (int run = 0; run < 20; run++) {
+		mfs_pool_new_run(&x->p);
+		mfs_block *b = take(x, 1000 + 10 * (size_t)run);
+		assert_non_null(b);
+		assert_true(b->cap >= 1000 + 10 * (size_t)run);
+		mfs_block_put(b);
+	}
+	assert_int_equal(x->p.n_blocks, 1);
+	assert_int_equal(x->allocs, 2);
 }
 
 static void test_pool_pinned_never_reused(void **st)
@@ -365,6 +384,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pool_replays_assignment, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_pool_regrows_largest_free, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_pool_growing_value, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_pool_pinned_never_reused, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_pool_failures, fx_setup, fx_teardown),
 		cmocka_unit_test(test_pool_host_default),

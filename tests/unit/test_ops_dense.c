@@ -1403,6 +1403,25 @@ static void test_conv_threads(void **st)
 	mfs_tensor_release(&b);
 }
 
+/* c: a com.modelfs Dense node t of x, w (a constant) and b into y. */
+static void dense_call_setup(call *c, tnode *t, mfs_tensor *x, mfs_tensor *w, mfs_tensor *b,
+			     mfs_tensor *y)
+{
+	tn_init(t, "Dense");
+	t->node.domain = (char *)"com.modelfs";
+	const mfs_op_def *def = mfs_op_find("com.modelfs", "Dense", 1);
+	assert_non_null(def);
+	memset(c, 0, sizeof(*c));
+	c->def = def;
+	c->in[0] = x;
+	c->in[1] = w;
+	c->in[2] = b;
+	c->out[0] = y;
+	c->ctx = (mfs_op_ctx){ .def = def, .node = &t->node, .opset = 1, .n_in = 3, .in = c->in,
+			       .n_out = 1, .out = c->out, .state = &c->state, .err = &c->err,
+			       .const_in = 2 };
+}
+
 /* A Conv or Dense state built for one thread count is rebuilt when the
  * node runs on another (dense_util.h, mfs_dnnl_threads: the engine drops
  * to one thread while the cores are busy), constant weights reordered
@@ -1456,28 +1475,72 @@ static void test_rebuild_for_threads(void **st)
 	for (int k = 0; k < 4; k++)
 		mfs_tensor_release(all[k]);
 
-	tn_init(&t, "Dense");
-	t.node.domain = (char *)"com.modelfs";
 	t_rand(&x, shp(2, 64L, 256L));
 	t_rand(&w, shp(2, 256L, 128L));
 	t_rand(&b, shp(1, 128L));
-	const mfs_op_def *def = mfs_op_find("com.modelfs", "Dense", 1);
-	assert_non_null(def);
-	memset(&c, 0, sizeof(c));
-	c.def = def;
-	c.in[0] = &x;
-	c.in[1] = &w;
-	c.in[2] = &b;
-	c.out[0] = &y;
-	c.ctx = (mfs_op_ctx){ .def = def, .node = &t.node, .opset = 1, .n_in = 3, .in = c.in,
-			      .n_out = 1, .out = c.out, .state = &c.state, .err = &c.err,
-			      .const_in = 2 };
+	dense_call_setup(&c, &t, &x, &w, &b, &y);
 	setenv("MFS_DENSE", "onednn", 1);   /* no measured choice of sgemm */
 	run_over_thread_counts(&c, &y);
 	unsetenv("MFS_DENSE");
 	call_done(&c);
 	for (int k = 0; k < 4; k++)
 		mfs_tensor_release(all[k]);
+}
+
+/* Dense with x of `rows` rows: its output against x W + b. */
+static void dense_rows_check(call *c, mfs_tensor *x, mfs_tensor *y, const mfs_tensor *w,
+			     const mfs_tensor *b, int64_t rows)
+{
+	int64_t k = w->shape.dims[0], n = w->shape.dims[1];
+	float *ref = malloc(sizeof(float) * (size_t)(rows * n));
+
+	mfs_tensor_release(x);
+	t_rand(x, shp(2, rows, k));
+	assert_int_equal(call_run(c), 0);
+	ref_matmul(x->data, w->data, ref, rows, k, n);
+	for (int64_t i = 0; i < rows * n; i++)
+		ref[i] += ((const float *)b->data)[i % n];
+	assert_close(y->data, ref, rows * n, 1e-4f);
+	free(ref);
+}
+
+/* A decoder runs its prompt (many rows) and then its steps (one row per
+ * stream) through the same Dense nodes, and in-flight batching changes
+ * the rows at every join and leave: each row count keeps its own variant
+ * (dense.c), so going back to one builds no primitive and packs no
+ * weights again; past DENSE_VARIANTS row counts the least lately used
+ * goes, and every result stays right. */
+static void test_dense_variants_per_rows(void **st)
+{
+	(void)st;
+	tnode t;
+	mfs_tensor x = { 0 }, w, b, y = { 0 };
+	call c;
+
+	t_rand(&w, shp(2, 256L, 128L));
+	t_rand(&b, shp(1, 128L));
+	dense_call_setup(&c, &t, &x, &w, &b, &y);
+	setenv("MFS_DENSE", "onednn", 1);   /* a primitive for every row count */
+	omp_set_num_threads(2);
+	dense_rows_check(&c, &x, &y, &w, &b, 32);
+	dense_rows_check(&c, &x, &y, &w, &b, 1);
+	uint64_t prims = mfs_dnnl_prims_created(), packed = mfs_dnnl_weights_packed();
+	for (int round = 0; round < 2; round++) {
+		dense_rows_check(&c, &x, &y, &w, &b, 32);
+		dense_rows_check(&c, &x, &y, &w, &b, 1);
+	}
+	assert_int_equal(mfs_dnnl_prims_created(), prims);
+	assert_int_equal(mfs_dnnl_weights_packed(), packed);
+	for (int64_t rows = 1; rows <= 12; rows++)   /* more than the variants */
+		dense_rows_check(&c, &x, &y, &w, &b, rows);
+	dense_rows_check(&c, &x, &y, &w, &b, 32);
+	unsetenv("MFS_DENSE");
+	call_done(&c);
+	omp_set_num_threads(omp_get_num_procs());
+	mfs_tensor_release(&x);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&b);
+	mfs_tensor_release(&y);
 }
 
 /* Bad attributes and inputs: clear errors, never a crash. */
@@ -2596,6 +2659,7 @@ int main(void)
 		cmocka_unit_test(test_conv_weight_constness),
 		cmocka_unit_test(test_conv_threads),
 		cmocka_unit_test(test_rebuild_for_threads),
+		cmocka_unit_test(test_dense_variants_per_rows),
 		cmocka_unit_test(test_fused_conv),
 		cmocka_unit_test(test_fused_conv_block16),
 		cmocka_unit_test(test_fused_conv_over_z),

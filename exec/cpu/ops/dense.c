@@ -17,7 +17,8 @@
  * primitive picks (when W is a constant of the model, as the rewrite
  * requires), bias and activation applied inside it while the output tile
  * is in cache.  When oneDNN refuses, mfs_sgemm plus one pass for bias and
- * activation computes the same.
+ * activation computes the same.  Each row count lately run keeps its own
+ * primitive (dense_node below), the packed weights shared between them.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -33,24 +34,48 @@ EW_BINARY_KERNEL(dense_z_add, float, float, x + y)
 enum { ACT_NONE, ACT_RELU, ACT_GELU, ACT_GELU_TANH };
 
 #define DENSE_PICKS 17
+#define DENSE_ROW_CLASSES 16
+#define DENSE_VARIANTS 8
 enum { PICK_ONEDNN = 1, PICK_SGEMM = 2 };
+
+/* Packed weights, shared by the variants whose primitives want the same
+ * layout. */
+typedef struct dense_pack {
+	mfs_dnnl_weights w;
+	int refs;
+} dense_pack;
 
 typedef struct dense_state {
 	int64_t rows, k, n;
 	int act;
 	int threads;            /* mfs_dnnl_threads() when built */
 	bool has_bias, dnnl_ok, tb;
+	bool wconst;            /* W is a constant of the model */
 	bool has_z;             /* Z of the product's shape: added in place */
 	bool z_apart;           /* Z of another shape: the product in zbuf */
 	float *zbuf;
 	mfs_dnnl_prim prim;
 	dnnl_stream_t stream;
 	dnnl_memory_t src_m, bias_m, dst_m;
-	mfs_dnnl_weights wei;   /* W, packed once when constant */
-	/* the path measured fastest (dense_measure) for each thread count
-	 * below DENSE_PICKS: 0 not yet, PICK_ONEDNN or PICK_SGEMM */
-	int8_t pick[DENSE_PICKS];
+	dense_pack *pack;       /* W, packed once when constant; NULL: none */
 } dense_state;
+
+/* A node's state: a variant per row count lately run (a decoder's prompt
+ * and its steps, the batch sizes of in-flight batching), so that going
+ * back to a row count rebuilds nothing; the least lately used goes when
+ * all are taken.  Without it every change of rows rebuilt the primitive,
+ * packed the weights again and timed both paths again: GPT-2 small's
+ * 128-token prompt after a generation took seconds instead of a fraction.
+ * The path measured fastest (dense_measure) is kept per thread count below
+ * DENSE_PICKS and per class of rows (their log2), so that a prompt of a
+ * new length in a known class is not timed again: 0 not yet, PICK_ONEDNN
+ * or PICK_SGEMM. */
+typedef struct dense_node {
+	dense_state *var[DENSE_VARIANTS];
+	uint64_t used[DENSE_VARIANTS], clock;
+	dense_state *cur;
+	int8_t pick[DENSE_PICKS][DENSE_ROW_CLASSES];
+} dense_node;
 
 static int dense_act(mfs_op_ctx *ctx, int *act)
 {
@@ -116,13 +141,52 @@ static void dense_prims_free(dense_state *s)
 	s->dnnl_ok = false;
 }
 
+/* Drop s's share of its packed weights. */
+static void dense_pack_put(dense_state *s)
+{
+	if (s->pack && --s->pack->refs == 0) {
+		mfs_dnnl_weights_free(&s->pack->w);
+		free(s->pack);
+	}
+	s->pack = NULL;
+}
+
 static void dense_dnnl_free(dense_state *s)
 {
 	dense_prims_free(s);
-	mfs_dnnl_weights_free(&s->wei);
+	dense_pack_put(s);
 }
 
-static dnnl_status_t dense_dnnl_build(dense_state *s, mfs_error *err)
+/* Weights packed as want for s: another variant's packing of that layout
+ * (shared), else s's own (kept when it is that layout already: a rebuild
+ * for other threads), else a new one. */
+static dnnl_status_t dense_pack_get(dense_node *node, dense_state *s,
+				    const dnnl_memory_desc_t *want,
+				    const dnnl_memory_desc_t *plain, dnnl_engine_t eng)
+{
+	if (s->pack && mfs_dnnl_weights_hold(&s->pack->w, want, plain))
+		return dnnl_success;
+	for (int i = 0; s->wconst && i < DENSE_VARIANTS; i++) {
+		dense_state *o = node->var[i];
+		if (o && o != s && o->pack && o->wconst &&
+		    mfs_dnnl_weights_hold(&o->pack->w, want, plain)) {
+			dense_pack_put(s);
+			s->pack = o->pack;
+			s->pack->refs++;
+			return dnnl_success;
+		}
+	}
+	if (!s->pack || s->pack->refs > 1) {
+		dense_pack_put(s);
+		if (!(s->pack = calloc(1, sizeof(*s->pack))))
+			return dnnl_out_of_memory;
+		s->pack->refs = 1;
+	}
+	s->pack->w.is_const = s->wconst;
+	return mfs_dnnl_weights_init(&s->pack->w, want, plain, eng);
+}
+
+static dnnl_status_t dense_dnnl_build(dense_node *node, dense_state *s, mfs_error *err)
 {
 	dnnl_engine_t eng = mfs_dnnl_engine(err);
 	dnnl_primitive_attr_t attr = NULL;
@@ -144,7 +208,7 @@ static dnnl_status_t dense_dnnl_build(dense_state *s, mfs_error *err)
 	CK(dnnl_memory_desc_init_by_tag(&wplain, 2, wd, dnnl_f32, s->tb ? dnnl_ba : dnnl_ab));
 	CK(dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_f32, dnnl_ab));
 	CK(dnnl_memory_desc_init_by_tag(&dmd, 2, dd, dnnl_f32, dnnl_ab));
-	CK(dnnl_matmul_desc_init(&md, &smd, s->wei.is_const ? &wany : &wplain,
+	CK(dnnl_matmul_desc_init(&md, &smd, s->wconst ? &wany : &wplain,
 				 s->has_bias ? &bmd : NULL, &dmd));
 	CK(mfs_dnnl_attr_create(&attr));
 	if (s->act != ACT_NONE) {
@@ -160,7 +224,7 @@ static dnnl_status_t dense_dnnl_build(dense_state *s, mfs_error *err)
 	CK(dnnl_memory_create(&s->dst_m, &dmd, eng, DNNL_MEMORY_NONE));
 	if (s->has_bias)
 		CK(dnnl_memory_create(&s->bias_m, &bmd, eng, DNNL_MEMORY_NONE));
-	CK(mfs_dnnl_weights_init(&s->wei, wmd, &wplain, eng));
+	CK(dense_pack_get(node, s, wmd, &wplain, eng));
 	s->dnnl_ok = true;
 #undef CK
 out:
@@ -184,60 +248,91 @@ static bool dense_force(const char *path)
 
 static void dense_measure(mfs_op_ctx *ctx, dense_state *s);
 
+/* The class of a row count for the kept picks: its log2. */
+static int row_class(int64_t rows)
+{
+	int c = 0;
+	while (rows > 1 && c < DENSE_ROW_CLASSES - 1) {
+		rows >>= 1;
+		c++;
+	}
+	return c;
+}
+
+/* The variant of node for key's shapes (threads aside), or a free or the
+ * least lately used slot's, emptied; NULL without memory. */
+static dense_state *dense_variant(dense_node *node, const dense_state *key)
+{
+	int slot = 0;
+	for (int i = 0; i < DENSE_VARIANTS; i++) {
+		dense_state *v = node->var[i];
+		if (v && v->rows == key->rows && v->k == key->k && v->n == key->n &&
+		    v->act == key->act && v->tb == key->tb && v->has_bias == key->has_bias &&
+		    v->wconst == key->wconst && v->has_z == key->has_z &&
+		    v->z_apart == key->z_apart) {
+			slot = i;
+			goto found;
+		}
+		if (!v || (node->var[slot] && node->used[i] < node->used[slot]))
+			slot = i;
+	}
+	if (node->var[slot]) {
+		dense_dnnl_free(node->var[slot]);
+		free(node->var[slot]->zbuf);
+		free(node->var[slot]);
+		node->var[slot] = NULL;
+	}
+	if (!(node->var[slot] = calloc(1, sizeof(dense_state))))
+		return NULL;
+	*node->var[slot] = *key;
+	node->var[slot]->threads = -1;   /* nothing built yet */
+found:
+	node->used[slot] = ++node->clock;
+	return node->var[slot];
+}
+
 static int dense_prepare(mfs_op_ctx *ctx)
 {
 	const mfs_tensor *a = ctx->in[0], *w = ctx->in[1];
-	dense_state *s = *ctx->state;
+	dense_node *node = *ctx->state;
 	bool tb = onnx_attr_int(ctx->node, "transB", 0) != 0;
 	int64_t k = w->shape.dims[tb], n = w->shape.dims[!tb];
 	int64_t rows = k ? mfs_shape_numel(&a->shape) / k : 0;
-	bool has_bias = ctx->n_in > 2 && ctx->in[2], wconst = (ctx->const_in >> 1) & 1;
 	const mfs_tensor *z = ctx->n_in > 3 ? ctx->in[3] : NULL;
 	bool z_apart = z && !mfs_shape_equal(&z->shape, &ctx->out[0]->shape);
-	bool has_z = z && !z_apart;
 	int act, rc = dense_act(ctx, &act);
 
 	if (rc < 0)
 		return rc;
-	bool same = s && s->rows == rows && s->k == k && s->n == n && s->act == act &&
-		    s->tb == tb && s->has_bias == has_bias && s->wei.is_const == wconst &&
-		    s->has_z == has_z && s->z_apart == z_apart;
-	int threads = mfs_dnnl_threads();
-	if (same && s->threads == threads)
-		return 0;
-	if (!s && !(s = *ctx->state = calloc(1, sizeof(*s))))
+	if (!node && !(node = *ctx->state = calloc(1, sizeof(*node))))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	dense_state key = { .rows = rows, .k = k, .n = n, .act = act, .tb = tb,
+			    .has_bias = ctx->n_in > 2 && ctx->in[2],
+			    .wconst = (ctx->const_in >> 1) & 1, .has_z = z && !z_apart,
+			    .z_apart = z_apart };
+	dense_state *s = node->cur = dense_variant(node, &key);
+	if (!s)
+		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	int threads = mfs_dnnl_threads();
+	if (s->threads == threads)
+		return 0;
 	/* Another thread count on the same shapes keeps the packed weights
-	 * and the paths already measured; new shapes start over. */
-	mfs_dnnl_weights wei = s->wei;
-	int8_t pick[DENSE_PICKS];
-	memcpy(pick, s->pick, sizeof(pick));
-	float *zbuf = s->zbuf;
+	 * (dense_pack_get) and the zbuf. */
 	dense_prims_free(s);
-	if (!same) {
-		mfs_dnnl_weights_free(&wei);
-		memset(pick, 0, sizeof(pick));
-		free(zbuf);
-		zbuf = NULL;
-	}
-	*s = (dense_state){ .rows = rows, .k = k, .n = n, .act = act, .has_bias = has_bias, .tb = tb,
-			    .wei = wei, .threads = threads, .has_z = has_z, .z_apart = z_apart,
-			    .zbuf = zbuf };
+	s->threads = threads;
 	if (z_apart && !s->zbuf && rows * n > 0 &&
 	    !(s->zbuf = malloc(sizeof(float) * (size_t)(rows * n))))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
-	s->wei.is_const = wconst;
-	memcpy(s->pick, pick, sizeof(pick));
-	int8_t *known = threads < DENSE_PICKS ? &s->pick[threads] : NULL;
+	int8_t *known = threads < DENSE_PICKS ? &node->pick[threads][row_class(rows)] : NULL;
 	if (rows > 0 && k > 0 && n > 0 && !dense_force("sgemm") && (!known || *known != PICK_SGEMM) &&
-	    dense_dnnl_build(s, ctx->err) == dnnl_success && !dense_force("onednn") &&
+	    dense_dnnl_build(node, s, ctx->err) == dnnl_success && !dense_force("onednn") &&
 	    (!known || !*known)) {
 		dense_measure(ctx, s);   /* on failure: the sgemm path */
 		if (known)
 			*known = s->dnnl_ok ? PICK_ONEDNN : PICK_SGEMM;
 	}
 	if (!s->dnnl_ok)
-		mfs_dnnl_weights_free(&s->wei);   /* the sgemm path reads W as it is */
+		dense_pack_put(s);   /* the sgemm path reads W as it is */
 	return 0;
 }
 
@@ -304,13 +399,13 @@ static int dense_prim(mfs_op_ctx *ctx, dense_state *s, const float *a, const flo
 		      const float *b, const float *z, float *y)
 {
 	dnnl_status_t st;
-	int rc = mfs_dnnl_weights_set(ctx, &s->wei, w, s->stream);
+	int rc = mfs_dnnl_weights_set(ctx, &s->pack->w, w, s->stream);
 	if (rc < 0)
 		return rc;
 	dnnl_memory_set_data_handle(s->src_m, (void *)a);
 	dnnl_memory_set_data_handle(s->dst_m, y);
 	dnnl_exec_arg_t args[4] = {
-		{ DNNL_ARG_SRC, s->src_m }, { DNNL_ARG_WEIGHTS, s->wei.mem },
+		{ DNNL_ARG_SRC, s->src_m }, { DNNL_ARG_WEIGHTS, s->pack->w.mem },
 		{ DNNL_ARG_DST, s->dst_m }, { DNNL_ARG_BIAS, s->bias_m },
 	};
 	if (s->has_bias)
@@ -323,7 +418,8 @@ static int dense_prim(mfs_op_ctx *ctx, dense_state *s, const float *a, const flo
 
 static int dense_run(mfs_op_ctx *ctx)
 {
-	dense_state *s = *ctx->state;
+	dense_node *node = *ctx->state;
+	dense_state *s = node ? node->cur : NULL;
 	const float *a = ctx->in[0]->data, *w = ctx->in[1]->data;
 	const float *b = ctx->n_in > 2 && ctx->in[2] ? ctx->in[2]->data : NULL;
 	const float *z = s && s->has_z ? ctx->in[3]->data : NULL;
@@ -353,12 +449,18 @@ static int dense_run(mfs_op_ctx *ctx)
 
 static void dense_release(void *state)
 {
-	dense_state *s = state;
-	if (!s)
+	dense_node *node = state;
+	if (!node)
 		return;
-	dense_dnnl_free(s);
-	free(s->zbuf);
-	free(s);
+	for (int i = 0; i < DENSE_VARIANTS; i++) {
+		dense_state *s = node->var[i];
+		if (!s)
+			continue;
+		dense_dnnl_free(s);
+		free(s->zbuf);
+		free(s);
+	}
+	free(node);
 }
 
 MFS_OP_DOMAIN("com.modelfs", Dense, 1, .flags = MFS_OP_HALF_VIA_FLOAT, .infer = dense_infer,
