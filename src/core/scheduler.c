@@ -6,13 +6,10 @@
  * whenever a run ends so that queue_free and stop can wait for in-flight
  * runs.
  *
- * Idle workers form a stack: work wakes the one that went idle last.
- * Its OpenMP team is the one still spinning (openmp_policy.h) and its
- * caches hold the model; a condition variable shared by all woke them in
- * turn, so that each run started on a team that had slept since the run
- * before last: ResNet-18 in the daemon on the 16-core host took 1.39x
- * bench_engine's time per run (docs/PERFORMANCE.md, "The last idle
- * compute thread first").
+ * Idle workers form a stack: work wakes the one that went idle last,
+ * whose OpenMP team still spins (openmp_policy.h) and whose caches hold
+ * the model; waking them in turn cost ResNet-18 1.39x on 16 cores
+ * (docs/PERFORMANCE.md, "The last idle compute thread first").
  */
 #include "scheduler.h"
 
