@@ -78,6 +78,9 @@ if [ -z "${MODELFS_MOUNT:-}" ] && [ -x "$MODELFS" ] && [ "$(id -u)" = 0 ]; then
 	trap 'umount "$T/mnt" 2>/dev/null || true; rm -rf "$T"' EXIT
 	mkdir -p "$T/repo/gpt2_kv/1" "$T/mnt"
 	ln "$G" "$T/repo/gpt2_kv/1/model.onnx" 2>/dev/null || cp "$G" "$T/repo/gpt2_kv/1/model.onnx"
+	# Auto-complete would give it Triton's max_batch_size 4: room for
+	# all the streams in one step.
+	echo "max_batch_size: $S" > "$T/repo/gpt2_kv/config.pbtxt"
 	"$MODELFS" --threads="$THREADS" "$T/repo" "$T/mnt"
 	for i in $(seq 1 1200); do
 		grep -q READY "$T/mnt/gpt2_kv/status" 2>/dev/null && break
