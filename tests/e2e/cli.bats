@@ -137,7 +137,7 @@ teardown() {
 	# The pipeline's custom-backend step found its library.
 	wait_until 10 grep -q "^READY 1 ensemble" "$TOP/mnt/pipeline/status"
 	# Its worker holds none of the caller's stdio.
-	worker=$(pgrep -P "$(pgrep -n -f "modelfs --backend-dir build/examples examples mnt")" -f backend-worker)
+	worker=$(pgrep -P "$(pgrep -n -f "modelfs --exit-on-error=true --backend-dir build/examples examples mnt")" -f backend-worker)
 	[ -n "$worker" ]
 	for fd in 0 1 2; do
 		[ "$(readlink "/proc/$worker/fd/$fd")" = /dev/null ]

@@ -167,6 +167,9 @@ failures() { # model reason
 		echo "nv_inference_${n}_summary_us metric name should not include type 'summary'"
 		echo "nv_inference_${n}_summary_us metric names should not contain abbreviated units"
 	done >> "$accepted"
+	for n in num_hits num_misses hit_duration miss_duration; do
+		echo "nv_cache_${n}_per_model counter metrics should have \"_total\" suffix"
+	done >> "$accepted"
 	left=$(echo "$output" | grep -v -x -F -f "$accepted" || true)
 	echo "left: $left"
 	[ -z "$left" ]

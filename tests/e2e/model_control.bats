@@ -197,24 +197,26 @@ load_fails() {
 	[ "$(py_errno "os.mkdir('$MNT/$1/requests/r')")" = EAGAIN ]
 }
 
-@test "explicit: loading an ensemble that cannot serve (itself, nested, a step not loaded) is EIO" {
+@test "explicit: loading an ensemble that cannot serve (itself, a step not loaded) is EIO; a nested one serves" {
 	add_sub_ensemble selfie selfie
 	add_sub_ensemble inner add_sub
 	add_sub_ensemble outer inner
 	mount_repo "$REPO" --model-control=explicit
-	load_fails selfie "step 0 (model 'selfie') is the ensemble itself"
-	grep -q "model 'selfie': control: model 'selfie': load failed: step 0 (model 'selfie') is the ensemble itself" "$DAEMON_LOG"
+	load_fails selfie "circular dependency between ensembles selfie -> selfie"
+	grep -q "model 'selfie': control: model 'selfie': load failed: circular dependency between ensembles selfie -> selfie" "$DAEMON_LOG"
 	load_fails inner "step 0 (model 'add_sub'): it has no READY version: not loaded"
-	# Its step loaded first, it loads and serves.
+	# Its step loaded first, it loads and serves; so does the ensemble
+	# over it (Triton's nested ensembles).
 	echo load > "$MNT/add_sub/control"
 	echo load > "$MNT/inner/control"
 	add_sub_answers inner
-	load_fails outer "step 0 (model 'inner') is an ensemble; nested ensembles are not supported"
-	# A failed load left nothing loaded: unloading its step and loading
-	# it again does not bring it back.
+	echo load > "$MNT/outer/control"
+	add_sub_answers outer
+	# A failed load left nothing loaded: loading its step again does not
+	# bring the circular one back.
 	echo unload > "$MNT/add_sub/control"
 	echo load > "$MNT/add_sub/control"
-	[ "$(index_state outer)" = "UNAVAILABLE|step 0 (model 'inner') is an ensemble; nested ensembles are not supported" ]
+	[ "$(index_state selfie)" = "UNAVAILABLE|circular dependency between ensembles selfie -> selfie" ]
 	add_sub_answers inner
 }
 
