@@ -177,7 +177,7 @@ comp() {
 	[ "$(comp modelfs -o max_request_b)" = max_request_bytes= ]
 	[ "$(comp modelfs -o max_req | sort | tr '\n' ' ')" = "max_request_bytes= max_requests= max_requests_per_uid= " ]
 	[ "$(comp modelfs run --fo)" = --format= ]
-	[ "$(comp modelfs --cache)" = --cache-dir= ]
+	[ "$(comp modelfs --cache | sort | tr '\n' ' ')" = "--cache-config= --cache-dir= --cache-size= " ]
 	[ "$(comp modelfs run --cache)" = --cache-dir= ]
 	[ "$(comp modelfs --metrics-config summary_l | tr '\n' ' ')" = "summary_latencies=true summary_latencies=false " ]
 	[ "$(comp modelfs -o metrics)" = metrics_config= ]
@@ -190,7 +190,7 @@ comp() {
 	# Every option of --help, from the binary itself.
 	[ "$(comp modelfs - | wc -l)" -eq "$("$MODELFS" --help | grep -c '^ *-')" ]
 	mount_repo "$EXAMPLES"
-	[ "$(comp modelfs run "$MNT/" | sort | tr '\n' ' ')" = "$MNT/add_sub $MNT/cnn $MNT/mlp $MNT/pipeline $MNT/pipeline_preprocess $MNT/pipeline_softmax " ]
+	[ "$(comp modelfs run "$MNT/" | sort | tr '\n' ' ')" = "$MNT/add_sub $MNT/cnn $MNT/mlp $MNT/pipeline $MNT/pipeline_preprocess $MNT/pipeline_softmax $MNT/running_mean " ]
 	[ "$(comp modelfs run "$MNT/m")" = "$MNT/mlp" ]
 }
 
