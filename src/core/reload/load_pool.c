@@ -3,6 +3,8 @@
 #include "load_pool.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,9 +20,16 @@ typedef struct pool {
 	pthread_mutex_t lock;
 } pool;
 
+/* A load may be the process's first OpenCL compile: LLVM, under PoCL,
+ * then gives the calling thread a signal stack of its own (malloc'd).
+ * A pool thread that ends with it makes AddressSanitizer's thread exit
+ * unmap LLVM's heap block and abort the daemon; so each worker leaves
+ * with the signal stack it started with. */
 static void *worker(void *arg)
 {
 	pool *p = arg;
+	stack_t started_with;
+	bool saved = sigaltstack(NULL, &started_with) == 0;
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
 		int i = p->next < p->n && !(p->stop && p->stop(p->ctx)) ? p->next++ : -1;
@@ -31,6 +40,12 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&p->lock);
 		p->failed += f;
 		pthread_mutex_unlock(&p->lock);
+	}
+	stack_t now;
+	if (saved && sigaltstack(NULL, &now) == 0 && now.ss_sp != started_with.ss_sp) {
+		if (started_with.ss_flags & SS_DISABLE)
+			started_with = (stack_t){ .ss_flags = SS_DISABLE };
+		sigaltstack(&started_with, NULL);
 	}
 	return NULL;
 }
