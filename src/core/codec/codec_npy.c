@@ -549,6 +549,14 @@ static int npy_strings_encode(const mfs_tensor *t, char **buf, size_t *len, mfs_
 
 	if (width > NPY_MAX_WIDTH)
 		return mfs_fail(err, EINVAL, "an element of %zu bytes is too long for .npy", width);
+	/* numpy's fixed-width strings drop their trailing NULs: an element
+	 * that ends with one would not read back as written. */
+	for (int64_t i = 0; !u && i < n; i++) {
+		const mfs_string *s = mfs_string_at(t, i);
+		if (s->len && s->ptr[s->len - 1] == '\0')
+			return mfs_fail(err, EINVAL, "element %lld ends with a NUL byte, which numpy's "
+					"fixed-width strings drop: use .raw, .json or .pb", (long long)i);
+	}
 	width = width ? width : 1;   /* numpy's narrowest: U1, S1 */
 	item = u ? 4 * width : width;
 	if ((uint64_t)n > SIZE_MAX / item)
