@@ -25,7 +25,7 @@ g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "big",
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
           os.path.join(repo, "big", "1", "model.onnx"))
 with open(os.path.join(repo, "big", "config.pbtxt"), "w") as f:
-    f.write('name: "big"\ninstance_group [ { kind: KIND_CPU } ]\n')
+    f.write('name: "big"\nmax_batch_size: 0\ninstance_group [ { kind: KIND_CPU count: 1 } ]\n')
 
 if models == "-":
     sys.exit(0)
