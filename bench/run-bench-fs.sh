@@ -7,7 +7,13 @@
 # daemon compute vs bench_engine on the same models (back to back, and
 # idle between runs as long as the daemon's model was between one
 # client's requests), 100 MB in/out GB/s, dynamic batching speed-up,
-# clients' requests/s.  Needs build/models (make models); run as root (FUSE).
+# clients' requests/s; then what a user sees (bench/bench_fs_users.py):
+# each engine row of `make bench` at batch 1 through its own mount, one
+# client, against ONNX Runtime in-process and the bare server moving the
+# same files, with the daemon's compute against bench_engine.  Needs
+# build/models (make models) and build/bench-models (make bench makes
+# them; a missing model is skipped); run as root (FUSE).  USERS=0 skips
+# the user section, USERS_MODELS names some of its models.
 # scripts/fs16-bench.sh runs it on the device's 16 cores: BUILD (where
 # bench/bench_engine and bench/bare_fs are), MODELFS, MODELS_DIR, PYTHON
 # and THREADS (bench_engine's; the daemon takes every core) say where.
@@ -17,10 +23,12 @@ B=${BUILD:-build}
 PY=${PYTHON:-/usr/bin/python3}
 MD=${MODELS_DIR:-build/models}
 THREADS=${THREADS:-$(nproc)}
+BM=${BENCH_MODELS_DIR:-build/bench-models}
 T=$(mktemp -d /tmp/modelfs-bench-fs.XXXXXX)
-mkdir "$T/bare" "$T/mnt"
+mkdir "$T/bare" "$T/mnt" "$T/umnt"
 cleanup() {
 	umount "$T/mnt" 2>/dev/null || true
+	umount "$T/umnt" 2>/dev/null || true
 	umount "$T/bare" 2>/dev/null || true
 	rm -rf "$T"
 }
@@ -69,3 +77,48 @@ echo
 echo "100 MB FP32 through files (best of 3): cp in $(echo "$load" | field big_in_gbps) GB/s, cat out $(echo "$load" | field big_out_gbps) GB/s"
 echo "resnet18, dynamic batching (max 8, 2 ms): 1 client $(echo "$load" | field resnet18_1client_rps) req/s, 8 clients $(echo "$load" | field resnet18_8clients_rps) req/s, speed-up $(echo "$load" | field batching_speedup)x"
 echo "add_sub: 1 client $(echo "$load" | field add_sub_1client_rps) req/s, 16 clients $(echo "$load" | field add_sub_16clients_rps) req/s"
+
+[ "${USERS:-1}" = 0 ] && exit 0
+# What a user sees: every engine row of `make bench` at batch 1, each
+# model alone in a repository of one instance and no batching.
+umount "$T/mnt"
+NODE=node
+[ -d bench/node_modules/onnxruntime-node ] || [ -n "${NODE_PATH:-}" ] || NODE=
+command -v node >/dev/null 2>&1 || NODE=
+users="mlp:examples/mlp/1/model.onnx:200 resnet18:$MD/resnet18/1/model.onnx:20
+resnet50:$BM/resnet50.onnx:10 mobilenetv2:$MD/mobilenet_v2/1/model.onnx:20
+encoder:$MD/encoder/1/model.onnx:20 bert_op17:$MD/bert_op17/1/model.onnx:20
+gpt2_op17:$MD/gpt2_op17/1/model.onnx:20 matmul1024:$BM/matmul1024.onnx:20"
+have=
+for u in $users; do
+	name=${u%%:*}; rest=${u#*:}; path=${rest%%:*}
+	[ -z "${USERS_MODELS:-}" ] || echo " $USERS_MODELS " | grep -q " $name " || continue
+	[ -f "$path" ] || { echo "user section: $name: $path missing, skipped"; continue; }
+	mkdir -p "$T/urepo/$name/1"
+	cp "$path" "$T/urepo/$name/1/model.onnx"
+	printf 'name: "%s"\nmax_batch_size: 0\ninstance_group [ { count: 1, kind: KIND_CPU } ]\n' "$name" > "$T/urepo/$name/config.pbtxt"
+	have="$have $u"
+done
+[ -n "$have" ] || exit 0
+${MODELFS:-./modelfs} "$T/urepo" "$T/umnt"
+for u in $have; do
+	name=${u%%:*}
+	for i in $(seq 1 600); do grep -q READY "$T/umnt/$name/status" 2>/dev/null && break; sleep 0.1; done
+done
+echo
+echo "what a user sees: one client, batch 1, request directory (inputs written, first output read), $THREADS threads; median of 3 rounds"
+echo "bare = bench/bare_fs.c moving the same files; ort = ONNX Runtime in-process (bench/ort_bench.js) on the same input"
+echo "compute = stats.json compute_infer mean; engine = bench_engine mean back to back, engine_gap = with the client's idle gap"
+printf '%-12s %7s %7s %9s %8s %8s %9s %8s %9s %9s %8s %10s %8s\n' model in_KB out_KB mount_ms ort_ms bare_ms 'm/(o+b)' m/ort compute_ms engine_ms c/e gap_ms c/gap
+for u in $have; do
+	name=${u%%:*}; rest=${u#*:}; path=${rest%%:*}; n=${rest#*:}
+	r=$(NODE=$NODE BENCH_ENGINE="$B/bench/bench_engine" THREADS=$THREADS \
+		$PY bench/bench_fs_users.py "$T/umnt" "$name" "$path" "$T/bare" "$n" 3) || { echo "$name: failed"; continue; }
+	f() { echo "$r" | field "$1"; }
+	o=$(f ort_ms); b=$(f bare_ms); m=$(f mount_ms)
+	if [ -n "$o" ]; then mob=$(echo "$m $o $b" | awk '{printf "%.2f", $1/($2+$3)}'); mo=$(ratio "$m" "$o"); else o=-; mob=-; mo=-; fi
+	printf '%-12s %7s %7s %9s %8s %8s %9s %8s %9s %9s %8s %10s %8s\n' "$name" \
+		"$(f in_bytes | awk '{printf "%.0f", $1 / 1024}')" "$(f out_bytes | awk '{printf "%.0f", $1 / 1024}')" \
+		"$m" "$o" "$b" "$mob" "$mo" "$(f compute_ms)" "$(f engine_ms)" \
+		"$(ratio "$(f compute_ms)" "$(f engine_ms)")" "$(f engine_gap_ms)" "$(ratio "$(f compute_ms)" "$(f engine_gap_ms)")"
+done
