@@ -3,7 +3,6 @@ repository: large tensors, dynamic batching, many clients, and the
 daemon's own compute time (stats.json) for models that bench_engine also
 times.  Prints one JSON object.
 usage: /usr/bin/python3 bench/bench_fs_load.py MOUNT"""
-import io
 import json
 import multiprocessing as mp
 import os
@@ -14,24 +13,9 @@ import time
 
 import numpy as np
 
+from bench_fs_files import npy, read, write
+
 mnt = sys.argv[1]
-
-
-def npy(a):
-    b = io.BytesIO()
-    np.save(b, a)
-    return b.getvalue()
-
-
-def write(path, data):
-    f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    os.write(f, data)
-    os.close(f)
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def io_names(model):

@@ -19,7 +19,6 @@ through the mount, N bare cycles (the same input files written, a file
 of the output's size read back), ONNX Runtime (N runs) and bench_engine
 (N runs back to back, then N with the gap); the median of the rounds'
 figures is printed, one JSON object, milliseconds."""
-import io
 import json
 import os
 import subprocess
@@ -28,6 +27,8 @@ import time
 
 import numpy as np
 
+from bench_fs_files import npy, read, write
+
 mnt, model, onnx_path, bare = sys.argv[1:5]
 N, ROUNDS = int(sys.argv[5]), int(sys.argv[6])
 ENGINE = os.environ.get("BENCH_ENGINE", "build/bench/bench_engine")
@@ -35,12 +36,6 @@ THREADS = os.environ.get("THREADS", "2")
 NODE = os.environ.get("NODE", "node")
 DT = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "int32": np.int32,
       "int8": np.int8, "uint8": np.uint8, "bool": np.bool_}
-
-
-def npy(a):
-    b = io.BytesIO()
-    np.save(b, a)
-    return b.getvalue()
 
 
 def inputs(desc):
@@ -53,17 +48,6 @@ def inputs(desc):
         a = np.sin(i) if dt in (np.float32, np.float64) else i % 7
         out[d["name"]] = npy(a.astype(dt).reshape(d["shape"]))
     return out
-
-
-def write(path, data):
-    f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    os.write(f, data)
-    os.close(f)
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def compute(m):
