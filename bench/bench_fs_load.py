@@ -105,11 +105,27 @@ for name, x, n in (("mlp", mlp_x, 500), ("resnet18", img, 30)):
     res[name + "_daemon_compute_us"] = round(us, 1)
     res[name + "_idle_us"] = round(idle)
 res["big_in_gbps"], res["big_out_gbps"] = (round(v, 2) for v in big_gbps())
-one = rate("resnet18", img, 1, 24)
-eight = rate("resnet18", img, 8, 6)
+# 1 and 8 clients, with dynamic batching (resnet18) and without
+# (resnet18_nb), two rounds in turn; means of the rounds.
+rps = {}
+for _ in range(2):
+    for m in ("resnet18", "resnet18_nb"):
+        for c, n in ((1, 24), (8, 6)):
+            rps.setdefault((m, c), []).append(rate(m, img, c, n))
+one, eight = (float(np.mean(rps[("resnet18", c)])) for c in (1, 8))
 res["resnet18_1client_rps"] = round(one, 1)
 res["resnet18_8clients_rps"] = round(eight, 1)
 res["batching_speedup"] = round(eight / one, 2)
+one_nb, eight_nb = (float(np.mean(rps[("resnet18_nb", c)])) for c in (1, 8))
+res["resnet18_nb_1client_rps"] = round(one_nb, 1)
+res["resnet18_nb_8clients_rps"] = round(eight_nb, 1)
+res["nb_speedup"] = round(eight_nb / one_nb, 2)
+# The batch sizes the batcher ran: each size's first run after another
+# rebuilds the convolutions' oneDNN primitives (MFS_PROFILE=1 counts
+# them), which is what made 8 clients slower than one on 2 cores.
+st = json.loads(read("%s/resnet18/stats.json" % mnt))["model_stats"][0]
+res["resnet18_batches"] = " ".join("b%d x%d" % (b["batch_size"], b["compute_infer"]["count"])
+                                   for b in st.get("batch_stats", []))
 ab = np.arange(16, dtype=np.float32)
 res["add_sub_1client_rps"] = round(rate("add_sub", ab, 1, 1000), 1)
 res["add_sub_16clients_rps"] = round(rate("add_sub", ab, 16, 200), 1)

@@ -4,6 +4,8 @@ and mlp, plus
   resnet18   build/models/resnet18 (make models) with dynamic batching up
              to 8 and a 2 ms window, one instance (left out when MODELS
              is "-")
+  resnet18_nb  the same model, max_batch_size 8, no dynamic batching:
+             8 clients against 1 without batching (issue 35)
 usage: /usr/bin/python3 bench/make_fs_models.py REPO EXAMPLES MODELS|-"""
 import os
 import shutil
@@ -36,3 +38,9 @@ with open(os.path.join(repo, "resnet18", "config.pbtxt"), "w") as f:
     f.write('name: "resnet18"\nmax_batch_size: 8\n'
             'instance_group [ { count: 1, kind: KIND_CPU } ]\n'
             'dynamic_batching { max_queue_delay_microseconds: 2000 }\n')
+os.makedirs(os.path.join(repo, "resnet18_nb", "1"))
+shutil.copy(os.path.join(models, "resnet18", "1", "model.onnx"),
+            os.path.join(repo, "resnet18_nb", "1", "model.onnx"))
+with open(os.path.join(repo, "resnet18_nb", "config.pbtxt"), "w") as f:
+    f.write('name: "resnet18_nb"\nmax_batch_size: 8\n'
+            'instance_group [ { count: 1, kind: KIND_CPU } ]\n')

@@ -6,7 +6,8 @@
 # client alternates between the two mounts in blocks of 25 cycles),
 # daemon compute vs bench_engine on the same models (back to back, and
 # idle between runs as long as the daemon's model was between one
-# client's requests), 100 MB in/out GB/s, dynamic batching speed-up,
+# client's requests), 100 MB in/out GB/s, ResNet-18's 8 clients against 1 with
+# dynamic batching and without (and the batch sizes run), add_sub's
 # clients' requests/s; then what a user sees (bench/bench_fs_users.py):
 # each engine row of `make bench` at batch 1 through its own mount, one
 # client, against ONNX Runtime in-process and the bare server moving the
@@ -37,8 +38,9 @@ trap cleanup EXIT
 $PY bench/make_fs_models.py "$T/repo" examples "$MD"
 "$B/bench/bare_fs" "$T/bare" &
 ${MODELFS:-./modelfs} "$T/repo" "$T/mnt"
-for i in $(seq 1 100); do
-	mountpoint -q "$T/bare" && grep -q READY "$T/mnt/resnet18/status" 2>/dev/null && break
+for i in $(seq 1 300); do
+	mountpoint -q "$T/bare" && grep -q READY "$T/mnt/resnet18/status" 2>/dev/null &&
+		grep -q READY "$T/mnt/resnet18_nb/status" 2>/dev/null && break
 	sleep 0.1
 done
 
@@ -99,6 +101,8 @@ done
 echo
 echo "100 MB FP32 through files (best of 3): cp in $(echo "$load" | field big_in_gbps) GB/s, cat out $(echo "$load" | field big_out_gbps) GB/s"
 echo "resnet18, dynamic batching (max 8, 2 ms): 1 client $(echo "$load" | field resnet18_1client_rps) req/s, 8 clients $(echo "$load" | field resnet18_8clients_rps) req/s, speed-up $(echo "$load" | field batching_speedup)x"
+echo "resnet18, no batching: 1 client $(echo "$load" | field resnet18_nb_1client_rps) req/s, 8 clients $(echo "$load" | field resnet18_nb_8clients_rps) req/s, speed-up $(echo "$load" | field nb_speedup)x"
+echo "resnet18 batch sizes run (size x runs): $(echo "$load" | sed -n 's/.*"resnet18_batches": *"\([^"]*\)".*/\1/p')"
 echo "add_sub: 1 client $(echo "$load" | field add_sub_1client_rps) req/s, 16 clients $(echo "$load" | field add_sub_16clients_rps) req/s"
 
 [ "${USERS:-1}" = 0 ] && exit 0
