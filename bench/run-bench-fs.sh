@@ -73,7 +73,7 @@ if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -gt 1 ]; then
 	bpid=$(pgrep -n -f "bare_fs $T/bare" || true)
 	if [ -n "$mpid" ] && [ -n "$bpid" ]; then
 		taskset -a -p -c "$last" "$mpid" >/dev/null; taskset -a -p -c "$last" "$bpid" >/dev/null
-		one=$(taskset -c "$last" $PY bench/bench_fs.py --pair "$T/mnt/add_sub" "$T/bare" 1000)
+		one=$(taskset -c "$last" "$PY" bench/bench_fs.py --pair "$T/mnt/add_sub" "$T/bare" 1000)
 		taskset -a -p -c "0-$last" "$mpid" >/dev/null; taskset -a -p -c "0-$last" "$bpid" >/dev/null
 		sub1() { echo "$one" | sed -n "s/.*\"$1\": *{\([^}]*\)}.*/\1/p"; }
 		mi=$(sub1 a | field infer_us); bi=$(sub1 b | field infer_us)
@@ -130,7 +130,7 @@ done
 ${MODELFS:-./modelfs} "$T/urepo" "$T/umnt"
 for u in $have; do
 	name=${u%%:*}
-	for i in $(seq 1 600); do grep -q READY "$T/umnt/$name/status" 2>/dev/null && break; sleep 0.1; done
+	for _ in $(seq 1 600); do grep -q READY "$T/umnt/$name/status" 2>/dev/null && break; sleep 0.1; done
 done
 echo
 echo "what a user sees: one client, batch 1, request directory (inputs written, first output read), $THREADS threads; median of 3 rounds"
