@@ -38,7 +38,7 @@ trap cleanup EXIT
 $PY bench/make_fs_models.py "$T/repo" examples "$MD"
 "$B/bench/bare_fs" "$T/bare" &
 ${MODELFS:-./modelfs} "$T/repo" "$T/mnt"
-for i in $(seq 1 300); do
+for _ in $(seq 1 300); do
 	mountpoint -q "$T/bare" && grep -q READY "$T/mnt/resnet18/status" 2>/dev/null &&
 		grep -q READY "$T/mnt/resnet18_nb/status" 2>/dev/null && break
 	sleep 0.1
