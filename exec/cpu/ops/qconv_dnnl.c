@@ -1,0 +1,259 @@
+/* QConv (com.modelfs 1): a 2-D convolution on 8-bit values, what the QDQ
+ * rewrite (exec/graph/rewrite_qdq.c) makes of DequantizeLinear -> Conv
+ * [-> Relu] [-> QuantizeLinear].  Inputs as qlinear_util.h says; the
+ * Conv's attributes (group, strides, dilations, pads, auto_pad) and
+ * activation "Relu".
+ *
+ *   acc[n,m,p] = sum (x - x_zero_point) * w  + rint(bias[m] / (xs * ws[m]))
+ *   y = saturate(rint(act(acc * xs * ws[m] / ys)) + y_zero_point)
+ * or, without y_scale, y = act(acc * xs * ws[m]) in float: ONNX Runtime's
+ * QLinearConv for the same group (padding counts as x_zero_point).
+ *
+ * How: oneDNN's int8 convolution (u8/s8 source, s8 weights packed once,
+ * s32 bias, per-channel output scales, runtime zero points, Relu post-op;
+ * VNNI where the CPU has it), computing channels-last: the plain NCHW
+ * tensors are reordered at its edges (one byte an element).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "qlinear_util.h"
+
+typedef struct qconv_state {
+	int64_t dims[4], m;          /* x's shape and the filters it was built for */
+	int threads;
+	bool ok, has_bias;
+	mfs_qparams qp;
+	mfs_dnnl_prim prim, xreorder, yreorder;
+	mfs_dnnl_weights wei;
+	dnnl_stream_t stream;
+	dnnl_memory_t xplain, xcl, yplain, ycl, bias_m, xz_m, yz_m;
+	void *xbuf, *ybuf;
+	int32_t *bias, xz, yz;
+} qconv_state;
+
+static void qconv_prims_free(qconv_state *s)
+{
+	mfs_dnnl_prim_destroy(&s->prim);
+	mfs_dnnl_prim_destroy(&s->xreorder);
+	mfs_dnnl_prim_destroy(&s->yreorder);
+	dnnl_memory_t *mems[] = { &s->xplain, &s->xcl, &s->yplain, &s->ycl, &s->bias_m,
+				  &s->xz_m, &s->yz_m };
+	for (size_t i = 0; i < sizeof(mems) / sizeof(mems[0]); i++) {
+		if (*mems[i])
+			dnnl_memory_destroy(*mems[i]);
+		*mems[i] = NULL;
+	}
+	if (s->stream)
+		dnnl_stream_destroy(s->stream);
+	s->stream = NULL;
+	free(s->xbuf);
+	free(s->ybuf);
+	free(s->bias);
+	s->xbuf = s->ybuf = NULL;
+	s->bias = NULL;
+	s->ok = false;
+}
+
+static void qconv_release(void *state)
+{
+	qconv_state *s = state;
+	if (!s)
+		return;
+	qconv_prims_free(s);
+	mfs_dnnl_weights_free(&s->wei);
+	free(s);
+}
+
+static int qconv_window(mfs_op_ctx *ctx, mfs_window *w, int64_t *group)
+{
+	const mfs_tensor *x = ctx->in[0], *wt = ctx->n_in > 3 ? ctx->in[3] : NULL;
+	if (!x || !wt || (x->dtype != MFS_DT_UINT8 && x->dtype != MFS_DT_INT8) ||
+	    wt->dtype != MFS_DT_INT8)
+		return mfs_op_fail(ctx, ENOTSUP, "needs x uint8 or int8 and w int8");
+	if (x->layout != MFS_LAYOUT_PLAIN || x->shape.rank != 4 || wt->shape.rank != 4)
+		return mfs_op_fail(ctx, EINVAL, "x and w must be plain rank-4 tensors");
+	*group = onnx_attr_int(ctx->node, "group", 1);
+	if (*group < 1 || x->shape.dims[1] % *group || wt->shape.dims[0] % *group ||
+	    wt->shape.dims[1] * *group != x->shape.dims[1])
+		return mfs_op_fail(ctx, EINVAL, "group %lld does not fit x's %lld and w's %lld channels",
+				   (long long)*group, (long long)x->shape.dims[1],
+				   (long long)wt->shape.dims[1]);
+	return mfs_window_init(ctx, &x->shape, wt->shape.dims + 2, true, false, w);
+}
+
+static int qconv_infer(mfs_op_ctx *ctx)
+{
+	mfs_window w;
+	mfs_qparams qp;
+	int64_t group;
+	bool relu;
+	int rc;
+
+	if ((rc = qconv_window(ctx, &w, &group)) < 0 || (rc = mfs_q_relu(ctx, &relu)) < 0 ||
+	    (rc = mfs_qparams_read(ctx, ctx->in[0]->dtype, ctx->in[3]->shape.dims[0], &qp)) < 0)
+		return rc;
+	const mfs_tensor *b = ctx->n_in > 6 ? ctx->in[6] : NULL;
+	if (b && (b->dtype != MFS_DT_FLOAT || mfs_shape_numel(&b->shape) != ctx->in[3]->shape.dims[0]))
+		return mfs_op_fail(ctx, EINVAL, "bias must be float with one value per filter");
+	mfs_tensor *y = ctx->out[0];
+	y->dtype = qp.ydt;
+	y->shape.rank = 4;
+	y->shape.dims[0] = ctx->in[0]->shape.dims[0];
+	y->shape.dims[1] = ctx->in[3]->shape.dims[0];
+	y->shape.dims[2] = w.out[0];
+	y->shape.dims[3] = w.out[1];
+	return 0;
+}
+
+/* Memory for the tensor stored plain (handle set per run) and the
+ * channels-last scratch the primitive reads or writes, with the reorder. */
+static dnnl_status_t qconv_edge(dnnl_engine_t eng, const dnnl_dims_t d, dnnl_data_type_t dt,
+				bool to_cl, mfs_dnnl_prim *r, dnnl_memory_t *plain,
+				dnnl_memory_t *cl, void **buf)
+{
+	dnnl_memory_desc_t pmd, cmd;
+	dnnl_status_t st;
+	if ((st = dnnl_memory_desc_init_by_tag(&pmd, 4, d, dt, dnnl_nchw)) ||
+	    (st = dnnl_memory_desc_init_by_tag(&cmd, 4, d, dt, dnnl_nhwc)))
+		return st;
+	size_t sz = dnnl_memory_desc_get_size(&cmd);
+	if (posix_memalign(buf, 64, sz ? sz : 64)) {
+		*buf = NULL;
+		return dnnl_out_of_memory;
+	}
+	if ((st = dnnl_memory_create(plain, &pmd, eng, DNNL_MEMORY_NONE)) ||
+	    (st = dnnl_memory_create(cl, &cmd, eng, *buf)))
+		return st;
+	return to_cl ? mfs_dnnl_reorder_create(r, &pmd, &cmd, eng)
+		     : mfs_dnnl_reorder_create(r, &cmd, &pmd, eng);
+}
+
+static dnnl_status_t qconv_build(mfs_op_ctx *ctx, qconv_state *s, const mfs_window *w,
+				 int64_t group, bool relu)
+{
+	const mfs_tensor *x = ctx->in[0], *wt = ctx->in[3];
+	dnnl_engine_t eng = mfs_dnnl_engine(ctx->err);
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_convolution_desc_t cd;
+	dnnl_memory_desc_t smd, wany, wplain, bmd, dmd;
+	dnnl_status_t st;
+	int64_t m = wt->shape.dims[0];
+	dnnl_dims_t sd = { x->shape.dims[0], x->shape.dims[1], x->shape.dims[2], x->shape.dims[3] };
+	dnnl_dims_t dd = { sd[0], m, w->out[0], w->out[1] };
+	dnnl_dims_t wd5 = { group, m / group, wt->shape.dims[1], w->k[0], w->k[1] };
+	dnnl_dims_t wd4 = { m, wt->shape.dims[1], w->k[0], w->k[1] };
+	dnnl_dims_t bd = { m }, st_ = { w->stride[0], w->stride[1] };
+	dnnl_dims_t dl = { w->dil[0] - 1, w->dil[1] - 1 }, pl = { w->pad_b[0], w->pad_b[1] };
+	dnnl_dims_t pr = { w->pad_e[0], w->pad_e[1] };
+	dnnl_data_type_t xt = mfs_q_dnnl_type(x->dtype), yt = mfs_q_dnnl_type(s->qp.ydt);
+	int wnd = group > 1 ? 5 : 4;
+
+	if (!eng)
+		return dnnl_runtime_error;
+#define CK(call) do { if ((st = (call)) != dnnl_success) goto out; } while (0)
+	CK(dnnl_memory_desc_init_by_tag(&smd, 4, sd, xt, dnnl_nhwc));
+	CK(dnnl_memory_desc_init_by_tag(&dmd, 4, dd, yt, dnnl_nhwc));
+	CK(dnnl_memory_desc_init_by_tag(&wany, wnd, group > 1 ? wd5 : wd4, dnnl_s8, dnnl_format_tag_any));
+	CK(dnnl_memory_desc_init_by_tag(&wplain, wnd, group > 1 ? wd5 : wd4, dnnl_s8, group > 1 ? dnnl_goihw : dnnl_oihw));
+	CK(dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_s32, dnnl_a));
+	CK(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
+						      dnnl_convolution_direct, &smd, &wany,
+						      s->has_bias ? &bmd : NULL, &dmd, st_, dl, pl, pr));
+	CK(mfs_dnnl_attr_create(&attr));
+	CK(mfs_q_attr(attr, &s->qp, m, 1 << 1, relu));
+	CK(dnnl_primitive_desc_create(&pd, &cd, attr, eng, NULL));
+	CK(mfs_dnnl_prim_create(&s->prim, pd, eng));
+	CK(dnnl_stream_create(&s->stream, eng, dnnl_stream_default_flags));
+	s->wei.is_const = (ctx->const_in >> 3) & 1;
+	CK(mfs_dnnl_weights_init(&s->wei, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
+				 &wplain, eng));
+	CK(qconv_edge(eng, sd, xt, true, &s->xreorder, &s->xplain, &s->xcl, &s->xbuf));
+	CK(qconv_edge(eng, dd, yt, false, &s->yreorder, &s->yplain, &s->ycl, &s->ybuf));
+	if (s->has_bias) {
+		CK((s->bias = malloc(sizeof(int32_t) * (size_t)m)) ? dnnl_success : dnnl_out_of_memory);
+		CK(dnnl_memory_create(&s->bias_m, &bmd, eng, s->bias));
+	}
+	s->xz = s->qp.xz;
+	s->yz = s->qp.yz;
+	CK(mfs_q_zp_mem(&s->xz_m, &s->xz, eng));
+	CK(mfs_q_zp_mem(&s->yz_m, &s->yz, eng));
+	s->ok = true;
+#undef CK
+out:
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (st != dnnl_success)
+		qconv_prims_free(s);
+	return st;
+}
+
+static int qconv_prepare(mfs_op_ctx *ctx)
+{
+	qconv_state *s = *ctx->state;
+	mfs_window w;
+	int64_t group;
+	bool relu;
+	int rc;
+
+	if ((rc = qconv_window(ctx, &w, &group)) < 0 || (rc = mfs_q_relu(ctx, &relu)) < 0)
+		return rc;
+	if (!s && !(s = *ctx->state = calloc(1, sizeof(*s))))
+		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	const mfs_shape *xs = &ctx->in[0]->shape;
+	int threads = mfs_dnnl_threads();
+	if (s->ok && s->threads == threads && !memcmp(s->dims, xs->dims, sizeof(s->dims)))
+		return 0;
+	qconv_prims_free(s);
+	memcpy(s->dims, xs->dims, sizeof(s->dims));
+	s->threads = threads;
+	s->m = ctx->in[3]->shape.dims[0];
+	s->has_bias = ctx->n_in > 6 && ctx->in[6];
+	if ((rc = mfs_qparams_read(ctx, ctx->in[0]->dtype, s->m, &s->qp)) < 0)
+		return rc;
+	dnnl_status_t st = qconv_build(ctx, s, &w, group, relu);
+	if (st != dnnl_success)
+		return mfs_op_fail(ctx, ENOTSUP, "oneDNN has no int8 convolution for this node: %s",
+				   mfs_dnnl_status_str(st));
+	return 0;
+}
+
+static int qconv_run(mfs_op_ctx *ctx)
+{
+	qconv_state *s = *ctx->state;
+	dnnl_status_t st;
+	int rc;
+
+	if (!s || !s->ok)
+		return mfs_op_fail(ctx, EIO, "QConv was not prepared");
+	if ((rc = mfs_dnnl_weights_set(ctx, &s->wei, ctx->in[3]->data, s->stream)) < 0)
+		return rc;
+	if (s->has_bias)
+		mfs_qparams_bias(&s->qp, ctx->in[6]->data, s->m, s->bias);
+	dnnl_memory_set_data_handle(s->xplain, ctx->in[0]->data);
+	dnnl_memory_set_data_handle(s->yplain, ctx->out[0]->data);
+	dnnl_exec_arg_t xr[2] = { { DNNL_ARG_FROM, s->xplain }, { DNNL_ARG_TO, s->xcl } };
+	dnnl_exec_arg_t yr[2] = { { DNNL_ARG_FROM, s->ycl }, { DNNL_ARG_TO, s->yplain } };
+	dnnl_exec_arg_t args[6] = {
+		{ DNNL_ARG_SRC, s->xcl }, { DNNL_ARG_WEIGHTS, s->wei.mem }, { DNNL_ARG_DST, s->ycl },
+	};
+	int na = 3;
+	if (s->has_bias)
+		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, s->bias_m };
+	if (s->qp.xz)
+		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, s->xz_m };
+	if (s->qp.yz)
+		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, s->yz_m };
+	if ((st = mfs_dnnl_prim_exec(&s->xreorder, s->stream, 2, xr)) ||
+	    (st = mfs_dnnl_prim_exec(&s->prim, s->stream, na, args)) ||
+	    (st = mfs_dnnl_prim_exec(&s->yreorder, s->stream, 2, yr)))
+		return mfs_op_fail(ctx, EIO, "oneDNN int8 convolution failed: %s",
+				   mfs_dnnl_status_str(st));
+	return 0;
+}
+
+MFS_OP_DOMAIN("com.modelfs", QConv, 1, .infer = qconv_infer, .prepare = qconv_prepare,
+	      .run = qconv_run, .release = qconv_release);

@@ -1,0 +1,209 @@
+/* QDense (com.modelfs 1): a linear layer on 8-bit values, what the QDQ
+ * rewrite (exec/graph/rewrite_qdq.c) makes of DequantizeLinear -> MatMul
+ * (+ bias Add) or Gemm [-> Relu] [-> QuantizeLinear].  Inputs as
+ * qlinear_util.h says, x [..., K], w [K, N] ([N, K] with transB = 1);
+ * output [..., N]; activation "Relu".
+ *
+ *   acc[r,n] = sum_k (x[r,k] - x_zero_point) * w[k,n] + rint(bias[n] / (xs * ws[n]))
+ *   y = saturate(rint(act(acc * xs * ws[n] / ys)) + y_zero_point)
+ * or, without y_scale, act(acc * xs * ws[n]) in float (ONNX Runtime's
+ * QLinearMatMul / QGemm on the same group).
+ *
+ * How: oneDNN's int8 matmul (weights packed once while constant, VNNI),
+ * one primitive per row count, rebuilt when the rows or threads change.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "qlinear_util.h"
+
+typedef struct qdense_state {
+	int64_t rows, k, n;
+	int threads;
+	bool ok, has_bias, tb;
+	mfs_qparams qp;
+	mfs_dnnl_prim prim;
+	mfs_dnnl_weights wei;
+	dnnl_stream_t stream;
+	dnnl_memory_t src_m, dst_m, bias_m, xz_m, yz_m;
+	int32_t *bias, xz, yz;
+} qdense_state;
+
+static void qdense_prims_free(qdense_state *s)
+{
+	mfs_dnnl_prim_destroy(&s->prim);
+	dnnl_memory_t *mems[] = { &s->src_m, &s->dst_m, &s->bias_m, &s->xz_m, &s->yz_m };
+	for (size_t i = 0; i < sizeof(mems) / sizeof(mems[0]); i++) {
+		if (*mems[i])
+			dnnl_memory_destroy(*mems[i]);
+		*mems[i] = NULL;
+	}
+	if (s->stream)
+		dnnl_stream_destroy(s->stream);
+	s->stream = NULL;
+	free(s->bias);
+	s->bias = NULL;
+	s->ok = false;
+}
+
+static void qdense_release(void *state)
+{
+	qdense_state *s = state;
+	if (!s)
+		return;
+	qdense_prims_free(s);
+	mfs_dnnl_weights_free(&s->wei);
+	free(s);
+}
+
+/* Checks x and w; *k and *n of the product. */
+static int qdense_dims(mfs_op_ctx *ctx, int64_t *k, int64_t *n, bool *tb)
+{
+	const mfs_tensor *x = ctx->in[0], *w = ctx->n_in > 3 ? ctx->in[3] : NULL;
+	if (!x || !w || (x->dtype != MFS_DT_UINT8 && x->dtype != MFS_DT_INT8) ||
+	    w->dtype != MFS_DT_INT8)
+		return mfs_op_fail(ctx, ENOTSUP, "needs x uint8 or int8 and w int8");
+	if (x->layout != MFS_LAYOUT_PLAIN || w->shape.rank != 2 || x->shape.rank < 1)
+		return mfs_op_fail(ctx, EINVAL, "needs a plain x and a rank-2 w");
+	*tb = onnx_attr_int(ctx->node, "transB", 0) != 0;
+	*k = w->shape.dims[*tb];
+	*n = w->shape.dims[!*tb];
+	if (x->shape.dims[x->shape.rank - 1] != *k)
+		return mfs_op_fail(ctx, EINVAL, "x's last dim %lld is not w's K %lld",
+				   (long long)x->shape.dims[x->shape.rank - 1], (long long)*k);
+	return 0;
+}
+
+static int qdense_infer(mfs_op_ctx *ctx)
+{
+	int64_t k, n;
+	bool tb, relu;
+	mfs_qparams qp;
+	int rc;
+
+	if ((rc = qdense_dims(ctx, &k, &n, &tb)) < 0 || (rc = mfs_q_relu(ctx, &relu)) < 0 ||
+	    (rc = mfs_qparams_read(ctx, ctx->in[0]->dtype, n, &qp)) < 0)
+		return rc;
+	const mfs_tensor *b = ctx->n_in > 6 ? ctx->in[6] : NULL;
+	if (b && (b->dtype != MFS_DT_FLOAT || mfs_shape_numel(&b->shape) != n))
+		return mfs_op_fail(ctx, EINVAL, "bias must be float with %lld values", (long long)n);
+	ctx->out[0]->dtype = qp.ydt;
+	ctx->out[0]->shape = ctx->in[0]->shape;
+	ctx->out[0]->shape.dims[ctx->in[0]->shape.rank - 1] = n;
+	return 0;
+}
+
+static dnnl_status_t qdense_build(mfs_op_ctx *ctx, qdense_state *s, bool relu)
+{
+	dnnl_engine_t eng = mfs_dnnl_engine(ctx->err);
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_matmul_desc_t md;
+	dnnl_memory_desc_t smd, wany, wplain, bmd, dmd;
+	dnnl_status_t st;
+	dnnl_dims_t sd = { s->rows, s->k }, wd = { s->k, s->n }, bd = { 1, s->n },
+		    dd = { s->rows, s->n };
+
+	if (!eng)
+		return dnnl_runtime_error;
+#define CK(call) do { if ((st = (call)) != dnnl_success) goto out; } while (0)
+	CK(dnnl_memory_desc_init_by_tag(&smd, 2, sd, mfs_q_dnnl_type(ctx->in[0]->dtype), dnnl_ab));
+	CK(dnnl_memory_desc_init_by_tag(&wany, 2, wd, dnnl_s8, dnnl_format_tag_any));
+	CK(dnnl_memory_desc_init_by_tag(&wplain, 2, wd, dnnl_s8, s->tb ? dnnl_ba : dnnl_ab));
+	CK(dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_s32, dnnl_ab));
+	CK(dnnl_memory_desc_init_by_tag(&dmd, 2, dd, mfs_q_dnnl_type(s->qp.ydt), dnnl_ab));
+	CK(dnnl_matmul_desc_init(&md, &smd, &wany, s->has_bias ? &bmd : NULL, &dmd));
+	CK(mfs_dnnl_attr_create(&attr));
+	CK(mfs_q_attr(attr, &s->qp, s->n, 1 << 1, relu));
+	CK(dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL));
+	CK(mfs_dnnl_prim_create(&s->prim, pd, eng));
+	CK(dnnl_stream_create(&s->stream, eng, dnnl_stream_default_flags));
+	s->wei.is_const = (ctx->const_in >> 3) & 1;
+	CK(mfs_dnnl_weights_init(&s->wei, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
+				 &wplain, eng));
+	CK(dnnl_memory_create(&s->src_m, &smd, eng, DNNL_MEMORY_NONE));
+	CK(dnnl_memory_create(&s->dst_m, &dmd, eng, DNNL_MEMORY_NONE));
+	if (s->has_bias) {
+		CK((s->bias = malloc(sizeof(int32_t) * (size_t)s->n)) ? dnnl_success : dnnl_out_of_memory);
+		CK(dnnl_memory_create(&s->bias_m, &bmd, eng, s->bias));
+	}
+	s->xz = s->qp.xz;
+	s->yz = s->qp.yz;
+	CK(mfs_q_zp_mem(&s->xz_m, &s->xz, eng));
+	CK(mfs_q_zp_mem(&s->yz_m, &s->yz, eng));
+	s->ok = true;
+#undef CK
+out:
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (st != dnnl_success)
+		qdense_prims_free(s);
+	return st;
+}
+
+static int qdense_prepare(mfs_op_ctx *ctx)
+{
+	qdense_state *s = *ctx->state;
+	int64_t k, n;
+	bool tb, relu;
+	int rc;
+
+	if ((rc = qdense_dims(ctx, &k, &n, &tb)) < 0 || (rc = mfs_q_relu(ctx, &relu)) < 0)
+		return rc;
+	if (!s && !(s = *ctx->state = calloc(1, sizeof(*s))))
+		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	int64_t rows = k ? mfs_shape_numel(&ctx->in[0]->shape) / k : 0;
+	int threads = mfs_dnnl_threads();
+	if (s->ok && s->threads == threads && s->rows == rows)
+		return 0;
+	qdense_prims_free(s);
+	s->rows = rows;
+	s->k = k;
+	s->n = n;
+	s->tb = tb;
+	s->threads = threads;
+	s->has_bias = ctx->n_in > 6 && ctx->in[6];
+	if ((rc = mfs_qparams_read(ctx, ctx->in[0]->dtype, n, &s->qp)) < 0)
+		return rc;
+	if (rows == 0 || k == 0 || n == 0)
+		return mfs_op_fail(ctx, ENOTSUP, "empty products are not supported");
+	dnnl_status_t st = qdense_build(ctx, s, relu);
+	if (st != dnnl_success)
+		return mfs_op_fail(ctx, ENOTSUP, "oneDNN has no int8 matmul for this node: %s",
+				   mfs_dnnl_status_str(st));
+	return 0;
+}
+
+static int qdense_run(mfs_op_ctx *ctx)
+{
+	qdense_state *s = *ctx->state;
+	dnnl_status_t st;
+	int rc;
+
+	if (!s || !s->ok)
+		return mfs_op_fail(ctx, EIO, "QDense was not prepared");
+	if ((rc = mfs_dnnl_weights_set(ctx, &s->wei, ctx->in[3]->data, s->stream)) < 0)
+		return rc;
+	if (s->has_bias)
+		mfs_qparams_bias(&s->qp, ctx->in[6]->data, s->n, s->bias);
+	dnnl_memory_set_data_handle(s->src_m, ctx->in[0]->data);
+	dnnl_memory_set_data_handle(s->dst_m, ctx->out[0]->data);
+	dnnl_exec_arg_t args[6] = {
+		{ DNNL_ARG_SRC, s->src_m }, { DNNL_ARG_WEIGHTS, s->wei.mem }, { DNNL_ARG_DST, s->dst_m },
+	};
+	int na = 3;
+	if (s->has_bias)
+		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, s->bias_m };
+	if (s->qp.xz)
+		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, s->xz_m };
+	if (s->qp.yz)
+		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, s->yz_m };
+	if ((st = mfs_dnnl_prim_exec(&s->prim, s->stream, na, args)))
+		return mfs_op_fail(ctx, EIO, "oneDNN int8 matmul failed: %s", mfs_dnnl_status_str(st));
+	return 0;
+}
+
+MFS_OP_DOMAIN("com.modelfs", QDense, 1, .infer = qdense_infer, .prepare = qdense_prepare,
+	      .run = qdense_run, .release = qdense_release);

@@ -1,0 +1,44 @@
+/* qlinear_util.h - what the integer com.modelfs nodes of the QDQ rewrite
+ * (exec/graph/rewrite_qdq.c: QConv, QDense) share: their quantization
+ * inputs, read and checked once, and the oneDNN pieces for them.
+ *
+ * Input slots of QConv and QDense: 0 x (uint8/int8), 1 x_scale, 2
+ * x_zero_point (absent: 0), 3 w (int8 constant), 4 w_scale (one, or one per
+ * output channel), 5 w_zero_point (absent or zeros), 6 bias (float, one
+ * per output channel; absent: none), 7 y_scale and 8 y_zero_point (absent:
+ * a float output).  Scales and zero points are per tensor but w_scale.
+ */
+#ifndef MFS_QLINEAR_UTIL_H
+#define MFS_QLINEAR_UTIL_H
+
+#include "dense_util.h"
+
+typedef struct mfs_qparams {
+	float xs, ys;                /* ys: 1 for a float output */
+	int32_t xz, yz;
+	const float *ws;             /* borrowed from the input */
+	int64_t nws;                 /* 1 or the output channels */
+	bool yq;                     /* quantized output */
+	mfs_dtype ydt;               /* the output's type */
+} mfs_qparams;
+
+/* Read and check slots 1, 2, 4, 5, 7, 8 for a node of `ch` output
+ * channels and x of type xdt; 0 or the op failure. */
+int mfs_qparams_read(mfs_op_ctx *ctx, mfs_dtype xdt, int64_t ch, mfs_qparams *p);
+/* The output scales x_scale * w_scale[c] / y_scale, c < ch. */
+void mfs_qparams_scales(const mfs_qparams *p, int64_t ch, float *out);
+/* A float bias in accumulator units: rint(b[c] / (x_scale * w_scale[c])). */
+void mfs_qparams_bias(const mfs_qparams *p, const float *b, int64_t ch, int32_t *out);
+/* The oneDNN data type of an 8-bit or float tensor type. */
+dnnl_data_type_t mfs_q_dnnl_type(mfs_dtype dt);
+/* Put p's output scales, runtime src/dst zero points (when non-zero) and
+ * a Relu post-op (relu) on attr. */
+dnnl_status_t mfs_q_attr(dnnl_primitive_attr_t attr, const mfs_qparams *p, int64_t ch,
+			 int mask, bool relu);
+/* A one-value s32 memory over *v (a runtime zero point). */
+dnnl_status_t mfs_q_zp_mem(dnnl_memory_t *m, int32_t *v, dnnl_engine_t eng);
+/* The activation attribute: true for "Relu", false when absent; -EINVAL
+ * (op failure) for another. */
+int mfs_q_relu(mfs_op_ctx *ctx, bool *relu);
+
+#endif
