@@ -1,7 +1,7 @@
 /* rewrite_qdq.c - static QDQ graphs (what ONNX Runtime's quantize_static
  * writes: DequantizeLinear -> float op -> QuantizeLinear around every
  * quantized operator) -> integer com.modelfs nodes that compute on the
- * 8-bit values (exec/cpu/ops/qconv_dnnl.c, qdense_dnnl.c, qadd.c).
+ * 8-bit values (exec/cpu/ops/qconv_dnnl.c, qdense_dnnl.c, qadd.c, qmaxpool.c).
  *
  * Patterns (every scale and zero point a constant, activations per tensor):
  * - Conv(DQ(xq), DQ(wq)[, bias]) [-> Relu] [-> Q] with wq an int8 rank-4
@@ -17,8 +17,8 @@
  * - Add(DQ(a), DQ(b)) [-> Relu] -> Q -> QAdd(aq, as, az, bq, bs, bz, ys,
  *   yz) with activation.
  * - MaxPool or Flatten (one output) between DQ(xq) and a Q of the same
- *   scale and zero point -> the same op on xq (max and reshape commute
- *   with the monotone dequantization).
+ *   scale and zero point -> QMaxPool (qmaxpool.c) or Flatten on xq (max
+ *   and reshape commute with the monotone dequantization).
  * Then DequantizeLinear nodes nothing reads any more are dropped (the
  * weights' ones), so their float copies are never made.
  *
@@ -293,8 +293,16 @@ static int try_passthrough(onnx_model *m, int i)
 	take_dq(g, &x, i, idx, &n);
 	if (!rw_internal_only(g, idx, n, r))
 		return 0;
-	onnx_node *d = rw_node_new(p->op_type, &x.q, 1);
-	if (!d || !(free(d->domain), d->domain = strdup(""))) {
+	bool pool = rw_is(p, "MaxPool");
+	int rc = pool ? rw_ensure_opset(m) : 0;
+	if (rc < 0)
+		return rc == -EINVAL ? 0 : rc;
+	onnx_node *d = rw_node_new(pool ? "QMaxPool" : "Flatten", &x.q, 1);
+	if (d && !pool) {   /* Flatten stays an ONNX Flatten */
+		free(d->domain);
+		d->domain = strdup("");
+	}
+	if (!d || !d->domain) {
 		rw_node_free(d);
 		return -ENOMEM;
 	}

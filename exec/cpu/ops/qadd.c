@@ -7,19 +7,21 @@
  *
  *   y = saturate(rint(a * as/ys + b * bs/ys + (yz - az*as/ys - bz*bs/ys)))
  * clamped below at yz with Relu: ONNX Runtime's QLinearAdd, in float.
+ * MFS_OP_NHWC_OK: a and b both NHWC of one shape (a ResNet block's sum).
  */
 #include <math.h>
 #include <string.h>
 
 #include "elementwise.h"
+#include "qlinear_util.h"
 
 /* pa = as / ys, pb = bs / ys, pc the offset; p->i the lower bound. */
 EW_BINARY_KERNEL(qadd_u8, uint8_t, uint8_t,
-		 fminf(fmaxf(rintf((float)x * (float)pa + (float)y * (float)pb + (float)pc),
-			     (float)p->i), 255.0f))
+		 mfs_q_round((float)x * (float)pa + (float)y * (float)pb + (float)pc,
+			     (float)p->i, 255.0f))
 EW_BINARY_KERNEL(qadd_s8, int8_t, int8_t,
-		 fminf(fmaxf(rintf((float)x * (float)pa + (float)y * (float)pb + (float)pc),
-			     (float)p->i), 127.0f))
+		 mfs_q_round((float)x * (float)pa + (float)y * (float)pb + (float)pc,
+			     (float)p->i, 127.0f))
 
 static const mfs_tensor *opt(mfs_op_ctx *ctx, int i)
 {
@@ -34,8 +36,12 @@ static int qadd_check(mfs_op_ctx *ctx, mfs_dtype *dt)
 	*dt = a->dtype;
 	if ((*dt != MFS_DT_UINT8 && *dt != MFS_DT_INT8) || b->dtype != *dt)
 		return mfs_op_fail(ctx, ENOTSUP, "a and b must both be uint8 or both int8");
-	if (a->layout != MFS_LAYOUT_PLAIN || b->layout != MFS_LAYOUT_PLAIN)
-		return mfs_op_fail(ctx, EINVAL, "inputs must be in plain layout");
+	/* NHWC (the QConvs' channels-last values): elementwise in storage
+	 * order, so both inputs so stored with one shape. */
+	if ((a->layout != MFS_LAYOUT_PLAIN || b->layout != MFS_LAYOUT_PLAIN) &&
+	    (a->layout != b->layout || a->layout != MFS_LAYOUT_NHWC ||
+	     !mfs_shape_equal(&a->shape, &b->shape)))
+		return mfs_op_fail(ctx, EINVAL, "NHWC inputs must both be NHWC of one shape");
 	for (int i = 1; i < 8; i++) {
 		const mfs_tensor *t = opt(ctx, i);
 		if (i == 3 || !t)
@@ -89,4 +95,4 @@ static int qadd_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP_DOMAIN("com.modelfs", QAdd, 1, .infer = qadd_infer, .run = qadd_run);
+MFS_OP_DOMAIN("com.modelfs", QAdd, 1, .flags = MFS_OP_NHWC_OK, .infer = qadd_infer, .run = qadd_run);

@@ -11,8 +11,11 @@
  *
  * How: oneDNN's int8 convolution (u8/s8 source, s8 weights packed once,
  * s32 bias, per-channel output scales, runtime zero points, Relu post-op;
- * VNNI where the CPU has it), computing channels-last: the plain NCHW
- * tensors are reordered at its edges (one byte an element).
+ * VNNI where the CPU has it), computing channels-last.  X and Y may be
+ * stored NHWC (MFS_OP_NHWC_OK, and Y in the layout the engine asks, as
+ * Conv's: graph_resolve.c), so a chain of QConv/QAdd/QMaxPool stays
+ * channels-last; a plain X or Y is reordered at the edge (a u8 reorder
+ * cost as much as the convolution, so the plan matters).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,7 @@
 
 typedef struct qconv_state {
 	int64_t dims[4], m;          /* x's shape and the filters it was built for */
+	mfs_layout xl, yl;           /* and the layouts */
 	int threads;
 	bool ok, has_bias;
 	mfs_qparams qp;
@@ -71,8 +75,9 @@ static int qconv_window(mfs_op_ctx *ctx, mfs_window *w, int64_t *group)
 	if (!x || !wt || (x->dtype != MFS_DT_UINT8 && x->dtype != MFS_DT_INT8) ||
 	    wt->dtype != MFS_DT_INT8)
 		return mfs_op_fail(ctx, ENOTSUP, "needs x uint8 or int8 and w int8");
-	if (x->layout != MFS_LAYOUT_PLAIN || x->shape.rank != 4 || wt->shape.rank != 4)
-		return mfs_op_fail(ctx, EINVAL, "x and w must be plain rank-4 tensors");
+	if ((x->layout != MFS_LAYOUT_PLAIN && x->layout != MFS_LAYOUT_NHWC) ||
+	    x->shape.rank != 4 || wt->shape.rank != 4 || wt->layout != MFS_LAYOUT_PLAIN)
+		return mfs_op_fail(ctx, EINVAL, "x (plain or NHWC) and w must be rank-4 tensors");
 	*group = onnx_attr_int(ctx->node, "group", 1);
 	if (*group < 1 || x->shape.dims[1] % *group || wt->shape.dims[0] % *group ||
 	    wt->shape.dims[1] * *group != x->shape.dims[1])
@@ -106,10 +111,11 @@ static int qconv_infer(mfs_op_ctx *ctx)
 	return 0;
 }
 
-/* Memory for the tensor stored plain (handle set per run) and the
- * channels-last scratch the primitive reads or writes, with the reorder. */
+/* The channels-last memory the primitive reads or writes: the tensor's
+ * own (handle set per run) when it is stored NHWC, else a scratch with a
+ * memory for the plain tensor and the reorder between them. */
 static dnnl_status_t qconv_edge(dnnl_engine_t eng, const dnnl_dims_t d, dnnl_data_type_t dt,
-				bool to_cl, mfs_dnnl_prim *r, dnnl_memory_t *plain,
+				mfs_layout l, bool to_cl, mfs_dnnl_prim *r, dnnl_memory_t *plain,
 				dnnl_memory_t *cl, void **buf)
 {
 	dnnl_memory_desc_t pmd, cmd;
@@ -117,6 +123,8 @@ static dnnl_status_t qconv_edge(dnnl_engine_t eng, const dnnl_dims_t d, dnnl_dat
 	if ((st = dnnl_memory_desc_init_by_tag(&pmd, 4, d, dt, dnnl_nchw)) ||
 	    (st = dnnl_memory_desc_init_by_tag(&cmd, 4, d, dt, dnnl_nhwc)))
 		return st;
+	if (l == MFS_LAYOUT_NHWC)
+		return dnnl_memory_create(cl, &cmd, eng, DNNL_MEMORY_NONE);
 	size_t sz = dnnl_memory_desc_get_size(&cmd);
 	if (posix_memalign(buf, 64, sz ? sz : 64)) {
 		*buf = NULL;
@@ -169,8 +177,8 @@ static dnnl_status_t qconv_build(mfs_op_ctx *ctx, qconv_state *s, const mfs_wind
 	s->wei.is_const = (ctx->const_in >> 3) & 1;
 	CK(mfs_dnnl_weights_init(&s->wei, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
 				 &wplain, eng));
-	CK(qconv_edge(eng, sd, xt, true, &s->xreorder, &s->xplain, &s->xcl, &s->xbuf));
-	CK(qconv_edge(eng, dd, yt, false, &s->yreorder, &s->yplain, &s->ycl, &s->ybuf));
+	CK(qconv_edge(eng, sd, xt, s->xl, true, &s->xreorder, &s->xplain, &s->xcl, &s->xbuf));
+	CK(qconv_edge(eng, dd, yt, s->yl, false, &s->yreorder, &s->yplain, &s->ycl, &s->ybuf));
 	if (s->has_bias) {
 		CK((s->bias = malloc(sizeof(int32_t) * (size_t)m)) ? dnnl_success : dnnl_out_of_memory);
 		CK(dnnl_memory_create(&s->bias_m, &bmd, eng, s->bias));
@@ -205,9 +213,15 @@ static int qconv_prepare(mfs_op_ctx *ctx)
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
 	const mfs_shape *xs = &ctx->in[0]->shape;
 	int threads = mfs_dnnl_threads();
-	if (s->ok && s->threads == threads && !memcmp(s->dims, xs->dims, sizeof(s->dims)))
+	mfs_layout xl = ctx->in[0]->layout, yl = ctx->out[0]->layout;
+	if (yl != MFS_LAYOUT_PLAIN && yl != MFS_LAYOUT_NHWC)
+		return mfs_op_fail(ctx, EINVAL, "output layout %d is not supported", (int)yl);
+	if (s->ok && s->threads == threads && !memcmp(s->dims, xs->dims, sizeof(s->dims)) &&
+	    s->xl == xl && s->yl == yl)
 		return 0;
 	qconv_prims_free(s);
+	s->xl = xl;
+	s->yl = yl;
 	memcpy(s->dims, xs->dims, sizeof(s->dims));
 	s->threads = threads;
 	s->m = ctx->in[3]->shape.dims[0];
@@ -233,8 +247,14 @@ static int qconv_run(mfs_op_ctx *ctx)
 		return rc;
 	if (s->has_bias)
 		mfs_qparams_bias(&s->qp, ctx->in[6]->data, s->m, s->bias);
-	dnnl_memory_set_data_handle(s->xplain, ctx->in[0]->data);
-	dnnl_memory_set_data_handle(s->yplain, ctx->out[0]->data);
+	if (s->xl == MFS_LAYOUT_NHWC)
+		dnnl_memory_set_data_handle(s->xcl, ctx->in[0]->data);
+	else
+		dnnl_memory_set_data_handle(s->xplain, ctx->in[0]->data);
+	if (s->yl == MFS_LAYOUT_NHWC)
+		dnnl_memory_set_data_handle(s->ycl, ctx->out[0]->data);
+	else
+		dnnl_memory_set_data_handle(s->yplain, ctx->out[0]->data);
 	dnnl_exec_arg_t xr[2] = { { DNNL_ARG_FROM, s->xplain }, { DNNL_ARG_TO, s->xcl } };
 	dnnl_exec_arg_t yr[2] = { { DNNL_ARG_FROM, s->ycl }, { DNNL_ARG_TO, s->yplain } };
 	dnnl_exec_arg_t args[6] = {
@@ -247,13 +267,13 @@ static int qconv_run(mfs_op_ctx *ctx)
 		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, s->xz_m };
 	if (s->qp.yz)
 		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, s->yz_m };
-	if ((st = mfs_dnnl_prim_exec(&s->xreorder, s->stream, 2, xr)) ||
+	if ((s->xl != MFS_LAYOUT_NHWC && (st = mfs_dnnl_prim_exec(&s->xreorder, s->stream, 2, xr))) ||
 	    (st = mfs_dnnl_prim_exec(&s->prim, s->stream, na, args)) ||
-	    (st = mfs_dnnl_prim_exec(&s->yreorder, s->stream, 2, yr)))
+	    (s->yl != MFS_LAYOUT_NHWC && (st = mfs_dnnl_prim_exec(&s->yreorder, s->stream, 2, yr))))
 		return mfs_op_fail(ctx, EIO, "oneDNN int8 convolution failed: %s",
 				   mfs_dnnl_status_str(st));
 	return 0;
 }
 
-MFS_OP_DOMAIN("com.modelfs", QConv, 1, .infer = qconv_infer, .prepare = qconv_prepare,
+MFS_OP_DOMAIN("com.modelfs", QConv, 1, .flags = MFS_OP_NHWC_OK, .infer = qconv_infer, .prepare = qconv_prepare,
 	      .run = qconv_run, .release = qconv_release);

@@ -13,6 +13,17 @@
 
 #include "dense_util.h"
 
+/* rint (half to even) of v clamped to [lo, hi] (integers, |lo|, |hi| <
+ * 2^22): clamped first (a NaN becomes lo), then rounded by adding and
+ * taking away 1.5 * 2^23, exact in the default rounding mode.  Unlike
+ * rintf, which GCC calls rather than inlines here, it vectorises. */
+static inline float mfs_q_round(float v, float lo, float hi)
+{
+	v = v > lo ? v : lo;
+	v = v < hi ? v : hi;
+	return (v + 12582912.0f) - 12582912.0f;
+}
+
 typedef struct mfs_qparams {
 	float xs, ys;                /* ys: 1 for a float output */
 	int32_t xz, yz;

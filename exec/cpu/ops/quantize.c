@@ -16,15 +16,16 @@
 #include <math.h>
 
 #include "elementwise.h"
+#include "qlinear_util.h"
 
 /* Per-tensor fast paths (the QDQ graphs' activations): vectorised loops
  * in float, the same arithmetic as the general loops below (a float
  * quotient rounded half to even; an exact product). pa: scale, pb: zero
  * point. */
 EW_UNARY_KERNEL(q_f32_u8, float, uint8_t,
-		fminf(fmaxf(rintf(x / (float)pa) + (float)pb, 0.0f), 255.0f))
+		mfs_q_round(x / (float)pa, -(float)pb, 255.0f - (float)pb) + (float)pb)
 EW_UNARY_KERNEL(q_f32_s8, float, int8_t,
-		fminf(fmaxf(rintf(x / (float)pa) + (float)pb, -128.0f), 127.0f))
+		mfs_q_round(x / (float)pa, -128.0f - (float)pb, 127.0f - (float)pb) + (float)pb)
 EW_UNARY_KERNEL(dq_u8_f32, uint8_t, float, ((float)x - (float)pb) * (float)pa)
 EW_UNARY_KERNEL(dq_s8_f32, int8_t, float, ((float)x - (float)pb) * (float)pa)
 
