@@ -115,7 +115,7 @@ def quantize(model, ranges, ops):
     # output name and range go to that operator).
     keep = []
     for n in g.node:
-        p = producer.get(n.input[0]) if n.op_type == 'Relu' and 'Relu' in ops else None
+        p = producer.get(n.input[0]) if n.op_type == "Relu" and "Relu" in ops else None
         if p is not None and is_q(p) and p.op_type != 'MaxPool' and len(readers[n.input[0]]) == 1 \
                 and n.input[0] not in outputs:
             p.output[0] = n.output[0]
@@ -165,7 +165,7 @@ def quantize(model, ranges, ops):
         if v in params:
             add_qdq(v)
     for n in g.node:
-        x_scale = params.get(n.input[0], (None,))[0]
+        x_scale = params.get(n.input[0], (None,))[0] if n.input else None
         if is_q(n) and n.op_type in WEIGHTED and x_scale is not None and n.input[1] in inits:
             w = numpy_helper.to_array(inits[n.input[1]]).astype(np.float32)
             axis = 1 if n.op_type == 'MatMul' else 0
