@@ -19,6 +19,8 @@
  * - MaxPool or Flatten (one output) between DQ(xq) and a Q of the same
  *   scale and zero point -> QMaxPool (qmaxpool.c) or Flatten on xq (max
  *   and reshape commute with the monotone dequantization).
+ * - ONNX's QLinearConv and QLinearMatMul with such weights and constant
+ *   scalar activation parameters -> QConv / QDense (int32 bias as is).
  * Then DequantizeLinear nodes nothing reads any more are dropped (the
  * weights' ones), so their float copies are never made.
  *
@@ -310,6 +312,37 @@ static int try_passthrough(onnx_model *m, int i)
 	return rw_replace(m, idx, n, d);
 }
 
+/* ONNX's own QLinearConv / QLinearMatMul (the QOperator form) with an int8
+ * constant weight of zero points 0 and constant scalar activation
+ * parameters -> QConv / QDense (their int32 bias taken as it is). */
+static int try_qlinear(onnx_model *m, int i)
+{
+	onnx_graph *g = m->graph;
+	onnx_node *n = &g->nodes[i];
+	bool conv = rw_is(n, "QLinearConv");
+	int idx[1] = { i };
+
+	if ((!conv && !rw_is(n, "QLinearMatMul")) || n->n_inputs < 8 || n->n_outputs != 1)
+		return 0;
+	const mfs_tensor *w = rw_const(g, n->inputs[3]), *ws = rw_const(g, n->inputs[4]);
+	const mfs_tensor *wz = rw_const(g, n->inputs[5]);
+	if (!w || !w->data || w->dtype != MFS_DT_INT8 || w->shape.rank != (conv ? 4 : 2) || !ws ||
+	    ws->dtype != MFS_DT_FLOAT || !wz || !wz->data ||
+	    !scalar_const(g, n->inputs[1]) || !scalar_const(g, n->inputs[6]) ||
+	    (*n->inputs[2] && !scalar_const(g, n->inputs[2])) || !scalar_const(g, n->inputs[7]))
+		return 0;
+	for (int64_t k = 0; k < mfs_shape_numel(&wz->shape); k++)
+		if (mfs_tensor_get_i64(wz, k))
+			return 0;
+	const char *b = n->n_inputs > 8 ? n->inputs[8] : "";
+	const mfs_tensor *bt = *b ? rw_const(g, b) : NULL;
+	if (*b && (!bt || bt->dtype != MFS_DT_INT32))
+		return 0;
+	const char *ins[9] = { n->inputs[0], n->inputs[1], n->inputs[2], n->inputs[3], n->inputs[4],
+			       n->inputs[5], b, n->inputs[6], n->inputs[7] };
+	return replace(m, idx, 1, conv ? "QConv" : "QDense", ins, 9, conv ? n : NULL, false, 0);
+}
+
 /* Drop QuantizeLinear/DequantizeLinear nodes whose output nothing reads. */
 static int drop_dead(onnx_model *m)
 {
@@ -330,7 +363,8 @@ static int drop_dead(onnx_model *m)
 
 int mfs_rewrite_qdq(onnx_model *m)
 {
-	int (*const pass[])(onnx_model *, int) = { try_conv, try_dense, try_add, try_passthrough };
+	int (*const pass[])(onnx_model *, int) = { try_conv, try_dense, try_add, try_passthrough,
+						     try_qlinear };
 	int done = 0;
 	for (size_t p = 0; p < sizeof(pass) / sizeof(pass[0]); p++) {
 		int rc = rw_each_node(m, pass[p]);

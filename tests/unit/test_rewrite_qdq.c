@@ -217,6 +217,30 @@ static onnx_model *block_model(int v)
 	return m;
 }
 
+/* ONNX's QLinearConv (0, per-channel weight scales, int32 B) and
+ * QLinearMatMul (1) with constant int8 weights, between a Q and a DQ. */
+static onnx_model *qlinear_model(int v)
+{
+	const int64_t xc[4] = { 1, 4, 5, 5 }, xm[2] = { 3, 8 }, pads[4] = { 1, 1, 1, 1 };
+	const int64_t wc[4] = { 6, 4, 3, 3 }, wm[2] = { 8, 5 }, n6 = 6;
+	const int32_t b[6] = { -300, 120, 0, 45, 999, -7 };
+	onnx_model *m = v ? model(2, xm) : model(4, xc);
+	qdq(m, "x", "xd", 0.03f, 100);
+	weight(m, "wd", v ? 2 : 4, v ? wm : wc, v, 0);   /* its q, s, z feed the node */
+	scalar_f(m, "ys", 0.05f);
+	scalar_q(m, "yz", MFS_DT_UINT8, 128);
+	if (v) {
+		scalar_f(m, "ws1", 0.003f);
+		gb_node(m, "", "QLinearMatMul", "qmm", "xd_q,xd_s,xd_z,wd_q,ws1,wd_z,ys,yz", "yq");
+	} else {
+		gb_init(m, "b", MFS_DT_INT32, 1, &n6, b);
+		attr_ints(gb_node(m, "", "QLinearConv", "qc", "xd_q,xd_s,xd_z,wd_q,wd_s,wd_z,ys,yz,b",
+				  "yq"), "pads", 4, pads);
+	}
+	gb_node(m, "", "DequantizeLinear", "dq", "yq,ys,yz", "y");
+	return m;
+}
+
 /* Compile (with or without the QDQ rewrite) and run on a fixed x; fills
  * out (returns its count) and counts nodes of type op. */
 static int64_t run(onnx_model *m, bool rewrite, float *out, const char *op, int *n_op)
@@ -308,6 +332,13 @@ static void test_add(void **st)
 	check(add_model, 1, "QAdd", 1, 0.02f, 1);
 }
 
+static void test_qlinear(void **st)
+{
+	(void)st;
+	check(qlinear_model, 0, "QConv", 1, 0.05f, 1);
+	check(qlinear_model, 1, "QDense", 1, 0.05f, 1);
+}
+
 static void test_block(void **st)
 {
 	(void)st;
@@ -324,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_conv),
 		cmocka_unit_test(test_dense),
 		cmocka_unit_test(test_add),
+		cmocka_unit_test(test_qlinear),
 		cmocka_unit_test(test_block),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

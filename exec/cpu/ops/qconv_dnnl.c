@@ -98,9 +98,9 @@ static int qconv_infer(mfs_op_ctx *ctx)
 	if ((rc = qconv_window(ctx, &w, &group)) < 0 || (rc = mfs_q_relu(ctx, &relu)) < 0 ||
 	    (rc = mfs_qparams_read(ctx, ctx->in[0]->dtype, ctx->in[3]->shape.dims[0], &qp)) < 0)
 		return rc;
-	const mfs_tensor *b = ctx->n_in > 6 ? ctx->in[6] : NULL;
-	if (b && (b->dtype != MFS_DT_FLOAT || mfs_shape_numel(&b->shape) != ctx->in[3]->shape.dims[0]))
-		return mfs_op_fail(ctx, EINVAL, "bias must be float with one value per filter");
+	if ((rc = mfs_qparams_bias_check(ctx, ctx->n_in > 6 ? ctx->in[6] : NULL,
+					 ctx->in[3]->shape.dims[0])) < 0)
+		return rc;
 	mfs_tensor *y = ctx->out[0];
 	y->dtype = qp.ydt;
 	y->shape.rank = 4;
@@ -246,7 +246,7 @@ static int qconv_run(mfs_op_ctx *ctx)
 	if ((rc = mfs_dnnl_weights_set(ctx, &s->wei, ctx->in[3]->data, s->stream)) < 0)
 		return rc;
 	if (s->has_bias)
-		mfs_qparams_bias(&s->qp, ctx->in[6]->data, s->m, s->bias);
+		mfs_qparams_bias(&s->qp, ctx->in[6], s->m, s->bias);
 	if (s->xl == MFS_LAYOUT_NHWC)
 		dnnl_memory_set_data_handle(s->xcl, ctx->in[0]->data);
 	else

@@ -84,9 +84,8 @@ static int qdense_infer(mfs_op_ctx *ctx)
 	if ((rc = qdense_dims(ctx, &k, &n, &tb)) < 0 || (rc = mfs_q_relu(ctx, &relu)) < 0 ||
 	    (rc = mfs_qparams_read(ctx, ctx->in[0]->dtype, n, &qp)) < 0)
 		return rc;
-	const mfs_tensor *b = ctx->n_in > 6 ? ctx->in[6] : NULL;
-	if (b && (b->dtype != MFS_DT_FLOAT || mfs_shape_numel(&b->shape) != n))
-		return mfs_op_fail(ctx, EINVAL, "bias must be float with %lld values", (long long)n);
+	if ((rc = mfs_qparams_bias_check(ctx, ctx->n_in > 6 ? ctx->in[6] : NULL, n)) < 0)
+		return rc;
 	ctx->out[0]->dtype = qp.ydt;
 	ctx->out[0]->shape = ctx->in[0]->shape;
 	ctx->out[0]->shape.dims[ctx->in[0]->shape.rank - 1] = n;
@@ -187,7 +186,7 @@ static int qdense_run(mfs_op_ctx *ctx)
 	if ((rc = mfs_dnnl_weights_set(ctx, &s->wei, ctx->in[3]->data, s->stream)) < 0)
 		return rc;
 	if (s->has_bias)
-		mfs_qparams_bias(&s->qp, ctx->in[6]->data, s->n, s->bias);
+		mfs_qparams_bias(&s->qp, ctx->in[6], s->n, s->bias);
 	dnnl_memory_set_data_handle(s->src_m, ctx->in[0]->data);
 	dnnl_memory_set_data_handle(s->dst_m, ctx->out[0]->data);
 	dnnl_exec_arg_t args[6] = {

@@ -61,8 +61,22 @@ void mfs_qparams_scales(const mfs_qparams *p, int64_t ch, float *out)
 		out[c] = p->xs * p->ws[p->nws > 1 ? c : 0] / p->ys;
 }
 
-void mfs_qparams_bias(const mfs_qparams *p, const float *b, int64_t ch, int32_t *out)
+int mfs_qparams_bias_check(mfs_op_ctx *ctx, const mfs_tensor *b, int64_t ch)
 {
+	if (b && ((b->dtype != MFS_DT_FLOAT && b->dtype != MFS_DT_INT32) ||
+		  mfs_shape_numel(&b->shape) != ch))
+		return mfs_op_fail(ctx, EINVAL, "bias must be float or int32 with %lld values",
+				   (long long)ch);
+	return 0;
+}
+
+void mfs_qparams_bias(const mfs_qparams *p, const mfs_tensor *bt, int64_t ch, int32_t *out)
+{
+	const float *b = bt->data;
+	if (bt->dtype == MFS_DT_INT32) {
+		memcpy(out, bt->data, sizeof(int32_t) * (size_t)ch);
+		return;
+	}
 	for (int64_t c = 0; c < ch; c++) {
 		float s = p->xs * p->ws[p->nws > 1 ? c : 0];
 		double v = s != 0 ? rint((double)b[c] / s) : 0;

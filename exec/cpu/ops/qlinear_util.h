@@ -5,7 +5,8 @@
  * Input slots of QConv and QDense: 0 x (uint8/int8), 1 x_scale, 2
  * x_zero_point (absent: 0), 3 w (int8 constant), 4 w_scale (one, or one per
  * output channel), 5 w_zero_point (absent or zeros), 6 bias (float, one
- * per output channel; absent: none), 7 y_scale and 8 y_zero_point (absent:
+ * per output channel, or int32 in accumulator units as QLinearConv's B;
+ * absent: none), 7 y_scale and 8 y_zero_point (absent:
  * a float output).  Scales and zero points are per tensor but w_scale.
  */
 #ifndef MFS_QLINEAR_UTIL_H
@@ -38,8 +39,12 @@ typedef struct mfs_qparams {
 int mfs_qparams_read(mfs_op_ctx *ctx, mfs_dtype xdt, int64_t ch, mfs_qparams *p);
 /* The output scales x_scale * w_scale[c] / y_scale, c < ch. */
 void mfs_qparams_scales(const mfs_qparams *p, int64_t ch, float *out);
-/* A float bias in accumulator units: rint(b[c] / (x_scale * w_scale[c])). */
-void mfs_qparams_bias(const mfs_qparams *p, const float *b, int64_t ch, int32_t *out);
+/* The bias b in accumulator units: as it is when int32 (QLinearConv's),
+ * rint(b[c] / (x_scale * w_scale[c])) when float. */
+void mfs_qparams_bias(const mfs_qparams *p, const mfs_tensor *b, int64_t ch, int32_t *out);
+/* 0, or the op failure when b (NULL: none) is not a float or int32
+ * tensor of ch values. */
+int mfs_qparams_bias_check(mfs_op_ctx *ctx, const mfs_tensor *b, int64_t ch);
 /* The oneDNN data type of an 8-bit or float tensor type. */
 dnnl_data_type_t mfs_q_dnnl_type(mfs_dtype dt);
 /* Put p's output scales, runtime src/dst zero points (when non-zero) and
