@@ -237,10 +237,16 @@ static int qconv_prepare(mfs_op_ctx *ctx)
 
 static int qconv_run(mfs_op_ctx *ctx)
 {
-	qconv_state *s = *ctx->state;
+	qconv_state *s;
 	dnnl_status_t st;
 	int rc;
 
+	/* The engine prepares on a shape change only; a run given another
+	 * thread count (one under CPU contention, cpu_contention.h) needs
+	 * primitives built for it, as Conv's run checks. */
+	if ((rc = qconv_prepare(ctx)) < 0)
+		return rc;
+	s = *ctx->state;
 	if (!s || !s->ok)
 		return mfs_op_fail(ctx, EIO, "QConv was not prepared");
 	if ((rc = mfs_dnnl_weights_set(ctx, &s->wei, ctx->in[3]->data, s->stream)) < 0)

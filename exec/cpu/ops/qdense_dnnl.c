@@ -177,10 +177,14 @@ static int qdense_prepare(mfs_op_ctx *ctx)
 
 static int qdense_run(mfs_op_ctx *ctx)
 {
-	qdense_state *s = *ctx->state;
+	qdense_state *s;
 	dnnl_status_t st;
 	int rc;
 
+	/* a run given another thread count rebuilds (qconv_dnnl.c says why) */
+	if ((rc = qdense_prepare(ctx)) < 0)
+		return rc;
+	s = *ctx->state;
 	if (!s || !s->ok)
 		return mfs_op_fail(ctx, EIO, "QDense was not prepared");
 	if ((rc = mfs_dnnl_weights_set(ctx, &s->wei, ctx->in[3]->data, s->stream)) < 0)
