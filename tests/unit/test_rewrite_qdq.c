@@ -349,6 +349,49 @@ static void test_block(void **st)
 	check(block_model, 0, "DequantizeLinear", 1, 0.06f, 2);
 }
 
+/* MatMulInteger with a constant int8 B (dynamic quantization's): oneDNN's
+ * int32 product equals the exact one, a_zero_point subtracted. */
+static void test_matmul_integer(void **st)
+{
+	const int64_t ad[3] = { 2, 3, 8 }, bd[2] = { 8, 5 }, none[1] = { 1 };
+	uint8_t a[48], az = 7;
+	int8_t b[40];
+	mfs_error err;
+	mfs_graph *g;
+	mfs_exec *e;
+	mfs_tensor in = { 0 }, y[1] = { { 0 } };
+	mfs_shape as = { 3, { 2, 3, 8 } };
+	(void)st;
+
+	for (int i = 0; i < 40; i++)
+		b[i] = (int8_t)((i * 37) % 255 - 127);
+	onnx_model *m = gb_new(13);
+	gb_input(m, "a", MFS_DT_UINT8, 3, ad);
+	gb_output(m, "y");
+	gb_init(m, "b", MFS_DT_INT8, 2, bd, b);
+	gb_init(m, "az", MFS_DT_UINT8, 0, none, &az);
+	gb_node(m, "", "MatMulInteger", "mmi", "a,b,az", "y");
+	assert_int_equal(mfs_graph_compile(m, "mmi", &g, &err), 0);
+	assert_int_equal(mfs_exec_new(g, NULL, &e, &err), 0);
+	assert_int_equal(mfs_tensor_alloc(&in, MFS_DT_UINT8, &as, &err), 0);
+	for (int i = 0; i < 48; i++)
+		((uint8_t *)in.data)[i] = a[i] = (uint8_t)((i * 53) % 256);
+	assert_int_equal(mfs_exec_run(e, &in, y, &err), 0);
+	assert_int_equal(y[0].dtype, MFS_DT_INT32);
+	assert_int_equal(mfs_shape_numel(&y[0].shape), 30);
+	for (int r = 0; r < 6; r++)
+		for (int c = 0; c < 5; c++) {
+			int32_t want = 0;
+			for (int k = 0; k < 8; k++)
+				want += ((int32_t)a[r * 8 + k] - az) * b[k * 5 + c];
+			assert_int_equal(((int32_t *)y[0].data)[r * 5 + c], want);
+		}
+	mfs_tensor_release(&in);
+	mfs_tensor_release(&y[0]);
+	mfs_exec_free(e);
+	mfs_graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -357,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_add),
 		cmocka_unit_test(test_qlinear),
 		cmocka_unit_test(test_block),
+		cmocka_unit_test(test_matmul_integer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

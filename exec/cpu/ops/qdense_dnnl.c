@@ -19,7 +19,7 @@
 
 typedef struct qdense_state {
 	int64_t rows, k, n;
-	int threads;
+	int threads, wslot;          /* wslot: w's input slot (3, MatMulInteger's 1) */
 	bool ok, has_bias, tb;
 	mfs_qparams qp;
 	mfs_dnnl_prim prim;
@@ -117,7 +117,7 @@ static dnnl_status_t qdense_build(mfs_op_ctx *ctx, qdense_state *s, bool relu)
 	CK(dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL));
 	CK(mfs_dnnl_prim_create(&s->prim, pd, eng));
 	CK(dnnl_stream_create(&s->stream, eng, dnnl_stream_default_flags));
-	s->wei.is_const = (ctx->const_in >> 3) & 1;
+	s->wei.is_const = (ctx->const_in >> s->wslot) & 1;
 	CK(mfs_dnnl_weights_init(&s->wei, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
 				 &wplain, eng));
 	CK(dnnl_memory_create(&s->src_m, &smd, eng, DNNL_MEMORY_NONE));
@@ -164,6 +164,7 @@ static int qdense_prepare(mfs_op_ctx *ctx)
 	s->tb = tb;
 	s->threads = threads;
 	s->has_bias = ctx->n_in > 6 && ctx->in[6];
+	s->wslot = 3;
 	if ((rc = mfs_qparams_read(ctx, ctx->in[0]->dtype, n, &s->qp)) < 0)
 		return rc;
 	if (rows == 0 || k == 0 || n == 0)
@@ -175,10 +176,11 @@ static int qdense_prepare(mfs_op_ctx *ctx)
 	return 0;
 }
 
+static int qdense_exec(mfs_op_ctx *ctx, qdense_state *s);
+
 static int qdense_run(mfs_op_ctx *ctx)
 {
 	qdense_state *s;
-	dnnl_status_t st;
 	int rc;
 
 	/* a run given another thread count rebuilds (qconv_dnnl.c says why) */
@@ -187,7 +189,16 @@ static int qdense_run(mfs_op_ctx *ctx)
 	s = *ctx->state;
 	if (!s || !s->ok)
 		return mfs_op_fail(ctx, EIO, "QDense was not prepared");
-	if ((rc = mfs_dnnl_weights_set(ctx, &s->wei, ctx->in[3]->data, s->stream)) < 0)
+	return qdense_exec(ctx, s);
+}
+
+/* The product on ctx's inputs with s as built. */
+static int qdense_exec(mfs_op_ctx *ctx, qdense_state *s)
+{
+	dnnl_status_t st;
+	int rc;
+
+	if ((rc = mfs_dnnl_weights_set(ctx, &s->wei, ctx->in[s->wslot]->data, s->stream)) < 0)
 		return rc;
 	if (s->has_bias)
 		mfs_qparams_bias(&s->qp, ctx->in[6], s->n, s->bias);
@@ -210,3 +221,49 @@ static int qdense_run(mfs_op_ctx *ctx)
 
 MFS_OP_DOMAIN("com.modelfs", QDense, 1, .infer = qdense_infer, .prepare = qdense_prepare,
 	      .run = qdense_run, .release = qdense_release);
+
+/* MatMulInteger (qmatmul.c) on oneDNN: the same product with scales 1, an
+ * int32 output and no bias, for A uint8/int8 [..., K], B a constant int8
+ * [K, N] with zero points 0, a_zero_point a scalar: what ONNX Runtime's
+ * dynamic quantization (DynamicQuantizeLinear -> MatMulInteger) writes. */
+int mfs_matmul_integer_dnnl(mfs_op_ctx *ctx)
+{
+	static const float one = 1.0f;
+	const mfs_tensor *a = ctx->in[0], *b = ctx->in[1];
+	const mfs_tensor *az = ctx->n_in > 2 ? ctx->in[2] : NULL, *bz = ctx->n_in > 3 ? ctx->in[3] : NULL;
+	qdense_state *s = *ctx->state;
+
+	if ((a->dtype != MFS_DT_UINT8 && a->dtype != MFS_DT_INT8) || b->dtype != MFS_DT_INT8 ||
+	    !((ctx->const_in >> 1) & 1) || a->layout != MFS_LAYOUT_PLAIN || a->shape.rank < 2 ||
+	    b->shape.rank != 2 || a->shape.dims[a->shape.rank - 1] != b->shape.dims[0] ||
+	    (az && mfs_shape_numel(&az->shape) != 1))
+		return 0;
+	for (int64_t i = 0; bz && i < mfs_shape_numel(&bz->shape); i++)
+		if (mfs_tensor_get_i64(bz, i))
+			return 0;
+	int64_t k = b->shape.dims[0], n = b->shape.dims[1];
+	int64_t rows = k ? mfs_shape_numel(&a->shape) / k : 0;
+	int threads = mfs_dnnl_threads();
+	if (rows == 0 || k == 0 || n == 0)
+		return 0;
+	if (!s && !(s = *ctx->state = calloc(1, sizeof(*s))))
+		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	int32_t xz = az ? (int32_t)mfs_tensor_get_i64(az, 0) : 0;
+	if (!s->ok || s->threads != threads || s->rows != rows || s->k != k || s->n != n ||
+	    s->qp.xz != xz) {
+		qdense_prims_free(s);
+		*s = (qdense_state){ .rows = rows, .k = k, .n = n, .threads = threads, .wslot = 1,
+				     .wei = s->wei,
+				     .qp = { .xs = 1, .ys = 1, .xz = xz, .ws = &one, .nws = 1,
+					     .ydt = MFS_DT_INT32 } };
+		if (qdense_build(ctx, s, false) != dnnl_success)
+			return 0;   /* the reference loops */
+	}
+	int rc = qdense_exec(ctx, s);
+	return rc < 0 ? rc : 1;
+}
+
+void mfs_matmul_integer_release(void *state)
+{
+	qdense_release(state);
+}

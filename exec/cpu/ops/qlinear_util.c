@@ -86,7 +86,8 @@ void mfs_qparams_bias(const mfs_qparams *p, const mfs_tensor *bt, int64_t ch, in
 
 dnnl_data_type_t mfs_q_dnnl_type(mfs_dtype dt)
 {
-	return dt == MFS_DT_UINT8 ? dnnl_u8 : dt == MFS_DT_INT8 ? dnnl_s8 : dnnl_f32;
+	return dt == MFS_DT_UINT8 ? dnnl_u8 : dt == MFS_DT_INT8 ? dnnl_s8 :
+	       dt == MFS_DT_INT32 ? dnnl_s32 : dnnl_f32;
 }
 
 dnnl_status_t mfs_q_attr(dnnl_primitive_attr_t attr, const mfs_qparams *p, int64_t ch,

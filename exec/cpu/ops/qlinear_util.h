@@ -57,4 +57,12 @@ dnnl_status_t mfs_q_zp_mem(dnnl_memory_t *m, int32_t *v, dnnl_engine_t eng);
  * (op failure) for another. */
 int mfs_q_relu(mfs_op_ctx *ctx, bool *relu);
 
+/* MatMulInteger through oneDNN (qdense_dnnl.c) when A is 8-bit, B a
+ * constant int8 matrix with zero points 0 and a_zero_point a scalar: 1
+ * when it computed Y, 0 when the node is not such (the caller's loops
+ * then), or the op failure.  Its state is *ctx->state, freed by
+ * mfs_matmul_integer_release. */
+int mfs_matmul_integer_dnnl(mfs_op_ctx *ctx);
+void mfs_matmul_integer_release(void *state);
+
 #endif

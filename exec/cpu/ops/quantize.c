@@ -14,6 +14,7 @@
  * y_zero_point.  An all-zero x gives scale 0, zero point 0, y 0.
  */
 #include <math.h>
+#include <string.h>
 
 #include "elementwise.h"
 #include "qlinear_util.h"
@@ -207,6 +208,7 @@ static int dyn_run(mfs_op_ctx *ctx)
 	int64_t n = mfs_shape_numel(&x->shape);
 	float mn = 0, mx = 0;
 
+	#pragma omp simd reduction(min:mn) reduction(max:mx)
 	for (int64_t i = 0; i < n; i++) {
 		mn = xd[i] < mn ? xd[i] : mn;
 		mx = xd[i] > mx ? xd[i] : mx;
@@ -217,9 +219,11 @@ static int dyn_run(mfs_op_ctx *ctx)
 		zp = rint(-mn / scale);
 		zp = zp < 0 ? 0 : zp > 255 ? 255 : zp;
 	}
-	for (int64_t i = 0; i < n; i++) {
-		double v = scale > 0 ? rint(xd[i] / scale) + zp : 0;   /* float quotient */
-		y[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+	if (scale > 0) {
+		ew_params ep = { .a = scale, .b = zp };   /* float quotient, as QuantizeLinear */
+		ew_apply(q_f32_u8, &x, 1, ctx->out[0], &ep);
+	} else {
+		memset(y, 0, (size_t)n);
 	}
 	if (ctx->n_out > 1 && ctx->out[1])
 		((float *)ctx->out[1]->data)[0] = scale;
