@@ -23,6 +23,9 @@ What it writes, as quantize_static does:
 --ops picks the operators (default Conv,Gemm,MatMul,Add,MaxPool,
 GlobalAveragePool,Flatten,Relu); MatMuls whose B is not a constant are
 left in float (--ops for a transformer: MatMul).
+--dynamic writes quantize_dynamic's form instead: DynamicQuantizeLinear ->
+MatMulInteger -> Cast -> Mul for each MatMul with a constant B (weights
+int8 per tensor), no calibration.
 Calibration: bench/qdq_calib.js runs the model in ONNX Runtime (node) on
 4 generated inputs of batch --batch (default 1).
 """
@@ -221,17 +224,56 @@ def quantize(model, ranges, ops):
     return model
 
 
+def dynamic(model):
+    """ONNX Runtime's quantize_dynamic form (weights QInt8 per tensor): each
+    MatMul with a constant B -> DynamicQuantizeLinear(A) -> MatMulInteger
+    -> Cast -> Mul(a_scale * b_scale)."""
+    g = model.graph
+    inits = {t.name: t for t in g.initializer}
+    out, extra = [], []
+    for n in g.node:
+        if n.op_type != 'MatMul' or n.input[1] not in inits:
+            out.append(n)
+            continue
+        w = numpy_helper.to_array(inits[n.input[1]]).astype(np.float32)
+        ws = np.float32(max(np.abs(w).max(), 1e-8) / 127.0)
+        wq = np.clip(np.round(w / ws), -127, 127).astype(np.int8)
+        b, a, y = n.input[1], n.input[0], n.output[0]
+        extra += [numpy_helper.from_array(wq, b + '_quantized'),
+                  numpy_helper.from_array(np.array(ws, np.float32), b + '_scale'),
+                  numpy_helper.from_array(np.array(0, np.int8), b + '_zero_point')]
+        out += [helper.make_node('DynamicQuantizeLinear', [a], [y + '_aq', y + '_as', y + '_az']),
+                helper.make_node('MatMulInteger', [y + '_aq', b + '_quantized', y + '_az', b + '_zero_point'],
+                                 [y + '_acc']),
+                helper.make_node('Cast', [y + '_acc'], [y + '_accf'], to=TensorProto.FLOAT),
+                helper.make_node('Mul', [y + '_as', b + '_scale'], [y + '_sc']),
+                helper.make_node('Mul', [y + '_accf', y + '_sc'], [y])]
+    del g.node[:]
+    g.node.extend(out)
+    g.initializer.extend(extra)
+    used = set(i for n in g.node for i in n.input)
+    kept = [t for t in g.initializer if t.name in used]
+    del g.initializer[:]
+    g.initializer.extend(kept)
+    return model
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('src')
     ap.add_argument('dst')
     ap.add_argument('--ops', default='Conv,Gemm,MatMul,Add,MaxPool,GlobalAveragePool,Flatten,Relu')
     ap.add_argument('--batch', type=int, default=1)
+    ap.add_argument('--dynamic', action='store_true',
+                    help='quantize_dynamic\'s form instead (MatMuls with a constant B)')
     a = ap.parse_args()
     model = onnx.load(a.src)
     inits = {t.name for t in model.graph.initializer}
-    ranges = calibrate(model, input_specs(model.graph, inits, a.batch))
-    model = quantize(model, ranges, set(a.ops.split(',')))
+    if a.dynamic:
+        model = dynamic(model)
+    else:
+        ranges = calibrate(model, input_specs(model.graph, inits, a.batch))
+        model = quantize(model, ranges, set(a.ops.split(',')))
     onnx.checker.check_model(model)
     onnx.save(model, a.dst)
     print(a.dst)
