@@ -248,17 +248,19 @@ int mfs_matmul_integer_dnnl(mfs_op_ctx *ctx)
 		return 0;
 	if (!s && !(s = *ctx->state = calloc(1, sizeof(*s))))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
-	int32_t xz = az ? (int32_t)mfs_tensor_get_i64(az, 0) : 0;
+	/* the zero point is a runtime argument (DynamicQuantizeLinear's
+	 * changes every run): the primitive only knows there is one */
 	if (!s->ok || s->threads != threads || s->rows != rows || s->k != k || s->n != n ||
-	    s->qp.xz != xz) {
+	    s->qp.xz != (az != NULL)) {
 		qdense_prims_free(s);
 		*s = (qdense_state){ .rows = rows, .k = k, .n = n, .threads = threads, .wslot = 1,
 				     .wei = s->wei,
-				     .qp = { .xs = 1, .ys = 1, .xz = xz, .ws = &one, .nws = 1,
+				     .qp = { .xs = 1, .ys = 1, .xz = az != NULL, .ws = &one, .nws = 1,
 					     .ydt = MFS_DT_INT32 } };
 		if (qdense_build(ctx, s, false) != dnnl_success)
 			return 0;   /* the reference loops */
 	}
+	s->xz = az ? (int32_t)mfs_tensor_get_i64(az, 0) : 0;
 	int rc = qdense_exec(ctx, s);
 	return rc < 0 ? rc : 1;
 }
