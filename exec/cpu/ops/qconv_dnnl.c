@@ -23,39 +23,30 @@
 #include "qlinear_util.h"
 
 typedef struct qconv_state {
-	int64_t dims[4], m;          /* x's shape and the filters it was built for */
+	int64_t dims[4];             /* x's shape it was built for */
 	mfs_layout xl, yl;           /* and the layouts */
 	int threads;
-	bool ok, has_bias;
-	mfs_qparams qp;
-	mfs_dnnl_prim prim, xreorder, yreorder;
-	mfs_dnnl_weights wei;
-	dnnl_stream_t stream;
-	dnnl_memory_t xplain, xcl, yplain, ycl, bias_m, xz_m, yz_m;
+	bool ok;
+	mfs_qprim q;
+	mfs_dnnl_prim xreorder, yreorder;
+	dnnl_memory_t xplain, xcl, yplain, ycl;
 	void *xbuf, *ybuf;
-	int32_t *bias, xz, yz;
 } qconv_state;
 
 static void qconv_prims_free(qconv_state *s)
 {
-	mfs_dnnl_prim_destroy(&s->prim);
+	mfs_qprim_free(&s->q);
 	mfs_dnnl_prim_destroy(&s->xreorder);
 	mfs_dnnl_prim_destroy(&s->yreorder);
-	dnnl_memory_t *mems[] = { &s->xplain, &s->xcl, &s->yplain, &s->ycl, &s->bias_m,
-				  &s->xz_m, &s->yz_m };
+	dnnl_memory_t *mems[] = { &s->xplain, &s->xcl, &s->yplain, &s->ycl };
 	for (size_t i = 0; i < sizeof(mems) / sizeof(mems[0]); i++) {
 		if (*mems[i])
 			dnnl_memory_destroy(*mems[i]);
 		*mems[i] = NULL;
 	}
-	if (s->stream)
-		dnnl_stream_destroy(s->stream);
-	s->stream = NULL;
 	free(s->xbuf);
 	free(s->ybuf);
-	free(s->bias);
 	s->xbuf = s->ybuf = NULL;
-	s->bias = NULL;
 	s->ok = false;
 }
 
@@ -65,7 +56,7 @@ static void qconv_release(void *state)
 	if (!s)
 		return;
 	qconv_prims_free(s);
-	mfs_dnnl_weights_free(&s->wei);
+	mfs_dnnl_weights_free(&s->q.wei);
 	free(s);
 }
 
@@ -142,8 +133,6 @@ static dnnl_status_t qconv_build(mfs_op_ctx *ctx, qconv_state *s, const mfs_wind
 {
 	const mfs_tensor *x = ctx->in[0], *wt = ctx->in[3];
 	dnnl_engine_t eng = mfs_dnnl_engine(ctx->err);
-	dnnl_primitive_attr_t attr = NULL;
-	dnnl_primitive_desc_t pd = NULL;
 	dnnl_convolution_desc_t cd;
 	dnnl_memory_desc_t smd, wany, wplain, bmd, dmd;
 	dnnl_status_t st;
@@ -155,48 +144,33 @@ static dnnl_status_t qconv_build(mfs_op_ctx *ctx, qconv_state *s, const mfs_wind
 	dnnl_dims_t bd = { m }, st_ = { w->stride[0], w->stride[1] };
 	dnnl_dims_t dl = { w->dil[0] - 1, w->dil[1] - 1 }, pl = { w->pad_b[0], w->pad_b[1] };
 	dnnl_dims_t pr = { w->pad_e[0], w->pad_e[1] };
-	dnnl_data_type_t xt = mfs_q_dnnl_type(x->dtype), yt = mfs_q_dnnl_type(s->qp.ydt);
+	dnnl_data_type_t xt = mfs_q_dnnl_type(x->dtype), yt = mfs_q_dnnl_type(s->q.qp.ydt);
 	int wnd = group > 1 ? 5 : 4;
 
 	if (!eng)
 		return dnnl_runtime_error;
-#define CK(call) do { if ((st = (call)) != dnnl_success) goto out; } while (0)
-	CK(dnnl_memory_desc_init_by_tag(&smd, 4, sd, xt, dnnl_nhwc));
-	CK(dnnl_memory_desc_init_by_tag(&dmd, 4, dd, yt, dnnl_nhwc));
-	CK(dnnl_memory_desc_init_by_tag(&wany, wnd, group > 1 ? wd5 : wd4, dnnl_s8, dnnl_format_tag_any));
-	CK(dnnl_memory_desc_init_by_tag(&wplain, wnd, group > 1 ? wd5 : wd4, dnnl_s8, group > 1 ? dnnl_goihw : dnnl_oihw));
-	CK(dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_s32, dnnl_a));
-	CK(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
-						      dnnl_convolution_direct, &smd, &wany,
-						      s->has_bias ? &bmd : NULL, &dmd, st_, dl, pl, pr));
-	CK(mfs_dnnl_attr_create(&attr));
-	CK(mfs_q_attr(attr, &s->qp, m, 1 << 1, relu));
-	CK(dnnl_primitive_desc_create(&pd, &cd, attr, eng, NULL));
-	CK(mfs_dnnl_prim_create(&s->prim, pd, eng));
-	CK(dnnl_stream_create(&s->stream, eng, dnnl_stream_default_flags));
-	s->wei.is_const = (ctx->const_in >> 3) & 1;
-	CK(mfs_dnnl_weights_init(&s->wei, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
-				 &wplain, eng));
-	CK(qconv_edge(eng, sd, xt, s->xl, true, &s->xreorder, &s->xplain, &s->xcl, &s->xbuf));
-	CK(qconv_edge(eng, dd, yt, s->yl, false, &s->yreorder, &s->yplain, &s->ycl, &s->ybuf));
-	if (s->has_bias) {
-		CK((s->bias = malloc(sizeof(int32_t) * (size_t)m)) ? dnnl_success : dnnl_out_of_memory);
-		CK(dnnl_memory_create(&s->bias_m, &bmd, eng, s->bias));
-	}
-	s->xz = s->qp.xz;
-	s->yz = s->qp.yz;
-	CK(mfs_q_zp_mem(&s->xz_m, &s->xz, eng));
-	CK(mfs_q_zp_mem(&s->yz_m, &s->yz, eng));
-	s->ok = true;
-#undef CK
-out:
-	if (attr)
-		dnnl_primitive_attr_destroy(attr);
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	if (st != dnnl_success)
+	s->q.ch = m;
+	if ((st = dnnl_memory_desc_init_by_tag(&smd, 4, sd, xt, dnnl_nhwc)) ||
+	    (st = dnnl_memory_desc_init_by_tag(&dmd, 4, dd, yt, dnnl_nhwc)) ||
+	    (st = dnnl_memory_desc_init_by_tag(&wany, wnd, group > 1 ? wd5 : wd4, dnnl_s8,
+					       dnnl_format_tag_any)) ||
+	    (st = dnnl_memory_desc_init_by_tag(&wplain, wnd, group > 1 ? wd5 : wd4, dnnl_s8,
+					       group > 1 ? dnnl_goihw : dnnl_oihw)) ||
+	    (st = dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_s32, dnnl_a)) ||
+	    (st = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
+							     dnnl_convolution_direct, &smd, &wany,
+							     s->q.has_bias ? &bmd : NULL, &dmd,
+							     st_, dl, pl, pr)) ||
+	    (st = mfs_qprim_build(ctx, &s->q, &cd, &wplain, &bmd, relu, eng)) ||
+	    (st = qconv_edge(eng, sd, xt, s->xl, true, &s->xreorder, &s->xplain, &s->xcl,
+			     &s->xbuf)) ||
+	    (st = qconv_edge(eng, dd, yt, s->yl, false, &s->yreorder, &s->yplain, &s->ycl,
+			     &s->ybuf))) {
 		qconv_prims_free(s);
-	return st;
+		return st;
+	}
+	s->ok = true;
+	return dnnl_success;
 }
 
 static int qconv_prepare(mfs_op_ctx *ctx)
@@ -224,9 +198,9 @@ static int qconv_prepare(mfs_op_ctx *ctx)
 	s->yl = yl;
 	memcpy(s->dims, xs->dims, sizeof(s->dims));
 	s->threads = threads;
-	s->m = ctx->in[3]->shape.dims[0];
-	s->has_bias = ctx->n_in > 6 && ctx->in[6];
-	if ((rc = mfs_qparams_read(ctx, ctx->in[0]->dtype, s->m, &s->qp)) < 0)
+	s->q.has_bias = ctx->n_in > 6 && ctx->in[6];
+	s->q.wslot = 3;
+	if ((rc = mfs_qparams_read(ctx, ctx->in[0]->dtype, ctx->in[3]->shape.dims[0], &s->q.qp)) < 0)
 		return rc;
 	dnnl_status_t st = qconv_build(ctx, s, &w, group, relu);
 	if (st != dnnl_success)
@@ -249,10 +223,6 @@ static int qconv_run(mfs_op_ctx *ctx)
 	s = *ctx->state;
 	if (!s || !s->ok)
 		return mfs_op_fail(ctx, EIO, "QConv was not prepared");
-	if ((rc = mfs_dnnl_weights_set(ctx, &s->wei, ctx->in[3]->data, s->stream)) < 0)
-		return rc;
-	if (s->has_bias)
-		mfs_qparams_bias(&s->qp, ctx->in[6], s->m, s->bias);
 	if (s->xl == MFS_LAYOUT_NHWC)
 		dnnl_memory_set_data_handle(s->xcl, ctx->in[0]->data);
 	else
@@ -263,21 +233,12 @@ static int qconv_run(mfs_op_ctx *ctx)
 		dnnl_memory_set_data_handle(s->yplain, ctx->out[0]->data);
 	dnnl_exec_arg_t xr[2] = { { DNNL_ARG_FROM, s->xplain }, { DNNL_ARG_TO, s->xcl } };
 	dnnl_exec_arg_t yr[2] = { { DNNL_ARG_FROM, s->ycl }, { DNNL_ARG_TO, s->yplain } };
-	dnnl_exec_arg_t args[6] = {
-		{ DNNL_ARG_SRC, s->xcl }, { DNNL_ARG_WEIGHTS, s->wei.mem }, { DNNL_ARG_DST, s->ycl },
-	};
-	int na = 3;
-	if (s->has_bias)
-		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, s->bias_m };
-	if (s->qp.xz)
-		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, s->xz_m };
-	if (s->qp.yz)
-		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, s->yz_m };
-	if ((s->xl != MFS_LAYOUT_NHWC && (st = mfs_dnnl_prim_exec(&s->xreorder, s->stream, 2, xr))) ||
-	    (st = mfs_dnnl_prim_exec(&s->prim, s->stream, na, args)) ||
-	    (s->yl != MFS_LAYOUT_NHWC && (st = mfs_dnnl_prim_exec(&s->yreorder, s->stream, 2, yr))))
-		return mfs_op_fail(ctx, EIO, "oneDNN int8 convolution failed: %s",
-				   mfs_dnnl_status_str(st));
+	if (s->xl != MFS_LAYOUT_NHWC && (st = mfs_dnnl_prim_exec(&s->xreorder, s->q.stream, 2, xr)))
+		return mfs_op_fail(ctx, EIO, "oneDNN reorder failed: %s", mfs_dnnl_status_str(st));
+	if ((rc = mfs_qprim_exec(ctx, &s->q, s->xcl, s->ycl, "convolution")) < 0)
+		return rc;
+	if (s->yl != MFS_LAYOUT_NHWC && (st = mfs_dnnl_prim_exec(&s->yreorder, s->q.stream, 2, yr)))
+		return mfs_op_fail(ctx, EIO, "oneDNN reorder failed: %s", mfs_dnnl_status_str(st));
 	return 0;
 }
 

@@ -19,30 +19,20 @@
 
 typedef struct qdense_state {
 	int64_t rows, k, n;
-	int threads, wslot;          /* wslot: w's input slot (3, MatMulInteger's 1) */
-	bool ok, has_bias, tb;
-	mfs_qparams qp;
-	mfs_dnnl_prim prim;
-	mfs_dnnl_weights wei;
-	dnnl_stream_t stream;
-	dnnl_memory_t src_m, dst_m, bias_m, xz_m, yz_m;
-	int32_t *bias, xz, yz;
+	int threads;
+	bool ok, tb;
+	mfs_qprim q;                 /* q.wslot: w's input (3, MatMulInteger's 1) */
+	dnnl_memory_t src_m, dst_m;
 } qdense_state;
 
 static void qdense_prims_free(qdense_state *s)
 {
-	mfs_dnnl_prim_destroy(&s->prim);
-	dnnl_memory_t *mems[] = { &s->src_m, &s->dst_m, &s->bias_m, &s->xz_m, &s->yz_m };
-	for (size_t i = 0; i < sizeof(mems) / sizeof(mems[0]); i++) {
-		if (*mems[i])
-			dnnl_memory_destroy(*mems[i]);
-		*mems[i] = NULL;
-	}
-	if (s->stream)
-		dnnl_stream_destroy(s->stream);
-	s->stream = NULL;
-	free(s->bias);
-	s->bias = NULL;
+	mfs_qprim_free(&s->q);
+	if (s->src_m)
+		dnnl_memory_destroy(s->src_m);
+	if (s->dst_m)
+		dnnl_memory_destroy(s->dst_m);
+	s->src_m = s->dst_m = NULL;
 	s->ok = false;
 }
 
@@ -52,7 +42,7 @@ static void qdense_release(void *state)
 	if (!s)
 		return;
 	qdense_prims_free(s);
-	mfs_dnnl_weights_free(&s->wei);
+	mfs_dnnl_weights_free(&s->q.wei);
 	free(s);
 }
 
@@ -95,8 +85,6 @@ static int qdense_infer(mfs_op_ctx *ctx)
 static dnnl_status_t qdense_build(mfs_op_ctx *ctx, qdense_state *s, bool relu)
 {
 	dnnl_engine_t eng = mfs_dnnl_engine(ctx->err);
-	dnnl_primitive_attr_t attr = NULL;
-	dnnl_primitive_desc_t pd = NULL;
 	dnnl_matmul_desc_t md;
 	dnnl_memory_desc_t smd, wany, wplain, bmd, dmd;
 	dnnl_status_t st;
@@ -105,41 +93,21 @@ static dnnl_status_t qdense_build(mfs_op_ctx *ctx, qdense_state *s, bool relu)
 
 	if (!eng)
 		return dnnl_runtime_error;
-#define CK(call) do { if ((st = (call)) != dnnl_success) goto out; } while (0)
-	CK(dnnl_memory_desc_init_by_tag(&smd, 2, sd, mfs_q_dnnl_type(ctx->in[0]->dtype), dnnl_ab));
-	CK(dnnl_memory_desc_init_by_tag(&wany, 2, wd, dnnl_s8, dnnl_format_tag_any));
-	CK(dnnl_memory_desc_init_by_tag(&wplain, 2, wd, dnnl_s8, s->tb ? dnnl_ba : dnnl_ab));
-	CK(dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_s32, dnnl_ab));
-	CK(dnnl_memory_desc_init_by_tag(&dmd, 2, dd, mfs_q_dnnl_type(s->qp.ydt), dnnl_ab));
-	CK(dnnl_matmul_desc_init(&md, &smd, &wany, s->has_bias ? &bmd : NULL, &dmd));
-	CK(mfs_dnnl_attr_create(&attr));
-	CK(mfs_q_attr(attr, &s->qp, s->n, 1 << 1, relu));
-	CK(dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL));
-	CK(mfs_dnnl_prim_create(&s->prim, pd, eng));
-	CK(dnnl_stream_create(&s->stream, eng, dnnl_stream_default_flags));
-	s->wei.is_const = (ctx->const_in >> s->wslot) & 1;
-	CK(mfs_dnnl_weights_init(&s->wei, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
-				 &wplain, eng));
-	CK(dnnl_memory_create(&s->src_m, &smd, eng, DNNL_MEMORY_NONE));
-	CK(dnnl_memory_create(&s->dst_m, &dmd, eng, DNNL_MEMORY_NONE));
-	if (s->has_bias) {
-		CK((s->bias = malloc(sizeof(int32_t) * (size_t)s->n)) ? dnnl_success : dnnl_out_of_memory);
-		CK(dnnl_memory_create(&s->bias_m, &bmd, eng, s->bias));
-	}
-	s->xz = s->qp.xz;
-	s->yz = s->qp.yz;
-	CK(mfs_q_zp_mem(&s->xz_m, &s->xz, eng));
-	CK(mfs_q_zp_mem(&s->yz_m, &s->yz, eng));
-	s->ok = true;
-#undef CK
-out:
-	if (attr)
-		dnnl_primitive_attr_destroy(attr);
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	if (st != dnnl_success)
+	s->q.ch = s->n;
+	if ((st = dnnl_memory_desc_init_by_tag(&smd, 2, sd, mfs_q_dnnl_type(ctx->in[0]->dtype), dnnl_ab)) ||
+	    (st = dnnl_memory_desc_init_by_tag(&wany, 2, wd, dnnl_s8, dnnl_format_tag_any)) ||
+	    (st = dnnl_memory_desc_init_by_tag(&wplain, 2, wd, dnnl_s8, s->tb ? dnnl_ba : dnnl_ab)) ||
+	    (st = dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_s32, dnnl_ab)) ||
+	    (st = dnnl_memory_desc_init_by_tag(&dmd, 2, dd, mfs_q_dnnl_type(s->q.qp.ydt), dnnl_ab)) ||
+	    (st = dnnl_matmul_desc_init(&md, &smd, &wany, s->q.has_bias ? &bmd : NULL, &dmd)) ||
+	    (st = mfs_qprim_build(ctx, &s->q, &md, &wplain, &bmd, relu, eng)) ||
+	    (st = dnnl_memory_create(&s->src_m, &smd, eng, DNNL_MEMORY_NONE)) ||
+	    (st = dnnl_memory_create(&s->dst_m, &dmd, eng, DNNL_MEMORY_NONE))) {
 		qdense_prims_free(s);
-	return st;
+		return st;
+	}
+	s->ok = true;
+	return dnnl_success;
 }
 
 static int qdense_prepare(mfs_op_ctx *ctx)
@@ -163,9 +131,9 @@ static int qdense_prepare(mfs_op_ctx *ctx)
 	s->n = n;
 	s->tb = tb;
 	s->threads = threads;
-	s->has_bias = ctx->n_in > 6 && ctx->in[6];
-	s->wslot = 3;
-	if ((rc = mfs_qparams_read(ctx, ctx->in[0]->dtype, n, &s->qp)) < 0)
+	s->q.has_bias = ctx->n_in > 6 && ctx->in[6];
+	s->q.wslot = 3;
+	if ((rc = mfs_qparams_read(ctx, ctx->in[0]->dtype, n, &s->q.qp)) < 0)
 		return rc;
 	if (rows == 0 || k == 0 || n == 0)
 		return mfs_op_fail(ctx, ENOTSUP, "empty products are not supported");
@@ -195,28 +163,9 @@ static int qdense_run(mfs_op_ctx *ctx)
 /* The product on ctx's inputs with s as built. */
 static int qdense_exec(mfs_op_ctx *ctx, qdense_state *s)
 {
-	dnnl_status_t st;
-	int rc;
-
-	if ((rc = mfs_dnnl_weights_set(ctx, &s->wei, ctx->in[s->wslot]->data, s->stream)) < 0)
-		return rc;
-	if (s->has_bias)
-		mfs_qparams_bias(&s->qp, ctx->in[6], s->n, s->bias);
 	dnnl_memory_set_data_handle(s->src_m, ctx->in[0]->data);
 	dnnl_memory_set_data_handle(s->dst_m, ctx->out[0]->data);
-	dnnl_exec_arg_t args[6] = {
-		{ DNNL_ARG_SRC, s->src_m }, { DNNL_ARG_WEIGHTS, s->wei.mem }, { DNNL_ARG_DST, s->dst_m },
-	};
-	int na = 3;
-	if (s->has_bias)
-		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, s->bias_m };
-	if (s->qp.xz)
-		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, s->xz_m };
-	if (s->qp.yz)
-		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, s->yz_m };
-	if ((st = mfs_dnnl_prim_exec(&s->prim, s->stream, na, args)))
-		return mfs_op_fail(ctx, EIO, "oneDNN int8 matmul failed: %s", mfs_dnnl_status_str(st));
-	return 0;
+	return mfs_qprim_exec(ctx, &s->q, s->src_m, s->dst_m, "matmul");
 }
 
 MFS_OP_DOMAIN("com.modelfs", QDense, 1, .infer = qdense_infer, .prepare = qdense_prepare,
@@ -251,16 +200,16 @@ int mfs_matmul_integer_dnnl(mfs_op_ctx *ctx)
 	/* the zero point is a runtime argument (DynamicQuantizeLinear's
 	 * changes every run): the primitive only knows there is one */
 	if (!s->ok || s->threads != threads || s->rows != rows || s->k != k || s->n != n ||
-	    s->qp.xz != (az != NULL)) {
+	    s->q.qp.xz != (az != NULL)) {
 		qdense_prims_free(s);
-		*s = (qdense_state){ .rows = rows, .k = k, .n = n, .threads = threads, .wslot = 1,
-				     .wei = s->wei,
-				     .qp = { .xs = 1, .ys = 1, .xz = az != NULL, .ws = &one, .nws = 1,
-					     .ydt = MFS_DT_INT32 } };
+		*s = (qdense_state){ .rows = rows, .k = k, .n = n, .threads = threads,
+				     .q = { .wslot = 1, .wei = s->q.wei,
+					    .qp = { .xs = 1, .ys = 1, .xz = az != NULL, .ws = &one,
+						    .nws = 1, .ydt = MFS_DT_INT32 } } };
 		if (qdense_build(ctx, s, false) != dnnl_success)
 			return 0;   /* the reference loops */
 	}
-	s->xz = az ? (int32_t)mfs_tensor_get_i64(az, 0) : 0;
+	s->q.xz = az ? (int32_t)mfs_tensor_get_i64(az, 0) : 0;
 	int rc = qdense_exec(ctx, s);
 	return rc < 0 ? rc : 1;
 }

@@ -135,3 +135,78 @@ int mfs_q_relu(mfs_op_ctx *ctx, bool *relu)
 		return mfs_op_fail(ctx, EINVAL, "activation '%s' is not supported (Relu only)", a);
 	return 0;
 }
+
+dnnl_status_t mfs_qprim_build(mfs_op_ctx *ctx, mfs_qprim *q, const_dnnl_op_desc_t op_desc,
+			      const dnnl_memory_desc_t *wplain, const dnnl_memory_desc_t *bmd,
+			      bool relu, dnnl_engine_t eng)
+{
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_status_t st;
+
+#define CK(call) do { if ((st = (call)) != dnnl_success) goto out; } while (0)
+	CK(mfs_dnnl_attr_create(&attr));
+	CK(mfs_q_attr(attr, &q->qp, q->ch, 1 << 1, relu));
+	CK(dnnl_primitive_desc_create(&pd, op_desc, attr, eng, NULL));
+	CK(mfs_dnnl_prim_create(&q->prim, pd, eng));
+	CK(dnnl_stream_create(&q->stream, eng, dnnl_stream_default_flags));
+	q->wei.is_const = (ctx->const_in >> q->wslot) & 1;
+	CK(mfs_dnnl_weights_init(&q->wei, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
+				 wplain, eng));
+	if (q->has_bias) {
+		CK((q->bias = malloc(sizeof(int32_t) * (size_t)q->ch)) ? dnnl_success
+								       : dnnl_out_of_memory);
+		CK(dnnl_memory_create(&q->bias_m, bmd, eng, q->bias));
+	}
+	q->xz = q->qp.xz;
+	q->yz = q->qp.yz;
+	CK(mfs_q_zp_mem(&q->xz_m, &q->xz, eng));
+	CK(mfs_q_zp_mem(&q->yz_m, &q->yz, eng));
+#undef CK
+out:
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	return st;
+}
+
+void mfs_qprim_free(mfs_qprim *q)
+{
+	mfs_dnnl_prim_destroy(&q->prim);
+	dnnl_memory_t *mems[] = { &q->bias_m, &q->xz_m, &q->yz_m };
+	for (size_t i = 0; i < sizeof(mems) / sizeof(mems[0]); i++) {
+		if (*mems[i])
+			dnnl_memory_destroy(*mems[i]);
+		*mems[i] = NULL;
+	}
+	if (q->stream)
+		dnnl_stream_destroy(q->stream);
+	q->stream = NULL;
+	free(q->bias);
+	q->bias = NULL;
+}
+
+int mfs_qprim_exec(mfs_op_ctx *ctx, mfs_qprim *q, dnnl_memory_t src, dnnl_memory_t dst,
+		   const char *what)
+{
+	dnnl_status_t st;
+	int rc = mfs_dnnl_weights_set(ctx, &q->wei, ctx->in[q->wslot]->data, q->stream);
+	if (rc < 0)
+		return rc;
+	if (q->has_bias)
+		mfs_qparams_bias(&q->qp, ctx->in[6], q->ch, q->bias);
+	dnnl_exec_arg_t args[6] = {
+		{ DNNL_ARG_SRC, src }, { DNNL_ARG_WEIGHTS, q->wei.mem }, { DNNL_ARG_DST, dst },
+	};
+	int na = 3;
+	if (q->has_bias)
+		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, q->bias_m };
+	if (q->qp.xz)
+		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, q->xz_m };
+	if (q->qp.yz)
+		args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, q->yz_m };
+	if ((st = mfs_dnnl_prim_exec(&q->prim, q->stream, na, args)))
+		return mfs_op_fail(ctx, EIO, "oneDNN int8 %s failed: %s", what, mfs_dnnl_status_str(st));
+	return 0;
+}

@@ -57,6 +57,37 @@ dnnl_status_t mfs_q_zp_mem(dnnl_memory_t *m, int32_t *v, dnnl_engine_t eng);
  * (op failure) for another. */
 int mfs_q_relu(mfs_op_ctx *ctx, bool *relu);
 
+/* A QConv/QDense oneDNN primitive and what it runs with besides its
+ * source and destination: the packed weights, the bias in accumulator
+ * units, the runtime zero points.  Set qp, has_bias, wslot (w's input
+ * slot) and ch (output channels) before mfs_qprim_build. */
+typedef struct mfs_qprim {
+	mfs_qparams qp;
+	bool has_bias;
+	int wslot;
+	int64_t ch;
+	mfs_dnnl_prim prim;
+	mfs_dnnl_weights wei;        /* kept by mfs_qprim_free (a rebuild) */
+	dnnl_stream_t stream;
+	dnnl_memory_t bias_m, xz_m, yz_m;
+	int32_t *bias, xz, yz;       /* xz, yz: the runtime zero points' values */
+} mfs_qprim;
+
+/* The primitive for op_desc (a convolution or matmul descriptor with s32
+ * bias bmd) with qp's scales and zero points and a Relu post-op (relu),
+ * its stream, the weights packed from wplain (once while ctx's input
+ * wslot is constant), the bias and zero point memories. */
+dnnl_status_t mfs_qprim_build(mfs_op_ctx *ctx, mfs_qprim *q, const_dnnl_op_desc_t op_desc,
+			      const dnnl_memory_desc_t *wplain, const dnnl_memory_desc_t *bmd,
+			      bool relu, dnnl_engine_t eng);
+/* Free what mfs_qprim_build made but the packed weights. */
+void mfs_qprim_free(mfs_qprim *q);
+/* Run it on src and dst (memories whose handles are set): the weights
+ * from ctx's input wslot, the bias from input 6; 0 or the op failure
+ * naming what. */
+int mfs_qprim_exec(mfs_op_ctx *ctx, mfs_qprim *q, dnnl_memory_t src, dnnl_memory_t dst,
+		   const char *what);
+
 /* MatMulInteger through oneDNN (qdense_dnnl.c) when A is 8-bit, B a
  * constant int8 matrix with zero points 0 and a_zero_point a scalar: 1
  * when it computed Y, 0 when the node is not such (the caller's loops
