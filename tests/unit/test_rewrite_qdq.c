@@ -190,6 +190,24 @@ static onnx_model *add_model(int v)
 	return m;
 }
 
+/* MaxPool 3x3 stride 2 pads 1 between a DQ and a Q of the same parameters,
+ * on plain values (the Q before it and the DQ after keep them plain). */
+static onnx_model *pool_model(int v)
+{
+	const int64_t xd[4] = { 2, 5, 7, 6 }, k3[2] = { 3, 3 }, s2[2] = { 2, 2 };
+	const int64_t pads[4] = { 1, 1, 1, 1 };
+	onnx_model *m = model(4, xd);
+	(void)v;
+	qdq(m, "x", "xd", 0.03f, 128);
+	onnx_node *p = gb_node(m, "", "MaxPool", "pool", "xd", "p");
+	attr_ints(p, "kernel_shape", 2, k3);
+	attr_ints(p, "strides", 2, s2);
+	attr_ints(p, "pads", 4, pads);
+	qdq(m, "p", "pd", 0.03f, 128);
+	gb_node(m, "", "Identity", "id", "pd", "y");
+	return m;
+}
+
 /* A ResNet-like block on x [1, 8, 8, 8]: conv -> Q -> MaxPool -> Q ->
  * conv -> Q -> Add(pool, conv) -> Q (the integer nodes' NHWC chain). */
 static onnx_model *block_model(int v)
@@ -342,6 +360,7 @@ static void test_qlinear(void **st)
 static void test_block(void **st)
 {
 	(void)st;
+	check(pool_model, 0, "QMaxPool", 1, 0.03f, 0);
 	/* an upstream step may move a later rounding: 2 steps */
 	check(block_model, 0, "QConv", 2, 0.06f, 2);
 	check(block_model, 0, "QMaxPool", 1, 0.06f, 2);

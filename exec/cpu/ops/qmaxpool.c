@@ -39,61 +39,36 @@ static int qmp_infer(mfs_op_ctx *ctx)
 	return 0;
 }
 
-#define QMP_LOOP(T, LO)                                                           \
-	do {                                                                      \
-		const T *xd = x->data;                                            \
-		T *yd = y->data;                                                  \
-		_Pragma("omp parallel for collapse(2) schedule(static)")         \
-		for (int64_t b = 0; b < n; b++)                                   \
-			for (int64_t oh = 0; oh < w.out[0]; oh++)                 \
-				for (int64_t ow = 0; ow < w.out[1]; ow++) {       \
-					T acc[4096];                              \
-					for (int64_t cb = 0; cb < c; cb += 4096) { \
-						int64_t cn = c - cb < 4096 ? c - cb : 4096; \
-						for (int64_t k = 0; k < cn; k++) \
-							acc[k] = LO;              \
-						for (int64_t kh = 0; kh < w.k[0]; kh++) { \
-							int64_t ih = oh * w.stride[0] - w.pad_b[0] + kh * w.dil[0]; \
-							if (ih < 0 || ih >= h) continue; \
-							for (int64_t kw = 0; kw < w.k[1]; kw++) { \
-								int64_t iw = ow * w.stride[1] - w.pad_b[1] + kw * w.dil[1]; \
-								if (iw < 0 || iw >= wd) continue; \
-								const T *px = xd + b * c * h * wd + (ih * wd + iw) * xs_p + cb * xs_c; \
-								for (int64_t k = 0; k < cn; k++) \
-									acc[k] = px[k * xs_c] > acc[k] ? px[k * xs_c] : acc[k]; \
-							}                                 \
-						}                                         \
-						T *py = yd + b * c * oh_n * ow_n + (oh * ow_n + ow) * ys_p + cb * ys_c; \
-						for (int64_t k = 0; k < cn; k++)  \
-							py[k * ys_c] = acc[k];    \
-					}                                         \
-				}                                                 \
-	} while (0)
-
-/* Both NHWC: the channels of a pixel are contiguous, the max over the
- * window a vectorised loop over them. */
-#define QMP_NHWC(T, LO)                                                           \
+/* The pool over element type T (LO its least value), X's pixel and
+ * channel strides XP, XC and Y's YP, YC: for NHWC both channel strides are
+ * the literal 1, so the loops over a pixel's channels vectorise. */
+#define QMP_LOOP(T, LO, XP, XC, YP, YC)                                            \
 	do {                                                                      \
 		const T *xd = x->data;                                            \
 		T *yd = y->data;                                                  \
 		_Pragma("omp parallel for collapse(2) schedule(static)")         \
 		for (int64_t b = 0; b < n; b++)                                   \
 			for (int64_t oh = 0; oh < oh_n; oh++)                     \
-				for (int64_t ow = 0; ow < ow_n; ow++) {           \
-					T *py = yd + ((b * oh_n + oh) * ow_n + ow) * c; \
-					for (int64_t k = 0; k < c; k++)           \
-						py[k] = LO;                       \
+				for (int64_t ow = 0; ow < ow_n; ow++)             \
+				for (int64_t cb = 0; cb < c; cb += 1024) {        \
+					T acc[1024];                              \
+					int64_t cn = c - cb < 1024 ? c - cb : 1024; \
+					for (int64_t k = 0; k < cn; k++)          \
+						acc[k] = LO;                      \
 					for (int64_t kh = 0; kh < w.k[0]; kh++) { \
 						int64_t ih = oh * w.stride[0] - w.pad_b[0] + kh * w.dil[0]; \
 						if (ih < 0 || ih >= h) continue;  \
 						for (int64_t kw = 0; kw < w.k[1]; kw++) { \
 							int64_t iw = ow * w.stride[1] - w.pad_b[1] + kw * w.dil[1]; \
 							if (iw < 0 || iw >= wd) continue; \
-							const T *px = xd + ((b * h + ih) * wd + iw) * c; \
-							for (int64_t k = 0; k < c; k++) \
-								py[k] = px[k] > py[k] ? px[k] : py[k]; \
+							const T *px = xd + b * c * h * wd + (ih * wd + iw) * (XP) + cb * (XC); \
+							for (int64_t k = 0; k < cn; k++) \
+								acc[k] = px[k * (XC)] > acc[k] ? px[k * (XC)] : acc[k]; \
 						}                                 \
 					}                                         \
+					T *py = yd + b * c * oh_n * ow_n + (oh * ow_n + ow) * (YP) + cb * (YC); \
+					for (int64_t k = 0; k < cn; k++)          \
+						py[k * (YC)] = acc[k];            \
 				}                                                 \
 	} while (0)
 
@@ -112,13 +87,13 @@ static int qmp_run(mfs_op_ctx *ctx)
 	int64_t xs_p = xn ? c : 1, xs_c = xn ? 1 : h * wd;
 	int64_t ys_p = yn ? c : 1, ys_c = yn ? 1 : oh_n * ow_n;
 	if (xn && yn && x->dtype == MFS_DT_UINT8)
-		QMP_NHWC(uint8_t, 0);
+		QMP_LOOP(uint8_t, 0, c, 1, c, 1);
 	else if (xn && yn)
-		QMP_NHWC(int8_t, -128);
+		QMP_LOOP(int8_t, -128, c, 1, c, 1);
 	else if (x->dtype == MFS_DT_UINT8)
-		QMP_LOOP(uint8_t, 0);
+		QMP_LOOP(uint8_t, 0, xs_p, xs_c, ys_p, ys_c);
 	else
-		QMP_LOOP(int8_t, -128);
+		QMP_LOOP(int8_t, -128, xs_p, xs_c, ys_p, ys_c);
 	return 0;
 }
 
