@@ -61,13 +61,16 @@ static bool dq_of(const onnx_graph *g, const char *name, dq_in *d)
 	return s && s->dtype == MFS_DT_FLOAT;
 }
 
+/* An activation's DequantizeLinear: its zero point must be there, an
+ * 8-bit scalar, since it gives x's type (without it x could be int32,
+ * which the integer nodes do not take). */
 static bool act_dq(const onnx_graph *g, const char *name, dq_in *d)
 {
-	if (!dq_of(g, name, d) || !scalar_const(g, d->s))
+	if (!dq_of(g, name, d) || !scalar_const(g, d->s) || !*d->z)
 		return false;
-	const mfs_tensor *z = *d->z ? rw_const(g, d->z) : NULL;
-	return !*d->z || (z && z->data && mfs_shape_numel(&z->shape) == 1 &&
-			  (z->dtype == MFS_DT_UINT8 || z->dtype == MFS_DT_INT8));
+	const mfs_tensor *z = rw_const(g, d->z);
+	return z && z->data && mfs_shape_numel(&z->shape) == 1 &&
+	       (z->dtype == MFS_DT_UINT8 || z->dtype == MFS_DT_INT8);
 }
 
 /* An int8 weight of rank `rank`, scale per tensor or `per` values along
@@ -253,7 +256,9 @@ static int try_add(onnx_model *m, int i)
 	    !act_dq(g, ad->inputs[0], &a) || !act_dq(g, ad->inputs[1], &b))
 		return 0;
 	tail(g, ad->outputs[0], idx, &n, &relu, &ys, &yz);
-	if (!*ys)
+	mfs_dtype t = rw_const(g, a.z)->dtype;   /* QAdd: a, b and y of one type */
+	if (!*ys || rw_const(g, b.z)->dtype != t ||
+	    (*yz ? rw_const(g, yz)->dtype : MFS_DT_UINT8) != t)
 		return 0;
 	take_dq(g, &a, i, idx, &n);
 	if (b.node != a.node)

@@ -116,13 +116,15 @@ static onnx_model *model(int rank, const int64_t *dims)
 
 /* Conv variants on x [1, 4, 6, 6]: 0 plain, 1 Relu and y_zero_point 10,
  * 2 group 2 with strides 2, 3 no Q after (float output), 4 weight zero
- * point 1 (left alone). */
+ * point 1 and 5 x's DQ without zero point (both left alone). */
 static onnx_model *conv_model(int v)
 {
 	const int64_t xd[4] = { 1, 4, 6, 6 }, pads[4] = { 1, 1, 1, 1 }, st[2] = { 2, 2 };
 	const int64_t wd[4] = { 6, v == 2 ? 2 : 4, 3, 3 };
 	onnx_model *m = model(4, xd);
-	qdq(m, "x", "xd", 0.03f, 100);
+	qdq(m, "x", v == 5 ? "xd0" : "xd", 0.03f, 100);
+	if (v == 5)   /* a DQ without zero point: x's type unknown to the rewrite */
+		gb_node(m, "", "DequantizeLinear", "dq0", "xd0_q,xd0_s", "xd");
 	weight(m, "wd", 4, wd, 0, v == 4);
 	bias(m, "bd", 6, 0.03f);
 	onnx_node *c = gb_node(m, "", "Conv", "conv", "xd,wd,bd", v == 3 ? "y" : "c");
@@ -333,6 +335,7 @@ static void test_conv(void **st)
 	/* float output: the float graph's Conv sums floats; no rounding */
 	check(conv_model, 3, "QConv", 1, 1e-3f, 1);
 	check(conv_model, 4, "QConv", 0, 0.05f, 0);
+	check(conv_model, 5, "QConv", 0, 0.05f, 0);
 }
 
 static void test_dense(void **st)
