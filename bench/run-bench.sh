@@ -85,6 +85,9 @@ mm=$($ENGINE build/bench-models/matmul1024.onnx --iters "$ITERS" --threads "$THR
 rawms=$(echo "$raw" | field median_ms)
 echo "raw OpenBLAS sgemm 1024^3: $rawms ms ($(echo "$raw" | field gflops) GFLOP/s); modelfs MatMul 1024^3: $mm ms; openblas/modelfs $(echo "$rawms $mm" | awk '{printf "%.2f", $1/$2}')"
 
+# INT8 QDQ models (issue 33): BENCH_QDQ=0 skips them.
+[ "${BENCH_QDQ:-1}" = 0 ] || sh bench/run-bench-qdq.sh
+
 # Text generation (issue 30): BENCH_GEN=0 skips it.
 [ "${BENCH_GEN:-1}" = 0 ] || sh bench/run-bench-generate.sh
 

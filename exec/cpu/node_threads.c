@@ -46,8 +46,10 @@ static int64_t product_work(const mfs_op_ctx *ctx, int64_t out)
 		bool depthwise = w && w->shape.rank >= 3 && w->shape.dims[1] == 1;
 		return out * per_filter(w) * (depthwise ? MFS_DEPTHWISE_WORK : 1);
 	}
-	if (is(ctx, "QLinearConv"))
+	if (is(ctx, "QLinearConv") || is(ctx, "QConv"))
 		return out * per_filter(input(ctx, 3));
+	if (is(ctx, "QDense"))   /* the QDQ rewrite's (rewrite_qdq.c) */
+		return out * last_dim(a);
 	if (is(ctx, "ConvTranspose"))
 		return numel(a) * per_filter(input(ctx, 1));
 	if (is(ctx, "Attention")) {   /* Q Kt then P V: 2 T per output value */

@@ -11,7 +11,8 @@
  *
  * The rule: a node runs on one thread when its work is at most a grain,
  * else on all of the run's threads.  A product's work (MatMul, Gemm,
- * Dense, Conv, ConvTranspose, Attention, the RNNs) is its multiply-adds;
+ * Dense, Conv, ConvTranspose, Attention, the RNNs, the QDQ rewrite's QConv
+ * and QDense) is its multiply-adds;
  * any other node's is the elements it touches (the larger of its first
  * input and its outputs) times MFS_ELEM_WORK.  A depthwise convolution's
  * multiply-adds count MFS_DEPTHWISE_WORK times.

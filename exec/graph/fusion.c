@@ -1,4 +1,5 @@
-/* fusion.c - Conv + activation -> FusedConv (see fusion.h), then the
+/* fusion.c - static QDQ groups -> integer nodes (rewrite_qdq.c), then
+ * Conv + activation -> FusedConv (see fusion.h), then the
  * rewrites of rewrite.h (LayerNorm, GELU, attention, Dense, the residual
  * Conv + Add (+ Relu)).
  *
@@ -139,6 +140,8 @@ int mfs_fuse_graph(onnx_model *m, mfs_error *err)
 
 	if (!g || (env && !strcmp(env, "0")))
 		return 0;
+	if (!skipped("qdq") && (fused = mfs_rewrite_qdq(m)) < 0)
+		return mfs_fail(err, ENOMEM, "out of memory while rewriting the graph");
 	for (int i = 0; i < g->n_nodes; i++) {
 		onnx_node *conv = &g->nodes[i];
 		const char *act;

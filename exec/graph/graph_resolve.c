@@ -377,7 +377,8 @@ int graph_resolve_nodes(compiler *c)
 		if (!nd->in || !nd->out)
 			return mfs_fail(c->err, ENOMEM, "out of memory");
 		nd->conv_layout = (strcmp(on->op_type, "Conv") == 0 ||
-				   strcmp(on->op_type, "FusedConv") == 0) &&
+				   strcmp(on->op_type, "FusedConv") == 0 ||
+				   strcmp(on->op_type, "QConv") == 0) &&
 				  (nd->def->flags & MFS_OP_NHWC_OK);
 		for (int k = 0; k < on->n_outputs; k++) {
 			int id = add_value(c, on->outputs[k]);

@@ -76,6 +76,10 @@ int rw_each_node(onnx_model *m, int (*try_at)(onnx_model *m, int i));
  * imports it below 1, -ENOMEM. */
 int rw_ensure_opset(onnx_model *m);
 
+/* QDQ groups -> integer nodes (rewrite_qdq.c); fusion.c runs it first,
+ * before any float fusion takes the Conv or MatMul of a group. */
+int mfs_rewrite_qdq(onnx_model *m);
+
 /* The passes, in the order fusion.c runs them.  Each returns how many
  * patterns it replaced (>= 0) or -ENOMEM. */
 int mfs_rewrite_layernorm(onnx_model *m);   /* rewrite_layernorm.c */

@@ -10,12 +10,14 @@
  * row (a) / per column (b); Y has y_zero_point's type.  Rounding is half
  * to even, as numpy's rint in the ONNX reference.
  *
- * Integer loops (mfs_qgemm in dense_util.c), exact in int32.
+ * Integer loops (mfs_qgemm in dense_util.c), exact in int32; MatMulInteger
+ * with a constant int8 B of zero points 0 (dynamic quantization's) on
+ * oneDNN's int8 matmul (qdense_dnnl.c), exact as well.
  */
 #include <math.h>
 #include <stdlib.h>
 
-#include "dense_util.h"
+#include "qlinear_util.h"
 
 static bool is_q8(mfs_dtype dt)
 {
@@ -111,8 +113,10 @@ static int mmi_run(mfs_op_ctx *ctx)
 {
 	mfs_mm_geom g;
 	mfs_shape os;
-	int rc = mfs_mm_geometry(ctx, &ctx->in[0]->shape, &ctx->in[1]->shape, &g, &os);
-	if (rc < 0)
+	int rc = mfs_matmul_integer_dnnl(ctx);   /* oneDNN for a constant B */
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	if ((rc = mfs_mm_geometry(ctx, &ctx->in[0]->shape, &ctx->in[1]->shape, &g, &os)) < 0)
 		return rc;
 	return qmm_acc(ctx, ctx->in[0], ctx->in[1], opt_in(ctx, 2), opt_in(ctx, 3), &g,
 		       ctx->out[0]->data);
@@ -179,5 +183,6 @@ static int qlmm_run(mfs_op_ctx *ctx)
 	return 0;
 }
 
-MFS_OP(MatMulInteger, 10, .infer = mmi_infer, .run = mmi_run);
+MFS_OP(MatMulInteger, 10, .infer = mmi_infer, .run = mmi_run,
+       .release = mfs_matmul_integer_release);
 MFS_OP(QLinearMatMul, 10, .infer = qlmm_infer, .run = qlmm_run);
