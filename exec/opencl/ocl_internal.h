@@ -109,7 +109,8 @@ typedef struct ocl_conv {
 	X(K_WINO4_OUTPUT, "wino4_output") \
 	X(K_CONV_IGEMM_128X64, "conv_igemm_128x64") \
 	X(K_CONV_IGEMM_128, "conv_igemm_128") \
-	X(K_DENSE_GEMM_64, "dense_gemm_64")
+	X(K_DENSE_GEMM_64, "dense_gemm_64") \
+	X(K_GEMV_SMALL_M, "gemv_small_m")
 
 typedef enum ocl_kid {
 #define OCL_KERNEL_ID(id, name) id,
