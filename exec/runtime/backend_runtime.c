@@ -161,6 +161,42 @@ mfs_block *mfs_pool_take(mfs_pool *p, size_t size, int *status)
 	return b;
 }
 
+void *mfs_pool_detach(mfs_pool *p, mfs_block *b, size_t *cap)
+{
+	void *mem = b->mem;
+	for (int i = 0; i < p->n_hints; i++)
+		if (p->hints[i] == b)
+			p->hints[i] = NULL;
+	for (int i = 0; i < p->n_blocks; i++)
+		if (p->blocks[i] == b) {
+			p->blocks[i] = p->blocks[--p->n_blocks];
+			break;
+		}
+	*cap = b->cap;
+	free(b);
+	return mem;
+}
+
+mfs_block *mfs_pool_adopt(mfs_pool *p, void *mem, size_t cap)
+{
+	if (p->n_blocks == p->cap_blocks) {
+		int n = p->cap_blocks ? 2 * p->cap_blocks : 16;
+		mfs_block **nb = realloc(p->blocks, (size_t)n * sizeof(*nb));
+		if (!nb)
+			return NULL;
+		p->blocks = nb;
+		p->cap_blocks = n;
+	}
+	mfs_block *b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->mem = mem;
+	b->cap = cap;
+	b->refs = 1;
+	p->blocks[p->n_blocks++] = b;
+	return b;
+}
+
 void mfs_pool_release(mfs_pool *p)
 {
 	for (int i = 0; i < p->n_blocks; i++) {

@@ -403,7 +403,10 @@ static bool compatible(const mfs_queue *q, const mfs_job *a, const mfs_job *b)
 {
 	for (int i = 0; i < q->runner.n_inputs; i++) {
 		const mfs_tensor *x = &a->inputs[i], *y = &b->inputs[i];
-		if (x->dtype != y->dtype || x->shape.rank != y->shape.rank)
+		/* a device tensor (engine.h) is read where it lies, never
+		 * concatenated */
+		if (x->dtype != y->dtype || x->shape.rank != y->shape.rank ||
+		    mfs_tensor_on_device(x) || mfs_tensor_on_device(y))
 			return false;
 		for (int d = 1; d < x->shape.rank; d++)
 			if (x->shape.dims[d] != y->shape.dims[d])
