@@ -220,6 +220,9 @@ bool ocl_bc_make(ocl_bc *p, const mfs_shape *out, const mfs_shape *a,
 cl_mem ocl_in(ocl_run *r, int k, int *rc);
 /* Allocate output k (shape and dtype already inferred) on the device. */
 cl_mem ocl_out(ocl_run *r, int k, int *rc);
+/* Output k_out shares input k_in's device block (uploading it first): a
+ * node whose output has its input's bytes in the same order. */
+int ocl_alias(ocl_run *r, int k_in, int k_out);
 /* Host copy of input k (downloads when needed): for small integer inputs
  * that carry attributes (Clip bounds, Reduce axes). */
 const void *ocl_in_host(ocl_run *r, int k, int *rc);

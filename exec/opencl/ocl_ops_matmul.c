@@ -64,7 +64,7 @@ static int gemv(ocl_run *r, const gemv_args *g)
 	if ((rc = OCL_ARG(r, kk, 13, g->hasb)) || (rc = OCL_ARG(r, kk, 14, g->hasz)) ||
 	    (rc = OCL_ARG(r, kk, 15, g->op)))
 		return rc;
-	return ocl_launch_groups(r, kk, (size_t)(((g->n + 15) / 16) * g->nbatch), 256);
+	return ocl_launch_groups(r, kk, (size_t)(((g->n + 7) / 8) * g->nbatch), 256);
 }
 
 /* ---- Gemm ---- */
