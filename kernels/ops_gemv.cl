@@ -18,7 +18,7 @@
 #define GEMV_MR 8
 #define GEMV_TN 8
 #define GEMV_TK 32
-#define GEMV_LOCAL_A 4096
+#define GEMV_LOCAL_A 6144
 
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
 void gemv_small_m(__global const float *a, __global const float *b,
