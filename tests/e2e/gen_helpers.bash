@@ -3,6 +3,15 @@
 
 KV="$TOP/tests/models/kv_decoder.py"
 
+# A repository in GEN_REPO (exported for the tests) with the tiny
+# decoder as model gen.
+gen_repo() {
+	export GEN_REPO
+	GEN_REPO=$(mktemp -d "${BATS_RUN_TMPDIR:-/tmp}/genrepo.XXXXXX")
+	mkdir -p "$GEN_REPO/gen/1"
+	"$PY" "$KV" "$GEN_REPO/gen/1" 2>/dev/null
+}
+
 # generate JSON: write it on one fd and read the answer on the same fd.
 gen_file() {
 	"$PY" - "$MNT/gen/generate" "$1" <<'PYEOF'

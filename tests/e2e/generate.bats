@@ -8,10 +8,7 @@ load helpers
 load gen_helpers
 
 setup_file() {
-	export GEN_REPO
-	GEN_REPO=$(mktemp -d "${BATS_RUN_TMPDIR:-/tmp}/genrepo.XXXXXX")
-	mkdir -p "$GEN_REPO/gen/1"
-	"$PY" "$KV" "$GEN_REPO/gen/1" 2>/dev/null
+	gen_repo
 	# the config says: not a generator; a generator that is not one
 	mkdir -p "$GEN_REPO/gen_off/1"
 	cp "$GEN_REPO/gen/1/model.onnx" "$GEN_REPO/gen_off/1/"

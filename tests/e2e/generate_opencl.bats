@@ -9,10 +9,7 @@ load helpers
 load gen_helpers
 
 setup_file() {
-	export GEN_REPO
-	GEN_REPO=$(mktemp -d "${BATS_RUN_TMPDIR:-/tmp}/genrepo.XXXXXX")
-	mkdir -p "$GEN_REPO/gen/1"
-	"$PY" "$KV" "$GEN_REPO/gen/1" 2>/dev/null
+	gen_repo
 }
 
 setup() {

@@ -16,9 +16,7 @@
 #include <cmocka.h>
 
 #include "graph.h"
-#include "ocl_backend.h"
-
-static mfs_backend *ocl;
+#include "ocl_fixture.h"
 
 #include "graph_builder.h"
 
@@ -782,24 +780,6 @@ static void test_no_device(void **state)
 	assert_int_equal(mfs_backend_opencl_new("no-such-device-xyz", &b, &err), -ENODEV);
 	assert_null(b);
 	assert_non_null(strstr(err.msg, "no-such-device-xyz"));
-}
-
-static int setup(void **state)
-{
-	mfs_error err;
-	(void)state;
-	if (mfs_backend_opencl_new(NULL, &ocl, &err)) {
-		fprintf(stderr, "no OpenCL backend: %s\n", err.msg);
-		return -1;
-	}
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	mfs_backend_opencl_free(ocl);
-	return 0;
 }
 
 int main(void)

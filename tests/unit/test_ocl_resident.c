@@ -17,9 +17,7 @@
 #include <cmocka.h>
 
 #include "graph.h"
-#include "ocl_backend.h"
-
-static mfs_backend *ocl;
+#include "ocl_fixture.h"
 
 #include "graph_builder.h"
 
@@ -144,24 +142,6 @@ static void test_kept_tensor_elsewhere(void **state)
 	mfs_exec_free(e2);
 	mfs_exec_free(c);
 	mfs_graph_free(g);
-}
-
-static int setup(void **state)
-{
-	mfs_error err;
-	(void)state;
-	if (mfs_backend_opencl_new(NULL, &ocl, &err)) {
-		fprintf(stderr, "no OpenCL backend: %s\n", err.msg);
-		return -1;
-	}
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	mfs_backend_opencl_free(ocl);
-	return 0;
 }
 
 int main(void)
