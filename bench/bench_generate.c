@@ -4,7 +4,7 @@
  *
  *   bench_generate MODEL.onnx [--prompt N] [--new N] [--batch N]
  *                  [--threads N] [--rounds N] [--ids]
- *                  [--device cpu|opencl[:SELECTOR]]
+ *                  [--device cpu|opencl[:SELECTOR]] [--host-cache]
  *
  * The model follows the Hugging Face / Optimum convention (input_ids,
  * attention_mask, optional position_ids, past_key_values.N.key|value in;
@@ -17,7 +17,9 @@
  * tokens over total_ms), "step_ms" (median decode step),
  * "cpu_ms_per_token" (the process's CPU time over the rounds' tokens: what
  * waiting for a CPU on a shared machine does not inflate)}; --ids adds
- * row 0's ids (to compare with another engine's).
+ * row 0's ids (to compare with another engine's).  The cache stays in the
+ * engine's device memory between steps (engine.h, "Resident tensors");
+ * --host-cache brings it to the host and back at every step instead.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +148,8 @@ static void argmax_last(const mfs_tensor *logits, int64_t *next)
 	}
 }
 
+static int host_cache;
+
 /* One generation; fills *ttft, *total and step times; row 0's ids. */
 static int generate(gen *g, mfs_exec *e, int batch, int prompt, int n_new,
 		    double *ttft, double *total, double *steps, int64_t *ids0)
@@ -170,6 +174,9 @@ static int generate(gen *g, mfs_exec *e, int batch, int prompt, int n_new,
 	for (int step = 0; step < n_new; step++) {
 		double s0 = now_ms();
 		step_inputs(g, batch, step ? next : tokens, seq, past);
+		for (int k = 0; k < g->n_out && !host_cache; k++)
+			if (k != g->logits)
+				mfs_tensor_want_device(&g->out[k]);
 		if (mfs_exec_run(e, g->in, g->out, &err)) {
 			fprintf(stderr, "bench_generate: %s\n", err.msg);
 			return -1;
@@ -224,11 +231,13 @@ int main(int argc, char **argv)
 			device = argv[++i];
 		else if (!strcmp(argv[i], "--ids"))
 			print_ids = 1;
+		else if (!strcmp(argv[i], "--host-cache"))
+			host_cache = 1;
 		else
 			path = argv[i];
 	}
 	if (!path || prompt < 1 || n_new < 2 || batch < 1 || batch > 256 || rounds < 1) {
-		fprintf(stderr, "usage: bench_generate MODEL.onnx [--prompt N] [--new N>=2] [--batch N<=256] [--threads N] [--rounds N] [--ids] [--device cpu|opencl[:SEL]]\n");
+		fprintf(stderr, "usage: bench_generate MODEL.onnx [--prompt N] [--new N>=2] [--batch N<=256] [--threads N] [--rounds N] [--ids] [--device cpu|opencl[:SEL]] [--host-cache]\n");
 		return 2;
 	}
 	mfs_engine_set_threads(threads);

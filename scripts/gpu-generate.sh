@@ -4,8 +4,10 @@
 # (bench/gpt2_kv.py, exported there with the host's torch), a prompt of
 # PROMPT tokens (128) then NEW (128) greedy, 1 stream and a batch of
 # STREAMS (8), on
-#   modelfs-opencl  bench_generate --device opencl:NVIDIA (each step
-#                   uploads its inputs and downloads logits and present)
+#   modelfs-opencl  bench_generate --device opencl:NVIDIA (the cache stays
+#                   on the device between steps: engine.h, "Resident
+#                   tensors"; each step uploads ids, mask and positions
+#                   and downloads the logits)
 #   modelfs-cpu     bench_generate on every core (CPU=0 skips it and the next)
 #   ort-cpu         ONNX Runtime's Python package on every core, one loop
 #                   over the batch (bench/ort_generate.py), if installed

@@ -116,6 +116,8 @@ typedef struct mfs_exec_stats {
 	uint64_t kernels;         /* kernels enqueued (CLBlast calls excluded) */
 	uint64_t device_nodes;    /* nodes run on the device */
 	uint64_t host_nodes;      /* nodes run by their CPU implementation */
+	uint64_t kept_outputs;    /* outputs left on the device (engine.h) */
+	uint64_t resident_inputs; /* inputs read where a run kept them */
 } mfs_exec_stats;
 
 /* The statistics of e's backend context; zeros for a backend that keeps

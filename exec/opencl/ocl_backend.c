@@ -43,6 +43,7 @@
 #include "ocl_backend.h"
 #include "ocl_exec.h"
 #include "ocl_program.h"
+#include "ocl_resident.h"
 
 /* Inputs at most this many bytes, all on the host: run the node there. */
 #define HOST_SMALL_BYTES 4096
@@ -387,8 +388,11 @@ static int step_output(void *ctx, int i, mfs_tensor *o, mfs_error *err)
 	const mfs_graph *m = e->m;
 	oval *v = &e->vals[m->output_ids[i]];
 	cl_int st;
-	int rc = mfs_tensor_alloc(o, v->t.dtype, &v->t.shape, err);
+	int rc = e->keep && e->keep[i] ? ocl_resident_keep(e, v, o, err) : 0;
 
+	if (rc)
+		return rc < 0 ? rc : 0;
+	rc = mfs_tensor_alloc(o, v->t.dtype, &v->t.shape, err);
 	if (rc || !o->nbytes)
 		return rc;
 	if (v->on_host) {
@@ -418,8 +422,32 @@ static const mfs_run_steps ocl_steps = {
 	.node = step_node, .release = step_release, .output = step_output,
 };
 
-static int ocl_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs,
-			mfs_error *err)
+/* Inputs, device tensors (engine.h) adopted into the pool where they
+ * lie, host ones to upload when a kernel first reads them. */
+static int bind_graph_inputs(ocl_exec *e, const mfs_tensor *inputs, mfs_error *err)
+{
+	const mfs_graph *m = e->m;
+	for (int i = 0; i < m->n_inputs; i++) {
+		oval *v = &e->vals[m->input_ids[i]];
+		if (mfs_tensor_on_device(&inputs[i])) {
+			int rc = ocl_resident_bind(e, v, &inputs[i], err);
+			if (rc) {
+				mfs_error_prefix(err, "input '%s': ", m->inputs[i].name);
+				return rc;
+			}
+			continue;
+		}
+		v->t = inputs[i];
+		v->t.owns_data = false;
+		v->on_host = true;
+		v->host_made = false;
+		v->dev = NULL;
+	}
+	return 0;
+}
+
+static int ocl_exec_run_keep(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs,
+			     const bool *keep, mfs_error *err)
 {
 	ocl_exec *e = ctx;
 	const mfs_graph *m = e->m;
@@ -427,21 +455,23 @@ static int ocl_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs
 
 	mfs_pool_new_run(&e->pool);
 	e->stats.runs++;
-	for (int i = 0; i < m->n_inputs; i++) {
-		oval *v = &e->vals[m->input_ids[i]];
-		v->t = inputs[i];
-		v->t.owns_data = false;
-		v->on_host = true;
-		v->host_made = false;
-		v->dev = NULL;
-	}
-	rc = mfs_run_graph(m, &ocl_steps, e, outputs, err);
+	e->keep = keep;
+	rc = bind_graph_inputs(e, inputs, err);
+	if (!rc)
+		rc = mfs_run_graph(m, &ocl_steps, e, outputs, err);
+	e->keep = NULL;
 	/* Nothing may still read the caller's inputs after we return. */
 	clFinish(e->queue);
 	for (int v = 0; v < m->n_values; v++)
 		if (!e->vals[v].is_const && (e->vals[v].dev || e->vals[v].on_host))
 			release_value(e, v);
 	return rc;
+}
+
+static int ocl_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs,
+			mfs_error *err)
+{
+	return ocl_exec_run_keep(ctx, inputs, outputs, NULL, err);
 }
 
 static void ocl_exec_stats(void *ctx, mfs_exec_stats *out)
@@ -485,6 +515,7 @@ static const mfs_backend_iface ocl_iface = {
 	.supports_op = ocl_supports_op,
 	.exec_new = ocl_exec_new,
 	.exec_run = ocl_exec_run,
+	.exec_run_keep = ocl_exec_run_keep,
 	.exec_free = ocl_exec_free,
 	.free = ocl_free,
 	.exec_stats = ocl_exec_stats,

@@ -55,6 +55,7 @@ struct ocl_exec {
 	mfs_block *scratch[OCL_SCRATCH_SLOTS];   /* not in the pool: per
 						    context, only grow */
 	mfs_exec_stats stats;
+	const bool *keep;      /* this run's outputs to leave on the device */
 	/* MODELFS_OCL_PROFILE set: each launch waits for its event and adds
 	 * its device time here (slot K_COUNT: CLBlast); printed at free */
 	bool profile;

@@ -109,7 +109,8 @@ typedef struct ocl_conv {
 	X(K_WINO4_OUTPUT, "wino4_output") \
 	X(K_CONV_IGEMM_128X64, "conv_igemm_128x64") \
 	X(K_CONV_IGEMM_128, "conv_igemm_128") \
-	X(K_DENSE_GEMM_64, "dense_gemm_64")
+	X(K_DENSE_GEMM_64, "dense_gemm_64") \
+	X(K_GEMV_SMALL_M, "gemv_small_m")
 
 typedef enum ocl_kid {
 #define OCL_KERNEL_ID(id, name) id,
@@ -219,6 +220,9 @@ bool ocl_bc_make(ocl_bc *p, const mfs_shape *out, const mfs_shape *a,
 cl_mem ocl_in(ocl_run *r, int k, int *rc);
 /* Allocate output k (shape and dtype already inferred) on the device. */
 cl_mem ocl_out(ocl_run *r, int k, int *rc);
+/* Output k_out shares input k_in's device block (uploading it first): a
+ * node whose output has its input's bytes in the same order. */
+int ocl_alias(ocl_run *r, int k_in, int k_out);
 /* Host copy of input k (downloads when needed): for small integer inputs
  * that carry attributes (Clip bounds, Reduce axes). */
 const void *ocl_in_host(ocl_run *r, int k, int *rc);

@@ -26,6 +26,47 @@ static int fill_zero(ocl_run *r, cl_mem m, int64_t n)
 	return ocl_launch(r, K_FILL_4, (size_t)n);
 }
 
+/* ---- products of few rows (kernels/ops_gemv.cl) ---- */
+
+#define GEMV_MAX_ROWS 8
+
+/* Whether a product of rows rows (per batch item) takes gemv_small_m: on
+ * devices with 256-item groups, unless MODELFS_OCL_GEMV=0. */
+static bool use_gemv(ocl_run *r, int64_t rows)
+{
+	const char *env = getenv("MODELFS_OCL_GEMV");
+
+	return rows >= 1 && rows <= GEMV_MAX_ROWS && ocl_max_group(r) >= 256 &&
+	       !(env && !strcmp(env, "0"));
+}
+
+/* One product of few rows per batch item (ops_gemv.cl's contract). */
+typedef struct gemv_args {
+	cl_mem a, b, bias, z, y;
+	int64_t rows, n, k, sbk, sbn, sa, sb, sy, nbatch;
+	cl_int hasb, hasz, op;
+} gemv_args;
+
+static int gemv(ocl_run *r, const gemv_args *g)
+{
+	ocl_kid kk = K_GEMV_SMALL_M;
+	cl_int v[9] = { (cl_int)g->rows, (cl_int)g->n, (cl_int)g->k, (cl_int)g->sbk,
+			(cl_int)g->sbn, (cl_int)g->sa, (cl_int)g->sb, (cl_int)g->sy, 0 };
+	const cl_mem *mems[5] = { &g->a, &g->b, &g->bias, &g->z, &g->y };
+	int rc;
+
+	for (int i = 0; i < 5; i++)
+		if ((rc = ocl_arg(r, kk, i, sizeof(cl_mem), mems[i])))
+			return rc;
+	for (int i = 0; i < 8; i++)
+		if ((rc = OCL_ARG(r, kk, 5 + i, v[i])))
+			return rc;
+	if ((rc = OCL_ARG(r, kk, 13, g->hasb)) || (rc = OCL_ARG(r, kk, 14, g->hasz)) ||
+	    (rc = OCL_ARG(r, kk, 15, g->op)))
+		return rc;
+	return ocl_launch_groups(r, kk, (size_t)(((g->n + 7) / 8) * g->nbatch), 256);
+}
+
 /* ---- Gemm ---- */
 
 int ocl_op_gemm(ocl_run *r)
@@ -119,6 +160,19 @@ int ocl_op_matmul(ocl_run *r)
 		return 0;
 	if (!g.k)
 		return fill_zero(r, my, mfs_shape_numel(&y->shape));
+	if (g.b_single && use_gemv(r, g.m * g.nbatch)) {
+		int64_t offa, offb;
+		bool contiguous = true;
+		for (int64_t bi = 0; bi < g.nbatch && contiguous; bi++) {
+			mfs_mm_batch_offsets(&g, bi, &offa, &offb);
+			contiguous = offa == bi * g.m * g.k;
+		}
+		gemv_args ga = { .a = ma, .b = mb, .bias = my, .z = my, .y = my,
+				 .rows = g.m * g.nbatch, .n = g.n, .k = g.k, .sbk = g.n, .sbn = 1,
+				 .nbatch = 1, .op = OCL_U_COPY };
+		if (contiguous)
+			return gemv(r, &ga);
+	}
 	if (g.b_single) {
 		/* A's batch folds into its rows: one product */
 		int64_t offa, offb;
@@ -147,6 +201,12 @@ int ocl_op_matmul(ocl_run *r)
 			else
 				regular = offa == 0 && offb == 0;
 		}
+		gemv_args ga = { .a = ma, .b = mb, .bias = my, .z = my, .y = my, .rows = g.m,
+				 .n = g.n, .k = g.k, .sbk = g.n, .sbn = 1, .sa = sa, .sb = sb,
+				 .sy = g.m * g.n, .nbatch = g.nbatch, .op = OCL_U_COPY };
+		if (regular && g.nbatch > 1 && sa >= 0 && sb >= 0 && use_gemv(r, g.m) &&
+		    ocl_fits_int(sa * g.nbatch) && ocl_fits_int(sb * g.nbatch))
+			return gemv(r, &ga);
 		if (regular && g.nbatch > 1 && sa > 0 && sb > 0)
 			return ocl_sgemm_batched(r, (size_t)g.m, (size_t)g.n, (size_t)g.k, 1.0f,
 						 ma, (size_t)g.k, (size_t)sa, mb, (size_t)g.n,
@@ -224,6 +284,12 @@ int ocl_op_dense(ocl_run *r)
 		return rc;
 	if (!ny)
 		return 0;
+	if (k && use_gemv(r, rows)) {
+		gemv_args ga = { .a = ma, .b = mw, .bias = mb, .z = mz, .y = my, .rows = rows,
+				 .n = n, .k = k, .sbk = tb ? 1 : n, .sbn = tb ? k : 1, .nbatch = 1,
+				 .hasb = hasb, .hasz = hasz, .op = op };
+		return gemv(r, &ga);
+	}
 	if (k && dense_use_own_gemm(r, rows, n)) {
 		ocl_kid kg = K_DENSE_GEMM_64;
 		cl_int crows = (cl_int)rows, cn64 = (cl_int)n, ck = (cl_int)k, ctb = tb;

@@ -196,6 +196,24 @@ cl_mem ocl_out(ocl_run *r, int k, int *rc)
 	return v->dev->mem;
 }
 
+int ocl_alias(ocl_run *r, int k_in, int k_out)
+{
+	oval *src = ocl_in_val(r, k_in), *dst;
+	int rc;
+
+	if (!ocl_in(r, k_in, &rc))
+		return rc;
+	dst = &r->e->vals[r->nd->out[k_out]];
+	dst->dev = src->dev;
+	if (!dst->dev->pinned)
+		dst->dev->refs++;
+	dst->on_host = false;
+	dst->t.data = NULL;
+	dst->t.nbytes = 0;
+	r->e->stats.views++;
+	return 0;
+}
+
 cl_mem ocl_node_buffer(ocl_run *r, size_t bytes, bool *fresh, int *rc)
 {
 	ocl_exec *e = r->e;

@@ -30,6 +30,11 @@ typedef struct mfs_backend_iface {
 	/* Run; same contract as mfs_exec_run. */
 	int (*exec_run)(void *exec_ctx, const mfs_tensor *inputs,
 			mfs_tensor *outputs, mfs_error *err);
+	/* Optional (NULL: no device memory): exec_run where inputs may be
+	 * device tensors this backend made and outputs with keep[i] set may
+	 * come back as device tensors (engine.h, "Resident tensors"). */
+	int (*exec_run_keep)(void *exec_ctx, const mfs_tensor *inputs,
+			     mfs_tensor *outputs, const bool *keep, mfs_error *err);
 	void (*exec_free)(void *exec_ctx);
 	/* Release the backend itself (NULL for static backends). */
 	void (*free)(mfs_backend *b);

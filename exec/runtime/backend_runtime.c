@@ -91,18 +91,26 @@ static mfs_block *reuse_block(mfs_pool *p, size_t size, int *status)
 	return largest;
 }
 
+/* Room in p->blocks for one more; false when out of memory. */
+static bool room_for_block(mfs_pool *p)
+{
+	if (p->n_blocks < p->cap_blocks)
+		return true;
+	int cap = p->cap_blocks ? 2 * p->cap_blocks : 16;
+	mfs_block **nb = realloc(p->blocks, (size_t)cap * sizeof(*nb));
+	if (!nb)
+		return false;
+	p->blocks = nb;
+	p->cap_blocks = cap;
+	return true;
+}
+
 static mfs_block *new_block(mfs_pool *p, size_t size, int *status)
 {
 	mfs_block *b;
 
-	if (p->n_blocks == p->cap_blocks) {
-		int cap = p->cap_blocks ? 2 * p->cap_blocks : 16;
-		mfs_block **nb = realloc(p->blocks, (size_t)cap * sizeof(*nb));
-		if (!nb)
-			goto oom;
-		p->blocks = nb;
-		p->cap_blocks = cap;
-	}
+	if (!room_for_block(p))
+		goto oom;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		goto oom;
@@ -158,6 +166,36 @@ mfs_block *mfs_pool_take(mfs_pool *p, size_t size, int *status)
 		return NULL;
 	remember(p, k, b);
 	b->refs = 1;
+	return b;
+}
+
+void *mfs_pool_detach(mfs_pool *p, mfs_block *b, size_t *cap)
+{
+	void *mem = b->mem;
+	for (int i = 0; i < p->n_hints; i++)
+		if (p->hints[i] == b)
+			p->hints[i] = NULL;
+	for (int i = 0; i < p->n_blocks; i++)
+		if (p->blocks[i] == b) {
+			p->blocks[i] = p->blocks[--p->n_blocks];
+			break;
+		}
+	*cap = b->cap;
+	free(b);
+	return mem;
+}
+
+mfs_block *mfs_pool_adopt(mfs_pool *p, void *mem, size_t cap)
+{
+	if (!room_for_block(p))
+		return NULL;
+	mfs_block *b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->mem = mem;
+	b->cap = cap;
+	b->refs = 1;
+	p->blocks[p->n_blocks++] = b;
 	return b;
 }
 

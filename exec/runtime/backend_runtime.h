@@ -70,6 +70,16 @@ static inline void mfs_pool_new_run(mfs_pool *p)
 	p->seq = 0;
 }
 
+/* Resident tensors (engine.h), for pools with their own alloc (device
+ * memory, outside the host budget): take b (one reference, not pinned)
+ * out of the pool, its memory the caller's from now on (what p->alloc returned,
+ * *cap bytes); b is freed and no later request gets it. */
+void *mfs_pool_detach(mfs_pool *p, mfs_block *b, size_t *cap);
+/* The reverse: mem (what an alloc of this pool's kind returned, cap
+ * bytes) becomes a block of p with one reference, freed with the pool.
+ * NULL when out of memory (mem stays the caller's). */
+mfs_block *mfs_pool_adopt(mfs_pool *p, void *mem, size_t cap);
+
 /* Free every block and the pool's arrays (the callbacks stay). */
 void mfs_pool_release(mfs_pool *p);
 

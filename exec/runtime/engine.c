@@ -228,7 +228,7 @@ static int check_tensor(const mfs_graph *m, const mfs_io_desc *d,
 				"model '%s': input '%s' holds %zu bytes, its shape %s needs %zu",
 				m->label, d->name, t->data ? t->nbytes : 0,
 				mfs_shape_format(&t->shape, got, sizeof(got)), n);
-	if (t->layout != MFS_LAYOUT_PLAIN)
+	if (t->layout != MFS_LAYOUT_PLAIN && !mfs_tensor_on_device(t))
 		return mfs_fail(err, EINVAL,
 				"model '%s': input '%s' is not in plain layout",
 				m->label, d->name);
@@ -315,10 +315,59 @@ int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 	return rc;
 }
 
+/* Resident tensors (engine.h): which outputs the caller marked, and
+ * host copies (*copy, n_inputs of them, the caller releases) of the
+ * device inputs the backend cannot read where they lie.  *keep NULL and
+ * *copy NULL when there are none of either. */
+static int resident_args(mfs_exec *e, const mfs_tensor **inputs, mfs_tensor *outputs,
+			 bool **keep, mfs_tensor **copy, mfs_error *err)
+{
+	const mfs_graph *m = e->m;
+	bool can = e->backend->iface->exec_run_keep != NULL;
+	*keep = NULL;
+	*copy = NULL;
+	for (int i = 0; i < m->n_outputs; i++)
+		if (can && mfs_tensor_wants_device(&outputs[i])) {
+			if (!*keep && !(*keep = calloc((size_t)m->n_outputs, sizeof(bool))))
+				return mfs_fail(err, ENOMEM, "out of memory");
+			(*keep)[i] = true;
+		}
+	for (int i = 0; i < m->n_inputs; i++) {
+		const mfs_tensor *t = &(*inputs)[i];
+		if (!mfs_tensor_on_device(t) ||
+		    (can && ((const mfs_device_data *)t->data)->owner == e->backend))
+			continue;
+		if (!*copy) {
+			if (!(*copy = calloc((size_t)m->n_inputs, sizeof(**copy))))
+				return mfs_fail(err, ENOMEM, "out of memory");
+			for (int k = 0; k < m->n_inputs; k++) {
+				(*copy)[k] = (*inputs)[k];
+				(*copy)[k].owns_data = false;
+			}
+		}
+		int rc = mfs_tensor_to_host(t, &(*copy)[i], err);
+		if (rc < 0)
+			return rc;
+	}
+	if (*copy)
+		*inputs = *copy;
+	return 0;
+}
+
+static void resident_free(const mfs_graph *m, bool *keep, mfs_tensor *copy)
+{
+	for (int i = 0; copy && i < m->n_inputs; i++)
+		mfs_tensor_release(&copy[i]);
+	free(copy);
+	free(keep);
+}
+
 static int exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 		    mfs_error *err)
 {
 	const mfs_graph *m = e->m;
+	bool *keep;
+	mfs_tensor *copy;
 	int rc;
 
 	for (int i = 0; i < m->n_inputs; i++) {
@@ -326,8 +375,13 @@ static int exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 		if (rc)
 			return rc;
 	}
+	rc = resident_args(e, &inputs, outputs, &keep, &copy, err);
 	for (int i = 0; i < m->n_outputs; i++)
 		memset(&outputs[i], 0, sizeof(outputs[i]));
+	if (rc < 0) {
+		resident_free(m, keep, copy);
+		return rc;
+	}
 	int n = atomic_load(&engine_threads);
 	mfs_sizing_slot *slot = NULL;
 	int want = n > 0 ? mfs_sizing_plan(&e->sizing, first_rows(m, inputs), n, &slot) : 0;
@@ -342,7 +396,11 @@ static int exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 	if (threads && want != 1 && !first)
 		mfs_cpu_sample_begin(&cpu);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = e->backend->iface->exec_run(e->ctx, inputs, outputs, err);
+	if (e->backend->iface->exec_run_keep)
+		rc = e->backend->iface->exec_run_keep(e->ctx, inputs, outputs, keep, err);
+	else
+		rc = e->backend->iface->exec_run(e->ctx, inputs, outputs, err);
+	resident_free(m, keep, copy);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	mfs_cpu_sample_end(&cpu, threads);
 	atomic_fetch_sub(&runs_in_flight, 1);

@@ -94,6 +94,19 @@ void mfs_exec_free(mfs_exec *e);
 int mfs_exec_run(mfs_exec *e, const mfs_tensor *inputs, mfs_tensor *outputs,
 		 mfs_error *err);
 
+/* Resident tensors: a run may keep outputs in the engine's device memory
+ * for a later run to read as inputs without a trip through the host (a
+ * decoder's key/value cache, fed back step after step: generate.h).
+ * Mark such an output before the run with mfs_tensor_want_device(); a
+ * backend with device memory (OpenCL) then fills it as a device tensor
+ * (tensor.h MFS_LAYOUT_DEVICE: shape and dtype as usual, the data
+ * opaque); the CPU backend ignores the mark.  A device tensor given as
+ * an input to a run of any execution context of the same backend is read
+ * where it lies, anywhere else it is copied to the host first.  A run
+ * consumes a device tensor's data (its memory may hold that run's other
+ * values): pass it to one run, then release it; mfs_tensor_to_host reads
+ * it before that.  mfs_tensor_release frees it. */
+
 /* Whether runs of inputs' batch size have their thread count decided
  * (exec/runtime/thread_sizing.h: the first runs of each batch size measure one
  * thread against all, all against half): a benchmark warms up until then,

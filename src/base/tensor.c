@@ -216,11 +216,49 @@ static int tensor_alloc(mfs_tensor *t, mfs_dtype dt, const mfs_shape *shape,
 	return 0;
 }
 
+/* The mark mfs_tensor_want_device leaves: an address no tensor's data
+ * has, so that an output array left uninitialised never asks by chance. */
+static const char want_device_mark;
+
+void mfs_tensor_want_device(mfs_tensor *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->layout = MFS_LAYOUT_DEVICE;
+	t->data = (void *)&want_device_mark;
+}
+
+bool mfs_tensor_wants_device(const mfs_tensor *t)
+{
+	return t->layout == MFS_LAYOUT_DEVICE && t->data == &want_device_mark;
+}
+
+int mfs_tensor_to_host(const mfs_tensor *t, mfs_tensor *out, mfs_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (t->kind != MFS_KIND_TENSOR || t->dtype == MFS_DT_STRING)
+		return mfs_fail(err, EINVAL, "only a numeric tensor has a host copy here");
+	int rc = mfs_tensor_alloc_uninit(out, t->dtype, &t->shape, err);
+	if (rc < 0 || !out->nbytes)
+		return rc;
+	if (!mfs_tensor_on_device(t)) {
+		memcpy(out->data, t->data, out->nbytes);
+		return 0;
+	}
+	mfs_device_data *d = t->data;
+	rc = d->read(d, out->data, out->nbytes, err);
+	if (rc < 0)
+		mfs_tensor_release(out);
+	return rc;
+}
+
 void mfs_tensor_release(mfs_tensor *t)
 {
 	if (!t)
 		return;
-	if (t->owns_data) {
+	if (t->owns_data && mfs_tensor_on_device(t) && !mfs_tensor_wants_device(t)) {
+		mfs_device_data *d = t->data;
+		d->put(d);
+	} else if (t->owns_data) {
 		if (t->data && t->nbytes >= big_min)
 			big_release(t->data);
 		else

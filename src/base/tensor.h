@@ -68,7 +68,24 @@ typedef enum mfs_layout {
 	 * when C is not a multiple of 16 (mfs_tensor_storage_bytes); shape
 	 * still NCHW.  Only between convolutions (exec/graph/graph_plan.c). */
 	MFS_LAYOUT_BLOCK16 = 2,
+	/* The data lives in an engine's device memory: data points to an
+	 * mfs_device_data (below), nbytes is what the shape needs.  Only
+	 * between a run that kept an output and the run that reads it as
+	 * an input (engine.h, "Resident tensors"). */
+	MFS_LAYOUT_DEVICE = 3,
 } mfs_layout;
+
+/* A tensor's data held on a device (MFS_LAYOUT_DEVICE), opaque to all but
+ * the backend that made it, which extends this header.  owner: that
+ * backend (an mfs_backend *).  read copies the data (bytes of it) to the
+ * host; put drops the tensor's reference.  read fails with -EINVAL once
+ * a run consumed the data (engine.h). */
+typedef struct mfs_device_data mfs_device_data;
+struct mfs_device_data {
+	const void *owner;
+	int (*read)(mfs_device_data *d, void *dst, size_t bytes, mfs_error *err);
+	void (*put)(mfs_device_data *d);
+};
 
 /* What a value is.  ONNX graphs pass tensors, and (opset 11+) sequences
  * of tensors and optionals: a value that holds a tensor or a sequence, or
@@ -112,6 +129,21 @@ typedef struct mfs_tensor {
 				  (NULL: none yet, or all elements empty);
 				  freed with data when owns_data */
 } mfs_tensor;
+
+/* Ask a run for output t on the device (engine.h, "Resident tensors"):
+ * marks the zeroed tensor before the run; a backend without device memory
+ * ignores it and fills t as usual. */
+void mfs_tensor_want_device(mfs_tensor *t);
+bool mfs_tensor_wants_device(const mfs_tensor *t);
+/* Whether t's data is on a device (MFS_LAYOUT_DEVICE). */
+static inline bool mfs_tensor_on_device(const mfs_tensor *t)
+{
+	return t->layout == MFS_LAYOUT_DEVICE && t->data;
+}
+/* A host copy of t into out (a new tensor out owns; t untouched): a
+ * device tensor's data read back, any other tensor's copied.  -EINVAL
+ * for a container, -ENOMEM, or the device's error. */
+int mfs_tensor_to_host(const mfs_tensor *t, mfs_tensor *out, mfs_error *err);
 
 /* Bytes of data for t's dtype and shape (dims must be >= 0): false when
  * the product overflows size_t. */

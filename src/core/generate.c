@@ -221,11 +221,43 @@ static void fail_batch(mfs_generator *g, const mfs_error *err)
 	}
 }
 
-/* The batch again: the rows of rows[] whose keep[] is set, then join (a
- * generation whose prompt ran, its cache the step's present outputs,
- * [1,H,len,D]) if not NULL.  Each row's positions are copied right-aligned into new tensors
- * as long as the longest row.  0, or -ENOMEM (nothing changed). */
-static int repack(mfs_generator *g, const bool *keep, mfs_gen *join, mfs_error *err)
+/* A host copy of every device tensor (engine.h) among ts[0..n) that
+ * rows are copied from: into host[], or host[j] zeroed where ts[j] is on
+ * the host already.  0 or -errno (host[] released). */
+static int host_copies(const mfs_tensor *ts, const int *idx, int n, mfs_tensor *host,
+		       mfs_error *err)
+{
+	for (int j = 0; j < n; j++) {
+		const mfs_tensor *t = idx ? &ts[idx[j]] : &ts[j];
+		memset(&host[j], 0, sizeof(host[j]));
+		if (!mfs_tensor_on_device(t))
+			continue;
+		int rc = mfs_tensor_to_host(t, &host[j], err);
+		if (rc < 0) {
+			for (int k = 0; k < j; k++)
+				mfs_tensor_release(&host[k]);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* The first row of an empty batch: its present tensors are the cache as
+ * they are (on the device, when the engine kept them there). */
+static void adopt_join(mfs_generator *g, mfs_gen *join)
+{
+	drop_kv(g);
+	for (int j = 0; j < 2 * g->n_layers; j++) {
+		g->kv[j] = g->out[g->out_present[j]];
+		memset(&g->out[g->out_present[j]], 0, sizeof(mfs_tensor));
+	}
+	g->pmax = join->len;
+	g->rows[0] = join;
+	g->n_rows = 1;
+}
+
+/* repack() with row copies. */
+static int repack_rows(mfs_generator *g, const bool *keep, mfs_gen *join, mfs_error *err)
 {
 	int n = 0;
 	int64_t p = join ? join->len : 0;
@@ -238,15 +270,35 @@ static int repack(mfs_generator *g, const bool *keep, mfs_gen *join, mfs_error *
 		n++;
 	int L2 = 2 * g->n_layers;
 	mfs_tensor *nkv = calloc((size_t)L2, sizeof(mfs_tensor));
-	if (!nkv)
+	/* rows are copied on the host: device tensors come back first */
+	mfs_tensor *tmp = calloc(2 * (size_t)L2, sizeof(mfs_tensor));
+	if (!nkv || !tmp) {
+		free(nkv);
+		free(tmp);
 		return mfs_fail(err, ENOMEM, "out of memory");
+	}
+	mfs_tensor *hkv = tmp, *hjoin = tmp + L2;
+	int rc = host_copies(g->kv, NULL, g->n_rows ? L2 : 0, hkv, err);
+	if (rc == 0 && join && (rc = host_copies(g->out, g->out_present, L2, hjoin, err)) < 0)
+		for (int j = 0; j < L2; j++)
+			mfs_tensor_release(&hkv[j]);
+	if (rc < 0) {
+		free(nkv);
+		free(tmp);
+		return rc;
+	}
 	size_t es = mfs_dtype_size(g->kv_dt), row = (size_t)g->head_dim * es;
 	mfs_shape sh = { 4, { n, g->heads, p, g->head_dim } };
 	for (int j = 0; j < L2; j++) {
 		if (mfs_tensor_alloc(&nkv[j], g->kv_dt, &sh, err) < 0) {
-			for (int k = 0; k < j; k++)
-				mfs_tensor_release(&nkv[k]);
+			for (int k = 0; k < L2; k++) {
+				mfs_tensor_release(&tmp[k]);
+				mfs_tensor_release(&tmp[L2 + k]);
+				if (k < j)
+					mfs_tensor_release(&nkv[k]);
+			}
 			free(nkv);
+			free(tmp);
 			return -ENOMEM;
 		}
 		int nb = 0;
@@ -256,7 +308,9 @@ static int repack(mfs_generator *g, const bool *keep, mfs_gen *join, mfs_error *
 				continue;
 			int64_t len = is_join ? join->len : g->rows[b]->len;
 			int64_t sp = is_join ? len : g->pmax, sb = is_join ? 0 : b;
-			const char *src = is_join ? g->out[g->out_present[j]].data : g->kv[j].data;
+			const mfs_tensor *ht = is_join ? &hjoin[j] : &hkv[j];
+			const char *src = ht->data ? ht->data
+					  : is_join ? g->out[g->out_present[j]].data : g->kv[j].data;
 			char *dst = nkv[j].data;
 			for (int64_t h = 0; h < g->heads; h++)
 				memcpy(dst + ((nb * g->heads + h) * p + (p - len)) * row,
@@ -264,6 +318,9 @@ static int repack(mfs_generator *g, const bool *keep, mfs_gen *join, mfs_error *
 			nb++;
 		}
 	}
+	for (int j = 0; j < 2 * L2; j++)
+		mfs_tensor_release(&tmp[j]);
+	free(tmp);
 	drop_kv(g);
 	free(g->kv);
 	g->kv = nkv;
@@ -280,6 +337,22 @@ static int repack(mfs_generator *g, const bool *keep, mfs_gen *join, mfs_error *
 	if (nb == 0)
 		drop_kv(g);
 	return 0;
+}
+
+/* The batch again: the rows of rows[] whose keep[] is set, then join (a
+ * generation whose prompt ran, its cache the step's present outputs,
+ * [1,H,len,D]) if not NULL.  Each row's positions are copied right-aligned into new tensors
+ * as long as the longest row (read back from the device first where the
+ * engine kept them there), except for a join into an empty batch, whose
+ * present tensors become the cache as they are.  0, or -errno (nothing
+ * changed). */
+static int repack(mfs_generator *g, const bool *keep, mfs_gen *join, mfs_error *err)
+{
+	if (join && g->n_rows == 0) {
+		adopt_join(g, join);
+		return 0;
+	}
+	return repack_rows(g, keep, join, err);
 }
 
 /* ---- the steps ---- */
@@ -377,6 +450,10 @@ static void kick(mfs_generator *g)
 		g->prefill = gen;
 		int rc = make_inputs(g, gen, &err);
 		if (rc == 0) {
+			/* the cache stays in the engine's device memory where it
+			 * has one (engine.h, "Resident tensors") */
+			for (int j = 0; j < 2 * g->n_layers; j++)
+				mfs_tensor_want_device(&g->out[g->out_present[j]]);
 			memset(&g->job, 0, sizeof(g->job));
 			g->job.inputs = g->in;
 			g->job.outputs = g->out;

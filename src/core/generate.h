@@ -24,10 +24,13 @@
  * with the model's other requests.
  *
  * The cache: each step's present tensors are the next step's past as
- * they are (the daemon copies nothing per token); the model's own
- * Concat(past, new) makes the grown tensor, one copy of the cache per
- * token inside the engine, as in ONNX Runtime.  The batch is re-packed
- * (one copy) only when a row joins or leaves.
+ * they are (the daemon copies nothing per token), and on an engine with
+ * device memory (OpenCL) they stay there between steps (engine.h,
+ * "Resident tensors"): nothing of the cache crosses the bus per token.
+ * The model's own Concat(past, new) makes the grown tensor, one copy of
+ * the cache per token inside the engine (on the device), as in ONNX
+ * Runtime.  The batch is re-packed (one copy, through the host) only
+ * when a row joins or leaves.
  *
  * A generation (mfs_gen) is reference counted and outlives its
  * generator: readers take the ids produced so far and wait for more

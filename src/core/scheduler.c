@@ -398,12 +398,12 @@ int mfs_sched_submit_here(mfs_queue *q, mfs_job *job, mfs_error *err)
 	return submit(q, job, true, err);
 }
 
-/* Do two jobs' inputs agree in dtype and in every dim but the first? */
+/* Are both jobs' inputs plain (no device tensor), alike in dtype and all dims but the first? */
 static bool compatible(const mfs_queue *q, const mfs_job *a, const mfs_job *b)
 {
 	for (int i = 0; i < q->runner.n_inputs; i++) {
 		const mfs_tensor *x = &a->inputs[i], *y = &b->inputs[i];
-		if (x->dtype != y->dtype || x->shape.rank != y->shape.rank)
+		if (x->dtype != y->dtype || x->shape.rank != y->shape.rank || x->layout || y->layout)
 			return false;
 		for (int d = 1; d < x->shape.rank; d++)
 			if (x->shape.dims[d] != y->shape.dims[d])

@@ -5,14 +5,10 @@
 # the same model stepped by hand (torch, kv_decoder.py --greedy).
 
 load helpers
-
-KV="$TOP/tests/models/kv_decoder.py"
+load gen_helpers
 
 setup_file() {
-	export GEN_REPO
-	GEN_REPO=$(mktemp -d "${BATS_RUN_TMPDIR:-/tmp}/genrepo.XXXXXX")
-	mkdir -p "$GEN_REPO/gen/1"
-	"$PY" "$KV" "$GEN_REPO/gen/1" 2>/dev/null
+	gen_repo
 	# the config says: not a generator; a generator that is not one
 	mkdir -p "$GEN_REPO/gen_off/1"
 	cp "$GEN_REPO/gen/1/model.onnx" "$GEN_REPO/gen_off/1/"
@@ -28,26 +24,6 @@ setup() {
 
 teardown() {
 	unmount_repo
-}
-
-# generate JSON: write it on one fd and read the answer on the same fd.
-gen_file() {
-	"$PY" - "$MNT/gen/generate" "$1" <<'PYEOF'
-import os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-os.write(fd, sys.argv[2].encode())
-out = b""
-while True:
-    b = os.read(fd, 65536)
-    if not b:
-        break
-    out += b
-sys.stdout.write(out.decode())
-PYEOF
-}
-
-ids_of() {
-	"$PY" -c 'import json,sys; print(" ".join(map(str, json.loads(sys.stdin.read().splitlines()[-1])["output_ids"])))'
 }
 
 @test "a decoder in the Optimum convention is a generator: it has a generate file" {
@@ -128,19 +104,7 @@ ids_of() {
 }
 
 @test "8 concurrent generations of different lengths each get their own ids" {
-	local pids=()
-	for i in 1 2 3 4 5 6 7 8; do
-		prompt=$(seq -s ' ' "$i" $((2 * i)))
-		"$PY" "$KV" x --greedy "$prompt" $((10 + i)) > "$BATS_TEST_TMPDIR/want$i"
-		json=$(echo "$prompt" | tr ' ' ',')
-		gen_file "{\"input_ids\": [$json], \"max_tokens\": $((10 + i))}" | ids_of > "$BATS_TEST_TMPDIR/got$i" &
-		pids+=($!)
-	done
-	# not a bare wait: the daemon is a child of this shell too
-	for p in "${pids[@]}"; do wait "$p"; done
-	for i in 1 2 3 4 5 6 7 8; do
-		diff "$BATS_TEST_TMPDIR/want$i" "$BATS_TEST_TMPDIR/got$i"
-	done
+	gen_concurrent_8
 }
 
 @test "cat of output_ids.txt prints the first ids while the generation still runs" {

@@ -379,6 +379,40 @@ static void test_aligned_block(void **st)
 	free(q);
 }
 
+/* Resident tensors: a detached block's memory leaves the pool (no later
+ * request gets it, the pool no longer frees it); adopted memory becomes
+ * a block like any other, handed out again once free and freed with
+ * the pool. */
+static void test_pool_detach_adopt(void **st)
+{
+	fx *x = *st;
+	mfs_block *a = take(x, 100), *b = take(x, 300);
+	size_t cap;
+	void *mem = mfs_pool_detach(&x->p, a, &cap);
+
+	assert_non_null(mem);
+	assert_int_equal(cap, 100);
+	mfs_block_put(b);
+	mfs_pool_new_run(&x->p);
+	mfs_block *c = take(x, 100);          /* the hint is gone: b, not a */
+	assert_ptr_equal(c, b);
+	assert_ptr_not_equal(c->mem, mem);
+	mfs_block_put(c);
+	mfs_block *d = mfs_pool_adopt(&x->p, mem, cap);
+	assert_non_null(d);
+	assert_int_equal(d->refs, 1);
+	assert_ptr_equal(d->mem, mem);
+	mfs_block_put(d);
+	mfs_pool_new_run(&x->p);
+	mfs_block *e = take(x, 90);           /* the replay: b again */
+	mfs_block *f = take(x, 90);           /* then the adopted block */
+	assert_ptr_equal(e, b);
+	assert_ptr_equal(f, d);
+	mfs_block_put(e);
+	mfs_block_put(f);
+	assert_int_equal(x->f.live, 2);       /* teardown frees both */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -387,6 +421,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pool_growing_value, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_pool_pinned_never_reused, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_pool_failures, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_pool_detach_adopt, fx_setup, fx_teardown),
 		cmocka_unit_test(test_pool_host_default),
 		cmocka_unit_test(test_prepare_reruns_on_change),
 		cmocka_unit_test(test_infer_clears_outputs),

@@ -16,9 +16,7 @@
 #include <cmocka.h>
 
 #include "graph.h"
-#include "ocl_backend.h"
-
-static mfs_backend *ocl;
+#include "ocl_fixture.h"
 
 #include "graph_builder.h"
 
@@ -435,6 +433,54 @@ static void test_fused(void **state)
 	unsetenv("MODELFS_OCL_DENSE");
 }
 
+/* Products of few rows (a decoder's step) take gemv_small_m: Dense of 1,
+ * 6 and 8 rows with and without transB, bias, activation and residual Z,
+ * 130 columns (a partial group of 16) and K of 33; MatMul of rows that
+ * fold into one product, batched with a B per item (attention's
+ * scores), and with one B broadcast over the batch.  A Transpose that
+ * moves only dims of size 1 is a view of its input (the step's [B,1,H,D]
+ * to [B,H,1,D]); one that moves others still copies. */
+static void test_small_m(void **state)
+{
+	int64_t d1[] = { 1, 1, 33 }, d6[] = { 2, 3, 33 }, d8[] = { 1, 8, 33 }, dz[] = { 2, 3, 130 };
+	int64_t dw[] = { 33, 130 }, dwt[] = { 130, 33 }, db[] = { 130 };
+	int64_t dq[] = { 2, 3, 1, 16 }, dk[] = { 2, 3, 16, 21 }, dkb[] = { 16, 21 };
+	int64_t dt[] = { 2, 1, 3, 4 };
+	onnx_model *m = gb_new(17);
+	onnx_node *n;
+	(void)state;
+	gb_input(m, "x1", MFS_DT_FLOAT, 3, d1);
+	gb_input(m, "x6", MFS_DT_FLOAT, 3, d6);
+	gb_input(m, "x8", MFS_DT_FLOAT, 3, d8);
+	gb_input(m, "z", MFS_DT_FLOAT, 3, dz);
+	gb_input(m, "q", MFS_DT_FLOAT, 4, dq);
+	gb_input(m, "k", MFS_DT_FLOAT, 4, dk);
+	gb_input(m, "t", MFS_DT_FLOAT, 4, dt);
+	init_rand(m, "w", 2, dw);
+	init_rand(m, "wt", 2, dwt);
+	init_rand(m, "b", 1, db);
+	init_rand(m, "kb", 2, dkb);
+	attr_str(ours(m, "Dense", "x1,w,b", "a1"), "activation", "GeluTanh");
+	n = ours(m, "Dense", "x6,wt,b,z", "a6");
+	attr_int(n, "transB", 1);
+	attr_str(n, "activation", "Relu");
+	ours(m, "Dense", "x6,w,,z", "a6z");
+	n = ours(m, "Dense", "x8,wt", "a8");
+	attr_int(n, "transB", 1);
+	node(m, "MatMul", "x6,w", "m6");
+	node(m, "MatMul", "q,k", "qk");
+	node(m, "MatMul", "q,kb", "qkb");
+	attr_ints(node(m, "Transpose", "t", "tv"), "perm", 4, (int64_t[]){ 0, 2, 1, 3 });
+	node(m, "Relu", "tv", "tr");
+	attr_ints(node(m, "Transpose", "t", "tc"), "perm", 4, (int64_t[]){ 0, 3, 1, 2 });
+	for (const char *const *o = (const char *const[]){ "a1", "a6", "a6z", "a8", "m6", "qk",
+							   "qkb", "tr", "tc", NULL }; *o; o++)
+		gb_output(m, *o);
+	mfs_tensor in[] = { rand_f32(3, d1), rand_f32(3, d6), rand_f32(3, d8), rand_f32(3, dz),
+			    rand_f32(4, dq), rand_f32(4, dk), rand_f32(4, dt) };
+	check(m, 7, in, 1e-4, true);
+}
+
 /* Attention on the device: a padding mask broadcast over heads and query
  * rows (keep_if 1), a causal-style one given in full with keep_if 0, and
  * none; rows wider than a work group and narrower than one; layout 1,
@@ -736,24 +782,6 @@ static void test_no_device(void **state)
 	assert_non_null(strstr(err.msg, "no-such-device-xyz"));
 }
 
-static int setup(void **state)
-{
-	mfs_error err;
-	(void)state;
-	if (mfs_backend_opencl_new(NULL, &ocl, &err)) {
-		fprintf(stderr, "no OpenCL backend: %s\n", err.msg);
-		return -1;
-	}
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	mfs_backend_opencl_free(ocl);
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -764,6 +792,7 @@ int main(void)
 		cmocka_unit_test(test_rows),
 		cmocka_unit_test(test_dense),
 		cmocka_unit_test(test_fused),
+		cmocka_unit_test(test_small_m),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_conv_igemm),
 		cmocka_unit_test(test_conv_winograd),
