@@ -156,6 +156,8 @@ run_counted() { # suite command...
 # OpenMP's wait policy is the daemon's own (exec/runtime/openmp_policy.h: a bounded
 # spin, one thread while the cores are busy), as users get it.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
+# Leaks inside PoCL's LLVM compiler are not ours (tests/lsan.supp).
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:${LSAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 
 run_counted layers sh tests/layers/check-layers.sh
