@@ -26,6 +26,7 @@
 
 #include "dense_util.h"
 #include "elementwise.h"
+#include "gemm_small.h"
 #include "vmath.h"
 
 /* Y = product + Z for a Z of another shape (broadcast). */
@@ -53,6 +54,7 @@ typedef struct dense_state {
 	bool wconst;            /* W is a constant of the model */
 	bool has_z;             /* Z of the product's shape: added in place */
 	bool z_apart;           /* Z of another shape: the product in zbuf */
+	bool small;             /* the few-rows path (gemm_small.h) */
 	float *zbuf;
 	mfs_dnnl_prim prim;
 	dnnl_stream_t stream;
@@ -75,6 +77,7 @@ typedef struct dense_node {
 	uint64_t used[DENSE_VARIANTS], clock;
 	dense_state *cur;
 	int8_t pick[DENSE_PICKS][DENSE_ROW_CLASSES];
+	mfs_smallm_pack small;  /* W packed for the few-rows path; p NULL: not */
 } dense_node;
 
 static int dense_act(mfs_op_ctx *ctx, int *act)
@@ -291,6 +294,25 @@ found:
 	return node->var[slot];
 }
 
+/* A decoder's step (rows <= MFS_SMALLM_ROWS) on a constant W: the
+ * few-rows kernel, each weight read once for all rows (gemm_small.c; at
+ * 8 rows of GPT-2 small it beat both other paths, docs/PERFORMANCE.md),
+ * W packed once per node for every such variant.  1: s takes it, 0: not
+ * (MFS_DENSE forces another path, or the CPU lacks AVX-512), < 0 error. */
+static int dense_small_prepare(mfs_op_ctx *ctx, dense_node *node, dense_state *s)
+{
+	const mfs_tensor *w = ctx->in[1];
+	s->small = false;
+	if (!s->wconst || s->rows > MFS_SMALLM_ROWS || s->rows < 1 || s->k < 1 || !w->data ||
+	    getenv("MFS_DENSE") || !mfs_smallm_usable())
+		return 0;
+	if (!node->small.p && mfs_smallm_pack_init(&node->small, w->data, s->k, s->n, s->tb))
+		return mfs_op_fail(ctx, ENOMEM, "out of memory packing weights");
+	dense_pack_put(s);
+	s->small = true;
+	return 1;
+}
+
 static int dense_prepare(mfs_op_ctx *ctx)
 {
 	const mfs_tensor *a = ctx->in[0], *w = ctx->in[1];
@@ -323,6 +345,8 @@ static int dense_prepare(mfs_op_ctx *ctx)
 	if (z_apart && !s->zbuf && rows * n > 0 &&
 	    !(s->zbuf = malloc(sizeof(float) * (size_t)(rows * n))))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	if ((rc = dense_small_prepare(ctx, node, s)) != 0)
+		return rc < 0 ? rc : 0;
 	int8_t *known = threads < DENSE_PICKS ? &node->pick[threads][row_class(rows)] : NULL;
 	if (rows > 0 && k > 0 && n > 0 && !dense_force("sgemm") && (!known || *known != PICK_SGEMM) &&
 	    dense_dnnl_build(node, s, ctx->err) == dnnl_success && !dense_force("onednn") &&
@@ -430,7 +454,10 @@ static int dense_run(mfs_op_ctx *ctx)
 	if (!s)
 		return 0;
 	if (s->rows > 0 && s->n > 0) {
-		if (!s->dnnl_ok || s->k == 0)
+		if (s->small) {
+			mfs_smallm_gemm(&node->small, s->rows, a, s->k, b, y, s->n);
+			dense_finish(s, y, z, s->act);
+		} else if (!s->dnnl_ok || s->k == 0)
 			dense_sgemm(s, a, w, b, z, y);
 		else
 			rc = dense_prim(ctx, s, a, w, b, z, y);
@@ -460,6 +487,7 @@ static void dense_release(void *state)
 		free(s->zbuf);
 		free(s);
 	}
+	mfs_smallm_pack_free(&node->small);
 	free(node);
 }
 
