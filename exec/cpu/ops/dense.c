@@ -321,7 +321,12 @@ static int dense_prepare(mfs_op_ctx *ctx)
 	int64_t k = w->shape.dims[tb], n = w->shape.dims[!tb];
 	int64_t rows = k ? mfs_shape_numel(&a->shape) / k : 0;
 	const mfs_tensor *z = ctx->n_in > 3 ? ctx->in[3] : NULL;
-	bool z_apart = z && !mfs_shape_equal(&z->shape, &ctx->out[0]->shape);
+	/* Z apart unless of the product's shape (a Z larger than the
+	 * product, which Add broadcasts the product to, is of Y's shape but
+	 * not the product's) */
+	mfs_shape prod = a->shape;
+	prod.dims[prod.rank - 1] = n;
+	bool z_apart = z && !mfs_shape_equal(&z->shape, &prod);
 	int act, rc = dense_act(ctx, &act);
 
 	if (rc < 0)
