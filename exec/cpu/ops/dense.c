@@ -38,6 +38,10 @@ enum { ACT_NONE, ACT_RELU, ACT_GELU, ACT_GELU_TANH };
 #define DENSE_ROW_CLASSES 16
 #define DENSE_VARIANTS 8
 enum { PICK_ONEDNN = 1, PICK_SGEMM = 2 };
+/* Products of more multiply-adds keep the primitive unmeasured: it wins
+ * at many rows, and timing eight runs of a decoder's LM head at an
+ * 8-stream prompt (1024 x 768 x 50257) took longer than the generation. */
+#define DENSE_MEASURE_MAX ((int64_t)1 << 31)
 
 /* Packed weights, shared by the variants whose primitives want the same
  * layout. */
@@ -355,7 +359,7 @@ static int dense_prepare(mfs_op_ctx *ctx)
 	int8_t *known = threads < DENSE_PICKS ? &node->pick[threads][row_class(rows)] : NULL;
 	if (rows > 0 && k > 0 && n > 0 && !dense_force("sgemm") && (!known || *known != PICK_SGEMM) &&
 	    dense_dnnl_build(node, s, ctx->err) == dnnl_success && !dense_force("onednn") &&
-	    (!known || !*known)) {
+	    (!known || !*known) && rows * k * n <= DENSE_MEASURE_MAX) {
 		dense_measure(ctx, s);   /* on failure: the sgemm path */
 		if (known)
 			*known = s->dnnl_ok ? PICK_ONEDNN : PICK_SGEMM;
