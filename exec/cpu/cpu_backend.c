@@ -58,6 +58,7 @@ typedef struct cpu_exec {
 	long run_flt, nodes_flt_total;
 	uint64_t run_prims;        /* oneDNN primitives made during runs */
 	bool profile_nodes;
+	int profile_skip;          /* runs kept apart: MFS_PROFILE_SKIP, else 1 */
 	double first_run_ns, first_max_ns;
 	int first_max_node;
 	/* node_threads.h: the multiply-adds per thread (0: no cap), read
@@ -108,7 +109,9 @@ static void profile_report(const cpu_exec *e)
 	double *ns = calloc((size_t)n + 1, sizeof(*ns)), total = 0;
 	int *count = calloc((size_t)n + 1, sizeof(*count));
 
-	if (!type || !ns || !count || e->stats.runs < 2)
+	double runs = (double)e->stats.runs - e->profile_skip;
+
+	if (!type || !ns || !count || runs < 1)
 		goto out;
 	for (int i = 0; i < n; i++) {
 		const char *t = m->nodes[i].onnx->op_type;
@@ -138,15 +141,13 @@ static void profile_report(const cpu_exec *e)
 		     m->nodes[e->first_max_node].onnx->op_type,
 		     onnx_node_label(m->nodes[e->first_max_node].onnx),
 		     e->first_max_ns / 1e6,
-		     (unsigned long long)e->stats.runs - 1,
-		     total / 1e6 / (double)(e->stats.runs - 1), n);
+		     (unsigned long long)runs, total / 1e6 / runs, n);
 	for (int k = 0; k < n_types; k++)
 		mfs_log_info("profile '%s': %-24s %4d nodes %9.3f ms/run %5.1f%%",
 			     m->label, type[k], count[k],
-			     ns[k] / 1e6 / (double)(e->stats.runs - 1),
+			     ns[k] / 1e6 / runs,
 			     total > 0 ? 100.0 * ns[k] / total : 0.0);
 	{
-		double runs = (double)(e->stats.runs - 1);
 		mfs_log_info("profile '%s': outside nodes %.3f ms/run; minor page faults %.1f/run in nodes, %.1f/run outside; oneDNN primitives made %.1f/run",
 			     m->label, (e->run_ns - e->nodes_ns_total) / 1e6 / runs,
 			     (double)e->nodes_flt_total / runs,
@@ -156,9 +157,8 @@ static void profile_report(const cpu_exec *e)
 	for (int i = 0; e->profile_nodes && i < n; i++)
 		mfs_log_info("profile '%s': node %3d %-10s %8.3f ms/run %2d threads %6.1f faults/run %4.1f prims/run %s",
 			     m->label, i, m->nodes[i].onnx->op_type,
-			     e->node_ns[i] / 1e6 / (double)(e->stats.runs - 1), e->node_nt[i],
-			     (double)e->node_flt[i] / (double)(e->stats.runs - 1),
-			     (double)e->node_prims[i] / (double)(e->stats.runs - 1),
+			     e->node_ns[i] / 1e6 / runs, e->node_nt[i],
+			     (double)e->node_flt[i] / runs, (double)e->node_prims[i] / runs,
 			     onnx_node_label(m->nodes[i].onnx));
 out:
 	free(type);
@@ -227,6 +227,10 @@ static int cpu_exec_new(mfs_backend *b, const mfs_graph *m, void **out,
 		if (!e->node_ns || !e->node_flt || !e->node_prims || !e->node_nt)
 			goto oom;
 		e->profile_nodes = !strcmp(getenv("MFS_PROFILE"), "nodes");
+		/* MFS_PROFILE_SKIP=N: the first N runs apart (a generation's
+		 * prompt runs, to see its steps alone) */
+		const char *skip = getenv("MFS_PROFILE_SKIP");
+		e->profile_skip = skip && atoi(skip) > 0 ? atoi(skip) : 1;
 	}
 	e->grain = mfs_thread_grain();
 	e->partial = mfs_thread_partial();
@@ -708,7 +712,7 @@ static int step_node(void *ctx, int i, mfs_error *err)
 	rc = run_node(e, i, err);
 	dt = now_ns() - t0;
 	e->node_nt[i] = omp_get_max_threads();
-	if (e->stats.runs > 1) {
+	if (e->stats.runs > (uint64_t)e->profile_skip) {
 		e->node_ns[i] += dt;
 		e->nodes_ns_total += dt;
 		f0 = minor_faults() - f0;
@@ -797,7 +801,7 @@ static int cpu_exec_run(void *ctx, const mfs_tensor *inputs, mfs_tensor *outputs
 		t->nbytes = 0;
 		t->strings = NULL;   /* the caller's */
 	}
-	if (e->node_ns && e->stats.runs > 1) {
+	if (e->node_ns && e->stats.runs > (uint64_t)e->profile_skip) {
 		e->run_ns += now_ns() - t0;
 		e->run_flt += minor_faults() - f0;
 		e->run_prims += mfs_dnnl_prims_created() - p0;

@@ -14,9 +14,11 @@
  * the product and bias (exec/cpu/ops/dense.c: Y = A W + bias + Z, any Z that
  * Add would broadcast).  A transformer's output projections and second
  * FFN layers end in such an Add; it was a separate pass over memory.
- * MatMul alone and Gemm with neither an activation nor a residual are
- * left as they are (nothing to fuse; Gemm's own product is chosen per
- * shape, sgemm.c).
+ * MatMul of a constant W without a bias becomes Dense too (a decoder's
+ * LM head): Dense keeps W packed and takes the few-rows kernel at a
+ * step's rows (gemm_small.c), where MatMul re-read W per product through
+ * sgemm.  Gemm with neither an activation nor a residual is left as it
+ * is (nothing to fuse; its own product is chosen per shape, sgemm.c).
  */
 #include <string.h>
 
@@ -71,10 +73,12 @@ static int try_at(onnx_model *m, int i)
 			bias = mm->inputs[2];
 	} else {
 		int a = rw_sole_reader(g, mm->outputs[0], NULL);
-		if (a < 0 || !rw_is(&g->nodes[a], "Add") ||
-		    !bias_of(g, (bias = rw_other(&g->nodes[a], mm->outputs[0])), w->shape.dims[1]))
-			return 0;
-		idx[n++] = a;
+		const char *b = a >= 0 && rw_is(&g->nodes[a], "Add") ?
+				rw_other(&g->nodes[a], mm->outputs[0]) : NULL;
+		if (b && bias_of(g, b, w->shape.dims[1])) {
+			bias = b;
+			idx[n++] = a;
+		}
 	}
 	const char *act = "", *z = NULL, *y = g->nodes[idx[n - 1]].outputs[0];
 	int r = rw_sole_reader(g, y, NULL);

@@ -2,6 +2,7 @@
  * ...}.c): each operator is called through the registry with a hand-built
  * node, no engine, and compared with a naive loop written here. */
 #include <math.h>
+#include <omp.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -242,6 +243,28 @@ static void test_matmul_2d_and_batched(void **st)
 	call_done(&c);
 	mfs_tensor_release(&a);
 	mfs_tensor_release(&b);
+
+	/* attention's per-head products, [2,3,5,7] x [2,3,7,4]: the items
+	 * split over a team (matmul.c mm_items_apart), and on one thread */
+	for (int threads = 1; threads <= 2; threads++) {
+		int was = omp_get_max_threads();
+		omp_set_num_threads(threads);
+		t_rand(&a, shp(4, 2L, 3L, 5L, 7L));
+		t_rand(&b, shp(4, 2L, 3L, 7L, 4L));
+		call_setup(&c, &t, 13, in, 2, out, 1);
+		assert_int_equal(call_run(&c), 0);
+		assert_int_equal(y.shape.dims[2], 5);
+		assert_int_equal(y.shape.dims[3], 4);
+		for (int i = 0; i < 6; i++) {
+			float r[20];
+			ref_matmul((float *)a.data + i * 35, (float *)b.data + i * 28, r, 5, 7, 4);
+			assert_close((float *)y.data + i * 20, r, 20, 1e-5f);
+		}
+		call_done(&c);
+		mfs_tensor_release(&a);
+		mfs_tensor_release(&b);
+		omp_set_num_threads(was);
+	}
 	mfs_tensor_release(&y);
 }
 

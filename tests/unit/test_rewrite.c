@@ -168,6 +168,21 @@ static onnx_model *dense_resid_model(bool bcast)
 	return m;
 }
 
+/* MatMul(x, W [D, 5]) without a bias, then Relu. */
+static onnx_model *matmul_relu(void)
+{
+	onnx_model *m = gb_new(13);
+	float w[D * 5];
+	const int64_t wd[2] = { D, 5 };
+	for (int i = 0; i < D * 5; i++)
+		w[i] = (float)((i * 5) % 9) / 4.0f - 1.0f;
+	io(m, "y");
+	gb_init_f32(m, "w", 2, wd, w);
+	gb_node(m, "", "MatMul", "mm", "x,w", "mm");
+	gb_node(m, "", "Relu", "r", "mm", "y");
+	return m;
+}
+
 /* Gemm(Flatten(x), W [5, D], b, transB) + Relu, as a PyTorch Linear at
  * the MLP's opset exports it. */
 static onnx_model *gemm_relu_model(void)
@@ -578,6 +593,8 @@ static void test_dense(void **st)
 	 * Dense with a Z that broadcasts */
 	check_n(dense_resid, "Dense", ROWS * 5, 1e-5f, 2);
 	check_n(dense_resid_bcast, "Dense", ROWS * 5, 1e-5f, 3);
+	/* MatMul without a bias: a Dense of two inputs */
+	check(matmul_relu, "Dense", ROWS * 5, 1e-5f);
 	/* each path alone (by default prepare times both and keeps one) */
 	static const char *const paths[] = { "sgemm", "onednn" };
 	for (int p = 0; p < 2; p++) {
@@ -681,7 +698,13 @@ static void test_not_rewritten(void **st)
 	m = dense_model("");
 	free(m->graph->nodes[1].inputs[0]);
 	m->graph->nodes[1].inputs[0] = strdup("x");   /* Add(x, mm): no constant */
-	assert_int_equal(mfs_fuse_graph(m, &err), 0);
+	/* not a bias: a Dense without one, the Add its residual */
+	assert_int_equal(mfs_fuse_graph(m, &err), 1);
+	assert_int_equal(m->graph->n_nodes, 1);
+	assert_string_equal(m->graph->nodes[0].op_type, "Dense");
+	assert_int_equal(m->graph->nodes[0].n_inputs, 4);
+	assert_string_equal(m->graph->nodes[0].inputs[2], "");
+	assert_string_equal(m->graph->nodes[0].inputs[3], "x");
 	onnx_model_free(m);
 
 	m = gelu_erf_model();

@@ -26,6 +26,7 @@
 
 #include "dense_util.h"
 #include "elementwise.h"
+#include "gemm_small.h"
 #include "vmath.h"
 
 /* Y = product + Z for a Z of another shape (broadcast). */
@@ -37,6 +38,10 @@ enum { ACT_NONE, ACT_RELU, ACT_GELU, ACT_GELU_TANH };
 #define DENSE_ROW_CLASSES 16
 #define DENSE_VARIANTS 8
 enum { PICK_ONEDNN = 1, PICK_SGEMM = 2 };
+/* Products of more multiply-adds keep the primitive unmeasured: it wins
+ * at many rows, and timing eight runs of a decoder's LM head at an
+ * 8-stream prompt (1024 x 768 x 50257) took longer than the generation. */
+#define DENSE_MEASURE_MAX ((int64_t)1 << 31)
 
 /* Packed weights, shared by the variants whose primitives want the same
  * layout. */
@@ -53,6 +58,7 @@ typedef struct dense_state {
 	bool wconst;            /* W is a constant of the model */
 	bool has_z;             /* Z of the product's shape: added in place */
 	bool z_apart;           /* Z of another shape: the product in zbuf */
+	bool small;             /* the few-rows path (gemm_small.h) */
 	float *zbuf;
 	mfs_dnnl_prim prim;
 	dnnl_stream_t stream;
@@ -75,6 +81,7 @@ typedef struct dense_node {
 	uint64_t used[DENSE_VARIANTS], clock;
 	dense_state *cur;
 	int8_t pick[DENSE_PICKS][DENSE_ROW_CLASSES];
+	mfs_smallm_pack small;  /* W packed for the few-rows path; p NULL: not */
 } dense_node;
 
 static int dense_act(mfs_op_ctx *ctx, int *act)
@@ -291,6 +298,25 @@ found:
 	return node->var[slot];
 }
 
+/* A decoder's step (rows <= MFS_SMALLM_ROWS) on a constant W: the
+ * few-rows kernel, each weight read once for all rows (gemm_small.c; at
+ * 8 rows of GPT-2 small it beat both other paths, docs/PERFORMANCE.md),
+ * W packed once per node for every such variant.  1: s takes it, 0: not
+ * (MFS_DENSE forces another path, or the CPU lacks AVX-512), < 0 error. */
+static int dense_small_prepare(mfs_op_ctx *ctx, dense_node *node, dense_state *s)
+{
+	const mfs_tensor *w = ctx->in[1];
+	s->small = false;
+	if (!s->wconst || s->rows > MFS_SMALLM_ROWS || s->rows < 1 || s->k < 1 || !w->data ||
+	    getenv("MFS_DENSE") || !mfs_smallm_usable())
+		return 0;
+	if (!node->small.p && mfs_smallm_pack_init(&node->small, w->data, s->k, s->n, s->tb))
+		return mfs_op_fail(ctx, ENOMEM, "out of memory packing weights");
+	dense_pack_put(s);
+	s->small = true;
+	return 1;
+}
+
 static int dense_prepare(mfs_op_ctx *ctx)
 {
 	const mfs_tensor *a = ctx->in[0], *w = ctx->in[1];
@@ -299,7 +325,12 @@ static int dense_prepare(mfs_op_ctx *ctx)
 	int64_t k = w->shape.dims[tb], n = w->shape.dims[!tb];
 	int64_t rows = k ? mfs_shape_numel(&a->shape) / k : 0;
 	const mfs_tensor *z = ctx->n_in > 3 ? ctx->in[3] : NULL;
-	bool z_apart = z && !mfs_shape_equal(&z->shape, &ctx->out[0]->shape);
+	/* Z apart unless of the product's shape (a Z larger than the
+	 * product, which Add broadcasts the product to, is of Y's shape but
+	 * not the product's) */
+	mfs_shape prod = a->shape;
+	prod.dims[prod.rank - 1] = n;
+	bool z_apart = z && !mfs_shape_equal(&z->shape, &prod);
 	int act, rc = dense_act(ctx, &act);
 
 	if (rc < 0)
@@ -323,10 +354,12 @@ static int dense_prepare(mfs_op_ctx *ctx)
 	if (z_apart && !s->zbuf && rows * n > 0 &&
 	    !(s->zbuf = malloc(sizeof(float) * (size_t)(rows * n))))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	if ((rc = dense_small_prepare(ctx, node, s)) != 0)
+		return rc < 0 ? rc : 0;
 	int8_t *known = threads < DENSE_PICKS ? &node->pick[threads][row_class(rows)] : NULL;
 	if (rows > 0 && k > 0 && n > 0 && !dense_force("sgemm") && (!known || *known != PICK_SGEMM) &&
 	    dense_dnnl_build(node, s, ctx->err) == dnnl_success && !dense_force("onednn") &&
-	    (!known || !*known)) {
+	    (!known || !*known) && rows * k * n <= DENSE_MEASURE_MAX) {
 		dense_measure(ctx, s);   /* on failure: the sgemm path */
 		if (known)
 			*known = s->dnnl_ok ? PICK_ONEDNN : PICK_SGEMM;
@@ -430,7 +463,10 @@ static int dense_run(mfs_op_ctx *ctx)
 	if (!s)
 		return 0;
 	if (s->rows > 0 && s->n > 0) {
-		if (!s->dnnl_ok || s->k == 0)
+		if (s->small) {
+			mfs_smallm_gemm(&node->small, s->rows, a, s->k, b, y, s->n);
+			dense_finish(s, y, z, s->act);
+		} else if (!s->dnnl_ok || s->k == 0)
 			dense_sgemm(s, a, w, b, z, y);
 		else
 			rc = dense_prim(ctx, s, a, w, b, z, y);
@@ -460,6 +496,7 @@ static void dense_release(void *state)
 		free(s->zbuf);
 		free(s);
 	}
+	mfs_smallm_pack_free(&node->small);
 	free(node);
 }
 

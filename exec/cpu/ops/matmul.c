@@ -12,9 +12,13 @@
  * one big [batch*M, K] matrix: one sgemm over all of it instead of one per
  * batch item.
  */
+#include <omp.h>
 #include <string.h>
 
 #include "dense_util.h"
+
+/* multiply-adds of a product up to which a batch's items run apart */
+#define MM_ITEM_MAX (1 << 21)
 
 static bool mm_dtype_ok(mfs_dtype dt)
 {
@@ -83,6 +87,31 @@ static void mm_one(mfs_dtype dt, const void *a, const void *b, void *c,
 	}
 }
 
+/* Many small float products (attention: a [L, 64] x [64, L] per batch
+ * and head): the items split over the team, each one product of
+ * oneDNN's sgemm on one thread, instead of one team per product.  Why:
+ * at GPT-2's 8-stream prompt the 96 products of a node took ~270 ms
+ * through mfs_sgemm, one parallel region each (most of it the main thread
+ * waiting for the team to wake, on this shared 2-core VM), against ~2
+ * ms.  false: not taken (few items, large ones, or a product oneDNN
+ * refused; those are redone by the caller). */
+static bool mm_items_apart(const mfs_mm_geom *g, const float *a, const float *b, float *c)
+{
+	int threads = omp_get_max_threads();
+	bool ok = true;
+
+	if (g->nbatch < 2 * threads || g->m * g->n * g->k > MM_ITEM_MAX)
+		return false;
+	#pragma omp parallel for schedule(static) reduction(&& : ok) if (threads > 1)
+	for (int64_t bi = 0; bi < g->nbatch; bi++) {
+		int64_t offa, offb;
+		mfs_mm_batch_offsets(g, bi, &offa, &offb);
+		ok = dnnl_sgemm('N', 'N', g->m, g->n, g->k, 1.0f, a + offa, g->k, b + offb, g->n,
+				0.0f, c + bi * g->m * g->n, g->n) == dnnl_success && ok;
+	}
+	return ok;
+}
+
 static int matmul_run(mfs_op_ctx *ctx)
 {
 	const mfs_tensor *a = ctx->in[0], *b = ctx->in[1];
@@ -116,6 +145,8 @@ static int matmul_run(mfs_op_ctx *ctx)
 		return 0;
 	}
 
+	if (a->dtype == MFS_DT_FLOAT && mm_items_apart(&g, a->data, b->data, y->data))
+		return 0;
 	for (int64_t bi = 0; bi < g.nbatch; bi++) {
 		int64_t offa, offb;
 		mfs_mm_batch_offsets(&g, bi, &offa, &offb);
