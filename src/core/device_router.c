@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "build_id.h"
 #include "cache_dir.h"
 #include "engine.h"
 #include "engine_trial.h"
@@ -157,6 +158,7 @@ static bool route_key(const mfs_model_config *cfg, const char *model_path,
 		return false;
 	}
 	k->config_hash = mfs_route_hash_config(cfg);
+	snprintf(k->build, sizeof(k->build), "%s", mfs_build_id());
 	snprintf(k->sample, sizeof(k->sample), "%s", sample_name ? sample_name : "");
 	if (mfs_backend_opencl_info(ocl, &info) == 0) {
 		snprintf(k->opencl, sizeof(k->opencl), "%s", info.name);
