@@ -615,7 +615,8 @@ static void *loader_thread(void *arg)
 			if (any && rl->conf.changed)
 				rl->conf.changed(rl->conf.ctx, timed);
 			pthread_mutex_lock(&rl->lock);
-			if (!any)
+			/* what came while the lock was let go is not slept on */
+			if (!any && !rl->stop && !rl->cmds && !rl->all && rl->n_dirty == 0)
 				pthread_cond_wait(&rl->cond, &rl->lock);
 			continue;
 		}
