@@ -50,6 +50,21 @@
 
 /* ---- the context ---- */
 
+/* The program, built on first use (ocl_exec.h). */
+static int backend_program(ocl_backend_ctx *b, mfs_error *err)
+{
+	pthread_mutex_lock(&b->prog_lock);
+	if (!b->prog && !b->prog_rc) {
+		mfs_error_clear(&b->prog_err);
+		b->prog_rc = ocl_program_build(b->dev, &b->prog, &b->prog_err);
+	}
+	int rc = b->prog_rc;
+	if (rc)
+		*err = b->prog_err;
+	pthread_mutex_unlock(&b->prog_lock);
+	return rc;
+}
+
 static void release_value(ocl_exec *e, int id)
 {
 	oval *v = &e->vals[id];
@@ -125,7 +140,8 @@ static int ocl_exec_new(mfs_backend *be, const mfs_graph *m, void **out,
 		return mfs_fail(err, EIO, "OpenCL clCreateCommandQueue on %s: %s",
 				b->dev->name, mfs_ocl_strerror(st));
 	}
-	if ((rc = ocl_kernels_create(b->dev, b->prog, e->kernels, err))) {
+	if ((rc = backend_program(b, err)) ||
+	    (rc = ocl_kernels_create(b->dev, b->prog, e->kernels, err))) {
 		ocl_exec_free(e);
 		return rc;
 	}
@@ -506,6 +522,7 @@ static void ocl_free(mfs_backend *be)
 	b = be->context;
 	if (b->prog)
 		clReleaseProgram(b->prog);
+	pthread_mutex_destroy(&b->prog_lock);
 	mfs_ocl_close(b->dev);
 	free(b);
 }
@@ -537,14 +554,17 @@ int mfs_backend_opencl_new(const char *selector, mfs_backend **out,
 	}
 	b->base.iface = &ocl_iface;
 	b->base.context = b;
-	rc = ocl_program_build(b->dev, &b->prog, err);
-	if (rc) {
-		ocl_free(&b->base);
-		return rc;
-	}
+	pthread_mutex_init(&b->prog_lock, NULL);
 	snprintf(b->name, sizeof(b->name), "opencl:%s", b->dev->name);
 	*out = &b->base;
 	return 0;
+}
+
+int mfs_backend_opencl_prepare(mfs_backend *b, mfs_error *err)
+{
+	if (!mfs_backend_is_opencl(b))
+		return mfs_fail(err, EINVAL, "not an OpenCL engine");
+	return backend_program(b->context, err);
 }
 
 void mfs_backend_opencl_free(mfs_backend *b)

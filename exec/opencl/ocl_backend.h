@@ -18,10 +18,14 @@
 #include "engine.h"
 #include "error.h"
 
-/* -ENODEV when no device matches, -EIO with the build log when the kernels
- * do not build. */
+/* -ENODEV when no device matches.  The kernels are built by the first
+ * execution context made on the backend (or mfs_backend_opencl_prepare),
+ * once; when they do not build, that and every later context fails with
+ * -EIO and the build log. */
 int mfs_backend_opencl_new(const char *selector, mfs_backend **out,
 			   mfs_error *err);
+/* Build the kernels now if no context has (the error as above). */
+int mfs_backend_opencl_prepare(mfs_backend *b, mfs_error *err);
 /* Free a backend made by mfs_backend_opencl_new (after every exec on it). */
 void mfs_backend_opencl_free(mfs_backend *b);
 bool mfs_backend_is_opencl(const mfs_backend *b);

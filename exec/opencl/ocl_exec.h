@@ -8,14 +8,23 @@
 #ifndef MFS_OCL_EXEC_H
 #define MFS_OCL_EXEC_H
 
+#include <pthread.h>
+
 #include "ocl_internal.h"
 
 /* The backend object: the device and the program every context makes its
- * kernels from. */
+ * kernels from.  The program is built by the first context made (under
+ * prog_lock), not when the device is opened: opening it to learn its name
+ * (KIND_AUTO's stored choices) costs no compile, and a process whose
+ * models all run on the CPU compiles nothing.  A build that failed is
+ * not tried again: each context gets its error. */
 typedef struct ocl_backend_ctx {
 	mfs_backend base;
 	mfs_ocl_device *dev;
-	cl_program prog;
+	pthread_mutex_t prog_lock;
+	cl_program prog;           /* prog_lock; NULL until built */
+	int prog_rc;               /* prog_lock; the failed build's code */
+	mfs_error prog_err;        /* prog_lock; and its message */
 	char name[300];
 } ocl_backend_ctx;
 

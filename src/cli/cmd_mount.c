@@ -373,7 +373,8 @@ static int start_parts(daemon_ctx *d, const char *repo, int threads)
 	}
 	mfs_registry_conf rc_ = { .repository = repo, .sched = d->sched,
 				  .route = { .device = d->opts.device,
-					     .opencl_device = d->opts.opencl_device },
+					     .opencl_device = d->opts.opencl_device,
+					     .defer_trial = true },
 				  .backend_dir = d->opts.backend_dir, .cache = d->cache };
 	if (mfs_registry_new(&rc_, &d->reg, &err) < 0)
 		goto fail;

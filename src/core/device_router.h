@@ -16,7 +16,12 @@
  * given sample that fails on the CPU does fail it (the sample is the
  * user's, and the registry would run it anyway).
  * The CPU is timed first, then OpenCL, stopped as soon as it is clearly
- * slower (device_router.c K_RUN, K_SETUP; engine_trial.h).  The choice
+ * slower (device_router.c K_RUN, K_SETUP; engine_trial.h).  With
+ * defer_trial (the daemon) a model with no stored choice is not timed
+ * during its load: it is placed on the CPU with trial_pending, and the
+ * daemon loads it again without defer_trial once no load is waiting
+ * (registry.h mfs_registry_time_next), so a start is not held up by
+ * trials and trials never run beside each other or beside loads.  The choice
  * is stored per model file, config, device and batch size
  * (route_cache.h) and reused by later loads: the note then says
  * "cached".
@@ -41,6 +46,9 @@ typedef enum mfs_device_choice {
 typedef struct mfs_route_opts {
 	mfs_device_choice device;      /* --device (for KIND_AUTO configs) */
 	const char *opencl_device;     /* --opencl-device; NULL = first GPU */
+	bool defer_trial;              /* KIND_AUTO with no stored choice: the CPU
+					* now, trial_pending set (the daemon times
+					* the engines after its loads) */
 } mfs_route_opts;
 
 typedef struct mfs_placement {
@@ -50,6 +58,7 @@ typedef struct mfs_placement {
 	const char *kind;              /* "KIND_AUTO", "KIND_CPU", "KIND_GPU" */
 	bool measured;                 /* auto: both engines timed */
 	bool cached;                   /* auto: the stored choice of an earlier trial */
+	bool trial_pending;            /* auto, defer_trial: on the CPU until timed */
 	double cpu_ms, opencl_ms;      /* warm-up run medians; -1 = not run */
 	char note[320];                /* "auto: cpu 1.234 ms, opencl 5.678 ms" */
 } mfs_placement;

@@ -137,7 +137,7 @@ int mfs_trial_run(const mfs_graph *g, mfs_backend *b, const mfs_tensor *in,
 {
 	int n_out = mfs_graph_n_outputs(g), rc;
 	mfs_tensor *out = calloc((size_t)n_out + 1, sizeof(*out));
-	double t[MFS_TRIAL_RUNS], t0 = now_ms(), setup = lim ? lim->setup_ms : 0;
+	double t[MFS_TRIAL_RUNS] = { -1, -1, -1 }, t0 = now_ms(), setup = lim ? lim->setup_ms : 0;
 	double run_limit = lim ? lim->run_ms : 0;
 	mfs_exec *e = NULL;
 	bool cut = false;
@@ -147,6 +147,7 @@ int mfs_trial_run(const mfs_graph *g, mfs_backend *b, const mfs_tensor *in,
 	if (!out)
 		return mfs_fail(err, ENOMEM, "out of memory");
 	rc = mfs_exec_new(g, b, &e, err);
+	double made = now_ms() - t0, first = -1;
 	/* A loop whose exit depends on data may never meet it on made-up
 	 * inputs: bounded, the trial fails instead of hanging the load. */
 	mfs_engine_set_thread_max_iterations(TRIAL_MAX_ITERATIONS);
@@ -156,7 +157,6 @@ int mfs_trial_run(const mfs_graph *g, mfs_backend *b, const mfs_tensor *in,
 			 now_ms() - t0, setup);
 	}
 	if (!rc && !cut) {
-		double first;
 		rc = timed_run(e, in, out, n_out, setup > 0 ? setup - (now_ms() - t0) : 0, &first,
 			       &cut, err);
 		if (cut)
@@ -174,6 +174,8 @@ int mfs_trial_run(const mfs_graph *g, mfs_backend *b, const mfs_tensor *in,
 	free(out);
 	tr->total_ms = now_ms() - t0;
 	tr->stopped = cut;
+	tr->context_ms = made;
+	tr->first_ms = first;
 	if (rc || cut)
 		return rc;
 	qsort(t, MFS_TRIAL_RUNS, sizeof(t[0]), cmp_double);

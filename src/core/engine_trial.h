@@ -27,6 +27,8 @@ typedef struct mfs_trial_limit {
 typedef struct mfs_trial {
 	double median_ms;          /* of the timed runs; -1 when stopped */
 	double total_ms;           /* the whole trial, wall time */
+	double context_ms;         /* making the execution context */
+	double first_ms;           /* the untimed first run; -1: not reached */
 	bool stopped;              /* cut short by a limit */
 	char why[200];             /* when stopped: which limit, by how much */
 } mfs_trial;

@@ -386,12 +386,51 @@ static void retire(mfs_registry *r, mfs_version *v, const char *reason)
 	mfs_version_put(v);
 }
 
+static int load_version(mfs_registry *r, const char *name, int64_t version,
+			bool timing, mfs_error *err);
+
 int mfs_registry_load_version(mfs_registry *r, const char *name,
 			      int64_t version, mfs_error *err)
 {
+	return load_version(r, name, version, false, err);
+}
+
+bool mfs_registry_time_next(mfs_registry *r, char *name, size_t size)
+{
+	int64_t version = 0;
+	bool found = false;
+	mfs_error err;
+
+	pthread_mutex_lock(&r->lock);
+	for (int i = 0; !found && !r->stopping && i < r->n_models; i++)
+		for (int k = 0; !found && k < r->models[i].n_served; k++) {
+			mfs_version *v = r->models[i].served[k];
+			if (v->placement.trial_pending && !v->trial_taken) {
+				v->trial_taken = found = true;
+				version = v->version;
+				snprintf(name, size, "%s", r->models[i].name);
+				set_state(&r->models[i], version, MFS_VS_READY,
+					  "auto: cpu until timed (timing the engines now)", v->device);
+			}
+		}
+	pthread_mutex_unlock(&r->lock);
+	if (!found)
+		return false;
+	mfs_log_info("model '%s' version %" PRId64 ": timing the engines (KIND_AUTO)", name, version);
+	load_version(r, name, version, true, &err);
+	return true;
+}
+
+/* timing: the engines timed now (mfs_registry_time_next); the version
+ * serving meanwhile stays READY. */
+static int load_version(mfs_registry *r, const char *name, int64_t version,
+			bool timing, mfs_error *err)
+{
+	mfs_route_opts route = r->route;
+	route.defer_trial &= !timing;
 	pthread_mutex_lock(&r->lock);
 	model *m = add_model(r, name);
-	if (m)
+	if (m && !timing)
 		set_state(m, version, MFS_VS_LOADING, "", "");
 	pthread_mutex_unlock(&r->lock);
 	if (!m)
@@ -401,7 +440,7 @@ int mfs_registry_load_version(mfs_registry *r, const char *name,
 	mfs_version *v = NULL;
 	int rc = mfs_load_version(r->repository, name, version, r->backend_dir, &lv, err);
 	if (rc == 0) {
-		mfs_version_env env = { .registry = r, .sched = r->sched, .route = &r->route,
+		mfs_version_env env = { .registry = r, .sched = r->sched, .route = &route,
 					.worker_program = r->worker_program, .cache = r->cache };
 		rc = mfs_version_new(&env, lv, &v, err);
 	}

@@ -60,6 +60,7 @@ typedef struct mfs_version {
 	char device[64];               /* "cpu" or "opencl" */
 	mfs_placement placement;       /* the engine chosen and why (timings) */
 	double load_seconds;
+	bool trial_taken;              /* registry lock: mfs_registry_time_next took it */
 	mfs_stats stats;
 	mfs_queue *queue;              /* NULL for an ensemble: its steps' queues run it */
 	struct mfs_seqb *seqb;         /* sequence_batching: in front of the queue; else NULL */
@@ -107,6 +108,13 @@ int mfs_registry_load_all(mfs_registry *r, mfs_error *err);
  * the error is returned. */
 int mfs_registry_load_version(mfs_registry *r, const char *model,
 			      int64_t version, mfs_error *err);
+
+/* KIND_AUTO's deferred trials (device_router.h defer_trial): load again,
+ * with the engines timed, one served version whose engine is pending;
+ * the old version serves until the new one is READY.  True, with the
+ * model's name in name, when one was loaded (or failed: it is not taken
+ * again); false when none waits. */
+bool mfs_registry_time_next(mfs_registry *r, char *name, size_t size);
 
 /* Take a version out of service (see above).  -ENOENT if not served. */
 int mfs_registry_unload_version(mfs_registry *r, const char *model,

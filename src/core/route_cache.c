@@ -152,8 +152,8 @@ uint64_t mfs_route_hash_config(const mfs_model_config *cfg)
 static void key_text(const mfs_route_key *k, char *buf, size_t size)
 {
 	snprintf(buf, size, "model=%016" PRIx64 " config=%016" PRIx64
-		 " batch=%" PRId64 " sample=%s opencl=%s driver=%s",
-		 k->model_hash, k->config_hash, k->batch, k->sample, k->opencl, k->driver);
+		 " batch=%" PRId64 " sample=%s opencl=%s driver=%s build=%s",
+		 k->model_hash, k->config_hash, k->batch, k->sample, k->opencl, k->driver, k->build);
 	for (char *c = buf; *c; c++)
 		if (*c == '\n' || *c == '\r')
 			*c = ' ';

@@ -8,7 +8,8 @@
  * key: a hash of the model file's bytes, a hash of the config fields
  * that change a run (inputs, outputs, max_batch_size, optimization,
  * parameters, model_warmup), the warm-up sample's name, the OpenCL
- * device (name and driver version) and the batch size timed.  Files are
+ * device (name and driver version), the batch size timed and the modelfs
+ * build that timed it (build_id.h: an upgrade times the engines again).  Files are
  * written to a temporary name and renamed: a reader never sees half an
  * entry.  An entry that does not parse, or whose key differs, is ignored
  * with a warning in the log (and overwritten by the next trial).
@@ -30,6 +31,7 @@ typedef struct mfs_route_key {
 	char opencl[256];          /* "platform / device" */
 	char driver[128];          /* its driver version */
 	int64_t batch;             /* the batch size timed (0: the model does not batch) */
+	char build[96];            /* mfs_build_id() of the build that timed it */
 } mfs_route_key;
 
 typedef struct mfs_route_entry {

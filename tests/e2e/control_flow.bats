@@ -102,6 +102,7 @@ PYEOF
 }
 
 @test "control flow runs on the CPU: KIND_AUTO says why, KIND_GPU is UNAVAILABLE in words" {
+	wait_timed loop
 	run cat "$MNT/loop/status"
 	echo "$output"
 	[[ "$output" == "READY 1 cpu auto: cpu "*"(opencl failed: "*"cannot run Loop"* ]]
@@ -127,6 +128,7 @@ os.write(f, b.getvalue()); os.close(f)"
 }
 
 @test "a while loop that made-up inputs never end: the warm-up gives up, the model loads and serves" {
+	wait_timed while
 	run cat "$MNT/while/status"
 	echo "$output"
 	[[ "$output" == "READY 1 cpu auto: cpu, not timed"*"Loop"*"more than 10000 iterations"* ]]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # KIND_AUTO's engine choice kept on disk (SPEC.md section 9): the first
-# load times the engines (OpenCL stopped as soon as it is clearly slower)
-# and stores the choice under --cache-dir; a second mount and `modelfs
+# mount serves on the CPU at once, then times the engines (OpenCL stopped
+# as soon as it is clearly slower) and stores the choice under
+# --cache-dir; a second mount and `modelfs
 # run` reuse it without timing again (status, stats.json and the log say
 # "cached"); a corrupt entry is ignored with a warning and rewritten.
 # Needs an OpenCL device (PoCL's CPU device here and in CI).
@@ -27,15 +28,19 @@ need_opencl() {
 	if grep -q "no OpenCL engine" "$MNT/mlp/status"; then
 		skip "no OpenCL device: nothing to choose between"
 	fi
+	wait_timed mlp
 }
 
 device_field() { # field
 	"$PY" -c "import json; print(json.load(open('$MNT/mlp/stats.json'))['model_stats'][0]['device']['$1'])"
 }
 
-@test "first mount times and stores the choice; a second mount reuses it, not timed again" {
+@test "first mount serves on the CPU at once, then times and stores the choice; a second mount reuses it" {
 	mount_repo "$REPO" --cache-dir "$CACHE"
+	# READY before any trial: the engines are timed after the loads
+	grep -q "READY on cpu .*auto: cpu until timed" "$DAEMON_LOG"
 	need_opencl
+	grep -q "model 'mlp' version 1: timing the engines (KIND_AUTO)" "$DAEMON_LOG"
 	run cat "$MNT/mlp/status"
 	echo "$output"
 	[[ "$output" == "READY 1 cpu auto: cpu "*" ms"* ]]
@@ -57,6 +62,24 @@ device_field() { # field
 	[ "$output" = "$first [cached: not timed again]" ]
 	[ "$(device_field cached)" = True ]
 	grep -q "model 'mlp' version 1: READY on cpu .*\[cached: not timed again\]" "$DAEMON_LOG"
+	! grep -q "timing the engines" "$DAEMON_LOG"
+}
+
+@test "a choice stored by another modelfs build is not reused: timed again" {
+	mount_repo "$REPO" --cache-dir "$CACHE"
+	need_opencl
+	unmount_repo
+	entry=$(ls "$CACHE"/routes/*.route)
+	grep -q '^key .* build=[0-9a-f]' "$entry"
+	# the same entry as an older build wrote it: its own key and file name
+	sed 's/ build=[^ ]*$/ build=0000older/' "$entry" > "$CACHE/routes/older"
+	rm "$entry"
+	mv "$CACHE/routes/older" "$entry"
+	mount_repo "$REPO" --cache-dir "$CACHE"
+	need_opencl
+	run cat "$MNT/mlp/status"
+	[[ "$output" != *cached* ]]
+	grep -q "timing the engines" "$DAEMON_LOG"
 }
 
 @test "modelfs run takes the same path: it stores the choice, and reuses it" {
@@ -87,6 +110,7 @@ device_field() { # field
 	entry=$(ls "$CACHE"/routes/*.route)
 	printf 'modelfs-engine-choice 1\nkey model=\0garbage' > "$entry"
 	mount_repo "$REPO" --cache-dir "$CACHE"
+	need_opencl
 	run cat "$MNT/mlp/status"
 	echo "$output"
 	[[ "$output" == "READY 1 cpu auto: cpu "* ]]
@@ -106,6 +130,7 @@ device_field() { # field
 	cp "$EXAMPLES/cnn/1/model.onnx" "$REPO/mlp/1/model.onnx"
 	rm -f "$REPO/mlp/config.pbtxt"
 	mount_repo "$REPO" --cache-dir "$CACHE"
+	need_opencl
 	run cat "$MNT/mlp/status"
 	echo "$output"
 	[[ "$output" == "READY 1 cpu auto: cpu "* ]]

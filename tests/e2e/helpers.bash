@@ -161,6 +161,13 @@ wait_until() {
 	return 1
 }
 
+# wait_timed MODEL [SECONDS]: KIND_AUTO's engine trial, which the daemon
+# runs after its loads (device_router.h defer_trial), has replaced the
+# model's first load: its status no longer says "until timed".
+wait_timed() {
+	wait_until "${2:-120}" sh -c "grep -q '^READY' '$MNT/$1/status' && ! grep -q 'until timed' '$MNT/$1/status'"
+}
+
 # add_sub_repo DIR: a repository of examples/add_sub alone (no samples).
 add_sub_repo() {
 	mkdir -p "$1"

@@ -45,6 +45,7 @@ teardown_file() {
 }
 
 @test "KIND_AUTO: the CPU timed, OpenCL stopped once clearly slower (or timed), the CPU kept on PoCL" {
+	wait_timed mlp_auto
 	run cat "$MNT/mlp_auto/status"
 	echo "$output"
 	[[ "$output" == "READY 1 cpu auto: cpu "*" ms, opencl "*" ms ("* ]] ||

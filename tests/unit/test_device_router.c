@@ -6,12 +6,16 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include <unistd.h>
+
 #include "backend.h"
+#include "cache_dir.h"
 #include "device_router.h"
 #include "ocl_backend.h"
 
@@ -36,17 +40,24 @@ static int teardown(void **state)
 	return 0;
 }
 
-static int route(mfs_instance_kind kind, mfs_device_choice dev, const char *sel,
-		 mfs_placement *p, mfs_error *err)
+/* defer: the daemon's defer_trial; path: the model file keying the store */
+static int route_with(mfs_instance_kind kind, mfs_device_choice dev, const char *sel,
+		      bool defer, const char *path, mfs_placement *p, mfs_error *err)
 {
 	mfs_instance_group g = { .count = 1, .kind = kind };
 	mfs_model_config cfg;
-	mfs_route_opts o = { .device = dev, .opencl_device = sel };
+	mfs_route_opts o = { .device = dev, .opencl_device = sel, .defer_trial = defer };
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.instance_groups = &g;
 	cfg.n_instance_groups = 1;
 	mfs_error_clear(err);
-	return mfs_route(model, &cfg, &o, NULL, NULL, NULL, p, err);
+	return mfs_route(model, &cfg, &o, path, NULL, NULL, p, err);
+}
+
+static int route(mfs_instance_kind kind, mfs_device_choice dev, const char *sel,
+		 mfs_placement *p, mfs_error *err)
+{
+	return route_with(kind, dev, sel, false, NULL, p, err);
 }
 
 static void test_kind_cpu(void **state)
@@ -99,6 +110,47 @@ static void test_auto_times_both(void **state)
 	assert_string_equal(p.device, p.opencl_ms < p.cpu_ms ? "opencl" : "cpu");
 	assert_ptr_equal(p.backend, p.opencl_ms < p.cpu_ms ? p.backend : mfs_backend_cpu());
 	assert_non_null(strstr(p.note, " ms, opencl "));
+}
+
+/* defer_trial: the CPU at once, nothing timed or stored; the trial made
+ * later (without defer) is stored, and a deferring route then takes it. */
+static void test_auto_deferred(void **state)
+{
+	char dir[] = "/tmp/test_device_router.XXXXXX", routes[600];
+	const char *path = "examples/mlp/1/model.onnx";
+	mfs_placement p;
+	mfs_error err;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	mfs_cache_set_base(dir);
+	snprintf(routes, sizeof(routes), "%s/routes", dir);
+	assert_int_equal(route_with(MFS_KIND_AUTO, MFS_DEVICE_AUTO, NULL, true, path, &p, &err), 0);
+	if (strstr(p.note, "no OpenCL engine")) {
+		assert_false(p.trial_pending);   /* nothing to time against */
+		mfs_cache_set_base(NULL);
+		skip();
+	}
+	assert_string_equal(p.device, "cpu");
+	assert_true(p.trial_pending);
+	assert_false(p.measured || p.cached);
+	assert_true(p.cpu_ms < 0 && p.opencl_ms < 0);
+	assert_non_null(strstr(p.note, "auto: cpu until timed"));
+	assert_int_equal(access(routes, F_OK), -1);   /* nothing stored */
+	/* the trial, as the daemon's later load makes it: stored */
+	assert_int_equal(route_with(MFS_KIND_AUTO, MFS_DEVICE_AUTO, NULL, false, path, &p, &err), 0);
+	assert_false(p.trial_pending || p.cached);
+	assert_true(p.cpu_ms > 0);
+	char device[16];
+	snprintf(device, sizeof(device), "%s", p.device);
+	/* and a deferring route reuses it: not pending */
+	assert_int_equal(route_with(MFS_KIND_AUTO, MFS_DEVICE_AUTO, NULL, true, path, &p, &err), 0);
+	assert_false(p.trial_pending);
+	assert_true(p.cached);
+	assert_string_equal(p.device, device);
+	mfs_cache_set_base(NULL);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
 }
 
 static void test_auto_follows_device_option(void **state)
@@ -161,6 +213,7 @@ int main(void)
 		cmocka_unit_test(test_kind_cpu),
 		cmocka_unit_test(test_kind_gpu),
 		cmocka_unit_test(test_auto_times_both),
+		cmocka_unit_test(test_auto_deferred),
 		cmocka_unit_test(test_auto_follows_device_option),
 		cmocka_unit_test(test_auto_warmup_failure_keeps_cpu),
 		cmocka_unit_test(test_backend_shared),

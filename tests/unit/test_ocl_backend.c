@@ -782,6 +782,23 @@ static void test_no_device(void **state)
 	assert_non_null(strstr(err.msg, "no-such-device-xyz"));
 }
 
+/* The kernels are built on first use, once (ocl_exec.h): a backend opened
+ * and closed with no context builds nothing; prepare builds, and again is
+ * a no-op; a CPU backend has no kernels to prepare. */
+static void test_program_on_first_use(void **state)
+{
+	mfs_backend *b = NULL;
+	mfs_error err;
+	(void)state;
+	assert_int_equal(mfs_backend_opencl_new(NULL, &b, &err), 0);
+	mfs_backend_opencl_free(b);
+	assert_int_equal(mfs_backend_opencl_new(NULL, &b, &err), 0);
+	assert_int_equal(mfs_backend_opencl_prepare(b, &err), 0);
+	assert_int_equal(mfs_backend_opencl_prepare(b, &err), 0);
+	mfs_backend_opencl_free(b);
+	assert_int_equal(mfs_backend_opencl_prepare(mfs_backend_cpu(), &err), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -799,6 +816,7 @@ int main(void)
 		cmocka_unit_test(test_dynamic_batch),
 		cmocka_unit_test(test_opset_range),
 		cmocka_unit_test(test_no_device),
+		cmocka_unit_test(test_program_on_first_use),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

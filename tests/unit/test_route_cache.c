@@ -38,6 +38,7 @@ static mfs_route_key key_of(uint64_t model)
 	mfs_route_key k = { .model_hash = model, .config_hash = 7, .batch = 4 };
 	snprintf(k.opencl, sizeof(k.opencl), "Portable Computing Language / cpu");
 	snprintf(k.driver, sizeof(k.driver), "5.0");
+	snprintf(k.build, sizeof(k.build), "0123abcd");
 	return k;
 }
 
@@ -73,6 +74,10 @@ static void test_put_get(void **state)
 	assert_int_equal(mfs_route_cache_get(routes, &other, &got), 0);
 	other = key_of(1);
 	snprintf(other.driver, sizeof(other.driver), "6.0");
+	assert_int_equal(mfs_route_cache_get(routes, &other, &got), 0);
+	/* another modelfs build (an upgrade) misses */
+	other = key_of(1);
+	snprintf(other.build, sizeof(other.build), "another-build");
 	assert_int_equal(mfs_route_cache_get(routes, &other, &got), 0);
 	/* no temporary file is left behind */
 	DIR *d = opendir(routes);

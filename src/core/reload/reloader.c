@@ -608,7 +608,16 @@ static void *loader_thread(void *arg)
 			continue;
 		}
 		if (rl->n_dirty == 0) {
-			pthread_cond_wait(&rl->cond, &rl->lock);
+			/* Idle: KIND_AUTO's deferred trials, one at a time. */
+			pthread_mutex_unlock(&rl->lock);
+			char timed[256];
+			bool any = mfs_registry_time_next(rl->conf.registry, timed, sizeof(timed));
+			if (any && rl->conf.changed)
+				rl->conf.changed(rl->conf.ctx, timed);
+			pthread_mutex_lock(&rl->lock);
+			/* what came while the lock was let go is not slept on */
+			if (!any && !rl->stop && !rl->cmds && !rl->all && rl->n_dirty == 0)
+				pthread_cond_wait(&rl->cond, &rl->lock);
 			continue;
 		}
 		int due = 0;
