@@ -402,6 +402,8 @@ static int conv_prepare(mfs_op_ctx *ctx)
 			st = conv_dnnl_build(s, &p, x->layout, yl, has_bias, BUILD_DIRECT_X, &derr);
 		if (st != dnnl_success)
 			st = conv_dnnl_build(s, &p, x->layout, yl, has_bias, BUILD_REORDER_X, &derr);
+		if (st != dnnl_success)
+			st = conv_dnnl_build(s, &p, x->layout, yl, has_bias, BUILD_CL, &derr);
 		if (st == dnnl_success) {
 			s->use_dnnl = true;
 			/* Constant weights: reorder them now, once. */

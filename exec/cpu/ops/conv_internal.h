@@ -108,8 +108,13 @@ static inline void layout_copy(const float *src, float *dst, mfs_layout l, int64
 /* How conv_prepare asks oneDNN, in the order it tries: Winograd (where
  * conv_winograd_how says how: for one image, run image by image, or for
  * the whole batch), then the direct algorithm reading X as it is stored,
- * then the direct algorithm with X reordered at the edge. */
-enum conv_build { BUILD_WINOGRAD_IMAGE, BUILD_WINOGRAD, BUILD_DIRECT_X, BUILD_REORDER_X };
+ * then the direct algorithm with X reordered at the edge, then computing
+ * channels-last whatever the layouts (every BLOCK16 tensor reordered at
+ * the edge): the builds before it refuse oneDNN's reference kernel for
+ * nChw16c, which is all it has for groups of other than 16k channels
+ * (RegNetY's 8-channel groups ran 200x slower than on nhwc). */
+enum conv_build { BUILD_WINOGRAD_IMAGE, BUILD_WINOGRAD, BUILD_DIRECT_X, BUILD_REORDER_X,
+		  BUILD_CL };
 
 /* conv_dnnl.c: build s's primitive for p (X stored in xl, Y in yl) the
  * way `how` says; on failure return a dnnl status and leave s without
