@@ -56,6 +56,13 @@ int rw_attr_int(onnx_node *n, const char *name, int64_t v);
 int rw_attr_string(onnx_node *n, const char *name, const char *v);
 /* Free a node built by rw_node_new and its contents. */
 void rw_node_free(onnx_node *n);
+/* A com.modelfs FusedConv node (not in any graph yet) made of conv (a
+ * Conv of 2 or 3 inputs): its inputs, plus z as input 3 (the bias slot
+ * padded with "") when z is not NULL; its attributes, plus activation act
+ * when not NULL.  conv's contents move over (its slot keeps only its
+ * output, for rw_replace to free); NULL when out of memory, conv then as
+ * it was (rewrite_residual.c). */
+onnx_node *rw_fused_conv(onnx_node *conv, const char *z, const char *act);
 
 /* Replace nodes idx[0..n) (distinct, n <= RW_MAX) of m's graph by repl
  * (steals it): repl gets the output of the node with the largest index
@@ -84,5 +91,6 @@ int mfs_rewrite_attention(onnx_model *m);   /* rewrite_attention.c */
 int mfs_rewrite_attention_layout(onnx_model *m);   /* rewrite_attention.c */
 int mfs_rewrite_dense(onnx_model *m);       /* rewrite_dense.c */
 int mfs_rewrite_residual(onnx_model *m);    /* rewrite_residual.c */
+int mfs_rewrite_swish(onnx_model *m);       /* rewrite_swish.c */
 
 #endif

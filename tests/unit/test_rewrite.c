@@ -666,6 +666,70 @@ static void test_residual(void **st)
 	unsetenv("MFS_FUSE_SKIP");
 }
 
+/* A convolution gated by its own activation on x [2, 3, 8] (rewrite_swish.c):
+ *   0: Mul(c, Sigmoid(c))                  SiLU: FusedConv "Swish"
+ *   1: Mul(HardSigmoid(c), c), alpha 1/6   HardSwish, operands swapped
+ *   2: as 1 with HardSigmoid's default alpha 0.2: left alone
+ *   3: as 0 with the Sigmoid also a graph output: left alone */
+static onnx_model *swish_model(int v)
+{
+	onnx_model *m = gb_new(13);
+	io(m, "y");
+	conv_weights(m, 1);
+	if (v == 3)
+		gb_output(m, "s");
+	conv(m, "conv", "x", "c", 1);
+	if (v == 0 || v == 3) {
+		gb_node(m, "", "Sigmoid", "sig", "c", "s");
+		gb_node(m, "", "Mul", "mul", "c,s", "y");
+		return m;
+	}
+	onnx_node *h = gb_node(m, "", "HardSigmoid", "hsig", "c", "s");
+	if (v == 1) {
+		gb_attr(h, "alpha", ONNX_ATTR_FLOAT)->f = 1.0f / 6.0f;
+		gb_attr(h, "beta", ONNX_ATTR_FLOAT)->f = 0.5f;
+	}
+	gb_node(m, "", "Mul", "mul", "s,c", "y");
+	return m;
+}
+
+/* Conv + x * Sigmoid(x) or x * HardSigmoid(x) becomes one FusedConv, on
+ * both of the convolution's paths, with the unfused results; not with
+ * another HardSigmoid, nor with the gate read elsewhere. */
+static void test_swish(void **st)
+{
+	(void)st;
+	float a[ROWS * D], b[ROWS * D];
+	for (int path = 0; path < 2; path++) {
+		if (path)
+			setenv("MFS_CONV", "im2col", 1);
+		for (int v = 0; v < 3; v++) {
+			int unfused = run(swish_model(v), false, a, ROWS * D, NULL);
+			int fused = run(swish_model(v), true, b, ROWS * D, NULL);
+			assert_int_equal(unfused - fused, v < 2 ? 2 : 0);
+			for (int i = 0; i < ROWS * D; i++)
+				if (fabsf(a[i] - b[i]) > 1e-5f)
+					fail_msg("swish %d: element %d: unfused %g, fused %g", v, i,
+						 (double)a[i], (double)b[i]);
+		}
+	}
+	unsetenv("MFS_CONV");
+	mfs_error err = { 0 };
+	for (int v = 0; v < 2; v++) {
+		onnx_model *m = swish_model(v);
+		assert_int_equal(mfs_fuse_graph(m, &err), 1);
+		assert_int_equal(m->graph->n_nodes, 1);
+		assert_string_equal(m->graph->nodes[0].op_type, "FusedConv");
+		assert_string_equal(onnx_attr_string(&m->graph->nodes[0], "activation", ""),
+				    v ? "HardSwish" : "Swish");
+		assert_string_equal(m->graph->nodes[0].outputs[0], "y");
+		onnx_model_free(m);
+	}
+	onnx_model *m = swish_model(3);
+	assert_int_equal(mfs_fuse_graph(m, &err), 0);
+	onnx_model_free(m);
+}
+
 /* Near misses: an intermediate that is also a graph output, a bias that
  * is not a constant vector, the wrong GELU constant, MFS_FUSE=0. */
 static void test_not_rewritten(void **st)
@@ -707,6 +771,7 @@ int main(void)
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_attention_layout),
 		cmocka_unit_test(test_residual),
+		cmocka_unit_test(test_swish),
 		cmocka_unit_test(test_not_rewritten),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -241,6 +241,10 @@ static dnnl_status_t conv_post_ops(conv_state *s, const conv_params *p, mfs_layo
 		st = dnnl_post_ops_append_eltwise(*po, 1.0f, dnnl_eltwise_relu, p->act_a, 0.0f);
 	else if (p->act == ACT_CLIP)
 		st = dnnl_post_ops_append_eltwise(*po, 1.0f, dnnl_eltwise_clip, p->act_a, p->act_b);
+	else if (p->act == ACT_SWISH)
+		st = dnnl_post_ops_append_eltwise(*po, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f);
+	else if (p->act == ACT_HARDSWISH)
+		st = dnnl_post_ops_append_eltwise(*po, 1.0f, dnnl_eltwise_hardswish, 0.0f, 0.0f);
 	if (st != dnnl_success)
 		return st;
 	return dnnl_primitive_attr_set_post_ops(attr, *po);

@@ -13,13 +13,14 @@
 #ifndef MFS_CONV_INTERNAL_H
 #define MFS_CONV_INTERNAL_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "dense_util.h"
 #include "graph.h"
 
-enum conv_act { ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_CLIP };
+enum conv_act { ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_CLIP, ACT_SWISH, ACT_HARDSWISH };
 
 typedef struct conv_params {
 	int64_t n, c, m, group, cg, mg;
@@ -87,6 +88,8 @@ static inline float act_apply(const conv_params *p, float v)
 	case ACT_RELU: return v > 0 ? v : 0;
 	case ACT_LEAKY: return v >= 0 ? v : v * p->act_a;
 	case ACT_CLIP: return v < p->act_a ? p->act_a : v > p->act_b ? p->act_b : v;
+	case ACT_SWISH: return v / (1.0f + expf(-v));
+	case ACT_HARDSWISH: return v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f;
 	default: return v;
 	}
 }
