@@ -1,6 +1,7 @@
 /* fusion.c - Conv + activation -> FusedConv (see fusion.h), then the
  * rewrites of rewrite.h (LayerNorm, GELU, attention, Dense, the residual
- * Conv + Add (+ Relu), Conv + x * Sigmoid(x) or x * HardSigmoid(x)).
+ * Conv + Add (+ Relu), Conv + x * Sigmoid(x) or x * HardSigmoid(x), a
+ * zero Pad into the AveragePool or convolution after it).
  *
  * The pattern: a default-domain Conv node with one output, read by exactly
  * one node (and not a graph output), that node being
@@ -179,6 +180,7 @@ int mfs_fuse_graph(onnx_model *m, mfs_error *err)
 		{ "attention", mfs_rewrite_attention },
 		{ "attention_layout", mfs_rewrite_attention_layout }, { "dense", mfs_rewrite_dense },
 		{ "residual", mfs_rewrite_residual }, { "swish", mfs_rewrite_swish },
+		{ "pad", mfs_rewrite_pad },
 	};
 	for (size_t p = 0; p < sizeof(passes) / sizeof(passes[0]); p++) {
 		if (skipped(passes[p].name))

@@ -92,5 +92,6 @@ int mfs_rewrite_attention_layout(onnx_model *m);   /* rewrite_attention.c */
 int mfs_rewrite_dense(onnx_model *m);       /* rewrite_dense.c */
 int mfs_rewrite_residual(onnx_model *m);    /* rewrite_residual.c */
 int mfs_rewrite_swish(onnx_model *m);       /* rewrite_swish.c */
+int mfs_rewrite_pad(onnx_model *m);         /* rewrite_pad.c */
 
 #endif
