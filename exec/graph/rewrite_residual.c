@@ -23,8 +23,12 @@
 
 #include "rewrite.h"
 
-/* rewrite.h */
-onnx_node *rw_fused_conv(onnx_node *conv, const char *z, const char *act)
+/* conv as a FusedConv node (not in any graph yet): its inputs, plus z as
+ * input 3 (the bias slot padded with "") when z is not NULL; its
+ * attributes, plus activation act when not NULL.  conv's contents move
+ * over (its slot keeps only its output, for rw_replace to free); NULL when
+ * out of memory, conv then as it was. */
+static onnx_node *fused_conv(onnx_node *conv, const char *z, const char *act)
 {
 	int nin = z ? 4 : conv->n_inputs;
 	onnx_node *n = calloc(1, sizeof(*n));
@@ -85,6 +89,13 @@ static int try_at(onnx_model *m, int i)
 		idx[n++] = r;
 	if (!rw_internal_only(g, idx, n, idx[n - 1]))
 		return 0;
+	return rw_replace_by_fused_conv(m, idx, n, conv, z, n == 3 ? "Relu" : NULL);
+}
+
+/* rewrite.h */
+int rw_replace_by_fused_conv(onnx_model *m, const int *idx, int n, onnx_node *conv,
+			     const char *z, const char *act)
+{
 	/* rw_replace's only failure after this is out of memory, which fails
 	 * the whole compile; the opset check that could decline comes first. */
 	int rc = rw_ensure_opset(m);
@@ -92,7 +103,7 @@ static int try_at(onnx_model *m, int i)
 		return 0;
 	if (rc < 0)
 		return rc;
-	onnx_node *f = rw_fused_conv(conv, z, n == 3 ? "Relu" : NULL);
+	onnx_node *f = fused_conv(conv, z, act);
 	if (!f)
 		return -ENOMEM;
 	return rw_replace(m, idx, n, f);

@@ -57,15 +57,7 @@ static int try_at(onnx_model *m, int i)
 	/* the Mul last, so that the FusedConv takes its place and output */
 	if (mul < gate || mul < i || !rw_internal_only(g, idx, 3, mul))
 		return 0;
-	int rc = rw_ensure_opset(m);
-	if (rc == -EINVAL)
-		return 0;
-	if (rc < 0)
-		return rc;
-	onnx_node *f = rw_fused_conv(conv, NULL, act);
-	if (!f)
-		return -ENOMEM;
-	return rw_replace(m, idx, 3, f);
+	return rw_replace_by_fused_conv(m, idx, 3, conv, NULL, act);
 }
 
 int mfs_rewrite_swish(onnx_model *m)
