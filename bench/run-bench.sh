@@ -105,6 +105,7 @@ if [ "${BENCH_TV:-1}" != 0 ]; then
 		echo "torchvision export failed: /usr/bin/python3 scripts/export_torchvision.py build/tv-models"
 	its=$ITERS rds=$ROUNDS
 	ITERS=${TV_ITERS:-10} ROUNDS=${TV_ROUNDS:-3}
+	echo "torchvision (random weights), batch 1: median of $ROUNDS rounds' medians of $ITERS runs"
 	for m in $TV_MODELS; do
 		if [ -f build/tv-models/$m/1/model.onnx ]; then
 			bench_model "tv/$m" build/tv-models/$m/1/model.onnx 1
