@@ -197,7 +197,9 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libmodelfs.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CLI_INC) $(LDFLAGS) -o $@ $< $(BUILD)/libmodelfs.a $(LDLIBS)
 
-# `make bench`: ratios against ONNX Runtime and raw OpenBLAS, same run.
+# `make bench`: ratios against ONNX Runtime and raw OpenBLAS, same run;
+# torchvision rows at batch 1 (BENCH_TV=0 skips; TV_MODELS, TV_ITERS) and
+# text generation (BENCH_GEN=0 skips): bench/run-bench.sh.
 bench: deps
 	$(MAKE) all $(BUILD)/bench/bench_engine $(BUILD)/bench/bench_generate $(BUILD)/bench/bare_fs
 	sh bench/run-bench.sh

@@ -14,7 +14,8 @@ ITERS=${BENCH_ITERS:-20}
 # VM's noise then skews one round, not the row (single rows moved 2x
 # between runs minutes apart, docs/PERFORMANCE.md).
 ROUNDS=${BENCH_ROUNDS:-3}
-ENGINE=build/bench/bench_engine
+# BENCH_ENGINE=path: time another bench_engine build as modelfs.
+ENGINE=${BENCH_ENGINE:-build/bench/bench_engine}
 # BENCH_BASELINE=path/to/another/bench_engine adds its time and ratio in
 # the same run (each model: baseline, modelfs, ONNX Runtime in turn), for
 # a before/after that the machine's drift cannot skew.
@@ -70,7 +71,9 @@ bench_model() { # label path batch
 }
 
 # Batch 1 for latency; 8 and 32 where serving batches requests (every
-# export has a dynamic batch dim).
+# export has a dynamic batch dim).  BENCH_CORE=0 skips these rows and the
+# OpenBLAS line (the torchvision rows alone: BENCH_CORE=0 BENCH_GEN=0).
+if [ "${BENCH_CORE:-1}" != 0 ]; then
 for b in 1 8 32 64; do bench_model mlp examples/mlp/1/model.onnx $b; done
 for b in 1 8; do bench_model resnet18 build/models/resnet18/1/model.onnx $b; done
 bench_model resnet50 build/bench-models/resnet50.onnx 1
@@ -84,6 +87,32 @@ raw=$($ENGINE --sgemm 1024 --iters "$ITERS" --threads "$THREADS")
 mm=$($ENGINE build/bench-models/matmul1024.onnx --iters "$ITERS" --threads "$THREADS" | field median_ms)
 rawms=$(echo "$raw" | field median_ms)
 echo "raw OpenBLAS sgemm 1024^3: $rawms ms ($(echo "$raw" | field gflops) GFLOP/s); modelfs MatMul 1024^3: $mm ms; openblas/modelfs $(echo "$rawms $mm" | awk '{printf "%.2f", $1/$2}')"
+fi
+
+# torchvision models (issue 33), each at batch 1: exported here once
+# from Debian's python3-torchvision (random weights, offline;
+# scripts/export_torchvision.py) into build/tv-models, then timed as the
+# rows above but with TV_ITERS runs and TV_ROUNDS rounds.  BENCH_TV=0
+# skips them; TV_MODELS picks (names of export_torchvision.py).
+TV_MODELS=${TV_MODELS:-"resnet18 resnet50 resnext50_32x4d regnet_x_400mf regnet_y_400mf
+	mobilenet_v2 mobilenet_v3_small mobilenet_v3_large efficientnet_b0 efficientnet_b1
+	mnasnet0_5 mnasnet1_0 shufflenet_v2_x0_5 shufflenet_v2_x1_0 squeezenet1_0 squeezenet1_1
+	alexnet googlenet inception_v3 densenet121 lraspp_mobilenet_v3_large
+	ssdlite320_mobilenet_v3_large"}
+if [ "${BENCH_TV:-1}" != 0 ]; then
+	# shellcheck disable=SC2086
+	/usr/bin/python3 scripts/export_torchvision.py build/tv-models $TV_MODELS >/dev/null 2>&1 ||
+		echo "torchvision export failed: /usr/bin/python3 scripts/export_torchvision.py build/tv-models"
+	its=$ITERS rds=$ROUNDS
+	ITERS=${TV_ITERS:-10} ROUNDS=${TV_ROUNDS:-3}
+	echo "torchvision (random weights), batch 1: median of $ROUNDS rounds' medians of $ITERS runs"
+	for m in $TV_MODELS; do
+		if [ -f build/tv-models/$m/1/model.onnx ]; then
+			bench_model "tv/$m" build/tv-models/$m/1/model.onnx 1
+		fi
+	done
+	ITERS=$its ROUNDS=$rds
+fi
 
 # INT8 QDQ models (issue 33): BENCH_QDQ=0 skips them.
 [ "${BENCH_QDQ:-1}" = 0 ] || sh bench/run-bench-qdq.sh
@@ -98,7 +127,7 @@ if [ -n "$CHART" ] && command -v gnuplot >/dev/null 2>&1; then
 		plot="'$DATA' using 2:xtic(1) title 'modelfs'"
 	fi
 	gnuplot <<EOF
-set terminal png size 1000,500 noenhanced
+set terminal png size $(( $(wc -l < "$DATA") * 40 + 200 )),500 noenhanced
 set output '$CHART'
 set bmargin 7
 set rmargin 6

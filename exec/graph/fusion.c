@@ -1,7 +1,8 @@
 /* fusion.c - static QDQ groups -> integer nodes (rewrite_qdq.c), then
  * Conv + activation -> FusedConv (see fusion.h), then the
  * rewrites of rewrite.h (LayerNorm, GELU, attention, Dense, the residual
- * Conv + Add (+ Relu)).
+ * Conv + Add (+ Relu), Conv + x * Sigmoid(x) or x * HardSigmoid(x), a
+ * zero Pad into the AveragePool or convolution after it).
  *
  * The pattern: a default-domain Conv node with one output, read by exactly
  * one node (and not a graph output), that node being
@@ -181,7 +182,8 @@ int mfs_fuse_graph(onnx_model *m, mfs_error *err)
 		{ "layernorm", mfs_rewrite_layernorm }, { "gelu", mfs_rewrite_gelu },
 		{ "attention", mfs_rewrite_attention },
 		{ "attention_layout", mfs_rewrite_attention_layout }, { "dense", mfs_rewrite_dense },
-		{ "residual", mfs_rewrite_residual },
+		{ "residual", mfs_rewrite_residual }, { "swish", mfs_rewrite_swish },
+		{ "pad", mfs_rewrite_pad },
 	};
 	for (size_t p = 0; p < sizeof(passes) / sizeof(passes[0]); p++) {
 		if (skipped(passes[p].name))

@@ -56,6 +56,14 @@ int rw_attr_int(onnx_node *n, const char *name, int64_t v);
 int rw_attr_string(onnx_node *n, const char *name, const char *v);
 /* Free a node built by rw_node_new and its contents. */
 void rw_node_free(onnx_node *n);
+/* Replace nodes idx[0..n) (conv, a Conv of 2 or 3 inputs, among them) by
+ * one com.modelfs FusedConv as rw_replace does: conv's inputs, plus z as
+ * input 3 (the bias slot padded with "") when z is not NULL, conv's
+ * attributes, plus activation act when not NULL (conv's contents move
+ * over).  1, 0 when the model imports com.modelfs below version 1
+ * (nothing done), -ENOMEM (rewrite_residual.c). */
+int rw_replace_by_fused_conv(onnx_model *m, const int *idx, int n, onnx_node *conv,
+			     const char *z, const char *act);
 
 /* Replace nodes idx[0..n) (distinct, n <= RW_MAX) of m's graph by repl
  * (steals it): repl gets the output of the node with the largest index
@@ -88,5 +96,7 @@ int mfs_rewrite_attention(onnx_model *m);   /* rewrite_attention.c */
 int mfs_rewrite_attention_layout(onnx_model *m);   /* rewrite_attention.c */
 int mfs_rewrite_dense(onnx_model *m);       /* rewrite_dense.c */
 int mfs_rewrite_residual(onnx_model *m);    /* rewrite_residual.c */
+int mfs_rewrite_swish(onnx_model *m);       /* rewrite_swish.c */
+int mfs_rewrite_pad(onnx_model *m);         /* rewrite_pad.c */
 
 #endif

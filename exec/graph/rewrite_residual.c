@@ -23,27 +23,30 @@
 
 #include "rewrite.h"
 
-/* Conv's node as FusedConv: its inputs padded to 4 with z, its attributes
- * plus activation "Relu" when relu.  Everything is allocated before conv
- * is touched (the activation attribute last: rw_attr_string leaves the
- * node unchanged when it fails), so NULL means conv is as it was. */
-static onnx_node *fused_from(onnx_node *conv, const char *z, bool relu)
+/* conv as a FusedConv node (not in any graph yet): its inputs, plus z as
+ * input 3 (the bias slot padded with "") when z is not NULL; its
+ * attributes, plus activation act when not NULL.  conv's contents move
+ * over (its slot keeps only its output, for rw_replace to free); NULL when
+ * out of memory, conv then as it was. */
+static onnx_node *fused_conv(onnx_node *conv, const char *z, const char *act)
 {
+	int nin = z ? 4 : conv->n_inputs;
 	onnx_node *n = calloc(1, sizeof(*n));
-	char **ins = calloc(5, sizeof(char *));
-	char *op = strdup("FusedConv"), *dom = strdup(RW_DOMAIN), *zn = strdup(z);
-	char *bias = conv->n_inputs < 3 ? strdup("") : NULL;
+	char **ins = calloc((size_t)nin + 1, sizeof(char *));
+	char *op = strdup("FusedConv"), *dom = strdup(RW_DOMAIN), *zn = z ? strdup(z) : NULL;
+	char *bias = z && conv->n_inputs < 3 ? strdup("") : NULL;
 
-	if (!n || !ins || !op || !dom || !zn || (conv->n_inputs < 3 && !bias) ||
-	    (relu && rw_attr_string(conv, "activation", "Relu") < 0)) {
+	if (!n || !ins || !op || !dom || (z && !zn) || (z && conv->n_inputs < 3 && !bias) ||
+	    (act && rw_attr_string(conv, "activation", act) < 0)) {
 		free(n); free(ins); free(op); free(dom); free(zn); free(bias);
 		return NULL;
 	}
 	for (int k = 0; k < conv->n_inputs; k++)
 		ins[k] = conv->inputs[k];
-	if (conv->n_inputs < 3)
+	if (z && conv->n_inputs < 3)
 		ins[2] = bias;
-	ins[3] = zn;
+	if (z)
+		ins[3] = zn;
 	/* The new node takes the Conv's contents; the Conv's slot keeps only
 	 * its output, which rw_replace frees with the slot. */
 	*n = *conv;
@@ -53,7 +56,7 @@ static onnx_node *fused_from(onnx_node *conv, const char *z, bool relu)
 	n->domain = dom;
 	free(conv->inputs);
 	n->inputs = ins;
-	n->n_inputs = 4;
+	n->n_inputs = nin;
 	n->outputs = NULL;
 	n->n_outputs = 0;
 	conv->inputs = NULL;
@@ -86,6 +89,13 @@ static int try_at(onnx_model *m, int i)
 		idx[n++] = r;
 	if (!rw_internal_only(g, idx, n, idx[n - 1]))
 		return 0;
+	return rw_replace_by_fused_conv(m, idx, n, conv, z, n == 3 ? "Relu" : NULL);
+}
+
+/* rewrite.h */
+int rw_replace_by_fused_conv(onnx_model *m, const int *idx, int n, onnx_node *conv,
+			     const char *z, const char *act)
+{
 	/* rw_replace's only failure after this is out of memory, which fails
 	 * the whole compile; the opset check that could decline comes first. */
 	int rc = rw_ensure_opset(m);
@@ -93,7 +103,7 @@ static int try_at(onnx_model *m, int i)
 		return 0;
 	if (rc < 0)
 		return rc;
-	onnx_node *f = fused_from(conv, z, n == 3);
+	onnx_node *f = fused_conv(conv, z, act);
 	if (!f)
 		return -ENOMEM;
 	return rw_replace(m, idx, n, f);

@@ -187,6 +187,55 @@ static void test_slice(void **st)
 	assert_int_equal(h_infer(&h), -EINVAL);
 }
 
+/* Concat of NHWC inputs (the channels of [1, C, 2, 3] images as NHWC
+ * stores them: channel innermost) along the channels and along the batch
+ * into an NHWC output, as the layout plan hands them over between
+ * GoogLeNet's convolutions; mixed layouts are refused at infer, which
+ * makes the plan keep them plain. */
+static void concat_nhwc_check(int64_t axis, const float *want)
+{
+	harness h;
+	int64_t ad[] = { 1, 2, 2, 3 }, bd[] = { 1, 3, 2, 3 };
+	float a[12], b[18];
+	for (int i = 0; i < 12; i++)
+		a[i] = (float)i;           /* pixel i / 2, channel i % 2 */
+	for (int i = 0; i < 18; i++)
+		b[i] = (float)(100 + i);   /* pixel i / 3, channel i % 3 */
+	if (axis == 0)
+		bd[1] = 2;
+	h_init(&h, "Concat", 13, 1);
+	h_attr_int(&h, "axis", axis);
+	h_in(&h, MFS_DT_FLOAT, 4, ad, a);
+	h_in(&h, MFS_DT_FLOAT, 4, bd, axis == 0 ? a : b);
+	h.in[0].layout = h.in[1].layout = MFS_LAYOUT_NHWC;
+	assert_int_equal(h_infer(&h), 0);
+	mfs_shape ys = h.out[0].shape;
+	assert_int_equal(mfs_tensor_alloc(&h.out[0], MFS_DT_FLOAT, &ys, &h.err), 0);
+	h.out[0].layout = MFS_LAYOUT_NHWC;
+	assert_int_equal(h.ctx.def->run(&h.ctx), 0);
+	assert_floats(&h.out[0], want, axis == 0 ? 24 : 30, 0);
+	h.in[1].layout = MFS_LAYOUT_PLAIN;
+	assert_int_equal(h_infer(&h), -EINVAL);
+	h_free(&h);
+}
+
+static void test_concat_nhwc(void **st)
+{
+	(void)st;
+	float ch[30], bt[24];
+	for (int p = 0; p < 6; p++) {
+		for (int c = 0; c < 2; c++)
+			ch[p * 5 + c] = (float)(p * 2 + c);
+		for (int c = 0; c < 3; c++)
+			ch[p * 5 + 2 + c] = (float)(100 + p * 3 + c);
+	}
+	for (int i = 0; i < 24; i++)
+		bt[i] = (float)(i % 12);
+	concat_nhwc_check(1, ch);
+	concat_nhwc_check(0, bt);
+	assert_true(mfs_op_find("", "Concat", 13)->flags & MFS_OP_NHWC_ANY_INPUT);
+}
+
 static void test_concat_split(void **st)
 {
 	harness h;
@@ -1084,6 +1133,7 @@ int main(void)
 		cmocka_unit_test(test_detection_and_sampling),
 		cmocka_unit_test(test_signal),
 		cmocka_unit_test(test_group_norm),
+		cmocka_unit_test(test_concat_nhwc),
 		cmocka_unit_test(test_large_threaded),
 		cmocka_unit_test(test_random_inputs),
 	};

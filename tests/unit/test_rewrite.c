@@ -683,6 +683,145 @@ static void test_residual(void **st)
 	unsetenv("MFS_FUSE_SKIP");
 }
 
+/* A convolution gated by its own activation on x [2, 3, 8] (rewrite_swish.c):
+ *   0: Mul(c, Sigmoid(c))                  SiLU: FusedConv "Swish"
+ *   1: Mul(HardSigmoid(c), c), alpha 1/6   HardSwish, operands swapped
+ *   2: as 1 with HardSigmoid's default alpha 0.2: left alone
+ *   3: as 0 with the Sigmoid also a graph output: left alone */
+static onnx_model *swish_model(int v)
+{
+	onnx_model *m = gb_new(13);
+	io(m, "y");
+	conv_weights(m, 1);
+	if (v == 3)
+		gb_output(m, "s");
+	conv(m, "conv", "x", "c", 1);
+	if (v == 0 || v == 3) {
+		gb_node(m, "", "Sigmoid", "sig", "c", "s");
+		gb_node(m, "", "Mul", "mul", "c,s", "y");
+		return m;
+	}
+	onnx_node *h = gb_node(m, "", "HardSigmoid", "hsig", "c", "s");
+	if (v == 1) {
+		gb_attr(h, "alpha", ONNX_ATTR_FLOAT)->f = 1.0f / 6.0f;
+		gb_attr(h, "beta", ONNX_ATTR_FLOAT)->f = 0.5f;
+	}
+	gb_node(m, "", "Mul", "mul", "s,c", "y");
+	return m;
+}
+
+/* Conv + x * Sigmoid(x) or x * HardSigmoid(x) becomes one FusedConv, on
+ * both of the convolution's paths, with the unfused results; not with
+ * another HardSigmoid, nor with the gate read elsewhere. */
+static void test_swish(void **st)
+{
+	(void)st;
+	float a[ROWS * D], b[ROWS * D];
+	for (int path = 0; path < 2; path++) {
+		if (path)
+			setenv("MFS_CONV", "im2col", 1);
+		for (int v = 0; v < 3; v++) {
+			int unfused = run(swish_model(v), false, a, ROWS * D, NULL);
+			int fused = run(swish_model(v), true, b, ROWS * D, NULL);
+			assert_int_equal(unfused - fused, v < 2 ? 2 : 0);
+			for (int i = 0; i < ROWS * D; i++)
+				if (fabsf(a[i] - b[i]) > 1e-5f)
+					fail_msg("swish %d: element %d: unfused %g, fused %g", v, i,
+						 (double)a[i], (double)b[i]);
+		}
+	}
+	unsetenv("MFS_CONV");
+	mfs_error err = { 0 };
+	for (int v = 0; v < 2; v++) {
+		onnx_model *m = swish_model(v);
+		assert_int_equal(mfs_fuse_graph(m, &err), 1);
+		assert_int_equal(m->graph->n_nodes, 1);
+		assert_string_equal(m->graph->nodes[0].op_type, "FusedConv");
+		assert_string_equal(onnx_attr_string(&m->graph->nodes[0], "activation", ""),
+				    v ? "HardSwish" : "Swish");
+		assert_string_equal(m->graph->nodes[0].outputs[0], "y");
+		onnx_model_free(m);
+	}
+	onnx_model *m = swish_model(3);
+	assert_int_equal(mfs_fuse_graph(m, &err), 0);
+	onnx_model_free(m);
+}
+
+/* A zero Pad before an AveragePool or a Conv on x reshaped to [2, 3, 2, 4]
+ * (rewrite_pad.c), the result reshaped back to [2, 3, 8]:
+ *   0: AveragePool(Pad(x, h and w by 1), 3x3)   into the pool's pads
+ *   1: Conv(Pad(x, h by 1, w by 0 and 2), 3x3)  into the Conv's pads
+ *   2: as 0 with constant_value 1: left alone
+ *   3: as 0 padding the channels too: left alone */
+static onnx_model *pad_model(int v)
+{
+	onnx_model *m = gb_new(13);
+	const int64_t s4[1] = { 4 }, s3[1] = { 3 }, s8[1] = { 8 }, one[1] = { 1 };
+	const int64_t r4[4] = { 2, 3, 2, 4 }, r3[3] = { 2, 3, 8 }, k3[2] = { 3, 3 };
+	int64_t pads[8] = { 0, 0, 1, 1, 0, 0, 1, 1 };
+	const float cv = 1.0f;
+	io(m, "y");
+	if (v == 1) {
+		pads[3] = 0;
+		pads[7] = 2;
+	}
+	if (v == 3)
+		pads[1] = 1;
+	gb_init(m, "s4", MFS_DT_INT64, 1, s4, r4);
+	gb_init(m, "s3", MFS_DT_INT64, 1, s3, r3);
+	gb_init(m, "pads", MFS_DT_INT64, 1, s8, pads);
+	gb_init_f32(m, "cv", 1, one, &cv);
+	gb_node(m, "", "Reshape", "in", "x,s4", "xr");
+	gb_node(m, "", "Pad", "pad", v == 2 ? "xr,pads,cv" : "xr,pads", "p");
+	if (v == 1) {
+		conv_weights(m, 2);
+		gb_node(m, "", "Conv", "conv", "p,w,cb", "c");
+	} else {
+		attr_ints(gb_node(m, "", "AveragePool", "pool", "p", "c"), "kernel_shape", 2, k3);
+	}
+	if (v == 3) {   /* back to 3 channels */
+		const int64_t st[1] = { 0 }, en[1] = { 3 }, ax[1] = { 1 };
+		gb_init(m, "st", MFS_DT_INT64, 1, one, st);
+		gb_init(m, "en", MFS_DT_INT64, 1, one, en);
+		gb_init(m, "ax", MFS_DT_INT64, 1, one, ax);
+		gb_node(m, "", "Slice", "slice", "c,st,en,ax", "cs");
+		gb_node(m, "", "Reshape", "out", "cs,s3", "y");
+	} else {
+		gb_node(m, "", "Reshape", "out", "c,s3", "y");
+	}
+	return m;
+}
+
+/* The Pad goes into the reader's pads, results as before; not a Pad of
+ * another value than zero nor one of the channels. */
+static void test_pad(void **st)
+{
+	(void)st;
+	float a[ROWS * D], b[ROWS * D];
+	for (int v = 0; v < 4; v++) {
+		int unfused = run(pad_model(v), false, a, ROWS * D, NULL);
+		int fused = run(pad_model(v), true, b, ROWS * D, NULL);
+		assert_int_equal(unfused - fused, v < 2 ? 1 : 0);
+		for (int i = 0; i < ROWS * D; i++)
+			if (fabsf(a[i] - b[i]) > 1e-5f)
+				fail_msg("pad %d: element %d: unfused %g, fused %g", v, i,
+					 (double)a[i], (double)b[i]);
+	}
+	mfs_error err = { 0 };
+	onnx_model *m = pad_model(0);
+	assert_int_equal(mfs_fuse_graph(m, &err), 1);
+	const onnx_node *pool = &m->graph->nodes[1];
+	assert_string_equal(pool->op_type, "AveragePool");
+	assert_string_equal(pool->inputs[0], "xr");
+	assert_int_equal(onnx_attr_int(pool, "count_include_pad", 0), 1);
+	const onnx_attr *pa = onnx_node_attr(pool, "pads");
+	assert_non_null(pa);
+	assert_int_equal(pa->n_ints, 4);
+	for (int k = 0; k < 4; k++)
+		assert_int_equal(pa->ints[k], 1);
+	onnx_model_free(m);
+}
+
 /* Near misses: an intermediate that is also a graph output, a bias that
  * is not a constant vector, the wrong GELU constant, MFS_FUSE=0. */
 static void test_not_rewritten(void **st)
@@ -730,6 +869,8 @@ int main(void)
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_attention_layout),
 		cmocka_unit_test(test_residual),
+		cmocka_unit_test(test_swish),
+		cmocka_unit_test(test_pad),
 		cmocka_unit_test(test_not_rewritten),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

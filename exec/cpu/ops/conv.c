@@ -56,7 +56,8 @@
  *   Y = act(Conv(X, W, B) + Z)
  * inputs X, W, B (optional), Z (optional, float, plain or NHWC);
  * attributes: Conv's, plus activation ("" = none, "Relu", "LeakyRelu",
- * "Clip") and activation_params (floats: LeakyRelu alpha (0.01); Clip
+ * "Clip", "Swish" = x * sigmoid(x), "HardSwish" = x * min(max(x + 3, 0),
+ * 6) / 6) and activation_params (floats: LeakyRelu alpha (0.01); Clip
  * min, max).  When Z has the convolution's output shape (the case the
  * rewrites aim at), oneDNN applies Z and the activation as post-ops
  * (binary add, eltwise) while the output is still in cache; the im2col
@@ -86,8 +87,9 @@
 /* The broadcast sum of the Z-apart case. */
 EW_BINARY_KERNEL(resid_add, float, float, x + y)
 
-/* FusedConv's extra attributes: activation ("", Relu, LeakyRelu, Clip)
- * and activation_params (LeakyRelu: alpha; Clip: min, max). */
+/* FusedConv's extra attributes: activation ("", Relu, LeakyRelu, Clip,
+ * Swish, HardSwish) and activation_params (LeakyRelu: alpha; Clip: min,
+ * max). */
 static int fused_params(mfs_op_ctx *ctx, conv_params *p)
 {
 	const char *a = onnx_attr_string(ctx->node, "activation", "");
@@ -109,8 +111,12 @@ static int fused_params(mfs_op_ctx *ctx, conv_params *p)
 		if (!(p->act_a <= p->act_b))
 			return mfs_op_fail(ctx, EINVAL, "Clip bounds %g > %g", (double)p->act_a,
 					   (double)p->act_b);
+	} else if (!strcmp(a, "Swish")) {
+		p->act = ACT_SWISH;
+	} else if (!strcmp(a, "HardSwish")) {
+		p->act = ACT_HARDSWISH;
 	} else {
-		return mfs_op_fail(ctx, EINVAL, "activation '%s' is not one of Relu, LeakyRelu, Clip", a);
+		return mfs_op_fail(ctx, EINVAL, "activation '%s' is not one of Relu, LeakyRelu, Clip, Swish, HardSwish", a);
 	}
 	return 0;
 }
@@ -402,6 +408,8 @@ static int conv_prepare(mfs_op_ctx *ctx)
 			st = conv_dnnl_build(s, &p, x->layout, yl, has_bias, BUILD_DIRECT_X, &derr);
 		if (st != dnnl_success)
 			st = conv_dnnl_build(s, &p, x->layout, yl, has_bias, BUILD_REORDER_X, &derr);
+		if (st != dnnl_success)
+			st = conv_dnnl_build(s, &p, x->layout, yl, has_bias, BUILD_CL, &derr);
 		if (st == dnnl_success) {
 			s->use_dnnl = true;
 			/* Constant weights: reorder them now, once. */

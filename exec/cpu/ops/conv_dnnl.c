@@ -241,6 +241,10 @@ static dnnl_status_t conv_post_ops(conv_state *s, const conv_params *p, mfs_layo
 		st = dnnl_post_ops_append_eltwise(*po, 1.0f, dnnl_eltwise_relu, p->act_a, 0.0f);
 	else if (p->act == ACT_CLIP)
 		st = dnnl_post_ops_append_eltwise(*po, 1.0f, dnnl_eltwise_clip, p->act_a, p->act_b);
+	else if (p->act == ACT_SWISH)
+		st = dnnl_post_ops_append_eltwise(*po, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f);
+	else if (p->act == ACT_HARDSWISH)
+		st = dnnl_post_ops_append_eltwise(*po, 1.0f, dnnl_eltwise_hardswish, 0.0f, 0.0f);
 	if (st != dnnl_success)
 		return st;
 	return dnnl_primitive_attr_set_post_ops(attr, *po);
@@ -322,10 +326,13 @@ dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 	 * blocked Y (a network's first layer): BUILD_DIRECT_X lets X in as
 	 * it is, and the caller tries again without when oneDNN answers with
 	 * a reference kernel.  Winograd computes in nChw16c, the one format
-	 * oneDNN 2.6 has it for. */
+	 * oneDNN 2.6 has it for.  nChw16c answered with a reference kernel
+	 * (groups of other than 16k channels) is refused too: BUILD_CL then
+	 * computes channels-last with reorders at the edges. */
 	bool wino = how == BUILD_WINOGRAD || how == BUILD_WINOGRAD_IMAGE;
-	bool blocked = nd == 4 && (wino || xl == MFS_LAYOUT_BLOCK16 || yl == MFS_LAYOUT_BLOCK16 ||
-				   (p->z && p->z->layout == MFS_LAYOUT_BLOCK16));
+	bool blocked = nd == 4 && how != BUILD_CL &&
+		       (wino || xl == MFS_LAYOUT_BLOCK16 || yl == MFS_LAYOUT_BLOCK16 ||
+			(p->z && p->z->layout == MFS_LAYOUT_BLOCK16));
 	dnnl_format_tag_t ftag = blocked ? dnnl_nChw16c : cl_tag(nd);
 	bool x_direct = tag_of(xl, nd) == ftag ||
 			(how == BUILD_DIRECT_X && blocked && xl == MFS_LAYOUT_PLAIN && p->c < 16);
@@ -342,7 +349,7 @@ dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 	if (p->z || p->act != ACT_NONE)
 		CK(conv_post_ops(s, p, yl, nd, ftag, &dmd, attr, &po));
 	CK(conv_pick_impl(&pd, &cd, attr, eng, p));
-	if (x_direct && tag_of(xl, nd) != ftag) {
+	if ((x_direct && tag_of(xl, nd) != ftag) || (blocked && !wino)) {
 		const char *impl = conv_impl_name(pd);
 		if (!impl || !strncmp(impl, "ref", 3)) {
 			st = dnnl_unimplemented;   /* the caller tries without */

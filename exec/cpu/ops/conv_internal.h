@@ -13,13 +13,14 @@
 #ifndef MFS_CONV_INTERNAL_H
 #define MFS_CONV_INTERNAL_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "dense_util.h"
 #include "graph.h"
 
-enum conv_act { ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_CLIP };
+enum conv_act { ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_CLIP, ACT_SWISH, ACT_HARDSWISH };
 
 typedef struct conv_params {
 	int64_t n, c, m, group, cg, mg;
@@ -87,6 +88,8 @@ static inline float act_apply(const conv_params *p, float v)
 	case ACT_RELU: return v > 0 ? v : 0;
 	case ACT_LEAKY: return v >= 0 ? v : v * p->act_a;
 	case ACT_CLIP: return v < p->act_a ? p->act_a : v > p->act_b ? p->act_b : v;
+	case ACT_SWISH: return v / (1.0f + expf(-v));
+	case ACT_HARDSWISH: return v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f;
 	default: return v;
 	}
 }
@@ -108,8 +111,13 @@ static inline void layout_copy(const float *src, float *dst, mfs_layout l, int64
 /* How conv_prepare asks oneDNN, in the order it tries: Winograd (where
  * conv_winograd_how says how: for one image, run image by image, or for
  * the whole batch), then the direct algorithm reading X as it is stored,
- * then the direct algorithm with X reordered at the edge. */
-enum conv_build { BUILD_WINOGRAD_IMAGE, BUILD_WINOGRAD, BUILD_DIRECT_X, BUILD_REORDER_X };
+ * then the direct algorithm with X reordered at the edge, then computing
+ * channels-last whatever the layouts (every BLOCK16 tensor reordered at
+ * the edge): the builds before it refuse oneDNN's reference kernel for
+ * nChw16c, which is all it has for groups of other than 16k channels
+ * (RegNetY's 8-channel groups ran 200x slower than on nhwc). */
+enum conv_build { BUILD_WINOGRAD_IMAGE, BUILD_WINOGRAD, BUILD_DIRECT_X, BUILD_REORDER_X,
+		  BUILD_CL };
 
 /* conv_dnnl.c: build s's primitive for p (X stored in xl, Y in yl) the
  * way `how` says; on failure return a dnnl status and leave s without

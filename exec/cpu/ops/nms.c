@@ -1,7 +1,18 @@
 /* NonMaxSuppression (10): per batch and class, greedily keep the best
  * scoring boxes (score > score_threshold), dropping any whose IoU with a
  * kept box exceeds iou_threshold, at most max_output_boxes_per_class each.
- * Output [n, 3] int64 (batch, class, box); n depends on the data. */
+ * Output [n, 3] int64 (batch, class, box); n depends on the data.
+ *
+ * As ONNX Runtime computes it (float arithmetic, the same IoU formula and
+ * order, ties in score broken by the lower box index), but faster where a
+ * class has thousands of candidates (SSDlite's post-processing hands one
+ * NMS ~27,000 boxes, every class's shifted apart by torchvision's
+ * coordinate trick): the candidates' corners and areas are computed once,
+ * sorted once, and each candidate is compared only with the kept boxes
+ * whose x-extent shares one of NMS_BUCKETS slices of the candidates'
+ * x-range with its own (boxes that share no slice cannot overlap), the
+ * comparison stopping at the first box that suppresses it.  Nodes with
+ * this output shape run it twice (infer, then run): both are this. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -12,6 +23,19 @@ typedef struct cand {
 	int64_t box;
 } cand;
 
+/* A box as the IoU reads it: corners normalised, and its area. */
+typedef struct nbox {
+	float y1, x1, y2, x2, area;
+} nbox;
+
+/* The kept boxes overlapping one slice of the x-range. */
+typedef struct bucket {
+	nbox *b;
+	int64_t n, cap;
+} bucket;
+
+#define NMS_BUCKETS 256
+
 static int cand_cmp(const void *a, const void *b)
 {
 	const cand *x = a, *y = b;
@@ -20,36 +44,66 @@ static int cand_cmp(const void *a, const void *b)
 	return (x->box > y->box) - (x->box < y->box);
 }
 
-/* Corners (y1, x1, y2, x2) of box i, normalised so y1 <= y2, x1 <= x2. */
-static void corners(const mfs_tensor *boxes, int64_t i, bool center, double *c)
+static inline float elem(const mfs_tensor *t, int64_t i)
 {
-	double v[4];
-	for (int k = 0; k < 4; k++)
-		v[k] = mfs_tensor_get_f64(boxes, i * 4 + k);
-	if (center) {  /* [x_center, y_center, width, height] */
-		c[0] = v[1] - v[3] / 2;
-		c[1] = v[0] - v[2] / 2;
-		c[2] = v[1] + v[3] / 2;
-		c[3] = v[0] + v[2] / 2;
-		return;
-	}
-	c[0] = fmin(v[0], v[2]);
-	c[1] = fmin(v[1], v[3]);
-	c[2] = fmax(v[0], v[2]);
-	c[3] = fmax(v[1], v[3]);
+	return t->dtype == MFS_DT_FLOAT ? ((const float *)t->data)[i] : (float)mfs_tensor_get_f64(t, i);
 }
 
-static double iou(const double *a, const double *b)
+/* ONNX Runtime's MaxMin (NaN goes where it does). */
+static inline void ordered(float l, float r, float *lo, float *hi)
 {
-	double ih = fmin(a[2], b[2]) - fmax(a[0], b[0]);
-	double iw = fmin(a[3], b[3]) - fmax(a[1], b[1]);
-	double inter, uni;
+	if (l >= r) {
+		*lo = r;
+		*hi = l;
+	} else {
+		*lo = l;
+		*hi = r;
+	}
+}
 
-	if (ih <= 0 || iw <= 0)
-		return 0;
-	inter = ih * iw;
-	uni = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter;
-	return uni > 0 ? inter / uni : 0;
+/* std::max and std::min, as ONNX Runtime's IoU uses them. */
+static inline float fmax_std(float a, float b) { return a < b ? b : a; }
+static inline float fmin_std(float a, float b) { return b < a ? b : a; }
+
+/* Box i of boxes (an offset into the flat tensor), as ONNX Runtime reads
+ * it: [y1, x1, y2, x2] in any corner order, or [x_center, y_center,
+ * width, height]. */
+static nbox box_at(const mfs_tensor *boxes, int64_t i, bool center)
+{
+	float v[4];
+	nbox r;
+	for (int k = 0; k < 4; k++)
+		v[k] = elem(boxes, i * 4 + k);
+	if (center) {
+		float hw = v[2] / 2, hh = v[3] / 2;
+		r.x1 = v[0] - hw;
+		r.x2 = v[0] + hw;
+		r.y1 = v[1] - hh;
+		r.y2 = v[1] + hh;
+	} else {
+		ordered(v[1], v[3], &r.x1, &r.x2);
+		ordered(v[0], v[2], &r.y1, &r.y2);
+	}
+	r.area = (r.x2 - r.x1) * (r.y2 - r.y1);
+	return r;
+}
+
+/* ONNX Runtime's SuppressByIOU. */
+static inline bool suppresses(const nbox *a, const nbox *b, float iou_t)
+{
+	float ix1 = fmax_std(a->x1, b->x1), ix2 = fmin_std(a->x2, b->x2);
+	if (ix2 <= ix1)
+		return false;
+	float iy1 = fmax_std(a->y1, b->y1), iy2 = fmin_std(a->y2, b->y2);
+	if (iy2 <= iy1)
+		return false;
+	float inter = (ix2 - ix1) * (iy2 - iy1);
+	if (inter <= 0)
+		return false;
+	float uni = a->area + b->area - inter;
+	if (a->area <= 0 || b->area <= 0 || uni <= 0)
+		return false;
+	return inter / uni > iou_t;
 }
 
 static int opt_scalar(mfs_op_ctx *ctx, int i, double def, double *v)
@@ -64,6 +118,119 @@ static int opt_scalar(mfs_op_ctx *ctx, int i, double def, double *v)
 	if (!t->data)
 		return MFS_SHAPE_DEPENDS_ON_DATA;
 	*v = mfs_tensor_get_f64(t, 0);
+	return 0;
+}
+
+/* The work space of one selection. */
+typedef struct nms_ws {
+	cand *cs;
+	nbox *bx;               /* the candidates' boxes, in sorted order */
+	bucket bk[NMS_BUCKETS];
+	float x0, scale;        /* slice of x: (x - x0) * scale */
+	int nb;                 /* slices in use */
+} nms_ws;
+
+static void ws_free(nms_ws *w)
+{
+	free(w->cs);
+	free(w->bx);
+	for (int i = 0; i < NMS_BUCKETS; i++)
+		free(w->bk[i].b);
+}
+
+/* The slices of the x-range [x1, x2] covers. */
+static void slices(const nms_ws *w, const nbox *b, int *lo, int *hi)
+{
+	if (w->nb == 1) {
+		*lo = *hi = 0;
+		return;
+	}
+	float a = (b->x1 - w->x0) * w->scale, z = (b->x2 - w->x0) * w->scale;
+	*lo = a <= 0 ? 0 : a >= w->nb - 1 ? w->nb - 1 : (int)a;
+	*hi = z <= 0 ? 0 : z >= w->nb - 1 ? w->nb - 1 : (int)z;
+}
+
+/* Set the slices for the m candidates' boxes: one slice when their
+ * x-range is not finite and wide, or when they are few. */
+static void slices_plan(nms_ws *w, int64_t m)
+{
+	float lo = INFINITY, hi = -INFINITY;
+	bool finite = true;
+	for (int64_t j = 0; j < m; j++) {
+		finite &= isfinite(w->bx[j].x1) && isfinite(w->bx[j].x2);
+		lo = fminf(lo, w->bx[j].x1);
+		hi = fmaxf(hi, w->bx[j].x2);
+	}
+	w->nb = m < 64 || !finite || !(hi > lo) ? 1 : (int)(m / 16 < NMS_BUCKETS ? m / 16 : NMS_BUCKETS);
+	w->x0 = lo;
+	w->scale = w->nb > 1 ? (float)w->nb / (hi - lo) : 0;
+	if (!isfinite(w->scale))
+		w->nb = 1;
+	for (int i = 0; i < NMS_BUCKETS; i++)
+		w->bk[i].n = 0;
+}
+
+static bool bucket_add(bucket *k, const nbox *b)
+{
+	if (k->n == k->cap) {
+		int64_t cap = k->cap ? 2 * k->cap : 16;
+		nbox *nb = realloc(k->b, (size_t)cap * sizeof(*nb));
+		if (!nb)
+			return false;
+		k->b = nb;
+		k->cap = cap;
+	}
+	k->b[k->n++] = *b;
+	return true;
+}
+
+/* Whether a kept box suppresses b. */
+static bool suppressed(const nms_ws *w, const nbox *b, float iou_t)
+{
+	int lo, hi;
+	slices(w, b, &lo, &hi);
+	for (int s = lo; s <= hi; s++) {
+		const bucket *k = &w->bk[s];
+		for (int64_t i = 0; i < k->n; i++)
+			if (suppresses(b, &k->b[i], iou_t))
+				return true;
+	}
+	return false;
+}
+
+/* Select in class c of batch b; writes up to cap triples to out (may be
+ * NULL) from *cnt on, counting them all. */
+static int nms_class(nms_ws *w, const mfs_tensor *boxes, const mfs_tensor *scores, int64_t b,
+		     int64_t c, bool center, float iou_t, float score_t, int64_t maxo,
+		     int64_t *out, int64_t cap, int64_t *cnt)
+{
+	int64_t C = scores->shape.dims[1], N = boxes->shape.dims[1], m = 0, nk = 0;
+
+	for (int64_t i = 0; i < N; i++) {
+		float s = elem(scores, (b * C + c) * N + i);
+		if (s > score_t)
+			w->cs[m++] = (cand){ s, i };
+	}
+	qsort(w->cs, (size_t)m, sizeof(*w->cs), cand_cmp);
+	for (int64_t j = 0; j < m; j++)
+		w->bx[j] = box_at(boxes, b * N + w->cs[j].box, center);
+	slices_plan(w, m);
+	for (int64_t j = 0; j < m && nk < maxo; j++) {
+		int lo, hi;
+		if (suppressed(w, &w->bx[j], iou_t))
+			continue;
+		slices(w, &w->bx[j], &lo, &hi);
+		for (int s = lo; s <= hi; s++)
+			if (!bucket_add(&w->bk[s], &w->bx[j]))
+				return -ENOMEM;
+		nk++;
+		if (out && *cnt < cap) {
+			out[3 * *cnt] = b;
+			out[3 * *cnt + 1] = c;
+			out[3 * *cnt + 2] = w->cs[j].box;
+		}
+		(*cnt)++;
+	}
 	return 0;
 }
 
@@ -92,47 +259,20 @@ static int nms(mfs_op_ctx *ctx, int64_t *out, int64_t cap, int64_t *n)
 	B = boxes->shape.dims[0];
 	C = scores->shape.dims[1];
 	N = boxes->shape.dims[1];
-	if (maxo <= 0 || !N) {
-		*n = 0;
+	*n = 0;
+	if (maxo <= 0 || !N)
 		return 0;
-	}
-	cand *cs = malloc((size_t)N * sizeof(*cs));
-	double *kept = malloc((size_t)N * 4 * sizeof(double));
-	if (!cs || !kept) {
-		free(cs);
-		free(kept);
+	nms_ws w = { 0 };
+	w.cs = malloc((size_t)N * sizeof(*w.cs));
+	w.bx = malloc((size_t)N * sizeof(*w.bx));
+	rc = w.cs && w.bx ? 0 : -ENOMEM;
+	for (int64_t b = 0; b < B && !rc; b++)
+		for (int64_t c = 0; c < C && !rc; c++)
+			rc = nms_class(&w, boxes, scores, b, c, center, (float)iou_t, (float)score_t,
+				       maxo >= (double)INT64_MAX ? INT64_MAX : (int64_t)maxo, out, cap, &cnt);
+	ws_free(&w);
+	if (rc)
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
-	}
-	for (int64_t b = 0; b < B; b++)
-		for (int64_t c = 0; c < C; c++) {
-			int64_t m = 0, nk = 0;
-			for (int64_t i = 0; i < N; i++) {
-				float s = (float)mfs_tensor_get_f64(scores, (b * C + c) * N + i);
-				if (s > score_t)
-					cs[m++] = (cand){ s, i };
-			}
-			qsort(cs, (size_t)m, sizeof(*cs), cand_cmp);
-			for (int64_t j = 0; j < m && nk < maxo; j++) {
-				double box[4];
-				bool keep = true;
-				corners(boxes, b * N + cs[j].box, center, box);
-				for (int64_t k = 0; k < nk && keep; k++)
-					keep = iou(box, kept + 4 * k) <= iou_t;
-				if (!keep)
-					continue;
-				for (int q = 0; q < 4; q++)
-					kept[4 * nk + q] = box[q];
-				nk++;
-				if (out && cnt < cap) {
-					out[3 * cnt] = b;
-					out[3 * cnt + 1] = c;
-					out[3 * cnt + 2] = cs[j].box;
-				}
-				cnt++;
-			}
-		}
-	free(cs);
-	free(kept);
 	*n = cnt;
 	return 0;
 }

@@ -3,7 +3,8 @@
  * separable: per dim and output coordinate, up to four (index, weight)
  * taps are computed once, following the ONNX reference (neighbours of the
  * source coordinate, edge-clamped; exclude_outside renormalises), and each
- * output element sums the products of its taps. */
+ * output element sums the products of its taps (float data resized on its
+ * last two dims: plane by plane, separably, rs_planes). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,6 +289,78 @@ static void make_taps(const rs_cfg *c, int d, int r, int64_t in, int64_t x, taps
 	}
 }
 
+/* Whether dim d's taps copy it as it is (one tap of weight 1 at each
+ * output's own index). */
+static bool taps_identity(const taps *t, int64_t in, int64_t out)
+{
+	if (in != out)
+		return false;
+	for (int64_t i = 0; i < out; i++)
+		if (t[i].n != 1 || t[i].idx[0] != i || t[i].w[0] != 1)
+			return false;
+	return true;
+}
+
+/* Float data resized on its last two dims only (every leading dim's taps
+ * the identity, no extrapolation): each plane separably, the rows along
+ * the width into a buffer of [in rows, out width], then those along the
+ * height, planes in parallel.  Same taps and weights as the general loop,
+ * summed in double in another order.  Why: LRASPP's two upsamplings to
+ * 224x224 spent 256 ms a run in the general loop (an odometer over every
+ * dim and tap for each element); false where this does not apply. */
+static bool rs_planes(const mfs_tensor *x, mfs_tensor *out, taps *const *tp)
+{
+	int r = x->shape.rank;
+	if (r < 2 || x->dtype != MFS_DT_FLOAT)
+		return false;
+	int64_t planes = 1, ih = x->shape.dims[r - 2], iw = x->shape.dims[r - 1];
+	int64_t oh = out->shape.dims[r - 2], ow = out->shape.dims[r - 1];
+	for (int d = 0; d < r - 2; d++) {
+		if (!taps_identity(tp[d], x->shape.dims[d], out->shape.dims[d]))
+			return false;
+		planes *= x->shape.dims[d];
+	}
+	for (int64_t i = 0; i < oh; i++)
+		if (!tp[r - 2][i].n)
+			return false;
+	for (int64_t i = 0; i < ow; i++)
+		if (!tp[r - 1][i].n)
+			return false;
+	bool ok = true;
+	#pragma omp parallel reduction(&& : ok)
+	{
+		size_t nrows = (size_t)(ih * ow);
+		double *rows = malloc(sizeof(double) * (nrows ? nrows : 1));
+		ok = rows != NULL;
+		#pragma omp for schedule(static)
+		for (int64_t p = 0; p < planes; p++) {
+			const float *xp = (const float *)x->data + p * ih * iw;
+			float *yp = (float *)out->data + p * oh * ow;
+			if (!rows)
+				continue;
+			for (int64_t i = 0; i < ih; i++)
+				for (int64_t j = 0; j < ow; j++) {
+					const taps *t = &tp[r - 1][j];
+					double acc = 0;
+					for (int k = 0; k < t->n; k++)
+						acc += t->w[k] * xp[i * iw + t->idx[k]];
+					rows[i * ow + j] = acc;
+				}
+			for (int64_t i = 0; i < oh; i++) {
+				const taps *t = &tp[r - 2][i];
+				for (int64_t j = 0; j < ow; j++) {
+					double acc = 0;
+					for (int k = 0; k < t->n; k++)
+						acc += t->w[k] * rows[t->idx[k] * ow + j];
+					yp[i * ow + j] = (float)acc;
+				}
+			}
+		}
+		free(rows);
+	}
+	return ok;
+}
+
 static int rs_infer(mfs_op_ctx *ctx, int version)
 {
 	OC_CHECK_IO(ctx, version == 9 ? 2 : 1, true);
@@ -322,6 +395,8 @@ static int rs_run(mfs_op_ctx *ctx, int version)
 		for (int64_t i = 0; i < out->shape.dims[d]; i++)
 			make_taps(&c, d, r, x->shape.dims[d], i, &tp[d][i]);
 	}
+	if (rs_planes(x, out, tp))
+		goto done;
 	int64_t pos[MFS_MAX_RANK] = { 0 };
 	for (int64_t e = 0; e < total; e++) {
 		const taps *t[MFS_MAX_RANK];
