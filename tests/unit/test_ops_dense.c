@@ -1233,22 +1233,96 @@ static void test_conv_winograd_batch_changes(void **st)
 		for (int run = 0; run < 5; run++) {
 			c.in[0] = run % 2 ? &x8 : &x1;
 			assert_int_equal(call_run(&c), 0);
-			if (run == 0)
+			if (run == 0) {
 				memcpy(y1, y.data, sizeof(float) * 64 * 56 * 56);
-			else
+				/* batch 1's build; later runs build nothing
+				 * (test_conv_batch_variants) */
+				assert_true(strstr(mfs_dnnl_last_impl(), "wino") != NULL);
+			} else
 				assert_close(y.data, y1, 64 * 56 * 56, 1e-4f);   /* image 0 */
 			if (run == 1)
 				packed = mfs_dnnl_weights_packed();
 			else if (run > 1)
 				assert_int_equal(mfs_dnnl_weights_packed(), packed);
 		}
-		assert_true(strstr(mfs_dnnl_last_impl(), "wino") != NULL);
 		assert_int_equal(packed - start, mode ? 1 : 2);
 		call_done(&c);
 	}
 	unsetenv("MFS_WINOGRAD");
 	omp_set_num_threads(omp_was);
 	mfs_tensor_release(&x8);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&y);
+	free(y1);
+}
+
+/* A Conv node run at batch 1, 4, 1, 4 (dynamic batching) builds its
+ * primitives for each batch size once: going back to a size it ran builds
+ * nothing and packs no weights (conv_node keeps a variant per shape); each
+ * run's image 0 is the first run's.  Direct (MFS_WINOGRAD=0) and Winograd
+ * image by image.  Past CONV_VARIANTS (8) sizes the least lately used is
+ * rebuilt when it comes back, the latest is not. */
+static void test_conv_batch_variants(void **st)
+{
+	(void)st;
+	int omp_was = omp_get_max_threads();
+	tnode t;
+	mfs_tensor x9, xb[10], w, y = { 0 };
+	const int64_t img = 32 * 28 * 28;
+	float *y1 = malloc(sizeof(float) * (size_t)img);
+	call c;
+
+	omp_set_num_threads(2);
+	tn_init(&t, "Conv");
+	tn_ints(&t, "pads", 4, 1L, 1L, 1L, 1L);
+	t_rand(&x9, shp(4, 9L, 16L, 28L, 28L));
+	t_rand(&w, shp(4, 32L, 16L, 3L, 3L));
+	for (int b = 1; b <= 9; b++) {
+		xb[b] = x9;
+		xb[b].owns_data = false;
+		xb[b].shape.dims[0] = b;
+		xb[b].nbytes = x9.nbytes / 9 * (size_t)b;
+	}
+	mfs_tensor *in[] = { &xb[1], &w }, *out[] = { &y };
+	for (int mode = 0; mode < 2; mode++) {
+		setenv("MFS_WINOGRAD", mode ? "1" : "0", 1);
+		call_setup(&c, &t, 11, in, 2, out, 1);
+		c.ctx.const_in = 1u << 1;   /* W is a model constant */
+		int sizes[] = { 1, 4, 1, 4, 1 };
+		uint64_t built = 0, packed = 0;
+		for (int run = 0; run < 5; run++) {
+			c.in[0] = &xb[sizes[run]];
+			assert_int_equal(call_run(&c), 0);
+			if (run == 0)
+				memcpy(y1, y.data, sizeof(float) * (size_t)img);
+			else
+				assert_close(y.data, y1, img, 1e-4f);
+			if (run == 1) {
+				built = mfs_dnnl_prims_created();
+				packed = mfs_dnnl_weights_packed();
+			} else if (run > 1) {
+				assert_int_equal(mfs_dnnl_prims_created(), built);
+				assert_int_equal(mfs_dnnl_weights_packed(), packed);
+			}
+		}
+		/* 2..9: 9 sizes in all, so 1 (the least lately used) goes */
+		for (int b = 2; b <= 9; b++) {
+			c.in[0] = &xb[b];
+			assert_int_equal(call_run(&c), 0);
+		}
+		built = mfs_dnnl_prims_created();
+		c.in[0] = &xb[9];
+		assert_int_equal(call_run(&c), 0);
+		assert_int_equal(mfs_dnnl_prims_created(), built);
+		c.in[0] = &xb[1];
+		assert_int_equal(call_run(&c), 0);
+		assert_true(mfs_dnnl_prims_created() > built);
+		assert_close(y.data, y1, img, 1e-4f);
+		call_done(&c);
+	}
+	unsetenv("MFS_WINOGRAD");
+	omp_set_num_threads(omp_was);
+	mfs_tensor_release(&x9);
 	mfs_tensor_release(&w);
 	mfs_tensor_release(&y);
 	free(y1);
@@ -2665,6 +2739,7 @@ int main(void)
 		cmocka_unit_test(test_fused_conv_over_z),
 		cmocka_unit_test(test_conv_winograd),
 		cmocka_unit_test(test_conv_winograd_batch_changes),
+		cmocka_unit_test(test_conv_batch_variants),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
 		cmocka_unit_test(test_global_pools),
