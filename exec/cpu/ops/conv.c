@@ -7,8 +7,10 @@
  * NHWC (MFS_OP_NHWC_OK): X as ctx->in[0]->layout says, Y as the engine set
  * ctx->out[0]->layout.
  *
- * oneDNN path (the default): prepare() builds the primitive once per node
- * and execution context, with the weights' format left to oneDNN
+ * oneDNN path (the default): prepare() builds the primitive once per node,
+ * execution context and set of shapes (a node keeps a variant per batch
+ * size lately run, conv_node in conv_internal.h: dynamic batching's mixed
+ * sizes rebuild nothing), with the weights' format left to oneDNN
  * (format_tag any; brgconv picks blocked weights such as Acdb64a) and the
  * weights reordered into it once, kept in the state.  The primitive
  * computes channels-last (nwc/nhwc/ndhwc): oneDNN's fastest kernels
@@ -359,15 +361,16 @@ static bool conv_key_equal(const conv_state *s, const conv_state *k)
 	       s->forced_im2col == k->forced_im2col;
 }
 
-/* The node's variant for key k (threads aside), made current with the
- * node's packings; or a free or the least lately used slot's, emptied and
- * not built.  NULL without memory. */
+/* The node's variant for key k and the thread count a build now is for
+ * (an im2col one for any), made current with the node's packings; or a
+ * free or the least lately used slot's, emptied and not built.  NULL
+ * without memory. */
 static conv_state *conv_variant(conv_node *node, const conv_state *k)
 {
-	int slot = 0;
+	int slot = 0, threads = mfs_dnnl_threads();
 	for (int i = 0; i < CONV_VARIANTS; i++) {
 		conv_state *v = node->var[i];
-		if (v && v->built && conv_key_equal(v, k)) {
+		if (v && v->built && conv_key_equal(v, k) && (!v->use_dnnl || v->threads == threads)) {
 			slot = i;
 			goto found;
 		}
@@ -423,7 +426,7 @@ static int conv_prepare(mfs_op_ctx *ctx)
 		s->wei.is_const = s->wei_alt.is_const = wconst;
 		s->wei.src = s->wei_alt.src = NULL;
 	}
-	if (s->built && (!s->use_dnnl || s->threads == mfs_dnnl_threads()))
+	if (s->built)
 		return 0;
 
 	conv_bufs_free(s);

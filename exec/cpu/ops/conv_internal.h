@@ -85,16 +85,19 @@ typedef struct conv_state {
 	float *cbuf, *zatmp, *yatmp;
 } conv_state;
 
-/* A node's states, one per set of shapes lately run (the batch sizes of
- * dynamic batching), so that going back to a batch size rebuilds no
- * primitive: each change of size rebuilt every convolution's primitives
- * (21-24 builds and 320-736 ms a ResNet-18 run on 2 cores under 8
- * clients).  The least lately used goes when all are taken.  The weight
+/* A node's states, one per set of shapes and thread count lately run
+ * (the batch sizes of dynamic batching; one thread or the team,
+ * cpu_contention.h), so that going back to either rebuilds no primitive:
+ * each change of size rebuilt every convolution's primitives (21-24
+ * builds and 320-736 ms a ResNet-18 run on 2 cores under 8 clients).
+ * The least lately used goes when all are taken.  The weight
  * packings (at most two, conv_weights_pick) are the node's and move to
  * the variant about to run (conv_weights_move); what a variant holds
  * beside its primitives is its own scratch (edge and im2col buffers,
- * sized for its batch).  Dense keeps variants the same way (dense.c). */
-#define CONV_VARIANTS 8
+ * sized for its batch).  Bound: CONV_VARIANTS sets of primitives and
+ * scratch a node, two packings.  Dense keeps variants by shape alone
+ * (dense.c). */
+#define CONV_VARIANTS 16
 typedef struct conv_node {
 	conv_state *var[CONV_VARIANTS];
 	uint64_t used[CONV_VARIANTS], clock;
