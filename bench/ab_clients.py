@@ -5,14 +5,13 @@ drifts within seconds: only same-run ratios count).  Prints one line per
 round and the means, with and without dynamic batching.
 usage: /usr/bin/python3 bench/ab_clients.py MOUNT_A MOUNT_B [ROUNDS]"""
 import json
-import multiprocessing as mp
 import os
 import sys
 import time
 
 import numpy as np
 
-from bench_fs_files import npy, read, write
+from bench_fs_files import npy, pool_rate, read, write
 
 mnts = {"A": sys.argv[1], "B": sys.argv[2]}
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
@@ -33,11 +32,7 @@ def client(args):
 
 
 def rate(mnt, model, clients, n):
-    with mp.Pool(clients) as p:
-        p.map(client, [(mnt, model, 2, k) for k in range(clients)])   # warm
-        t = time.perf_counter()
-        done = sum(p.map(client, [(mnt, model, n, k) for k in range(clients)]))
-        return done / (time.perf_counter() - t)
+    return pool_rate(client, (mnt, model), clients, n)
 
 
 res = {}
