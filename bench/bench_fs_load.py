@@ -4,7 +4,6 @@ daemon's own compute time (stats.json) for models that bench_engine also
 times.  Prints one JSON object.
 usage: /usr/bin/python3 bench/bench_fs_load.py MOUNT"""
 import json
-import multiprocessing as mp
 import os
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import time
 
 import numpy as np
 
-from bench_fs_files import npy, read, write
+from bench_fs_files import npy, pool_rate, read, write
 
 mnt = sys.argv[1]
 
@@ -90,11 +89,7 @@ def client(args):
 
 def rate(model, x, clients, n):
     """Requests per second with `clients` processes each sending n."""
-    with mp.Pool(clients) as p:
-        p.map(client, [(model, x, 2, k) for k in range(clients)])   # warm
-        t = time.perf_counter()
-        done = sum(p.map(client, [(model, x, n, k) for k in range(clients)]))
-        return done / (time.perf_counter() - t)
+    return pool_rate(client, (model, x), clients, n)
 
 
 res = {}

@@ -3,6 +3,7 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -23,7 +24,7 @@ static uint64_t now_ns(void)
 }
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static kept pool[MFS_BIGBUF_KEEP];
+static kept pool[MFS_BIGBUF_KEEP + MFS_BIGBUF_KEEP_MEDIUM];
 static int n_pool;
 
 void *mfs_bigbuf_alloc(size_t n)
@@ -53,8 +54,13 @@ void mfs_bigbuf_free(void *p)
 	size_t size = malloc_usable_size(p);
 	if (size >= MFS_BIGBUF_MIN) {
 		mfs_error err;
+		bool large = size >= MFS_BIGBUF_LARGE;
+		int same = 0;
 		pthread_mutex_lock(&lock);
-		if (n_pool < MFS_BIGBUF_KEEP && mfs_membudget_take(size, &err) == 0) {
+		for (int i = 0; i < n_pool; i++)
+			same += (pool[i].size >= MFS_BIGBUF_LARGE) == large;
+		if (same < (large ? MFS_BIGBUF_KEEP : MFS_BIGBUF_KEEP_MEDIUM) &&
+		    mfs_membudget_take(size, &err) == 0) {
 			pool[n_pool++] = (kept){ p, size, now_ns() };
 			p = NULL;
 		}

@@ -5,8 +5,13 @@
  * input, the `.npy` encoding of an output).  Fresh memory is zeroed by
  * the kernel as it is first touched: after the copies went, that zeroing
  * was 59% of the daemon's profile on the 100 MB path (docs/PERFORMANCE.md).
+ * Medium ones (100 KB-4 MB) too: below glibc's mmap threshold they come
+ * from the heap, whose top is given back to the kernel at free, so each
+ * request faulted its buffers in again (a 600 KB input cycle faulted 115
+ * pages, a 2.8 MB one 2,059).
  * Blocks of MFS_BIGBUF_MIN or more given back with mfs_bigbuf_free are
- * kept (at most MFS_BIGBUF_KEEP, and only while --max-memory has room:
+ * kept (at most MFS_BIGBUF_KEEP of MFS_BIGBUF_LARGE or more and
+ * MFS_BIGBUF_KEEP_MEDIUM smaller ones, and only while --max-memory has room:
  * a kept block is counted in the budget like a request's bytes) and
  * handed out again by mfs_bigbuf_alloc for a size they fit without
  * wasting more than half.  Blocks are ordinary malloc blocks: free()
@@ -22,8 +27,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MFS_BIGBUF_MIN ((size_t)4 << 20)
-#define MFS_BIGBUF_KEEP 4
+#define MFS_BIGBUF_MIN ((size_t)64 << 10)
+#define MFS_BIGBUF_LARGE ((size_t)4 << 20)
+#define MFS_BIGBUF_KEEP 4          /* blocks of MFS_BIGBUF_LARGE or more */
+#define MFS_BIGBUF_KEEP_MEDIUM 8   /* blocks under MFS_BIGBUF_LARGE */
 #define MFS_BIGBUF_IDLE_NS (2ull * 1000000000ull)
 
 /* n bytes (not zeroed): a kept block when one fits, else malloc'd (and

@@ -227,3 +227,69 @@ print(max(sizes), sizes)"
 	done
 	rm -r "$MNT"/slow/requests/w*
 }
+
+# A 3x3 convolution (Winograd where it pays) under dynamic batching, fed
+# rounds of 4, 1, 3, 1, 4, 2 concurrent requests: the batcher runs mixed
+# batch sizes and goes back to sizes it ran (each Conv node keeps a
+# variant per size, exec/cpu/ops/conv_internal.h); every answer is its
+# own input's convolution.
+@test "a convolution under dynamic batching at mixed, repeated batch sizes answers each request right" {
+	mkdir -p "$T/repo/conv/1"
+	"$PY" - "$T/repo/conv/1/model.onnx" "$T" <<'PYEOF'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper as nh
+rng = np.random.default_rng(7)
+w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32) / 12
+b = rng.standard_normal(32).astype(np.float32)
+g = helper.make_graph(
+    [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+     helper.make_node("Relu", ["c"], ["y"])], "conv",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16, 28, 28])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 32, 28, 28])],
+    [nh.from_array(w, "w"), nh.from_array(b, "b")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+import torch
+for c in range(1, 5):
+    x = rng.standard_normal((1, 16, 28, 28)).astype(np.float32)
+    np.save("%s/in%d.npy" % (sys.argv[2], c), x)
+    y = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w),
+                                              torch.from_numpy(b), padding=1))
+    np.save("%s/ref%d.npy" % (sys.argv[2], c), y.numpy())
+PYEOF
+	cat > "$T/repo/conv/config.pbtxt" <<'EOF2'
+name: "conv"
+max_batch_size: 8
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 16, 28, 28 ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 32, 28, 28 ] } ]
+dynamic_batching { max_queue_delay_microseconds: 50000 }
+EOF2
+	mount_repo "$T/repo"
+	r=0
+	for k in 4 1 3 1 4 2; do
+		r=$((r + 1))
+		writers=""
+		for c in $(seq 1 "$k"); do
+			mkdir "$MNT/conv/requests/r${r}c$c"
+			cp "$T/in$c.npy" "$MNT/conv/requests/r${r}c$c/x.npy" &
+			writers="$writers $!"
+		done
+		wait $writers
+		for c in $(seq 1 "$k"); do
+			cp "$MNT/conv/requests/r${r}c$c/y.npy" "$T/r${r}c$c.npy"
+		done
+	done
+	run "$PY" -c "
+import glob, re, numpy as np
+n = 0
+for f in glob.glob('$T/r*c*.npy'):
+    c = int(re.search(r'c(\d+)\.npy$', f).group(1))
+    got, ref = np.load(f), np.load('$T/ref%d.npy' % c)
+    assert got.shape == (1, 32, 28, 28) and np.abs(got - ref).max() <= 1e-3, (f, np.abs(got - ref).max())
+    n += 1
+print(n)"
+	echo "$output"
+	[ "$output" = 15 ]
+	grep -qE '"batch_size": ?[2-8]' "$MNT/conv/stats.json"
+}

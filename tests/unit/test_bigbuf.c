@@ -83,12 +83,20 @@ static void test_bounded(void **state)
 {
 	(void)state;
 	mfs_membudget_init(0);
-	void *b[MFS_BIGBUF_KEEP + 2];
-	for (int i = 0; i < MFS_BIGBUF_KEEP + 2; i++)
+	enum { N = MFS_BIGBUF_KEEP + MFS_BIGBUF_KEEP_MEDIUM + 2 };
+	void *b[2 * N];
+	/* Large and medium blocks are kept up to their own counts: medium
+	 * ones never take a large one's place. */
+	for (int i = 0; i < N; i++) {
 		assert_non_null(b[i] = mfs_bigbuf_alloc(MFS_BIGBUF_MIN));
-	for (int i = 0; i < MFS_BIGBUF_KEEP + 2; i++)
+		assert_non_null(b[N + i] = mfs_bigbuf_alloc(MFS_BIGBUF_LARGE));
+	}
+	for (int i = 0; i < 2 * N; i++)
 		mfs_bigbuf_free(b[i]);
-	assert_int_equal(mfs_bigbuf_drain(), MFS_BIGBUF_KEEP);
+	assert_int_equal(mfs_bigbuf_drain(), MFS_BIGBUF_KEEP + MFS_BIGBUF_KEEP_MEDIUM);
+	for (int i = 0; i < N; i++)
+		mfs_bigbuf_free(mfs_bigbuf_alloc(MFS_BIGBUF_MIN));   /* reused each time */
+	assert_int_equal(mfs_bigbuf_drain(), 1);
 	/* Small blocks are freed, never kept. */
 	mfs_bigbuf_free(malloc(1024));
 	mfs_bigbuf_free(NULL);

@@ -1281,22 +1281,96 @@ static void test_conv_winograd_batch_changes(void **st)
 		for (int run = 0; run < 5; run++) {
 			c.in[0] = run % 2 ? &x8 : &x1;
 			assert_int_equal(call_run(&c), 0);
-			if (run == 0)
+			if (run == 0) {
 				memcpy(y1, y.data, sizeof(float) * 64 * 56 * 56);
-			else
+				/* batch 1's build; later runs build nothing
+				 * (test_conv_batch_variants) */
+				assert_true(strstr(mfs_dnnl_last_impl(), "wino") != NULL);
+			} else
 				assert_close(y.data, y1, 64 * 56 * 56, 1e-4f);   /* image 0 */
 			if (run == 1)
 				packed = mfs_dnnl_weights_packed();
 			else if (run > 1)
 				assert_int_equal(mfs_dnnl_weights_packed(), packed);
 		}
-		assert_true(strstr(mfs_dnnl_last_impl(), "wino") != NULL);
 		assert_int_equal(packed - start, mode ? 1 : 2);
 		call_done(&c);
 	}
 	unsetenv("MFS_WINOGRAD");
 	omp_set_num_threads(omp_was);
 	mfs_tensor_release(&x8);
+	mfs_tensor_release(&w);
+	mfs_tensor_release(&y);
+	free(y1);
+}
+
+/* A Conv node run at batch 1, 4, 1, 4 (dynamic batching) builds its
+ * primitives for each batch size once: going back to a size it ran builds
+ * nothing and packs no weights (conv_node keeps a variant per shape); each
+ * run's image 0 is the first run's.  Direct (MFS_WINOGRAD=0) and Winograd
+ * image by image.  Past CONV_VARIANTS (16) sizes the least lately used
+ * is rebuilt when it comes back, the latest is not. */
+static void test_conv_batch_variants(void **st)
+{
+	(void)st;
+	int omp_was = omp_get_max_threads();
+	tnode t;
+	mfs_tensor x17, xb[18], w, y = { 0 };
+	const int64_t img = 32 * 28 * 28;
+	float *y1 = malloc(sizeof(float) * (size_t)img);
+	call c;
+
+	omp_set_num_threads(2);
+	tn_init(&t, "Conv");
+	tn_ints(&t, "pads", 4, 1L, 1L, 1L, 1L);
+	t_rand(&x17, shp(4, 17L, 16L, 28L, 28L));
+	t_rand(&w, shp(4, 32L, 16L, 3L, 3L));
+	for (int b = 1; b <= 17; b++) {
+		xb[b] = x17;
+		xb[b].owns_data = false;
+		xb[b].shape.dims[0] = b;
+		xb[b].nbytes = x17.nbytes / 17 * (size_t)b;
+	}
+	mfs_tensor *in[] = { &xb[1], &w }, *out[] = { &y };
+	for (int mode = 0; mode < 2; mode++) {
+		setenv("MFS_WINOGRAD", mode ? "1" : "0", 1);
+		call_setup(&c, &t, 11, in, 2, out, 1);
+		c.ctx.const_in = 1u << 1;   /* W is a model constant */
+		int sizes[] = { 1, 4, 1, 4, 1 };
+		uint64_t built = 0, packed = 0;
+		for (int run = 0; run < 5; run++) {
+			c.in[0] = &xb[sizes[run]];
+			assert_int_equal(call_run(&c), 0);
+			if (run == 0)
+				memcpy(y1, y.data, sizeof(float) * (size_t)img);
+			else
+				assert_close(y.data, y1, img, 1e-4f);
+			if (run == 1) {
+				built = mfs_dnnl_prims_created();
+				packed = mfs_dnnl_weights_packed();
+			} else if (run > 1) {
+				assert_int_equal(mfs_dnnl_prims_created(), built);
+				assert_int_equal(mfs_dnnl_weights_packed(), packed);
+			}
+		}
+		/* 2..17: 17 sizes in all, so 1 (the least lately used) goes */
+		for (int b = 2; b <= 17; b++) {
+			c.in[0] = &xb[b];
+			assert_int_equal(call_run(&c), 0);
+		}
+		built = mfs_dnnl_prims_created();
+		c.in[0] = &xb[17];
+		assert_int_equal(call_run(&c), 0);
+		assert_int_equal(mfs_dnnl_prims_created(), built);
+		c.in[0] = &xb[1];
+		assert_int_equal(call_run(&c), 0);
+		assert_true(mfs_dnnl_prims_created() > built);
+		assert_close(y.data, y1, img, 1e-4f);
+		call_done(&c);
+	}
+	unsetenv("MFS_WINOGRAD");
+	omp_set_num_threads(omp_was);
+	mfs_tensor_release(&x17);
 	mfs_tensor_release(&w);
 	mfs_tensor_release(&y);
 	free(y1);
@@ -1470,12 +1544,14 @@ static void dense_call_setup(call *c, tnode *t, mfs_tensor *x, mfs_tensor *w, mf
 			       .const_in = 2 };
 }
 
-/* A Conv or Dense state built for one thread count is rebuilt when the
- * node runs on another (dense_util.h, mfs_dnnl_threads: the engine drops
- * to one thread while the cores are busy), constant weights reordered
- * again: 1, 2, 1, 2 threads after 2 give the first run's values, and a
- * run on the count it was built for builds nothing. */
-static void run_over_thread_counts(call *c, mfs_tensor *y)
+/* A Dense state built for one thread count is rebuilt when the node runs
+ * on another (dense_util.h, mfs_dnnl_threads: the engine drops to one
+ * thread while the cores are busy), constant weights reordered again; a
+ * Conv node keeps a variant per thread count (conv_node), so only the
+ * first run on 1 threads builds (kept: whether it keeps them): 1, 2, 1, 2
+ * threads after 2 give the first run's values, and a run on the count it
+ * was built for builds nothing. */
+static void run_over_thread_counts(call *c, mfs_tensor *y, bool kept)
 {
 	int64_t n;
 	float *ref;
@@ -1494,7 +1570,10 @@ static void run_over_thread_counts(call *c, mfs_tensor *y)
 		memset(y->data, 0, y->nbytes);
 		built = mfs_dnnl_prims_created();
 		assert_int_equal(call_run(c), 0);
-		assert_true(mfs_dnnl_prims_created() > built);
+		if (kept && k > 0)
+			assert_int_equal(mfs_dnnl_prims_created(), built);
+		else
+			assert_true(mfs_dnnl_prims_created() > built);
 		assert_close(y->data, ref, n, 1e-5f);
 	}
 	free(ref);
@@ -1518,7 +1597,7 @@ static void test_rebuild_for_threads(void **st)
 	mfs_tensor *cin[] = { &x, &w, &b }, *out[] = { &y };
 	call_setup(&c, &t, 11, cin, 3, out, 1);
 	c.ctx.const_in = 2;
-	run_over_thread_counts(&c, &y);
+	run_over_thread_counts(&c, &y, true);
 	call_done(&c);
 	for (int k = 0; k < 4; k++)
 		mfs_tensor_release(all[k]);
@@ -1528,7 +1607,7 @@ static void test_rebuild_for_threads(void **st)
 	t_rand(&b, shp(1, 128L));
 	dense_call_setup(&c, &t, &x, &w, &b, &y);
 	setenv("MFS_DENSE", "onednn", 1);   /* no measured choice of sgemm */
-	run_over_thread_counts(&c, &y);
+	run_over_thread_counts(&c, &y, false);
 	unsetenv("MFS_DENSE");
 	call_done(&c);
 	for (int k = 0; k < 4; k++)
@@ -2714,6 +2793,7 @@ int main(void)
 		cmocka_unit_test(test_fused_conv_over_z),
 		cmocka_unit_test(test_conv_winograd),
 		cmocka_unit_test(test_conv_winograd_batch_changes),
+		cmocka_unit_test(test_conv_batch_variants),
 		cmocka_unit_test(test_maxpool),
 		cmocka_unit_test(test_avgpool),
 		cmocka_unit_test(test_global_pools),

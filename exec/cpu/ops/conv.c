@@ -7,8 +7,10 @@
  * NHWC (MFS_OP_NHWC_OK): X as ctx->in[0]->layout says, Y as the engine set
  * ctx->out[0]->layout.
  *
- * oneDNN path (the default): prepare() builds the primitive once per node
- * and execution context, with the weights' format left to oneDNN
+ * oneDNN path (the default): prepare() builds the primitive once per node,
+ * execution context and set of shapes (a node keeps a variant per batch
+ * size lately run, conv_node in conv_internal.h: dynamic batching's mixed
+ * sizes rebuild nothing), with the weights' format left to oneDNN
  * (format_tag any; brgconv picks blocked weights such as Acdb64a) and the
  * weights reordered into it once, kept in the state.  The primitive
  * computes channels-last (nwc/nhwc/ndhwc): oneDNN's fastest kernels
@@ -231,12 +233,10 @@ static int conv_infer(mfs_op_ctx *ctx)
 
 /* ---- prepare / run / release ------------------------------------------ */
 
-static void conv_release(void *state)
+/* A variant's own buffers and primitives (not the node's packings). */
+static void conv_bufs_free(conv_state *s)
 {
-	conv_state *s = state;
-	if (!s)
-		return;
-	conv_dnnl_free(s);
+	conv_prims_free(s);
 	free(s->col);
 	free(s->xtmp);
 	free(s->ytmp);
@@ -244,7 +244,23 @@ static void conv_release(void *state)
 	free(s->cbuf);
 	free(s->zatmp);
 	free(s->yatmp);
-	free(s);
+	s->col = s->xtmp = s->ytmp = s->ztmp = NULL;
+	s->cbuf = s->zatmp = s->yatmp = NULL;
+}
+
+static void conv_release(void *state)
+{
+	conv_node *node = state;
+	if (!node)
+		return;
+	for (int i = 0; i < CONV_VARIANTS; i++) {
+		if (!node->var[i])
+			continue;
+		conv_bufs_free(node->var[i]);
+		conv_dnnl_free(node->var[i]);
+		free(node->var[i]);
+	}
+	free(node);
 }
 
 /* The buffers of the Z-apart pass (conv_state). */
@@ -320,13 +336,74 @@ static bool conv_computes_blocked(const mfs_op_ctx *ctx)
 	       !p.z_apart && conv_winograd_how(&p) >= 0;
 }
 
+/* What a variant is built for (conv_state's first fields), from ctx. */
+static void conv_key(const mfs_op_ctx *ctx, const conv_params *p, mfs_layout yl, bool z_apart,
+		     conv_state *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->xs = ctx->in[0]->shape;
+	k->ws = ctx->in[1]->shape;
+	k->xl = ctx->in[0]->layout;
+	k->yl = yl;
+	k->has_bias = ctx->n_in > 2 && ctx->in[2];
+	k->has_z = p->z != NULL;
+	k->zl = k->has_z ? p->z->layout : MFS_LAYOUT_PLAIN;
+	k->z_apart = z_apart;
+	k->z_in_y = k->has_z && p->z->data && p->z->data == ctx->out[0]->data;
+	if (z_apart) {
+		k->zs = ctx->in[3]->shape;
+		k->ys = ctx->out[0]->shape;
+	}
+	k->forced_im2col = conv_force_im2col();
+}
+
+static bool conv_key_equal(const conv_state *s, const conv_state *k)
+{
+	return mfs_shape_equal(&s->xs, &k->xs) && mfs_shape_equal(&s->ws, &k->ws) &&
+	       s->xl == k->xl && s->yl == k->yl && s->has_bias == k->has_bias &&
+	       s->has_z == k->has_z && s->zl == k->zl && s->z_apart == k->z_apart &&
+	       s->z_in_y == k->z_in_y &&
+	       (!k->z_apart || (mfs_shape_equal(&s->zs, &k->zs) && mfs_shape_equal(&s->ys, &k->ys))) &&
+	       s->forced_im2col == k->forced_im2col;
+}
+
+/* The node's variant for key k and the thread count a build now is for
+ * (an im2col one for any), made current with the node's packings; or a
+ * free or the least lately used slot's, emptied and not built.  NULL
+ * without memory. */
+static conv_state *conv_variant(conv_node *node, const conv_state *k)
+{
+	int slot = 0, threads = mfs_dnnl_threads();
+	for (int i = 0; i < CONV_VARIANTS; i++) {
+		conv_state *v = node->var[i];
+		if (v && v->built && conv_key_equal(v, k) && (!v->use_dnnl || v->threads == threads)) {
+			slot = i;
+			goto found;
+		}
+		if (!v || (node->var[slot] && node->used[i] < node->used[slot]))
+			slot = i;
+	}
+	if (!node->var[slot] && !(node->var[slot] = calloc(1, sizeof(conv_state))))
+		return NULL;
+	conv_bufs_free(node->var[slot]);
+	node->var[slot]->built = false;
+found:
+	node->used[slot] = ++node->clock;
+	conv_state *s = node->var[slot];
+	if (conv_weights_move(s, node->cur) != dnnl_success)
+		s->built = false;   /* rebuilt, packing anew */
+	node->cur = s;
+	return s;
+}
+
 static int conv_prepare(mfs_op_ctx *ctx)
 {
 	const mfs_tensor *x = ctx->in[0], *wt = ctx->in[1];
 	bool has_bias = ctx->n_in > 2 && ctx->in[2];
 	mfs_layout yl = ctx->out[0]->layout;
-	conv_state *s = *ctx->state;
+	conv_node *node = *ctx->state;
 	conv_params p;
+	conv_state key;
 	int rc = conv_params_get(ctx, &p);
 
 	if (rc < 0)
@@ -344,38 +421,22 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	}
 	bool has_z = p.z != NULL;
 	mfs_layout zl = has_z ? p.z->layout : MFS_LAYOUT_PLAIN;
-	bool z_in_y = has_z && p.z->data && p.z->data == ctx->out[0]->data;
 	bool wconst = (ctx->const_in >> 1) & 1;
-	if (s && s->wei.is_const != wconst) {
+	if (!node && !(node = *ctx->state = calloc(1, sizeof(*node))))
+		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	conv_key(ctx, &p, yl, z_apart, &key);
+	conv_state *s = conv_variant(node, &key);
+	if (!s)
+		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	if (s->wei.is_const != wconst) {
 		s->wei.is_const = s->wei_alt.is_const = wconst;
 		s->wei.src = s->wei_alt.src = NULL;
 	}
-	if (s && mfs_shape_equal(&s->xs, &x->shape) && mfs_shape_equal(&s->ws, &wt->shape) &&
-	    s->xl == x->layout && s->yl == yl && s->has_bias == has_bias &&
-	    s->has_z == has_z && s->zl == zl && s->z_apart == z_apart && s->z_in_y == z_in_y &&
-	    (!z_apart || (mfs_shape_equal(&s->zs, &ctx->in[3]->shape) &&
-			  mfs_shape_equal(&s->ys, &ctx->out[0]->shape))) &&
-	    s->forced_im2col == conv_force_im2col() &&
-	    (!s->use_dnnl || s->threads == mfs_dnnl_threads()))
+	if (s->built)
 		return 0;
 
-	if (s) {
-		conv_prims_free(s);
-		free(s->col);
-		free(s->xtmp);
-		free(s->ytmp);
-		free(s->ztmp);
-		free(s->cbuf);
-		free(s->zatmp);
-		free(s->yatmp);
-		s->col = s->xtmp = s->ytmp = s->ztmp = NULL;
-		s->cbuf = s->zatmp = s->yatmp = NULL;
-	} else {
-		s = calloc(1, sizeof(*s));
-		if (!s)
-			return mfs_op_fail(ctx, ENOMEM, "out of memory");
-		*ctx->state = s;
-	}
+	conv_bufs_free(s);
+	s->built = false;   /* until built below */
 	s->wei.is_const = s->wei_alt.is_const = wconst;
 	s->xs = x->shape;
 	s->ws = wt->shape;
@@ -385,7 +446,7 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	s->has_z = has_z;
 	s->zl = zl;
 	s->z_apart = z_apart;
-	s->z_in_y = z_in_y;
+	s->z_in_y = key.z_in_y;
 	s->z_sum = false;
 	if (z_apart && (rc = apart_alloc(ctx, s, &p)) < 0)
 		return rc;
@@ -416,6 +477,7 @@ static int conv_prepare(mfs_op_ctx *ctx)
 			if (wt->data && s->wei.is_const &&
 			    (rc = mfs_dnnl_weights_set(ctx, &s->wei, wt->data, s->stream)) < 0)
 				return rc;
+			s->built = true;
 			return 0;
 		}
 		mfs_dnnl_weights_free(&s->wei);
@@ -436,11 +498,13 @@ static int conv_prepare(mfs_op_ctx *ctx)
 	if (yl != MFS_LAYOUT_PLAIN &&
 	    !(s->ytmp = malloc((size_t)(p.n * p.m * p.osize) * sizeof(float) + 1)))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
-	if (has_z && (zl != MFS_LAYOUT_PLAIN || z_in_y) &&
+	if (has_z && (zl != MFS_LAYOUT_PLAIN || key.z_in_y) &&
 	    !(s->ztmp = malloc((size_t)(p.n * p.m * p.osize) * sizeof(float) + 1)))
 		return mfs_op_fail(ctx, ENOMEM, "out of memory");
+	s->built = true;
 	return 0;
 }
+
 /* The convolution (with p's Z and activation) of x into ydata, stored
  * in layout ylay, on the path s was built for. */
 static int conv_compute(mfs_op_ctx *ctx, conv_state *s, const conv_params *p,
@@ -506,11 +570,12 @@ static int conv_run(mfs_op_ctx *ctx)
 	if (y->layout == MFS_LAYOUT_BLOCK16 && (rc = conv_check_layout(ctx, y, "Y")) < 0)
 		return rc;
 	if (!p.z_apart)
-		return conv_compute(ctx, *ctx->state, &p, x, wt, b, y->data, y->layout);
+		return conv_compute(ctx, ((conv_node *)*ctx->state)->cur, &p, x, wt, b, y->data,
+				    y->layout);
 	conv_params q = p;
 	q.z = NULL;
 	q.act = ACT_NONE;
-	conv_state *s = *ctx->state;
+	conv_state *s = ((conv_node *)*ctx->state)->cur;
 	if ((rc = conv_compute(ctx, s, &q, x, wt, b, s->cbuf, MFS_LAYOUT_PLAIN)) < 0)
 		return rc;
 	conv_add_apart(s, &p, y);

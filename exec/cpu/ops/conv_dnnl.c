@@ -93,6 +93,30 @@ static dnnl_status_t conv_weights_pick(conv_state *s, const dnnl_memory_desc_t *
 	return mfs_dnnl_weights_init(&s->wei, want, plain, eng);
 }
 
+/* conv_internal.h */
+dnnl_status_t conv_weights_move(conv_state *to, conv_state *from)
+{
+	mfs_error err = { 0 };
+	dnnl_engine_t eng;
+
+	if (from && from != to) {
+		mfs_dnnl_weights_free(&to->wei);
+		mfs_dnnl_weights_free(&to->wei_alt);
+		to->wei = from->wei;
+		to->wei_alt = from->wei_alt;
+		memset(&from->wei, 0, sizeof(from->wei));
+		memset(&from->wei_alt, 0, sizeof(from->wei_alt));
+		from->wei.is_const = from->wei_alt.is_const = to->wei.is_const;
+	}
+	if (!to->use_dnnl)
+		return dnnl_success;
+	if (!(eng = mfs_dnnl_engine(&err)))
+		return dnnl_runtime_error;
+	/* Not as a Winograd build: the primitive exists, it gets its
+	 * packing whatever the other slot holds. */
+	return conv_weights_pick(to, &to->wei_want, &to->wei_plain, false, eng);
+}
+
 static dnnl_format_tag_t plain_tag(int ndims)
 {
 	return ndims == 3 ? dnnl_ncw : ndims == 4 ? dnnl_nchw : dnnl_ncdhw;
@@ -361,6 +385,8 @@ dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 	CK(dnnl_stream_create(&s->stream, eng, dnnl_stream_default_flags));
 	CK(conv_memories(s, p, &d, eng, xl, yl, has_bias, x_direct, ftag, &smd, &dmd, &bmd));
 	CK(conv_weights_pick(s, wmd, &wmd_plain, wino, eng));
+	s->wei_want = *wmd;
+	s->wei_plain = wmd_plain;
 	s->images = how == BUILD_WINOGRAD_IMAGE ? p->n : 1;
 	s->x_img = mem_bytes(s->xreorder.prim ? s->xplain_m : s->src_m);
 	s->y_img = mem_bytes(s->yreorder.prim ? s->yplain_m : s->dst_m);

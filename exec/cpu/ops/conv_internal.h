@@ -43,6 +43,7 @@ typedef struct conv_state {
 	mfs_shape zs, ys;                /* Z's and Y's shapes when z_apart */
 	bool forced_im2col;              /* MFS_CONV=im2col when built */
 	int threads;                     /* mfs_dnnl_threads() when built */
+	bool built;                      /* false: a variant not built yet */
 	bool use_dnnl;
 	char why_im2col[160];
 
@@ -53,6 +54,9 @@ typedef struct conv_state {
 	mfs_dnnl_weights wei;                 /* W, packed once when constant */
 	/* The packing kept beside wei for another shape (conv_weights_pick) */
 	mfs_dnnl_weights wei_alt;
+	/* The packing prim reads, for conv_weights_move (wei and wei_alt
+	 * are the node's: only its current variant holds them). */
+	dnnl_memory_desc_t wei_want, wei_plain;
 	/* Winograd built for one image runs images times, X, Y and Z moving
 	 * by one image's bytes in their own layouts; 1 otherwise. */
 	int64_t images;
@@ -81,6 +85,25 @@ typedef struct conv_state {
 	 * copies of an NHWC Z and Y of their own sizes. */
 	float *cbuf, *zatmp, *yatmp;
 } conv_state;
+
+/* A node's states, one per set of shapes and thread count lately run
+ * (the batch sizes of dynamic batching; one thread or the team,
+ * cpu_contention.h), so that going back to either rebuilds no primitive:
+ * each change of size rebuilt every convolution's primitives (21-24
+ * builds and 320-736 ms a ResNet-18 run on 2 cores under 8 clients).
+ * The least lately used goes when all are taken.  The weight
+ * packings (at most two, conv_weights_pick) are the node's and move to
+ * the variant about to run (conv_weights_move); what a variant holds
+ * beside its primitives is its own scratch (edge and im2col buffers,
+ * sized for its batch).  Bound: CONV_VARIANTS sets of primitives and
+ * scratch a node, two packings.  Dense keeps variants by shape alone
+ * (dense.c). */
+#define CONV_VARIANTS 16
+typedef struct conv_node {
+	conv_state *var[CONV_VARIANTS];
+	uint64_t used[CONV_VARIANTS], clock;
+	conv_state *cur;                 /* prepared last; holds the packings */
+} conv_node;
 
 static inline float act_apply(const conv_params *p, float v)
 {
@@ -131,6 +154,11 @@ dnnl_status_t conv_dnnl_build(conv_state *s, const conv_params *p,
 void conv_prims_free(conv_state *s);
 /* conv_dnnl.c: ... and the packings too. */
 void conv_dnnl_free(conv_state *s);
+/* conv_dnnl.c: move the node's weight packings from `from` (NULL: none)
+ * to `to`, and make to->wei the packing to's primitive reads (when to
+ * runs oneDNN), packing it anew if neither is it; a dnnl status (on
+ * failure the caller rebuilds `to`). */
+dnnl_status_t conv_weights_move(conv_state *to, conv_state *from);
 /* conv_dnnl.c: run the primitive built in s on x into ydata (Y's layout
  * is the one s was built for). */
 int conv_dnnl_compute(mfs_op_ctx *ctx, conv_state *s, const conv_params *p,
