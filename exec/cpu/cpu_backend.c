@@ -13,7 +13,8 @@
  * (graph_plan.c, plan_layouts).  Before a node runs, inputs it cannot take in
  * NHWC are converted to plain into a temporary block; after it runs, an
  * output written NHWC that the plan wants plain is converted.  Graph
- * outputs are always handed out plain.
+ * outputs are always handed out plain: a large one in its own block,
+ * taken out of the pool (output_handoff), others copied.
  *
  * Threads: each node runs on as many of the run's OpenMP threads as its
  * work fills (node_threads.h); the run's count is restored at its end.
