@@ -13,7 +13,8 @@
  * (graph_plan.c, plan_layouts).  Before a node runs, inputs it cannot take in
  * NHWC are converted to plain into a temporary block; after it runs, an
  * output written NHWC that the plan wants plain is converted.  Graph
- * outputs are always handed out plain.
+ * outputs are always handed out plain: a large one in its own block,
+ * taken out of the pool (output_handoff), others copied.
  *
  * Threads: each node runs on as many of the run's OpenMP threads as its
  * work fills (node_threads.h); the run's count is restored at its end.
@@ -29,6 +30,7 @@
 #include "log.h"
 #include "node_threads.h"
 #include "dense_util.h"
+#include "malloc_policy.h"
 
 typedef struct cpu_exec {
 	const mfs_graph *m;
@@ -67,6 +69,8 @@ typedef struct cpu_exec {
 	bool partial;              /* MFS_TEAMS=partial */
 	bool out_over_in3;         /* op.h MFS_OP_OUT0_OVER_IN3 honoured
 				      (MFS_Z_IN_PLACE=0: not, for A/B) */
+	bool handoff;              /* outputs handed over in their block
+				      (MFS_OUTPUT_HANDOFF=0: copied, for A/B) */
 	int run_threads;
 } cpu_exec;
 
@@ -235,6 +239,7 @@ static int cpu_exec_new(mfs_backend *b, const mfs_graph *m, void **out,
 	e->grain = mfs_thread_grain();
 	e->partial = mfs_thread_partial();
 	e->out_over_in3 = !(getenv("MFS_Z_IN_PLACE") && !strcmp(getenv("MFS_Z_IN_PLACE"), "0"));
+	e->handoff = !(getenv("MFS_OUTPUT_HANDOFF") && !strcmp(getenv("MFS_OUTPUT_HANDOFF"), "0"));
 	e->tmp = calloc((size_t)e->max_in, sizeof(*e->tmp));
 	e->tmp_buf = calloc((size_t)e->max_in, sizeof(*e->tmp_buf));
 	if (!e->tmp || !e->tmp_buf)
@@ -734,12 +739,49 @@ static void step_release(void *ctx, int v)
 	release_value(ctx, v);
 }
 
+/* Outputs of at least this many bytes are handed to the caller in their
+ * block, not copied; smaller ones copy in less time than a new block
+ * takes (and a warm run of a small model then allocates nothing). */
+#define HANDOFF_MIN ((size_t)64 << 10)
+
+/* Hand the block holding output value v to the caller as dst's data when
+ * only v uses it (no view shares it, the data at its start, stored
+ * plain), it is not twice the tensor, and below the size that malloc
+ * maps fresh (malloc_policy.h): a fresh block of that size faults its
+ * pages in at every run, when the daemon's kept large buffers
+ * (mfs_tensor_set_big_storage) serve the copy without.  The pool makes a
+ * new block for the next run: the caller's frees refill malloc's. */
+static bool output_handoff(cpu_exec *e, int v, mfs_tensor *dst)
+{
+	mfs_tensor *src = &e->vals[v];
+	mfs_block *b = e->vbuf[v];
+	size_t cap;
+
+	if (!e->handoff || !b || b->pinned || b->refs != 1 || src->data != b->mem ||
+	    src->nbytes < HANDOFF_MIN || src->nbytes >= MFS_MALLOC_MMAP_MIN ||
+	    b->cap / 2 > src->nbytes ||
+	    (src->layout != MFS_LAYOUT_PLAIN && src->shape.rank == 4))
+		return false;
+	*dst = *src;
+	dst->data = mfs_pool_detach(&e->pool, b, &cap);
+	dst->layout = MFS_LAYOUT_PLAIN;
+	dst->owns_data = true;
+	e->vbuf[v] = NULL;
+	src->data = NULL;
+	src->nbytes = 0;
+	e->stats.outputs_handed++;
+	return true;
+}
+
 static int step_output(void *ctx, int i, mfs_tensor *dst, mfs_error *err)
 {
 	cpu_exec *e = ctx;
 	const mfs_tensor *src = &e->vals[e->m->output_ids[i]];
 	int rc;
 
+	if (src->kind == MFS_KIND_TENSOR && src->dtype != MFS_DT_STRING &&
+	    output_handoff(e, e->m->output_ids[i], dst))
+		return 0;
 	if (src->kind != MFS_KIND_TENSOR || src->dtype == MFS_DT_STRING)
 		return mfs_tensor_copy(dst, src, err);   /* owns items or bytes */
 	/* every byte is written below */

@@ -110,6 +110,8 @@ typedef struct mfs_exec_stats {
 	uint64_t outputs_over_inputs; /* outputs given their input 3's block
 					 (op.h: MFS_OP_OUT0_OVER_IN3) */
 	uint64_t prepares;        /* calls of op prepare() */
+	uint64_t outputs_handed;  /* CPU: outputs handed to the caller in
+				     their pool block, not copied */
 	/* OpenCL backend only */
 	uint64_t uploads;         /* host -> device copies */
 	uint64_t downloads;       /* device -> host copies */

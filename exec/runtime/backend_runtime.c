@@ -149,16 +149,20 @@ static void remember(mfs_pool *p, int k, mfs_block *b)
 	}
 }
 
+/* The hint of a request whose block of the last run was detached: that
+ * request gets a new block, not a free one a later request of the run
+ * will want (taking it would shift the whole replay). */
+static mfs_block detached_mark;
+
 mfs_block *mfs_pool_take(mfs_pool *p, size_t size, int *status)
 {
 	int k = p->seq++;
-	mfs_block *b = NULL;
+	mfs_block *b = NULL, *h = k < p->n_hints ? p->hints[k] : NULL;
 
 	*status = 0;
-	if (k < p->n_hints && p->hints[k] && !p->hints[k]->refs &&
-	    !p->hints[k]->pinned && p->hints[k]->cap >= size)
-		b = p->hints[k];
-	if (!b)
+	if (h && h != &detached_mark && !h->refs && !h->pinned && h->cap >= size)
+		b = h;
+	if (!b && h != &detached_mark)
 		b = reuse_block(p, size, status);
 	if (!b && !*status)
 		b = new_block(p, size, status);
@@ -174,7 +178,10 @@ void *mfs_pool_detach(mfs_pool *p, mfs_block *b, size_t *cap)
 	void *mem = b->mem;
 	for (int i = 0; i < p->n_hints; i++)
 		if (p->hints[i] == b)
-			p->hints[i] = NULL;
+			p->hints[i] = &detached_mark;
+	/* host memory leaves the pool's count: the new owner counts it */
+	if (!p->release && b->counted)
+		budget_give(b->cap);
 	for (int i = 0; i < p->n_blocks; i++)
 		if (p->blocks[i] == b) {
 			p->blocks[i] = p->blocks[--p->n_blocks];

@@ -70,13 +70,17 @@ static inline void mfs_pool_new_run(mfs_pool *p)
 	p->seq = 0;
 }
 
-/* Resident tensors (engine.h), for pools with their own alloc (device
- * memory, outside the host budget): take b (one reference, not pinned)
- * out of the pool, its memory the caller's from now on (what p->alloc returned,
- * *cap bytes); b is freed and no later request gets it. */
+/* Take b (one reference, not pinned) out of the pool, its memory the
+ * caller's from now on (what p->alloc returned, or for a host pool a
+ * free()able mfs_aligned_block; *cap bytes); b is freed and no later
+ * request gets it: the request that got b in this run gets a new block
+ * in the next.  A host pool gives b's bytes back to the memory budget
+ * (the new owner accounts for them).  For resident tensors (engine.h) and
+ * the CPU's graph outputs, handed to the caller without a copy. */
 void *mfs_pool_detach(mfs_pool *p, mfs_block *b, size_t *cap);
-/* The reverse: mem (what an alloc of this pool's kind returned, cap
- * bytes) becomes a block of p with one reference, freed with the pool.
+/* The reverse, for pools with their own alloc: mem (what an alloc of
+ * this pool's kind returned, cap bytes) becomes a block of p with one
+ * reference, freed with the pool.
  * NULL when out of memory (mem stays the caller's). */
 mfs_block *mfs_pool_adopt(mfs_pool *p, void *mem, size_t cap);
 

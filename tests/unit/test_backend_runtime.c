@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "backend_runtime.h"
+#include "engine.h"
 
 /* A pool over plain malloc that counts live blocks and can be told to
  * fail the next allocation. */
@@ -379,10 +380,12 @@ static void test_aligned_block(void **st)
 	free(q);
 }
 
-/* Resident tensors: a detached block's memory leaves the pool (no later
- * request gets it, the pool no longer frees it); adopted memory becomes
- * a block like any other, handed out again once free and freed with
- * the pool. */
+/* Resident tensors, handed-over outputs: a detached block's memory
+ * leaves the pool (no later request gets it, the pool no longer frees
+ * it), and the request that had it gets a new block in the next run
+ * rather than one a later request will want (b stays the replay of
+ * request 1); adopted memory becomes a block like any other, handed out
+ * again once free and freed with the pool. */
 static void test_pool_detach_adopt(void **st)
 {
 	fx *x = *st;
@@ -394,23 +397,95 @@ static void test_pool_detach_adopt(void **st)
 	assert_int_equal(cap, 100);
 	mfs_block_put(b);
 	mfs_pool_new_run(&x->p);
-	mfs_block *c = take(x, 100);          /* the hint is gone: b, not a */
-	assert_ptr_equal(c, b);
+	mfs_block *c = take(x, 100);          /* a new block, not b */
+	mfs_block *c2 = take(x, 300);         /* the replay: b */
+	assert_ptr_not_equal(c, b);
 	assert_ptr_not_equal(c->mem, mem);
+	assert_ptr_equal(c2, b);
+	assert_int_equal(x->allocs, 3);
 	mfs_block_put(c);
+	mfs_block_put(c2);
 	mfs_block *d = mfs_pool_adopt(&x->p, mem, cap);
 	assert_non_null(d);
 	assert_int_equal(d->refs, 1);
 	assert_ptr_equal(d->mem, mem);
 	mfs_block_put(d);
 	mfs_pool_new_run(&x->p);
-	mfs_block *e = take(x, 90);           /* the replay: b again */
-	mfs_block *f = take(x, 90);           /* then the adopted block */
-	assert_ptr_equal(e, b);
-	assert_ptr_equal(f, d);
+	mfs_block *e = take(x, 90);           /* the replay: c, b */
+	mfs_block *f = take(x, 290);
+	mfs_block *g = take(x, 90);           /* then the adopted block */
+	assert_ptr_equal(e, c);
+	assert_ptr_equal(f, b);
+	assert_ptr_equal(g, d);
 	mfs_block_put(e);
 	mfs_block_put(f);
-	assert_int_equal(x->f.live, 2);       /* teardown frees both */
+	mfs_block_put(g);
+	assert_int_equal(x->f.live, 3);       /* teardown frees them */
+}
+
+/* The memory budget's hooks (engine.h mfs_engine_set_memory_hooks),
+ * counting what a host pool holds. */
+static int64_t budget_held;
+
+static int budget_take(uint64_t n)
+{
+	budget_held += (int64_t)n;
+	return 0;
+}
+
+static void budget_give(uint64_t n)
+{
+	budget_held -= (int64_t)n;
+}
+
+static size_t big_released;
+
+static void count_big_release(void *p)
+{
+	big_released++;
+	free(p);
+}
+
+/* A host pool's detached block (a CPU output handed to the caller)
+ * leaves the budget with it, its memory is a free()able aligned block
+ * that the caller's mfs_tensor_release frees, on the large-tensor path
+ * too (mfs_tensor_set_big_storage); the pool's new block for the
+ * request is counted again, and nothing is left counted at the end. */
+static void test_pool_host_detach_budget(void **st)
+{
+	uint64_t allocs = 0;
+	mfs_pool p = { .oom_status = ENOMEM, .n_allocs = &allocs };
+	int status;
+	size_t cap;
+	(void)st;
+
+	budget_held = 0;
+	big_released = 0;
+	mfs_engine_set_memory_hooks(budget_take, budget_give);
+	mfs_tensor_set_big_storage(malloc, count_big_release, 1000);
+	mfs_block *a = mfs_pool_take(&p, 4000, &status);
+	mfs_block *b = mfs_pool_take(&p, 200, &status);
+	assert_int_equal(budget_held, 4200);
+	mfs_tensor t = { .dtype = MFS_DT_FLOAT, .shape = { .rank = 1, .dims = { 1000 } },
+			 .nbytes = 4000, .owns_data = true };
+	t.data = mfs_pool_detach(&p, a, &cap);
+	assert_int_equal(cap, 4000);
+	assert_int_equal((uintptr_t)t.data % 64, 0);
+	assert_int_equal(budget_held, 200);
+	memset(t.data, 7, t.nbytes);
+	mfs_tensor_release(&t);               /* big_release: free() */
+	assert_int_equal(big_released, 1);
+	mfs_block_put(b);
+	mfs_pool_new_run(&p);
+	a = mfs_pool_take(&p, 4000, &status); /* a new block, counted */
+	assert_non_null(a);
+	assert_int_equal(allocs, 3);
+	assert_int_equal(budget_held, 4200);
+	mfs_block_put(a);
+	mfs_pool_release(&p);
+	assert_int_equal(budget_held, 0);
+	mfs_tensor_set_big_storage(NULL, NULL, 0);
+	mfs_engine_set_memory_hooks(NULL, NULL);
 }
 
 int main(void)
@@ -423,6 +498,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pool_failures, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_pool_detach_adopt, fx_setup, fx_teardown),
 		cmocka_unit_test(test_pool_host_default),
+		cmocka_unit_test(test_pool_host_detach_budget),
 		cmocka_unit_test(test_prepare_reruns_on_change),
 		cmocka_unit_test(test_infer_clears_outputs),
 		cmocka_unit_test(test_node_error_names_node),

@@ -703,6 +703,56 @@ static void test_views(void **state)
 	mfs_graph_free(m);
 }
 
+/* Outputs of 64 KiB or more leave in their pool block (no copy): the
+ * caller owns an aligned block it frees as any tensor; the pool makes a
+ * new block for it in the next run (buffer_allocs grows by one a run, the
+ * rest replays).  A view of the caller's input is copied, and so is every
+ * output with MFS_OUTPUT_HANDOFF=0. */
+static void test_output_handoff(void **state)
+{
+	(void)state;
+	onnx_model *o = gb_new(13);
+	mfs_graph *m;
+	mfs_exec *e;
+	mfs_error err;
+	mfs_exec_stats st;
+	mfs_tensor in, out[2];
+	const int64_t big[] = { 128, 256 };
+
+	gb_input(o, "x", MFS_DT_FLOAT, 2, big);
+	gb_output(o, "y");
+	gb_output(o, "z");
+	tnode(o, "TCopy", "c1", "x", "a");
+	tnode(o, "TCopy", "c2", "a", "y");
+	tnode(o, "TView", "v", "x", "z");        /* the caller's input */
+	m = compile_ok(o);
+	in = f32(2, big, NULL);
+	for (int i = 0; i < 128 * 256; i++)
+		((float *)in.data)[i] = (float)i;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass)
+			setenv("MFS_OUTPUT_HANDOFF", "0", 1);
+		assert_int_equal(mfs_exec_new(m, NULL, &e, &err), 0);
+		for (int r = 0; r < 3; r++) {
+			assert_int_equal(mfs_exec_run(e, &in, out, &err), 0);
+			assert_int_equal(out[0].nbytes, in.nbytes);
+			assert_true(out[0].owns_data && out[1].owns_data);
+			assert_ptr_not_equal(out[1].data, in.data);
+			assert_int_equal(memcmp(out[0].data, in.data, in.nbytes), 0);
+			assert_int_equal(memcmp(out[1].data, in.data, in.nbytes), 0);
+			mfs_tensor_release(&out[0]);
+			mfs_tensor_release(&out[1]);
+		}
+		mfs_exec_get_stats(e, &st);
+		assert_int_equal(st.outputs_handed, pass ? 0 : 3);
+		assert_int_equal(st.buffer_allocs, pass ? 2 : 4);
+		mfs_exec_free(e);
+	}
+	unsetenv("MFS_OUTPUT_HANDOFF");
+	mfs_tensor_release(&in);
+	mfs_graph_free(m);
+}
+
 static void test_input_validation(void **state)
 {
 	(void)state;
@@ -1917,6 +1967,7 @@ int main(void)
 		cmocka_unit_test_setup(test_dead_nodes_dropped, setup),
 		cmocka_unit_test_setup(test_buffer_reuse, setup),
 		cmocka_unit_test_setup(test_views, setup),
+		cmocka_unit_test_setup(test_output_handoff, setup),
 		cmocka_unit_test_setup(test_input_validation, setup),
 		cmocka_unit_test_setup(test_optional_inputs_outputs, setup),
 		cmocka_unit_test_setup(test_op_errors_name_node, setup),
