@@ -20,7 +20,7 @@ As a module: KvDecoder, export(model, path), greedy(model, ids, n, stop)
 decoding).  As a script:
 
   kv_decoder.py DIR [--vocab 50] [--d 32] [--heads 2] [--layers 2]
-                [--no-position-ids] [--seed 0]
+                [--no-position-ids] [--seed 0] [--ctx 1024]
 
 writes DIR/model.onnx; with --greedy "1 2 3" N it prints instead the N
 greedy ids after that prompt (the same seeded weights)."""
@@ -157,11 +157,12 @@ def main():
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--no-position-ids", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ctx", type=int, default=1024, help="positions the model embeds")
     ap.add_argument("--greedy", nargs=2, metavar=("PROMPT", "N"))
     ap.add_argument("--stop", default="")
     a = ap.parse_args()
     torch.manual_seed(a.seed)
-    model = KvDecoder(a.vocab, a.d, a.heads, a.layers, position_ids=not a.no_position_ids)
+    model = KvDecoder(a.vocab, a.d, a.heads, a.layers, ctx=a.ctx, position_ids=not a.no_position_ids)
     model.eval()
     if a.greedy:
         prompt = [int(t) for t in a.greedy[0].split()]
