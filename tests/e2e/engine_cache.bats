@@ -31,6 +31,11 @@ need_opencl() {
 	wait_timed mlp
 }
 
+# The trial's winner depends on the machine and its load (PoCL beat the
+# CPU on the mlp once under a loaded test run): the tests check that a
+# choice was made, timed and stored, not which engine won.
+TIMED='^READY 1 (cpu|opencl) auto: cpu [0-9.]+ ms'
+
 device_field() { # field
 	"$PY" -c "import json; print(json.load(open('$MNT/mlp/stats.json'))['model_stats'][0]['device']['$1'])"
 }
@@ -43,14 +48,14 @@ device_field() { # field
 	grep -q "model 'mlp' version 1: timing the engines (KIND_AUTO)" "$DAEMON_LOG"
 	run cat "$MNT/mlp/status"
 	echo "$output"
-	[[ "$output" == "READY 1 cpu auto: cpu "*" ms"* ]]
+	[[ "$output" =~ $TIMED ]]
 	[[ "$output" != *cached* ]]
 	[ "$(device_field cached)" = False ]
 	ls "$CACHE"/routes/*.route
 	[ "$(ls "$CACHE"/routes | wc -l)" -eq 1 ]
 	# written by rename: no temporary file left
 	! ls "$CACHE"/routes/*.tmp 2>/dev/null
-	grep -q '^device cpu$' "$CACHE"/routes/*.route
+	grep -qE '^device (cpu|opencl)$' "$CACHE"/routes/*.route
 	first=$(cat "$MNT/mlp/status")
 	unmount_repo
 
@@ -61,7 +66,7 @@ device_field() { # field
 	# the stored trial's figures, not new ones
 	[ "$output" = "$first [cached: not timed again]" ]
 	[ "$(device_field cached)" = True ]
-	grep -q "model 'mlp' version 1: READY on cpu .*\[cached: not timed again\]" "$DAEMON_LOG"
+	grep -qE "model 'mlp' version 1: READY on (cpu|opencl) .*\[cached: not timed again\]" "$DAEMON_LOG"
 	! grep -q "timing the engines" "$DAEMON_LOG"
 }
 
@@ -113,11 +118,11 @@ device_field() { # field
 	need_opencl
 	run cat "$MNT/mlp/status"
 	echo "$output"
-	[[ "$output" == "READY 1 cpu auto: cpu "* ]]
+	[[ "$output" =~ $TIMED ]]
 	[[ "$output" != *cached* ]]
 	grep -q "engine-choice cache $entry: ignored (.*); timing the engines again" "$DAEMON_LOG"
 	# rewritten whole: the next mount reuses it
-	grep -q '^device cpu$' "$entry"
+	grep -qE '^device (cpu|opencl)$' "$entry"
 	unmount_repo
 	mount_repo "$REPO" --cache-dir "$CACHE"
 	grep -q "cached: not timed again" "$MNT/mlp/status"
@@ -133,7 +138,7 @@ device_field() { # field
 	need_opencl
 	run cat "$MNT/mlp/status"
 	echo "$output"
-	[[ "$output" == "READY 1 cpu auto: cpu "* ]]
+	[[ "$output" =~ $TIMED ]]
 	[[ "$output" != *cached* ]]
 	[ "$(ls "$CACHE"/routes | wc -l)" -eq 2 ]
 }

@@ -44,18 +44,24 @@ teardown_file() {
 	unmount_repo
 }
 
-@test "KIND_AUTO: the CPU timed, OpenCL stopped once clearly slower (or timed), the CPU kept on PoCL" {
+@test "KIND_AUTO: the CPU timed, OpenCL stopped once clearly slower (or timed), the faster kept" {
 	wait_timed mlp_auto
 	run cat "$MNT/mlp_auto/status"
 	echo "$output"
+	# The faster engine is kept: on PoCL the CPU, unless the CPU's run was
+	# slowed by a loaded machine (then OpenCL, with both times shown).
 	[[ "$output" == "READY 1 cpu auto: cpu "*" ms, opencl "*" ms ("* ]] ||
-		[[ "$output" == "READY 1 cpu auto: cpu "*" ms; opencl stopped after "*" ms, "*" passed the "*" ms limit ("* ]]
+		[[ "$output" == "READY 1 cpu auto: cpu "*" ms; opencl stopped after "*" ms, "*" passed the "*" ms limit ("* ]] ||
+		[[ "$output" == "READY 1 opencl auto: cpu "*" ms, opencl "*" ms ("* ]]
 	run "$PY" -c "
 import json; s = json.load(open('$MNT/mlp_auto/stats.json'))
 d = s['model_stats'][0]['device']
-assert d['choice'] == 'cpu' and d['kind'] == 'KIND_AUTO' and not d['cached'], d
+assert d['choice'] in ('cpu', 'opencl') and d['kind'] == 'KIND_AUTO' and not d['cached'], d
 assert d['cpu_ms'] > 0, d
-assert d['opencl_ms'] is None or d['cpu_ms'] < d['opencl_ms'], d
+if d['choice'] == 'cpu':
+    assert d['opencl_ms'] is None or d['cpu_ms'] < d['opencl_ms'], d
+else:
+    assert d['opencl_ms'] is not None and d['opencl_ms'] < d['cpu_ms'], d
 assert (d['opencl_ms'] is None) == ('stopped' in d['note']), d
 print('ok')"
 	echo "$output"

@@ -232,9 +232,15 @@ x = np.arange(8 * 200000, dtype=np.float32).reshape(200000, 8)
 np.save(path, x)
 data = open(path, 'rb').read()
 stop = False
+hold = threading.Event()    # set: leave the file whole
+held = threading.Event()    # set by churn once it leaves the file whole
 def churn():
     # Truncate and rewrite the file over and over while it is linked.
     while not stop:
+        if hold.is_set():
+            held.set()
+            time.sleep(0.001)
+            continue
         with open(path, 'r+b') as f:
             f.truncate(len(data) // 3)
             f.seek(0, 2)
@@ -244,11 +250,15 @@ t = threading.Thread(target=churn)
 t.start()
 ok = refused = 0
 shift = np.zeros(8, dtype=np.float32)
-# At least 40 tries, and on until one read saw the file whole (a loaded
-# machine can leave every one of the first 40 in a rewrite).
-for i in range(400):
-    if i >= 40 and ok > 0:
-        break
+# 40 tries under the churn; then, if no read happened to see the file
+# whole (a loaded machine can leave every one in a rewrite), one more
+# with the churn held, which must succeed: no race decides the test.
+for i in range(41):
+    if i == 40:
+        if ok > 0:
+            break
+        hold.set()
+        held.wait()
     req = os.path.join(reqs, 'churn%d' % i)
     os.mkdir(req)
     np.save(os.path.join(req, 'shift.npy'), shift)
