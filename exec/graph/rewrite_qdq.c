@@ -101,7 +101,8 @@ static bool weight_dq(const onnx_graph *g, const char *name, int rank, int axis,
 /* Quantize node r reading y: its output's scale and zero point. */
 static bool q_at(const onnx_graph *g, int r, const char **s, const char **z)
 {
-	if (r < 0 || !rw_is(&g->nodes[r], "QuantizeLinear") || g->nodes[r].n_inputs < 2)
+	if (r < 0 || !rw_is(&g->nodes[r], "QuantizeLinear") || g->nodes[r].n_inputs < 2 ||
+	    g->nodes[r].n_outputs != 1)
 		return false;
 	const onnx_node *q = &g->nodes[r];
 	*s = q->inputs[1];
@@ -119,7 +120,7 @@ static void tail(const onnx_graph *g, const char *y, int *idx, int *n, bool *rel
 	int r = rw_sole_reader(g, y, NULL);
 	*relu = false;
 	*ys = *yz = "";
-	if (r >= 0 && rw_is(&g->nodes[r], "Relu") && g->nodes[r].n_inputs == 1) {
+	if (r >= 0 && rw_is(&g->nodes[r], "Relu") && g->nodes[r].n_inputs == 1 && g->nodes[r].n_outputs == 1) {
 		*relu = true;
 		idx[(*n)++] = r;
 		r = rw_sole_reader(g, g->nodes[r].outputs[0], NULL);
@@ -207,12 +208,13 @@ static int try_dense(onnx_model *m, int i)
 	bool gemm = rw_is(mm, "Gemm");
 	dq_in a, w;
 	int idx[7] = { i }, n = 1, tb = 0;
-	const char *bias = "", *y = mm->outputs[0], *ys, *yz;
+	const char *bias = "", *y, *ys, *yz;
 	bool relu;
 
 	if ((!gemm && !rw_is(mm, "MatMul")) || mm->n_inputs < 2 || mm->n_outputs != 1 ||
 	    !act_dq(g, mm->inputs[0], &a))
 		return 0;
+	y = mm->outputs[0];   /* only now: a node may have no outputs */
 	if (gemm) {
 		tb = onnx_attr_int(mm, "transB", 0) != 0;
 		if (onnx_attr_float(mm, "alpha", 1) != 1 || onnx_attr_float(mm, "beta", 1) != 1 ||
@@ -228,7 +230,8 @@ static int try_dense(onnx_model *m, int i)
 		bias = mm->inputs[2];
 	} else if (!gemm) {
 		int r = rw_sole_reader(g, y, "Add");
-		const char *b = r >= 0 && !g->nodes[r].n_attrs ? rw_other(&g->nodes[r], y) : NULL;
+		const char *b = r >= 0 && !g->nodes[r].n_attrs && g->nodes[r].n_outputs == 1 ?
+				rw_other(&g->nodes[r], y) : NULL;
 		if (b && bias_n(g, b, cols)) {
 			bias = b;
 			idx[n++] = r;
