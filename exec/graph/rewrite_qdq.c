@@ -137,6 +137,16 @@ static void take_dq(const onnx_graph *g, const dq_in *d, int reader, int *idx, i
 		idx[(*n)++] = d->node;
 }
 
+/* take_dq for both operands of a product or a sum, once when one
+ * DequantizeLinear feeds both. */
+static void take_dq_pair(const onnx_graph *g, const dq_in *a, const dq_in *b, int reader, int *idx,
+			 int *n)
+{
+	take_dq(g, a, reader, idx, n);
+	if (b->node != a->node)
+		take_dq(g, b, reader, idx, n);
+}
+
 /* Move src's attributes to dst (src keeps none). */
 static void steal_attrs(onnx_node *dst, onnx_node *src)
 {
@@ -183,9 +193,7 @@ static int try_conv(onnx_model *m, int i)
 	    !weight_dq(g, c->inputs[1], 4, 0, &w))
 		return 0;
 	tail(g, c->outputs[0], idx, &n, &relu, &ys, &yz);
-	take_dq(g, &x, i, idx, &n);
-	if (w.node != x.node)
-		take_dq(g, &w, i, idx, &n);
+	take_dq_pair(g, &x, &w, i, idx, &n);
 	const char *ins[9] = { x.q, x.s, x.z, w.q, w.s, w.z,
 			       c->n_inputs > 2 ? c->inputs[2] : "", ys, yz };
 	return replace(m, idx, n, "QConv", ins, *ys ? 9 : 7, c, relu, 0);
@@ -239,9 +247,7 @@ static int try_dense(onnx_model *m, int i)
 		}
 	}
 	tail(g, y, idx, &n, &relu, &ys, &yz);
-	take_dq(g, &a, i, idx, &n);
-	if (w.node != a.node)
-		take_dq(g, &w, i, idx, &n);
+	take_dq_pair(g, &a, &w, i, idx, &n);
 	const char *ins[9] = { a.q, a.s, a.z, w.q, w.s, w.z, bias, ys, yz };
 	return replace(m, idx, n, "QDense", ins, *ys ? 9 : 7, NULL, relu, tb);
 }
@@ -263,9 +269,7 @@ static int try_add(onnx_model *m, int i)
 	if (!*ys || rw_const(g, b.z)->dtype != t ||
 	    (*yz ? rw_const(g, yz)->dtype : MFS_DT_UINT8) != t)
 		return 0;
-	take_dq(g, &a, i, idx, &n);
-	if (b.node != a.node)
-		take_dq(g, &b, i, idx, &n);
+	take_dq_pair(g, &a, &b, i, idx, &n);
 	const char *ins[8] = { a.q, a.s, a.z, b.q, b.s, b.z, ys, yz };
 	return replace(m, idx, n, "QAdd", ins, 8, NULL, relu, 0);
 }
